@@ -1,0 +1,40 @@
+"""Session state awareness for multi-agent gateways.
+
+The public API is the thread-safe :class:`Gateway` (``api-contract.md``):
+producers record typed events into a durable signal log, watchers get one
+notice per watcher/target pair however many changes land, and
+``session_status(changes_since=N)`` reconciles cheaply.
+
+Internally each session, each watcher cursor and the single SQLite writer
+run as Pykka actors exchanging frozen msgspec messages; no Pykka type leaks
+through the public API.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from actors._config import GatewayConfig
+from actors._types import (
+    SendResult,
+    SessionRow,
+    SessionStateEvent,
+    SessionStateEventInput,
+    SessionStatus,
+    StateChanges,
+)
+from actors.gateway import Gateway, default_state_path
+
+__all__ = [
+    "Gateway",
+    "GatewayConfig",
+    "SendResult",
+    "SessionRow",
+    "SessionStateEvent",
+    "SessionStateEventInput",
+    "SessionStatus",
+    "StateChanges",
+    "default_state_path",
+]
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())

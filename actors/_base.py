@@ -1,0 +1,42 @@
+"""Base actor: marks our threads and logs unexpected messages."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import pykka
+
+__all__ = ["GatewayActor", "on_our_thread"]
+
+logger = logging.getLogger(__name__)
+
+_local = threading.local()
+
+
+def on_our_thread() -> bool:
+    """Whether the calling thread is one of the gateway's actor threads."""
+    return bool(getattr(_local, "ours", False))
+
+
+class GatewayActor(pykka.ThreadingActor):
+    """Base of the gateway's actors.
+
+    Marks its thread so the facade can refuse blocking calls made from it
+    (style anchors §7.3 rule 27), and turns unknown messages into a WARNING
+    instead of an error. Subclasses implement :meth:`handle`.
+    """
+
+    def on_start(self) -> None:
+        """Mark the actor thread as ours (actor thread, non-blocking)."""
+        _local.ours = True
+
+    def on_receive(self, message: Any) -> Any:
+        """Dispatch to :meth:`handle` (actor thread)."""
+        return self.handle(message)
+
+    def handle(self, message: Any) -> Any:
+        """Handle one message; the default logs it as unexpected."""
+        logger.warning("%s ignored an unexpected %s", type(self).__name__, type(message).__name__)
+        return None

@@ -1,0 +1,87 @@
+"""Gateway configuration (``api-contract.md``, ``Gateway.open``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from actors.errors import InvalidArgument
+
+__all__ = ["GatewayConfig"]
+
+
+class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Frozen settings of one gateway. Every field has the contract's default.
+
+    Attributes:
+        scope: ``"per-sender"`` or ``"global"`` (bare ``global`` key, no notices).
+        group_scope: ``"per-group"`` makes the agent's main session an ambient
+            watcher of its group and channel sessions; ``"main"`` does not.
+        retention_days: events older than this, and cursors idle this long,
+            are pruned.
+        max_rows: the signal log keeps at most this many events (newest).
+        changes_limit: most events one ``changesSince`` answer returns (1-200).
+        upstream_interval_s: seconds between upstream monitor scans.
+        upstream_initial_delay_s: seconds before the first upstream scan.
+        scan_cap_bytes: most bytes one upstream scan reads per transcript.
+        own_text_window: own texts remembered for self-echo detection.
+        opencode_replay_window: earlier OpenCode user messages that suppress replays.
+        missing_threshold: consecutive missing scans before ``upstream_missing``.
+        synchronous: SQLite ``synchronous`` (``"FULL"`` or ``"NORMAL"``).
+        queue_limit: most entries in one watcher's notice queue (oldest dropped).
+        ask_timeout_s: seconds any internal request may take before the call
+            gives up (logged; producers return ``None``).
+        busy_timeout_ms: how long SQLite waits for another process's lock, in ms.
+        prune_interval_ms: producer-triggered prunes run at most this often, in ms.
+        max_cursor_actors: cursor actors kept alive at once (idle ones beyond
+            this are stopped and restart from SQLite on demand).
+        read_connections: read-only SQLite connections shared by caller threads.
+    """
+
+    scope: Literal["per-sender", "global"] = "per-sender"
+    group_scope: Literal["per-group", "main"] = "per-group"
+    retention_days: int = 30
+    max_rows: int = 50_000
+    changes_limit: int = 200
+    upstream_interval_s: float = 60.0
+    upstream_initial_delay_s: float = 15.0
+    scan_cap_bytes: int = 1_048_576
+    own_text_window: int = 10
+    opencode_replay_window: int = 50
+    missing_threshold: int = 3
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    queue_limit: int = 20
+    ask_timeout_s: float = 10.0
+    busy_timeout_ms: int = 5000
+    prune_interval_ms: int = 3_600_000
+    max_cursor_actors: int = 1024
+    read_connections: int = 4
+
+    def __post_init__(self) -> None:
+        """Validate field values.
+
+        Raises:
+            InvalidArgument: a field is out of range or not one of its choices.
+        """
+        if self.scope not in ("per-sender", "global"):
+            raise InvalidArgument(f"scope must be 'per-sender' or 'global', not {self.scope!r}")
+        if self.group_scope not in ("per-group", "main"):
+            raise InvalidArgument(
+                f"group_scope must be 'per-group' or 'main', not {self.group_scope!r}"
+            )
+        if self.synchronous not in ("FULL", "NORMAL"):
+            raise InvalidArgument(f"synchronous must be 'FULL' or 'NORMAL', not {self.synchronous!r}")
+        if not 1 <= self.changes_limit <= 200:
+            raise InvalidArgument("changes_limit must be between 1 and 200")
+        for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
+                     "read_connections", "own_text_window", "opencode_replay_window",
+                     "missing_threshold", "scan_cap_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
+        for name in ("ask_timeout_s", "upstream_interval_s"):
+            if not getattr(self, name) > 0:
+                raise InvalidArgument(f"{name} must be positive")
+        if self.upstream_initial_delay_s < 0 or self.busy_timeout_ms < 0 or self.prune_interval_ms < 0:
+            raise InvalidArgument("delays and timeouts must not be negative")

@@ -1,0 +1,147 @@
+"""Messages between the gateway's actors (frozen, tagged msgspec Structs).
+
+Each actor's inbound protocol is one union alias. Fields are tuples, never
+lists: Pykka does not copy messages between threads (style anchors §7.2).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from persistence import NoticeDescriptor, RecordEvent, UpsertSession
+
+__all__ = [
+    "CursorMessage",
+    "Deliver",
+    "Drain",
+    "DrainOutcome",
+    "Enqueue",
+    "EnqueueEvent",
+    "PendingTexts",
+    "Publish",
+    "Record",
+    "Register",
+    "Reset",
+    "SessionMessage",
+    "TakeMessages",
+    "UpdateEntry",
+    "Wake",
+    "WakerMessage",
+    "Withdraw",
+]
+
+RecordMode = Literal["human", "entry-watchers", "as-is"]
+
+
+class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every actor message."""
+
+
+# --- session actor -----------------------------------------------------------
+
+
+class Record(_Message, tag="session.record"):
+    """Record an event on this session (answers a ``RecordOutcome``).
+
+    ``mode`` says how the session's entry shapes the command: ``"human"``
+    applies the human-turn gate and ambient group registration,
+    ``"entry-watchers"`` adds the spawn parent as a producer watcher,
+    ``"as-is"`` sends the command unchanged.
+    """
+
+    command: RecordEvent
+    mode: RecordMode
+
+
+class UpdateEntry(_Message, tag="session.update-entry"):
+    """Create or update the session entry (answers ``None``)."""
+
+    patch: UpsertSession
+
+
+class Enqueue(_Message, tag="session.enqueue"):
+    """Put a committed notice state into this watcher's queue (answers ``bool``: newly queued)."""
+
+    descriptor: NoticeDescriptor
+    text: str
+
+
+class EnqueueEvent(_Message, tag="session.enqueue-event"):
+    """Queue an ordinary system event (answers ``bool``: newly queued)."""
+
+    text: str
+    context_key: str | None = None
+
+
+class Withdraw(_Message, tag="session.withdraw"):
+    """Withdraw queued notices about a target that is gone (answers ``None``)."""
+
+    target: tuple[str, str]
+    version: int
+
+
+class PendingTexts(_Message, tag="session.pending"):
+    """Answer the queued texts without consuming them."""
+
+
+class Drain(_Message, tag="session.drain"):
+    """The watcher's turn: consume the queue and acknowledge (answers ``DrainOutcome``)."""
+
+
+class Reset(_Message, tag="session.reset"):
+    """New incarnation: drop watcher cursors and queued notices (answers ``None``)."""
+
+    session_id: str | None = None
+
+
+class Deliver(_Message, tag="session.deliver"):
+    """Default ``sessions_send`` dispatcher: put text on the inbox (answers ``True``)."""
+
+    text: str
+
+
+class TakeMessages(_Message, tag="session.take-messages"):
+    """Consume and answer the inbox texts."""
+
+
+class DrainOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What a drain consumed and the follow-up notices the gateway must publish."""
+
+    texts: tuple[str, ...]
+    follow_ups: tuple[NoticeDescriptor, ...]
+
+
+SessionMessage = (
+    Record | UpdateEntry | Enqueue | EnqueueEvent | Withdraw | PendingTexts | Drain | Reset
+    | Deliver | TakeMessages
+)
+
+# --- cursor actor ------------------------------------------------------------
+
+
+class Publish(_Message, tag="cursor.publish"):
+    """Publish a committed notice state of this pair (answers ``bool``: newly queued)."""
+
+    descriptor: NoticeDescriptor
+
+
+class Register(_Message, tag="cursor.register"):
+    """Register this watch at the target's head (answers ``bool``)."""
+
+    provenance: Literal["explicit", "ambient-group"] = "explicit"
+
+
+CursorMessage = Publish | Register
+
+# --- waker actor -------------------------------------------------------------
+
+
+class Wake(_Message, tag="waker.wake"):
+    """Call the host's ``on_wake`` for a watcher (answers ``None``)."""
+
+    watcher_key: str
+
+
+WakerMessage = Wake

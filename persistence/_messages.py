@@ -1,0 +1,198 @@
+"""Commands the persistence actor applies, and what it answers.
+
+Commands are frozen, tagged msgspec Structs with tuple fields (never lists):
+Pykka does not copy messages, so immutability is what makes sharing them
+between threads safe (style anchors §7.2).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+import pykka
+
+from persistence.records import SessionStateEvent
+
+__all__ = [
+    "Acknowledge",
+    "AckOutcome",
+    "Command",
+    "DeleteOutcome",
+    "DeleteSession",
+    "Flush",
+    "NoticeDescriptor",
+    "Prune",
+    "RecordEvent",
+    "RecordOutcome",
+    "RegisterOutcome",
+    "RegisterWatch",
+    "ResetWatcher",
+    "Sweep",
+    "SweepOutcome",
+    "UpsertSession",
+    "WriteRequest",
+]
+
+Provenance = Literal["explicit", "ambient-group"]
+
+
+class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every persistence message."""
+
+
+class RecordEvent(_Message, tag="record"):
+    """Insert one event, bump its session's head and update cursors (anchor §3.2).
+
+    ``watcher_keys`` are producer-passed watchers, already filtered to
+    agent-qualified keys. ``only_if_watched`` skips the insert when no cursor
+    targets the session and no producer watcher was passed.
+    ``ambient_watcher`` is registered as an ``ambient-group`` watcher first
+    (inside the same transaction) when it holds no cursor on the session.
+    """
+
+    session_key: str
+    agent_id: str
+    kind: str
+    actor_type: str
+    summary: str
+    session_id: str | None = None
+    actor_id: str | None = None
+    run_id: str | None = None
+    dedupe_key: str | None = None
+    payload_json: str | None = None
+    occurred_at: int | None = None
+    watcher_keys: tuple[str, ...] = ()
+    only_if_watched: bool = False
+    ambient_watcher: str | None = None
+    spawned_by: str | None = None
+
+
+class RegisterWatch(_Message, tag="register"):
+    """Register ``watcher_key`` on a target at the target's head (anchor §3.11/§3.12)."""
+
+    watcher_key: str
+    target_key: str
+    target_agent_id: str
+    provenance: Provenance = "explicit"
+
+
+class Acknowledge(_Message, tag="ack"):
+    """Acknowledge drained notices: cursor moves to the frozen watermark (anchor §3.7)."""
+
+    watcher_key: str
+    targets: tuple[tuple[str, str], ...]
+
+
+class Sweep(_Message, tag="sweep"):
+    """Re-freeze and re-publish pending notices (all watchers, or one)."""
+
+    watcher_key: str | None = None
+
+
+class Prune(_Message, tag="prune"):
+    """Apply retention and the row cap; ``force`` ignores the hourly throttle."""
+
+    force: bool = False
+
+
+class UpsertSession(_Message, tag="upsert-session"):
+    """Create a session entry or update the fields that are not ``None``."""
+
+    session_key: str
+    agent_id: str
+    session_id: str | None = None
+    spawned_by: str | None = None
+    chat_type: str | None = None
+
+
+class ResetWatcher(_Message, tag="reset"):
+    """A new incarnation: drop the cursors this session holds as a watcher."""
+
+    session_key: str
+    agent_id: str
+    session_id: str | None = None
+
+
+class DeleteSession(_Message, tag="delete"):
+    """Drop a session's events, head, entry and every cursor naming it."""
+
+    session_key: str
+    agent_id: str
+
+
+Command = (
+    RecordEvent | RegisterWatch | Acknowledge | Sweep | Prune | UpsertSession
+    | ResetWatcher | DeleteSession
+)
+
+
+class NoticeDescriptor(msgspec.Struct, frozen=True, kw_only=True):
+    """The committed notice state of one watcher/target pair.
+
+    Attributes:
+        watcher_key: who is told.
+        target_key: the session that changed.
+        target_agent_id: its agent.
+        last_seen: the cursor's acknowledged position: the notice says
+            ``changesSince <last_seen>``.
+        queue_only: ambient notice: replace in the queue, never wake.
+        pending: ``False`` means the pair no longer has an open notice and any
+            queued one should be withdrawn.
+        version: commit-order stamp; a session actor ignores descriptors older
+            than the newest state it has applied for the pair.
+    """
+
+    watcher_key: str
+    target_key: str
+    target_agent_id: str
+    last_seen: int
+    queue_only: bool
+    pending: bool
+    version: int
+
+
+class RecordOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`RecordEvent`: the event (new or deduplicated) and notices."""
+
+    event: SessionStateEvent | None
+    inserted: bool
+    notices: tuple[NoticeDescriptor, ...] = ()
+
+
+class RegisterOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`RegisterWatch`."""
+
+    registered: bool
+    version: int
+
+
+class AckOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`Acknowledge`: follow-up notices and the commit stamp."""
+
+    version: int
+    notices: tuple[NoticeDescriptor, ...]
+
+
+class SweepOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`Sweep`: one descriptor per pending pair."""
+
+    notices: tuple[NoticeDescriptor, ...]
+
+
+class DeleteOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`DeleteSession`: watchers whose cursor on it was dropped."""
+
+    version: int
+    watchers: tuple[str, ...]
+
+
+class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):
+    """Envelope: a command and the future its requester waits on (group commit)."""
+
+    command: Command
+    reply: pykka.Future  # type: ignore[type-arg]
+
+
+class Flush(msgspec.Struct, frozen=True, tag="flush"):
+    """Self-message: apply every pending write request in one transaction."""

@@ -1,0 +1,55 @@
+"""Retention: age and row-cap pruning with per-session pruned watermarks (anchor §3.9)."""
+
+from __future__ import annotations
+
+import apsw
+
+__all__ = ["prune"]
+
+DAY_MS = 24 * 60 * 60 * 1000
+
+
+def _stamp_watermarks(conn: apsw.Connection, where: str, param: int, now: int) -> None:
+    # Stamp each session's pruned watermark before its rows go, so historyGap
+    # stays exact. Heads are never created here and only ever increase.
+    conn.execute(
+        "UPDATE session_state_heads SET pruned_max_sequence = g.max_seq, updated_at = ?"
+        " FROM (SELECT session_key, agent_id, max(sequence) AS max_seq"
+        f" FROM session_state_events WHERE {where} GROUP BY session_key, agent_id) AS g"  # noqa: S608
+        " WHERE session_state_heads.session_key = g.session_key"
+        " AND session_state_heads.agent_id = g.agent_id"
+        " AND session_state_heads.pruned_max_sequence < g.max_seq",
+        (now, param),
+    )
+
+
+def prune(
+    conn: apsw.Connection, now: int, *, retention_days: int, max_rows: int
+) -> tuple[int, int]:
+    """Prune the signal log inside the caller's transaction.
+
+    Args:
+        conn: the write connection, inside a transaction.
+        now: the clock, epoch ms.
+        retention_days: events older than this many days go, as do cursors
+            untouched for that long (dormant watches expire).
+        max_rows: at most this many events remain, the newest.
+
+    Returns:
+        ``(events_deleted, cursors_deleted)``.
+    """
+    cutoff = now - retention_days * DAY_MS
+    _stamp_watermarks(conn, "occurred_at < ?", cutoff, now)
+    conn.execute("DELETE FROM session_state_events WHERE occurred_at < ?", (cutoff,))
+    deleted = conn.changes()
+    boundary = conn.execute(
+        "SELECT sequence FROM session_state_events ORDER BY sequence DESC LIMIT 1 OFFSET ?",
+        (max_rows,),
+    ).get
+    if boundary is not None:
+        _stamp_watermarks(conn, "sequence <= ?", int(boundary), now)
+        conn.execute("DELETE FROM session_state_events WHERE sequence <= ?", (boundary,))
+        deleted += conn.changes()
+    conn.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?", (cutoff,))
+    cursors_deleted = conn.changes()
+    return deleted, cursors_deleted

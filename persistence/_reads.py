@@ -1,0 +1,171 @@
+"""Read queries of the signal log, as plain functions over a connection.
+
+They run in whichever thread holds the connection (a gateway thread with a
+connection checked out of :class:`persistence.ReadPool`, or the writer) and
+block on SQLite only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import apsw
+import msgspec
+
+from persistence.records import SessionRow, SessionStateEvent, StateChanges
+
+__all__ = [
+    "EntryRow",
+    "event_by_dedupe_key",
+    "event_from_row",
+    "read_changes",
+    "read_entry",
+    "read_version",
+    "read_versions",
+    "list_sessions",
+]
+
+logger = logging.getLogger(__name__)
+
+_EVENT_COLUMNS = (
+    "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id,"
+    " occurred_at, summary, payload_json"
+)
+_payload_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+class EntryRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A session entry as stored (``sessions`` table)."""
+
+    session_key: str
+    agent_id: str
+    session_id: str | None = None
+    spawned_by: str | None = None
+    chat_type: str | None = None
+
+
+def _payload(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        return _payload_decoder.decode(raw)
+    except msgspec.DecodeError:
+        logger.warning("ignoring an event payload that is not a JSON object")
+        return None
+
+
+def event_from_row(row: Any) -> SessionStateEvent:
+    """Build a :class:`SessionStateEvent` from a row of ``_EVENT_COLUMNS``."""
+    (seq, key, agent, session_id, kind, actor_type, actor_id, run_id, occurred, summary,
+     payload) = row
+    return SessionStateEvent(
+        sequence=seq, session_key=key, agent_id=agent, session_id=session_id, kind=kind,
+        actor_type=actor_type, actor_id=actor_id, run_id=run_id, occurred_at=occurred,
+        summary=summary, payload=_payload(payload),
+    )
+
+
+def event_by_dedupe_key(conn: apsw.Connection, dedupe_key: str) -> SessionStateEvent | None:
+    """Return the event stored under ``dedupe_key``, or ``None``."""
+    row = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?",  # noqa: S608
+        (dedupe_key,),
+    ).fetchone()
+    return event_from_row(row) if row is not None else None
+
+
+def read_version(conn: apsw.Connection, key: str, agent_id: str) -> int:
+    """Return the session's state version (its head), ``0`` without one."""
+    value = conn.execute(
+        "SELECT last_sequence FROM session_state_heads WHERE session_key = ? AND agent_id = ?",
+        (key, agent_id),
+    ).get
+    return int(value) if value is not None else 0
+
+
+def read_versions(conn: apsw.Connection, agent_id: str | None = None) -> dict[tuple[str, str], int]:
+    """Return every head (optionally of one agent) as ``{(key, agent): version}``."""
+    sql = "SELECT session_key, agent_id, last_sequence FROM session_state_heads"
+    params: tuple[str, ...] = ()
+    if agent_id is not None:
+        sql += " WHERE agent_id = ?"
+        params = (agent_id,)
+    return {(str(k), str(a)): int(v) for k, a, v in conn.execute(sql, params)}
+
+
+def read_changes(
+    conn: apsw.Connection, key: str, agent_id: str, after: int, limit: int
+) -> tuple[int, StateChanges]:
+    """Return ``(state_version, changes after `after`)`` from one snapshot (anchor §3.10).
+
+    Args:
+        conn: a connection not inside a transaction.
+        key: session key.
+        agent_id: its agent.
+        after: the watcher's ``changesSince`` base (>= 0).
+        limit: page size, 1 to 200.
+
+    ``history_gap`` is ``after < pruned_max_sequence`` of the session's head:
+    never inferred from sequence arithmetic.
+    """
+    with conn:
+        head = conn.execute(
+            "SELECT last_sequence, pruned_max_sequence FROM session_state_heads"
+            " WHERE session_key = ? AND agent_id = ?",
+            (key, agent_id),
+        ).fetchone()
+        rows = conn.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM session_state_events"  # noqa: S608
+            " WHERE session_key = ? AND agent_id = ? AND sequence > ?"
+            " ORDER BY sequence LIMIT ?",
+            (key, agent_id, after, limit + 1),
+        ).fetchall()
+        earliest = conn.execute(
+            "SELECT min(sequence) FROM session_state_events WHERE session_key = ? AND agent_id = ?",
+            (key, agent_id),
+        ).get
+    last, pruned = (int(head[0]), int(head[1])) if head is not None else (0, 0)
+    if earliest is None:
+        earliest = last + 1 if last > 0 else 0
+    changes = StateChanges(
+        events=tuple(event_from_row(r) for r in rows[:limit]),
+        history_gap=after < pruned,
+        truncated=len(rows) > limit,
+        earliest_available_sequence=int(earliest),
+    )
+    return last, changes
+
+
+def read_entry(conn: apsw.Connection, key: str, agent_id: str) -> EntryRow | None:
+    """Return the stored session entry, or ``None``."""
+    row = conn.execute(
+        "SELECT session_id, spawned_by, chat_type FROM sessions"
+        " WHERE session_key = ? AND agent_id = ?",
+        (key, agent_id),
+    ).fetchone()
+    if row is None:
+        return None
+    return EntryRow(session_key=key, agent_id=agent_id, session_id=row[0], spawned_by=row[1],
+                    chat_type=row[2])
+
+
+def list_sessions(conn: apsw.Connection, agent_id: str | None = None) -> list[SessionRow]:
+    """Return every session entry, ordered by key, with non-zero state versions."""
+    sql = (
+        "SELECT s.session_key, s.agent_id, s.session_id, s.spawned_by, s.chat_type,"
+        " h.last_sequence FROM sessions AS s LEFT JOIN session_state_heads AS h"
+        " ON h.session_key = s.session_key AND h.agent_id = s.agent_id"
+    )
+    params: tuple[str, ...] = ()
+    if agent_id is not None:
+        sql += " WHERE s.agent_id = ?"
+        params = (agent_id,)
+    sql += " ORDER BY s.session_key, s.agent_id"
+    with conn:
+        rows = conn.execute(sql, params).fetchall()
+    return [
+        SessionRow(session_key=k, agent_id=a, session_id=sid, spawned_by=sp, chat_type=ct,
+                   state_version=int(v) if v else None)
+        for k, a, sid, sp, ct, v in rows
+    ]

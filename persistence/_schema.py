@@ -1,0 +1,167 @@
+"""Schema, migrations and connection setup for the signal-log database."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Literal
+
+import apsw
+
+from persistence.errors import SchemaError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "open_connection", "prepare_path"]
+
+logger = logging.getLogger(__name__)
+
+APPLICATION_ID = 0x53534131  # "SSA1"
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE session_state_events (
+    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+    dedupe_key TEXT UNIQUE,
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_id TEXT,
+    kind TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    actor_id TEXT,
+    run_id TEXT,
+    occurred_at INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    payload_json TEXT
+) STRICT;
+CREATE INDEX idx_session_state_events_session_sequence
+    ON session_state_events (session_key, agent_id, sequence);
+CREATE INDEX idx_session_state_events_time
+    ON session_state_events (occurred_at, sequence);
+
+CREATE TABLE session_state_heads (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    last_sequence INTEGER NOT NULL,
+    pruned_max_sequence INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE session_watch_cursors (
+    watcher_session_key TEXT NOT NULL,
+    target_session_key TEXT NOT NULL,
+    target_agent_id TEXT NOT NULL,
+    last_seen_sequence INTEGER NOT NULL DEFAULT 0,
+    notified_sequence INTEGER NOT NULL DEFAULT 0,
+    material_sequence INTEGER NOT NULL DEFAULT 0,
+    provenance TEXT NOT NULL DEFAULT 'explicit'
+        CHECK (provenance IN ('explicit', 'ambient-group')),
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (watcher_session_key, target_session_key, target_agent_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_session_watch_cursors_target
+    ON session_watch_cursors (target_session_key, target_agent_id);
+
+CREATE TABLE sessions (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_id TEXT,
+    spawned_by TEXT,
+    chat_type TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+def prepare_path(path: Path) -> None:
+    """Create ``path``'s directory (mode 0700) and the file itself (mode 0600).
+
+    Runs in the caller's thread; blocks on file-system calls only.
+
+    Raises:
+        OSError: the directory or file cannot be created.
+    """
+    directory = path.parent
+    if not directory.exists():
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+
+
+def open_connection(
+    path: str,
+    *,
+    synchronous: Literal["FULL", "NORMAL"] = "FULL",
+    busy_timeout_ms: int = 5000,
+    writer: bool = False,
+    migrate: bool = False,
+) -> apsw.Connection:
+    """Open one APSW connection to the signal-log database.
+
+    Args:
+        path: the database file (``":memory:"`` is not supported: readers
+            need a shared file).
+        synchronous: SQLite ``synchronous`` pragma.
+        busy_timeout_ms: how long to wait for another writer's lock, in ms.
+        writer: open for writing (WAL mode is set); otherwise the connection
+            is ``query_only``.
+        migrate: create or upgrade the schema (with ``writer`` only).
+
+    Returns:
+        The open connection. It must be used by one thread at a time.
+
+    Raises:
+        SchemaError: the file belongs to another application or to a newer
+            schema version.
+        apsw.Error: SQLite could not open or set up the file.
+
+    Runs in the calling thread and blocks on disk I/O.
+    """
+    conn = apsw.Connection(path, statementcachesize=256)
+    try:
+        conn.set_busy_timeout(busy_timeout_ms)
+        if writer:
+            conn.pragma("journal_mode", "wal")
+        conn.pragma("synchronous", synchronous)
+        if writer and migrate:
+            _migrate(conn)
+        elif not writer:
+            conn.pragma("query_only", True)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: apsw.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        app_id = int(conn.pragma("application_id"))
+        version = int(conn.pragma("user_version"))
+        if version == 0 and app_id == 0:
+            tables = conn.execute(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+            ).get
+            if tables:
+                raise SchemaError(f"{conn.filename} is not a session-state database")
+            conn.pragma("application_id", APPLICATION_ID)
+        elif app_id != APPLICATION_ID:
+            raise SchemaError(f"{conn.filename} is not a session-state database")
+        if version > SCHEMA_VERSION:
+            raise SchemaError(
+                f"{conn.filename} has schema version {version}; this release knows "
+                f"{SCHEMA_VERSION}. Upgrade session-state-awareness."
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            conn.execute(_MIGRATIONS[target])
+            conn.pragma("user_version", target)
+            logger.debug("migrated signal-log schema to version %d", target)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

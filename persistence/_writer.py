@@ -1,0 +1,260 @@
+"""The persistence actor: the only writer, with group commit."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+import apsw
+import pykka
+
+from persistence import _prune, _writes
+from persistence._messages import (
+    Acknowledge,
+    Command,
+    DeleteSession,
+    Flush,
+    Prune,
+    RecordEvent,
+    RegisterWatch,
+    ResetWatcher,
+    Sweep,
+    UpsertSession,
+    WriteRequest,
+)
+from persistence._schema import open_connection
+from persistence.errors import StorageError, StorageUnavailable
+
+__all__ = ["BATCH_LIMIT", "PersistenceActor", "submit"]
+
+logger = logging.getLogger(__name__)
+
+BATCH_LIMIT = 512
+"""Most write commands applied in one transaction (bounds commit latency)."""
+
+PRUNE_INTERVAL_MS = 60 * 60 * 1000
+"""Producer-triggered prunes run at most this often, in ms (anchor §2.5)."""
+
+
+class Ping:
+    """Ask this to learn that ``on_start`` finished (answers ``True``)."""
+
+
+class PersistenceActor(pykka.ThreadingActor):
+    """Owns the only APSW write connection and serializes every write.
+
+    Group commit (architecture notes): a :class:`WriteRequest` is queued and,
+    when the queue was empty, a :class:`Flush` is told to self; the flush
+    applies every waiting command in one ``BEGIN IMMEDIATE`` transaction, one
+    savepoint per command (a failing command rolls back alone and its caller
+    gets the error), commits once, then resolves each reply future. A leaf:
+    it answers and resolves futures, it never asks another actor.
+
+    Args:
+        path: database file.
+        clock: ``() -> int`` epoch milliseconds.
+        versions: shared counter giving each command its commit-order stamp.
+        synchronous: SQLite durability, ``"FULL"`` or ``"NORMAL"``.
+        busy_timeout_ms: wait for a foreign lock, in ms.
+        retention_days: event and dormant-cursor retention.
+        max_rows: signal-log row cap.
+        prune_interval_ms: throttle of producer-triggered prunes.
+
+    All methods run in the actor's own thread.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Callable[[], int],
+        versions: itertools.count[int],
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        busy_timeout_ms: int = 5000,
+        retention_days: int = 30,
+        max_rows: int = 50_000,
+        prune_interval_ms: int = PRUNE_INTERVAL_MS,
+    ) -> None:
+        super().__init__()
+        self._path = path
+        self._clock = clock
+        self._versions = versions
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self._retention_days = retention_days
+        self._max_rows = max_rows
+        self._prune_interval_ms = prune_interval_ms
+        self._pending: list[WriteRequest] = []
+        self._conn: apsw.Connection | None = None
+        self._last_prune_at: int | None = None
+
+    def on_start(self) -> None:
+        """Open the write connection (actor thread; the gateway migrated the schema)."""
+        self._conn = open_connection(
+            self._path, synchronous=self._synchronous, busy_timeout_ms=self._busy_timeout_ms,
+            writer=True,
+        )
+
+    def on_stop(self) -> None:
+        """Fail requests still waiting, then close the connection (actor thread)."""
+        self._fail_all(self._pending, StorageUnavailable("the persistence actor stopped"))
+        self._pending = []
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def on_failure(self, *args: object) -> None:
+        """Close the connection after an unexpected error (actor thread)."""
+        self.on_stop()
+
+    def on_receive(self, message: Any) -> Any:
+        """Dispatch one inbox message (actor thread)."""
+        match message:
+            case WriteRequest():
+                self._pending.append(message)
+                if len(self._pending) == 1:
+                    self.actor_ref.tell(Flush())
+                return None
+            case Flush():
+                self._flush()
+                return None
+            case Ping():
+                return True
+            case _:
+                logger.warning("persistence actor ignored an unexpected %s", type(message).__name__)
+                return None
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending[:BATCH_LIMIT], self._pending[BATCH_LIMIT:]
+        if self._pending:
+            self.actor_ref.tell(Flush())
+        if not batch:
+            return
+        conn = self._conn
+        assert conn is not None
+        now = self._clock()
+        results: list[tuple[WriteRequest, Any, BaseException | None]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            logger.warning("signal-log write failed to begin: %s", exc)
+            self._fail_all(batch, StorageError(f"cannot begin a write transaction: {exc}"), exc)
+            return
+        try:
+            for request in batch:
+                conn.execute("SAVEPOINT command")
+                try:
+                    value = self._apply(conn, request.command, now)
+                except (apsw.Error, ValueError) as exc:
+                    conn.execute("ROLLBACK TO command")
+                    conn.execute("RELEASE command")
+                    results.append((request, None, exc))
+                else:
+                    conn.execute("RELEASE command")
+                    results.append((request, value, None))
+            conn.execute("COMMIT")
+        except apsw.Error as exc:
+            logger.warning("signal-log write transaction failed: %s", exc)
+            self._rollback(conn)
+            self._fail_all(batch, StorageError(f"write transaction failed: {exc}"), exc)
+            return
+        for request, value, error in results:
+            if error is None:
+                request.reply.set(value)
+            else:
+                wrapped = StorageError(f"{type(request.command).__name__} failed: {error}")
+                wrapped.__cause__ = error
+                request.reply.set_exception((StorageError, wrapped, None))
+        if any(isinstance(r.command, RecordEvent) for r in batch):
+            self._maybe_prune(now)
+
+    def _apply(self, conn: apsw.Connection, command: Command, now: int) -> Any:
+        version = next(self._versions)
+        match command:
+            case RecordEvent():
+                return _writes.record_event(conn, command, now, version)
+            case RegisterWatch():
+                return _writes.register_watch(conn, command, now, version)
+            case Acknowledge():
+                return _writes.acknowledge(conn, command, now, version)
+            case Sweep(watcher_key=watcher_key):
+                return _writes.sweep(conn, watcher_key, now, version)
+            case UpsertSession():
+                return _writes.upsert_session(conn, command, now)
+            case ResetWatcher():
+                _writes.reset_watcher(conn, command, now)
+                return version
+            case DeleteSession():
+                return _writes.delete_session(conn, command, version)
+            case Prune(force=force):
+                if force or self._prune_due(now):
+                    self._last_prune_at = now
+                    return _prune.prune(conn, now, retention_days=self._retention_days,
+                                        max_rows=self._max_rows)
+                return (0, 0)
+        raise ValueError(f"unknown command {type(command).__name__}")
+
+    def _prune_due(self, now: int) -> bool:
+        return self._last_prune_at is None or now - self._last_prune_at >= self._prune_interval_ms
+
+    def _maybe_prune(self, now: int) -> None:
+        if not self._prune_due(now):
+            return
+        conn = self._conn
+        assert conn is not None
+        self._last_prune_at = now
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                deleted = _prune.prune(conn, now, retention_days=self._retention_days,
+                                       max_rows=self._max_rows)
+            except BaseException:
+                self._rollback(conn)
+                raise
+            conn.execute("COMMIT")
+        except apsw.Error as exc:
+            self._rollback(conn)
+            logger.warning("signal-log prune failed: %s", exc)
+        else:
+            logger.debug("pruned %d events and %d dormant cursors", *deleted)
+
+    @staticmethod
+    def _rollback(conn: apsw.Connection) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                logger.debug("rollback after a failed write also failed", exc_info=True)
+
+    @staticmethod
+    def _fail_all(
+        batch: list[WriteRequest], error: StorageError, cause: BaseException | None = None
+    ) -> None:
+        if cause is not None:
+            error.__cause__ = cause
+        for request in batch:
+            request.reply.set_exception((StorageError, error, None))
+
+
+def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float) -> Any:
+    """Send ``command`` to the persistence actor and wait for its committed result.
+
+    Runs in the caller's thread and blocks until the command's transaction
+    committed (or failed), at most ``timeout`` seconds.
+
+    Raises:
+        StorageError: the command or its transaction failed.
+        StorageUnavailable: the actor is not running or did not answer in time
+            (a timed-out command may still be applied later).
+    """
+    future: pykka.ThreadingFuture[Any] = pykka.ThreadingFuture()
+    try:
+        ref.tell(WriteRequest(command=command, reply=future))
+    except pykka.ActorDeadError as exc:
+        raise StorageUnavailable("the persistence actor is not running") from exc
+    try:
+        return future.get(timeout=timeout)
+    except pykka.Timeout as exc:
+        raise StorageUnavailable(f"no answer from the persistence actor in {timeout}s") from exc

@@ -1,0 +1,355 @@
+"""Write transactions of the signal log, as plain functions over a connection.
+
+Each function runs inside a transaction (or savepoint) its caller opened and
+returns a result struct; none of them commits. They are called only from the
+persistence actor's thread, or directly by tests and benchmark baselines.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from persistence import cursors
+from persistence._messages import (
+    Acknowledge,
+    AckOutcome,
+    DeleteOutcome,
+    DeleteSession,
+    NoticeDescriptor,
+    RecordEvent,
+    RecordOutcome,
+    RegisterOutcome,
+    RegisterWatch,
+    ResetWatcher,
+    SweepOutcome,
+    UpsertSession,
+)
+from persistence._reads import event_by_dedupe_key, event_from_row
+from persistence.keys import agent_id_of
+from persistence.kinds import NOTIFY_BY_KIND
+
+__all__ = [
+    "OCCURRED_AT_MAX_SKEW_MS",
+    "acknowledge",
+    "clamp_occurred_at",
+    "delete_session",
+    "record_event",
+    "register_watch",
+    "reset_watcher",
+    "sweep",
+    "upsert_session",
+]
+
+OCCURRED_AT_MAX_SKEW_MS = 24 * 60 * 60 * 1000
+"""How far in the past ``occurred_at`` may lie, in ms (anchor §2.5)."""
+
+_SELECT_TARGET_CURSORS = (
+    "SELECT watcher_session_key, last_seen_sequence, notified_sequence, material_sequence,"
+    " provenance FROM session_watch_cursors"
+    " WHERE target_session_key = ? AND target_agent_id = ?"
+)
+_SELECT_CURSOR = (
+    "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance"
+    " FROM session_watch_cursors"
+    " WHERE watcher_session_key = ? AND target_session_key = ? AND target_agent_id = ?"
+)
+_UPSERT_CURSOR = (
+    "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key,"
+    " target_agent_id, last_seen_sequence, notified_sequence, material_sequence, provenance,"
+    " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (watcher_session_key, target_session_key, target_agent_id) DO UPDATE SET"
+    " last_seen_sequence = excluded.last_seen_sequence,"
+    " notified_sequence = excluded.notified_sequence,"
+    " material_sequence = excluded.material_sequence,"
+    " provenance = excluded.provenance, updated_at = excluded.updated_at"
+)
+_ENSURE_SESSION = (
+    "INSERT INTO sessions (session_key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (session_key, agent_id) DO NOTHING"
+)
+
+
+def clamp_occurred_at(occurred_at: int | None, now: int) -> int:
+    """Clamp an event time to ``[now - 24 h, now]`` (anchor §3.2 step 1), in ms."""
+    if occurred_at is None:
+        return now
+    return min(max(occurred_at, now - OCCURRED_AT_MAX_SKEW_MS), now)
+
+
+def _write_cursor(
+    conn: apsw.Connection,
+    watcher: str,
+    target: tuple[str, str],
+    cursor: cursors.Cursor,
+    provenance: str,
+    now: int,
+) -> None:
+    conn.execute(
+        _UPSERT_CURSOR,
+        (watcher, target[0], target[1], cursor.last_seen, cursor.notified, cursor.material,
+         provenance, now),
+    )
+
+
+def _ensure_session(conn: apsw.Connection, key: str, agent_id: str, now: int) -> None:
+    conn.execute(_ENSURE_SESSION, (key, agent_id, now, now))
+
+
+def _head(conn: apsw.Connection, key: str, agent_id: str) -> int:
+    value = conn.execute(
+        "SELECT last_sequence FROM session_state_heads WHERE session_key = ? AND agent_id = ?",
+        (key, agent_id),
+    ).get
+    return int(value) if value is not None else 0
+
+
+def _descriptor(
+    watcher: str, target: tuple[str, str], last_seen: int, provenance: str, version: int,
+    *, pending: bool = True,
+) -> NoticeDescriptor:
+    return NoticeDescriptor(
+        watcher_key=watcher,
+        target_key=target[0],
+        target_agent_id=target[1],
+        last_seen=last_seen,
+        queue_only=provenance == "ambient-group",
+        pending=pending,
+        version=version,
+    )
+
+
+def upsert_session(conn: apsw.Connection, cmd: UpsertSession, now: int) -> None:
+    """Create the session entry or update its non-``None`` fields."""
+    conn.execute(
+        "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, chat_type,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (session_key, agent_id) DO UPDATE SET"
+        " session_id = coalesce(excluded.session_id, session_id),"
+        " spawned_by = coalesce(excluded.spawned_by, spawned_by),"
+        " chat_type = coalesce(excluded.chat_type, chat_type),"
+        " updated_at = excluded.updated_at",
+        (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, cmd.chat_type, now, now),
+    )
+
+
+def record_event(
+    conn: apsw.Connection, cmd: RecordEvent, now: int, version: int
+) -> RecordOutcome:
+    """Insert an event, bump the head and update cursors as one unit (anchor §3.2).
+
+    Args:
+        conn: the write connection, inside an open transaction.
+        cmd: the event and its watcher hints.
+        now: the clock, epoch ms.
+        version: commit-order stamp for the notices this produces.
+
+    Returns:
+        The stored event (or the existing one on a ``dedupe_key`` repeat, which
+        changes nothing and notifies nobody) with one notice descriptor per
+        watcher whose cursor it touched. ``event`` is ``None`` when
+        ``only_if_watched`` found no watcher.
+
+    Raises:
+        apsw.Error: SQLite failed; the caller rolls the savepoint back.
+    """
+    target = (cmd.session_key, cmd.agent_id)
+    if cmd.ambient_watcher is not None:
+        _register(conn, cmd.ambient_watcher, target, "ambient-group", now)
+    target_rows = {
+        str(w): (cursors.Cursor(int(ls), int(nt), int(mt)), str(prov))
+        for w, ls, nt, mt, prov in conn.execute(_SELECT_TARGET_CURSORS, target)
+    }
+    if cmd.only_if_watched and not cmd.watcher_keys and not target_rows:
+        return RecordOutcome(event=None, inserted=False)
+    sequence = conn.execute(
+        "INSERT INTO session_state_events (dedupe_key, session_key, agent_id, session_id, kind,"
+        " actor_type, actor_id, run_id, occurred_at, summary, payload_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence",
+        (cmd.dedupe_key, cmd.session_key, cmd.agent_id, cmd.session_id, cmd.kind,
+         cmd.actor_type, cmd.actor_id, cmd.run_id, clamp_occurred_at(cmd.occurred_at, now),
+         cmd.summary, cmd.payload_json),
+    ).get
+    if sequence is None:
+        existing = event_by_dedupe_key(conn, cmd.dedupe_key) if cmd.dedupe_key else None
+        return RecordOutcome(event=existing, inserted=False)
+    conn.execute(
+        "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, updated_at)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (session_key, agent_id) DO UPDATE SET"
+        " last_sequence = excluded.last_sequence, updated_at = excluded.updated_at",
+        (cmd.session_key, cmd.agent_id, sequence, now),
+    )
+    conn.execute(
+        "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, created_at,"
+        " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, agent_id) DO UPDATE"
+        " SET session_id = coalesce(excluded.session_id, session_id),"
+        " spawned_by = coalesce(excluded.spawned_by, spawned_by)",
+        (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, now, now),
+    )
+    notices = _touch_cursors(conn, cmd, target, target_rows, int(sequence), now, version)
+    row = conn.execute(
+        "SELECT sequence, session_key, agent_id, session_id, kind, actor_type, actor_id,"
+        " run_id, occurred_at, summary, payload_json FROM session_state_events"
+        " WHERE sequence = ?",
+        (sequence,),
+    ).fetchone()
+    assert row is not None
+    return RecordOutcome(event=event_from_row(row), inserted=True, notices=notices)
+
+
+def _touch_cursors(
+    conn: apsw.Connection,
+    cmd: RecordEvent,
+    target: tuple[str, str],
+    target_rows: dict[str, tuple[cursors.Cursor, str]],
+    sequence: int,
+    now: int,
+    version: int,
+) -> tuple[NoticeDescriptor, ...]:
+    notices: list[NoticeDescriptor] = []
+    if cmd.kind == "child_spawned":
+        for watcher in dict.fromkeys(cmd.watcher_keys):
+            previous = target_rows.get(watcher)
+            _write_cursor(conn, watcher, target, cursors.seed(sequence), "explicit", now)
+            _ensure_session(conn, watcher, agent_id_of(watcher), now)
+            if previous is not None and cursors.is_pending(previous[0]):
+                notices.append(_descriptor(watcher, target, sequence, "explicit", version,
+                                           pending=False))
+        return tuple(notices)
+    if not NOTIFY_BY_KIND[cmd.kind]:
+        return ()
+    for watcher in dict.fromkeys((*cmd.watcher_keys, *target_rows)):
+        if watcher == cmd.actor_id:
+            continue  # self-suppression: an actor never hears of its own event
+        previous = target_rows.get(watcher)
+        current, provenance = previous if previous else (None, "explicit")
+        updated = cursors.material_update(current, sequence)
+        _write_cursor(conn, watcher, target, updated, provenance, now)
+        if previous is None:
+            _ensure_session(conn, watcher, agent_id_of(watcher), now)
+        notices.append(_descriptor(watcher, target, updated.last_seen, provenance, version))
+    return tuple(notices)
+
+
+def _register(
+    conn: apsw.Connection, watcher: str, target: tuple[str, str], provenance: str, now: int
+) -> bool:
+    row = conn.execute(_SELECT_CURSOR, (watcher, *target)).fetchone()
+    if row is not None:
+        if provenance == "explicit":
+            # Promote an ambient watch and refresh its activity time; never
+            # touch the watermarks, so a pending notice survives (anchor §3.11).
+            conn.execute(
+                "UPDATE session_watch_cursors SET provenance = 'explicit', updated_at = ?"
+                " WHERE watcher_session_key = ? AND target_session_key = ?"
+                " AND target_agent_id = ?",
+                (now, watcher, *target),
+            )
+        return False
+    head = _head(conn, *target)
+    _write_cursor(conn, watcher, target, cursors.seed(head), provenance, now)
+    _ensure_session(conn, watcher, agent_id_of(watcher), now)
+    return True
+
+
+def register_watch(
+    conn: apsw.Connection, cmd: RegisterWatch, now: int, version: int
+) -> RegisterOutcome:
+    """Register a watch at the target's current head (anchor §3.11, §3.12).
+
+    Re-registration keeps the existing cursor (a pending notice survives); an
+    explicit registration promotes an ambient one, an ambient one never
+    downgrades an explicit one. Returns ``registered=True`` either way.
+    """
+    _register(conn, cmd.watcher_key, (cmd.target_key, cmd.target_agent_id), cmd.provenance, now)
+    return RegisterOutcome(registered=True, version=version)
+
+
+def acknowledge(
+    conn: apsw.Connection, cmd: Acknowledge, now: int, version: int
+) -> AckOutcome:
+    """Acknowledge drained notices of ``cmd.watcher_key`` (anchor §3.7).
+
+    Each named cursor moves ``last_seen`` to its frozen watermark; a pair that
+    received material events in between gets exactly one follow-up
+    descriptor. Missing cursors are skipped.
+    """
+    notices: list[NoticeDescriptor] = []
+    for target in dict.fromkeys(cmd.targets):
+        row = conn.execute(_SELECT_CURSOR, (cmd.watcher_key, *target)).fetchone()
+        if row is None:
+            continue
+        current = cursors.Cursor(int(row[0]), int(row[1]), int(row[2]))
+        updated, follow_up = cursors.acknowledge(current)
+        _write_cursor(conn, cmd.watcher_key, target, updated, str(row[3]), now)
+        if follow_up is not None:
+            notices.append(_descriptor(cmd.watcher_key, target, follow_up, str(row[3]), version))
+    return AckOutcome(version=version, notices=tuple(notices))
+
+
+def sweep(
+    conn: apsw.Connection, watcher_key: str | None, now: int, version: int
+) -> SweepOutcome:
+    """Re-freeze every pending cursor and describe its notice (anchor §3.8).
+
+    Only cursors whose watcher session still exists are swept. With
+    ``watcher_key`` only that watcher's cursors are considered.
+    """
+    sql = (
+        "SELECT c.watcher_session_key, c.target_session_key, c.target_agent_id,"
+        " c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance"
+        " FROM session_watch_cursors AS c"
+        " WHERE c.material_sequence > c.last_seen_sequence"
+        " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.session_key = c.watcher_session_key)"
+    )
+    params: tuple[str, ...] = ()
+    if watcher_key is not None:
+        sql += " AND c.watcher_session_key = ?"
+        params = (watcher_key,)
+    rows = list(conn.execute(sql, params))
+    notices: list[NoticeDescriptor] = []
+    for watcher, tkey, tagent, ls, nt, mt, prov in rows:
+        target = (str(tkey), str(tagent))
+        updated = cursors.refreeze(cursors.Cursor(int(ls), int(nt), int(mt)))
+        _write_cursor(conn, str(watcher), target, updated, str(prov), now)
+        notices.append(_descriptor(str(watcher), target, updated.last_seen, str(prov), version))
+    return SweepOutcome(notices=tuple(notices))
+
+
+def reset_watcher(conn: apsw.Connection, cmd: ResetWatcher, now: int) -> None:
+    """Drop the cursors ``cmd.session_key`` holds as a watcher (anchor §3.13).
+
+    Its own events, head and the cursors where it is the target stay.
+    """
+    conn.execute(
+        "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?", (cmd.session_key,)
+    )
+    upsert_session(
+        conn, UpsertSession(session_key=cmd.session_key, agent_id=cmd.agent_id,
+                            session_id=cmd.session_id), now,
+    )
+
+
+def delete_session(conn: apsw.Connection, cmd: DeleteSession, version: int) -> DeleteOutcome:
+    """Drop a session's events, head, entry and every cursor naming it (anchor §3.13).
+
+    Returns the watchers whose cursor on the session was dropped, so their
+    queued notices about it can be withdrawn.
+    """
+    target = (cmd.session_key, cmd.agent_id)
+    watchers = tuple(
+        str(w) for (w,) in conn.execute(
+            "SELECT watcher_session_key FROM session_watch_cursors"
+            " WHERE target_session_key = ? AND target_agent_id = ?", target)
+    )
+    conn.execute(
+        "DELETE FROM session_watch_cursors WHERE target_session_key = ? AND target_agent_id = ?",
+        target,
+    )
+    if agent_id_of(cmd.session_key) == cmd.agent_id:
+        conn.execute(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?", (cmd.session_key,)
+        )
+    for table in ("session_state_events", "session_state_heads", "sessions"):
+        conn.execute(f"DELETE FROM {table} WHERE session_key = ? AND agent_id = ?", target)  # noqa: S608
+    return DeleteOutcome(version=version, watchers=watchers)

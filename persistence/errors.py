@@ -1,0 +1,21 @@
+"""Errors raised by the persistence layer."""
+
+from __future__ import annotations
+
+__all__ = ["SchemaError", "StorageError", "StorageUnavailable"]
+
+
+class StorageError(Exception):
+    """A signal-log read or write failed (SQLite error, full disk, locked file).
+
+    Producers catch it, log it and return ``None`` (seed, "Storage and limits":
+    recording is best effort). ``__cause__`` holds the APSW exception.
+    """
+
+
+class StorageUnavailable(StorageError):
+    """The persistence actor is not running or did not answer in time."""
+
+
+class SchemaError(StorageError):
+    """The database file is not ours, or was written by a newer version."""

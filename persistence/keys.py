@@ -1,0 +1,106 @@
+"""Session keys: parsing and validation (pure functions, no I/O).
+
+The key scheme comes from ``api-contract.md`` ("Session keys"): an
+agent-qualified key is ``agent:<agentId>:<rest>`` with at least three
+non-empty colon-separated parts; the bare ``global`` key of
+``scope="global"`` has an agent id but is not agent-qualified.
+
+Every function here is pure, thread-safe and non-blocking.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = [
+    "DEFAULT_AGENT_ID",
+    "MAX_KEY_LENGTH",
+    "agent_id_of",
+    "is_agent_qualified",
+    "is_group_key",
+    "is_subagent_key",
+    "key_problem",
+    "main_session_key",
+]
+
+DEFAULT_AGENT_ID = "main"
+"""Agent id used for keys that name no agent (the bare ``global`` key)."""
+
+MAX_KEY_LENGTH = 512
+"""Longest accepted session key or agent id, in characters (contract)."""
+
+_FORBIDDEN_FORMAT = frozenset({"\u2028", "\u2029", "\ufeff"})
+
+
+def key_problem(key: object, *, what: str = "session key") -> str | None:
+    """Say why ``key`` is not an acceptable session key, or return ``None``.
+
+    Args:
+        key: the candidate value.
+        what: the argument name used in the message.
+
+    Returns:
+        ``None`` when ``key`` is a non-empty ``str`` of at most
+        :data:`MAX_KEY_LENGTH` characters without control characters, line
+        or paragraph separators, a BOM, double quotes, backslashes or lone
+        surrogates; otherwise a one-line reason naming ``what``. Quotes and
+        backslashes are refused because the key is quoted inside the notice
+        text, which must stay one unforgeable line (issue 5, security).
+    """
+    if not isinstance(key, str):
+        return f"{what} must be a str, not {type(key).__name__}"
+    if not key:
+        return f"{what} must not be empty"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"{what} is longer than {MAX_KEY_LENGTH} characters"
+    for ch in key:
+        if ch in _FORBIDDEN_FORMAT or ch in '"\\':
+            return f"{what} contains the forbidden character U+{ord(ch):04X}"
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Cs"):
+            return f"{what} contains the control character U+{ord(ch):04X}"
+    return None
+
+
+def is_agent_qualified(key: str) -> bool:
+    """Whether ``key`` is ``agent:<agentId>:<rest>`` with non-empty parts.
+
+    Only agent-qualified keys can be watchers (seed, "Watchers").
+    """
+    parts = key.split(":")
+    return len(parts) >= 3 and parts[0] == "agent" and all(parts)
+
+
+def agent_id_of(key: str) -> str:
+    """Return the agent id named by ``key``, or :data:`DEFAULT_AGENT_ID`."""
+    if is_agent_qualified(key):
+        return key.split(":", 2)[1]
+    return DEFAULT_AGENT_ID
+
+
+def is_subagent_key(key: str) -> bool:
+    """Whether ``key`` is a nested sub-agent session (rest starts ``subagent:``)."""
+    return is_agent_qualified(key) and key.split(":", 2)[2].startswith("subagent:")
+
+
+def is_group_key(key: str, chat_type: str | None = None) -> bool:
+    """Whether ``key`` names a group or channel session (contract, anchor §3.12).
+
+    Args:
+        key: the session key.
+        chat_type: the session entry's chat type, if known.
+
+    Returns:
+        ``True`` for ``chat_type`` ``"group"``/``"channel"`` or a key containing
+        ``:group:`` or ``:channel:``; ``False`` for the bare ``global`` key.
+    """
+    if key == "global":
+        return False
+    if chat_type in ("group", "channel"):
+        return True
+    return ":group:" in key or ":channel:" in key
+
+
+def main_session_key(agent_id: str) -> str:
+    """Return the agent's main session key, ``agent:<agentId>:main``."""
+    return f"agent:{agent_id}:main"

@@ -1,0 +1,98 @@
+"""Typed records of the signal log as users see them (msgspec Structs).
+
+Their JSON form (``msgspec.json.encode``) uses the seed's camelCase names
+(``api-contract.md``, "Embedding API"); optional fields that are ``None`` are
+omitted. All structs are frozen and safe to share between threads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges"]
+
+
+class SessionStateEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                        omit_defaults=True):
+    """One typed event of the signal log.
+
+    Attributes:
+        sequence: global, monotonic, never reused sequence number.
+        session_key: the session the event is about.
+        agent_id: the owning agent; ``(session_key, agent_id)`` is the session.
+        kind: one of :data:`persistence.kinds.KINDS`.
+        actor_type: ``"human"``, ``"agent"`` or ``"system"``.
+        summary: one line of metadata, never message text.
+        occurred_at: epoch milliseconds, clamped to [now - 24 h, now].
+        session_id: the session incarnation at record time, if known.
+        actor_id: who acted (an agent's session key for agent actors).
+        run_id: the run the event belongs to, if any.
+        payload: a small JSON object (``{"outcome": ...}`` for failed runs).
+    """
+
+    sequence: int
+    session_key: str
+    agent_id: str
+    kind: str
+    actor_type: str
+    summary: str
+    occurred_at: int
+    session_id: str | None = None
+    actor_id: str | None = None
+    run_id: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+class StateChanges(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The answer to ``changesSince`` (seed, "Reconciling").
+
+    Attributes:
+        events: events after the requested version, oldest first, at most
+            ``changes_limit`` of them.
+        history_gap: the requested version predates retained history (decided
+            only by the session's pruned watermark).
+        truncated: more events exist after the last one returned.
+        earliest_available_sequence: the smallest retained sequence of the
+            session; ``head + 1`` when none is retained; ``0`` with no head.
+    """
+
+    events: tuple[SessionStateEvent, ...]
+    history_gap: bool
+    truncated: bool
+    earliest_available_sequence: int
+
+
+class SessionStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                    omit_defaults=True):
+    """What ``session_status`` returns.
+
+    Attributes:
+        state_version: the session's head, ``0`` when it has no events.
+        state_changes: present only when ``changes_since`` was given.
+    """
+
+    state_version: int
+    state_changes: StateChanges | None = None
+
+
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                 omit_defaults=True):
+    """One row of ``sessions_list``.
+
+    Attributes:
+        session_key: the session key.
+        agent_id: the owning agent.
+        session_id: current incarnation id, if known.
+        spawned_by: the spawning parent's key, if any.
+        chat_type: ``"direct"``, ``"group"`` or ``"channel"``, if known.
+        state_version: the head, present only when non-zero.
+    """
+
+    session_key: str
+    agent_id: str
+    session_id: str | None = None
+    spawned_by: str | None = None
+    chat_type: str | None = None
+    state_version: int | None = None
