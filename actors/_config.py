@@ -71,7 +71,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
                 f"group_scope must be 'per-group' or 'main', not {self.group_scope!r}"
             )
         if self.synchronous not in ("FULL", "NORMAL"):
-            raise InvalidArgument(f"synchronous must be 'FULL' or 'NORMAL', not {self.synchronous!r}")
+            raise InvalidArgument(
+                f"synchronous must be 'FULL' or 'NORMAL', not {self.synchronous!r}"
+            )
         if not 1 <= self.changes_limit <= 200:
             raise InvalidArgument("changes_limit must be between 1 and 200")
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
@@ -83,5 +85,5 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         for name in ("ask_timeout_s", "upstream_interval_s"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be positive")
-        if self.upstream_initial_delay_s < 0 or self.busy_timeout_ms < 0 or self.prune_interval_ms < 0:
+        if min(self.upstream_initial_delay_s, self.busy_timeout_ms, self.prune_interval_ms) < 0:
             raise InvalidArgument("delays and timeouts must not be negative")

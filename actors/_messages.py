@@ -42,7 +42,7 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # --- session actor -----------------------------------------------------------
 
 
-class Record(_Message, tag="session.record"):
+class Record(_Message, frozen=True, tag="session.record"):
     """Record an event on this session (answers a ``RecordOutcome``).
 
     ``mode`` says how the session's entry shapes the command: ``"human"``
@@ -55,54 +55,54 @@ class Record(_Message, tag="session.record"):
     mode: RecordMode
 
 
-class UpdateEntry(_Message, tag="session.update-entry"):
+class UpdateEntry(_Message, frozen=True, tag="session.update-entry"):
     """Create or update the session entry (answers ``None``)."""
 
     patch: UpsertSession
 
 
-class Enqueue(_Message, tag="session.enqueue"):
+class Enqueue(_Message, frozen=True, tag="session.enqueue"):
     """Put a committed notice state into this watcher's queue (answers ``bool``: newly queued)."""
 
     descriptor: NoticeDescriptor
     text: str
 
 
-class EnqueueEvent(_Message, tag="session.enqueue-event"):
+class EnqueueEvent(_Message, frozen=True, tag="session.enqueue-event"):
     """Queue an ordinary system event (answers ``bool``: newly queued)."""
 
     text: str
     context_key: str | None = None
 
 
-class Withdraw(_Message, tag="session.withdraw"):
+class Withdraw(_Message, frozen=True, tag="session.withdraw"):
     """Withdraw queued notices about a target that is gone (answers ``None``)."""
 
     target: tuple[str, str]
     version: int
 
 
-class PendingTexts(_Message, tag="session.pending"):
+class PendingTexts(_Message, frozen=True, tag="session.pending"):
     """Answer the queued texts without consuming them."""
 
 
-class Drain(_Message, tag="session.drain"):
+class Drain(_Message, frozen=True, tag="session.drain"):
     """The watcher's turn: consume the queue and acknowledge (answers ``DrainOutcome``)."""
 
 
-class Reset(_Message, tag="session.reset"):
+class Reset(_Message, frozen=True, tag="session.reset"):
     """New incarnation: drop watcher cursors and queued notices (answers ``None``)."""
 
     session_id: str | None = None
 
 
-class Deliver(_Message, tag="session.deliver"):
+class Deliver(_Message, frozen=True, tag="session.deliver"):
     """Default ``sessions_send`` dispatcher: put text on the inbox (answers ``True``)."""
 
     text: str
 
 
-class TakeMessages(_Message, tag="session.take-messages"):
+class TakeMessages(_Message, frozen=True, tag="session.take-messages"):
     """Consume and answer the inbox texts."""
 
 
@@ -121,13 +121,13 @@ SessionMessage = (
 # --- cursor actor ------------------------------------------------------------
 
 
-class Publish(_Message, tag="cursor.publish"):
+class Publish(_Message, frozen=True, tag="cursor.publish"):
     """Publish a committed notice state of this pair (answers ``bool``: newly queued)."""
 
     descriptor: NoticeDescriptor
 
 
-class Register(_Message, tag="cursor.register"):
+class Register(_Message, frozen=True, tag="cursor.register"):
     """Register this watch at the target's head (answers ``bool``)."""
 
     provenance: Literal["explicit", "ambient-group"] = "explicit"
@@ -138,7 +138,7 @@ CursorMessage = Publish | Register
 # --- waker actor -------------------------------------------------------------
 
 
-class Wake(_Message, tag="waker.wake"):
+class Wake(_Message, frozen=True, tag="waker.wake"):
     """Call the host's ``on_wake`` for a watcher (answers ``None``)."""
 
     watcher_key: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -84,10 +85,8 @@ class ActorPool(Generic[K]):
     def _retire(self, ref: pykka.ActorRef[Any]) -> None:
         self._retiring = [r for r in self._retiring if r.is_alive()]
         self._retiring.append(ref)
-        try:
+        with contextlib.suppress(pykka.ActorDeadError):
             ref.stop(block=False)
-        except pykka.ActorDeadError:
-            pass
 
     def stop_all(self, timeout: float) -> int:
         """Stop every actor, newest first, waiting up to ``timeout`` s for each.

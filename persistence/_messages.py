@@ -15,8 +15,8 @@ import pykka
 from persistence.records import SessionStateEvent
 
 __all__ = [
-    "Acknowledge",
     "AckOutcome",
+    "Acknowledge",
     "Command",
     "DeleteOutcome",
     "DeleteSession",
@@ -41,7 +41,7 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base of every persistence message."""
 
 
-class RecordEvent(_Message, tag="record"):
+class RecordEvent(_Message, frozen=True, tag="record"):
     """Insert one event, bump its session's head and update cursors (anchor §3.2).
 
     ``watcher_keys`` are producer-passed watchers, already filtered to
@@ -68,7 +68,7 @@ class RecordEvent(_Message, tag="record"):
     spawned_by: str | None = None
 
 
-class RegisterWatch(_Message, tag="register"):
+class RegisterWatch(_Message, frozen=True, tag="register"):
     """Register ``watcher_key`` on a target at the target's head (anchor §3.11/§3.12)."""
 
     watcher_key: str
@@ -77,26 +77,26 @@ class RegisterWatch(_Message, tag="register"):
     provenance: Provenance = "explicit"
 
 
-class Acknowledge(_Message, tag="ack"):
+class Acknowledge(_Message, frozen=True, tag="ack"):
     """Acknowledge drained notices: cursor moves to the frozen watermark (anchor §3.7)."""
 
     watcher_key: str
     targets: tuple[tuple[str, str], ...]
 
 
-class Sweep(_Message, tag="sweep"):
+class Sweep(_Message, frozen=True, tag="sweep"):
     """Re-freeze and re-publish pending notices (all watchers, or one)."""
 
     watcher_key: str | None = None
 
 
-class Prune(_Message, tag="prune"):
+class Prune(_Message, frozen=True, tag="prune"):
     """Apply retention and the row cap; ``force`` ignores the hourly throttle."""
 
     force: bool = False
 
 
-class UpsertSession(_Message, tag="upsert-session"):
+class UpsertSession(_Message, frozen=True, tag="upsert-session"):
     """Create a session entry or update the fields that are not ``None``."""
 
     session_key: str
@@ -106,7 +106,7 @@ class UpsertSession(_Message, tag="upsert-session"):
     chat_type: str | None = None
 
 
-class ResetWatcher(_Message, tag="reset"):
+class ResetWatcher(_Message, frozen=True, tag="reset"):
     """A new incarnation: drop the cursors this session holds as a watcher."""
 
     session_key: str
@@ -114,7 +114,7 @@ class ResetWatcher(_Message, tag="reset"):
     session_id: str | None = None
 
 
-class DeleteSession(_Message, tag="delete"):
+class DeleteSession(_Message, frozen=True, tag="delete"):
     """Drop a session's events, head, entry and every cursor naming it."""
 
     session_key: str

@@ -9,18 +9,17 @@ __all__ = ["prune"]
 DAY_MS = 24 * 60 * 60 * 1000
 
 
-def _stamp_watermarks(conn: apsw.Connection, where: str, param: int, now: int) -> None:
-    # Stamp each session's pruned watermark before its rows go, so historyGap
-    # stays exact. Heads are never created here and only ever increase.
-    conn.execute(
-        "UPDATE session_state_heads SET pruned_max_sequence = g.max_seq, updated_at = ?"
-        " FROM (SELECT session_key, agent_id, max(sequence) AS max_seq"
-        f" FROM session_state_events WHERE {where} GROUP BY session_key, agent_id) AS g"  # noqa: S608
-        " WHERE session_state_heads.session_key = g.session_key"
-        " AND session_state_heads.agent_id = g.agent_id"
-        " AND session_state_heads.pruned_max_sequence < g.max_seq",
-        (now, param),
-    )
+# Stamp each session's pruned watermark before its rows go, so historyGap
+# stays exact. Heads are never created here and only ever increase.
+_STAMP_OLDER_THAN = (
+    "UPDATE session_state_heads SET pruned_max_sequence = g.max_seq, updated_at = ?"
+    " FROM (SELECT session_key, agent_id, max(sequence) AS max_seq FROM session_state_events"
+    " WHERE occurred_at < ? GROUP BY session_key, agent_id) AS g"
+    " WHERE session_state_heads.session_key = g.session_key"
+    " AND session_state_heads.agent_id = g.agent_id"
+    " AND session_state_heads.pruned_max_sequence < g.max_seq"
+)
+_STAMP_UP_TO = _STAMP_OLDER_THAN.replace("WHERE occurred_at < ?", "WHERE sequence <= ?")
 
 
 def prune(
@@ -39,7 +38,7 @@ def prune(
         ``(events_deleted, cursors_deleted)``.
     """
     cutoff = now - retention_days * DAY_MS
-    _stamp_watermarks(conn, "occurred_at < ?", cutoff, now)
+    conn.execute(_STAMP_OLDER_THAN, (now, cutoff))
     conn.execute("DELETE FROM session_state_events WHERE occurred_at < ?", (cutoff,))
     deleted = conn.changes()
     boundary = conn.execute(
@@ -47,7 +46,7 @@ def prune(
         (max_rows,),
     ).get
     if boundary is not None:
-        _stamp_watermarks(conn, "sequence <= ?", int(boundary), now)
+        conn.execute(_STAMP_UP_TO, (now, boundary))
         conn.execute("DELETE FROM session_state_events WHERE sequence <= ?", (boundary,))
         deleted += conn.changes()
     conn.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?", (cutoff,))

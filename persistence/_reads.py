@@ -19,11 +19,11 @@ __all__ = [
     "EntryRow",
     "event_by_dedupe_key",
     "event_from_row",
+    "list_sessions",
     "read_changes",
     "read_entry",
     "read_version",
     "read_versions",
-    "list_sessions",
 ]
 
 logger = logging.getLogger(__name__)
@@ -146,8 +146,8 @@ def read_entry(conn: apsw.Connection, key: str, agent_id: str) -> EntryRow | Non
     ).fetchone()
     if row is None:
         return None
-    return EntryRow(session_key=key, agent_id=agent_id, session_id=row[0], spawned_by=row[1],
-                    chat_type=row[2])
+    return EntryRow(session_key=key, agent_id=agent_id, session_id=_opt_str(row[0]),
+                    spawned_by=_opt_str(row[1]), chat_type=_opt_str(row[2]))
 
 
 def list_sessions(conn: apsw.Connection, agent_id: str | None = None) -> list[SessionRow]:
@@ -165,7 +165,12 @@ def list_sessions(conn: apsw.Connection, agent_id: str | None = None) -> list[Se
     with conn:
         rows = conn.execute(sql, params).fetchall()
     return [
-        SessionRow(session_key=k, agent_id=a, session_id=sid, spawned_by=sp, chat_type=ct,
+        SessionRow(session_key=str(k), agent_id=str(a), session_id=_opt_str(sid),
+                   spawned_by=_opt_str(sp), chat_type=_opt_str(ct),
                    state_version=int(v) if v else None)
         for k, a, sid, sp, ct, v in rows
     ]
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)

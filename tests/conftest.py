@@ -1,0 +1,119 @@
+"""Shared fixtures: an injected clock, a gateway per test, and a leak check.
+
+Every blocking wait in the tests has its own timeout, shorter than
+pytest-timeout's, and the autouse ``no_leaked_threads`` fixture fails any
+test that leaves one of our actors or threads running.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pykka
+import pytest
+
+from actors import Gateway, GatewayConfig
+from actors._base import GatewayActor
+from persistence import PersistenceActor
+
+START_MS = 1_764_489_600_000  # 2025-11-30T08:00:00Z
+DAY_MS = 24 * 60 * 60 * 1000
+RETENTION_MS = 30 * DAY_MS
+JOIN_TIMEOUT_S = 5.0
+
+WATCHER = "agent:main:main"
+NESTED_WATCHER = "agent:main:subagent:parent"
+CHILD = "agent:main:subagent:child"
+GROUP = "agent:main:telegram:group:room-1"
+
+
+@dataclass
+class FakeClock:
+    """An injected clock in epoch milliseconds; tests move it by hand."""
+
+    now: int = START_MS
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+@dataclass
+class WakeRecorder:
+    """Records ``on_wake`` calls (called from the waker actor's thread)."""
+
+    calls: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, watcher_key: str) -> None:
+        with self.lock:
+            self.calls.append(watcher_key)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def wakes() -> WakeRecorder:
+    return WakeRecorder()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "state.sqlite"
+
+
+@pytest.fixture
+def open_gateway(
+    db_path: Path, clock: FakeClock, wakes: WakeRecorder
+) -> Iterator[Callable[..., Gateway]]:
+    """Open gateways on the test database; all are closed at teardown."""
+    opened: list[Gateway] = []
+
+    def _open(config: GatewayConfig | None = None, **kwargs: object) -> Gateway:
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("on_wake", wakes)
+        kwargs.setdefault("monitor", False)
+        gw = Gateway.open(db_path, config=config, **kwargs)  # type: ignore[arg-type]
+        opened.append(gw)
+        return gw
+
+    yield _open
+    for gw in opened:
+        gw.close(timeout=JOIN_TIMEOUT_S)
+
+
+@pytest.fixture
+def gateway(open_gateway: Callable[..., Gateway]) -> Gateway:
+    return open_gateway()
+
+
+def _our_actors() -> list[pykka.ActorRef[object]]:
+    return [
+        ref for ref in pykka.ActorRegistry.get_all()
+        if issubclass(ref.actor_class, GatewayActor | PersistenceActor)
+    ]
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    """Fail the test if it leaves one of our actors or a new thread running."""
+    before = set(threading.enumerate())
+    yield
+    leaked_actors = _our_actors()
+    for ref in leaked_actors:
+        ref.stop(block=True, timeout=JOIN_TIMEOUT_S)
+    leaked_threads = []
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=JOIN_TIMEOUT_S)
+        if thread.is_alive():
+            leaked_threads.append(thread.name)
+    assert not leaked_actors, f"actors left running: {leaked_actors}"
+    assert not leaked_threads, f"threads left running: {leaked_threads}"
