@@ -1,0 +1,108 @@
+"""Argument validation at the API boundary (api-contract.md, "Errors")."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors import _validate as v
+from actors.errors import (
+    ArgumentTypeError,
+    InvalidArgument,
+    InvalidChangesSince,
+    InvalidKind,
+    InvalidOutcome,
+    InvalidSessionKey,
+)
+from persistence.keys import (
+    agent_id_of,
+    is_agent_qualified,
+    is_group_key,
+    is_subagent_key,
+    main_session_key,
+)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "x" * 513, "agent:main:a\nb", "agent:main:\x00", 'agent:main:"quoted"',
+     "agent:main:back\\slash", "agent:main:\u2028", "agent:main:\ud800", "\ufeffagent:main:x"],
+)
+def test_bad_keys_are_rejected_with_invalid_session_key(key: str) -> None:
+    with pytest.raises(InvalidSessionKey) as info:
+        v.check_key(key, "key")
+    assert "key" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("key", ["global", "agent:main:main", "x" * 512, "agent:main:\u200fRTL"])
+def test_good_keys_pass(key: str) -> None:
+    assert v.check_key(key) == key
+
+
+def test_a_non_string_key_is_a_type_error() -> None:
+    with pytest.raises(ArgumentTypeError) as info:
+        v.check_key(5, "target_key")
+    assert isinstance(info.value, TypeError)
+    assert "target_key" in str(info.value)
+
+
+def test_key_helpers_follow_the_contract() -> None:
+    assert is_agent_qualified("agent:main:main")
+    assert not is_agent_qualified("agent:main")
+    assert not is_agent_qualified("agent::x")
+    assert not is_agent_qualified("global")
+    assert agent_id_of("agent:ops:x") == "ops"
+    assert agent_id_of("global") == "main"
+    assert is_subagent_key("agent:main:subagent:child")
+    assert not is_subagent_key("agent:main:main")
+    assert is_group_key("agent:main:telegram:group:room-1")
+    assert is_group_key("agent:main:slack:channel:C1")
+    assert is_group_key("agent:main:x", "group")
+    assert not is_group_key("global", "group")
+    assert main_session_key("ops") == "agent:ops:main"
+
+
+def test_changes_since_must_be_a_non_negative_int() -> None:
+    assert v.check_changes_since(0) == 0
+    assert v.check_changes_since(2**80) == 2**63 - 1
+    with pytest.raises(InvalidChangesSince):
+        v.check_changes_since(-1)
+    for bad in (1.5, True, "3", None):
+        with pytest.raises(ArgumentTypeError):
+            v.check_changes_since(bad)
+
+
+def test_kinds_actor_types_and_outcomes_are_closed_sets() -> None:
+    assert v.check_kind("goal_changed") == "goal_changed"
+    with pytest.raises(InvalidKind):
+        v.check_kind("created")
+    with pytest.raises(InvalidKind):
+        v.check_actor_type("robot")
+    with pytest.raises(InvalidOutcome):
+        v.check_outcome("crashed")
+    assert v.check_outcome("cancelled") == "cancelled"
+
+
+def test_payloads_must_be_small_json_objects_that_round_trip() -> None:
+    assert v.check_payload({"outcome": "error"}) == '{"outcome":"error"}'
+    assert v.check_payload(None) is None
+    with pytest.raises(ArgumentTypeError):
+        v.check_payload(["not", "a", "dict"])
+    with pytest.raises(ArgumentTypeError):
+        v.check_payload({"x": object()})
+    with pytest.raises(InvalidArgument):
+        v.check_payload({"x": "y" * (v.MAX_PAYLOAD_BYTES + 1)})
+    with pytest.raises(InvalidArgument):
+        v.check_payload({"x": float("nan")})
+
+
+def test_text_fields_reject_surrogates_and_overlong_values() -> None:
+    assert v.check_text(None, "run_id", optional=True) is None
+    with pytest.raises(InvalidArgument):
+        v.check_text("\ud800", "summary")
+    with pytest.raises(InvalidArgument):
+        v.check_text("x" * 1001, "summary")
+    with pytest.raises(InvalidArgument):
+        v.check_text("", "summary")
+    with pytest.raises(ArgumentTypeError):
+        v.check_text(b"bytes", "summary")
