@@ -98,7 +98,8 @@ def test_a_record_inserts_bumps_the_head_and_opens_a_notice(conn: apsw.Connectio
         register_watch(conn, RegisterWatch(watcher_key=W, target_key=T[0],
                                            target_agent_id=T[1]), START_MS, 1)
         outcome = record_event(conn, _event(), START_MS, 2)
-    assert outcome.inserted and outcome.event is not None
+    assert outcome.inserted
+    assert outcome.event is not None
     seq = outcome.event.sequence
     assert read_version(conn, *T) == seq
     assert _cursor(conn) == (0, seq, seq)
@@ -131,7 +132,8 @@ def test_acknowledge_uses_the_frozen_watermark(conn: apsw.Connection) -> None:
                                            target_agent_id=T[1]), START_MS, 1)
         e1 = record_event(conn, _event(), START_MS, 2).event
         e2 = record_event(conn, _event(), START_MS, 3).event
-        assert e1 is not None and e2 is not None
+        assert e1 is not None
+        assert e2 is not None
         ack = acknowledge(conn, Acknowledge(watcher_key=W, targets=(T,)), START_MS, 4)
     assert _cursor(conn) == (e1.sequence, e2.sequence, e2.sequence)
     assert [(n.last_seen, n.version) for n in ack.notices] == [(e1.sequence, 4)]
@@ -154,7 +156,8 @@ def test_pruning_stamps_the_watermark_before_deleting(conn: apsw.Connection) -> 
         old = record_event(conn, _event(summary="old"), START_MS, 1).event
         later = START_MS + 31 * DAY_MS
         fresh = record_event(conn, _event(summary="fresh"), later, 2).event
-        assert old is not None and fresh is not None
+        assert old is not None
+        assert fresh is not None
         assert prune(conn, later, retention_days=30, max_rows=50_000) == (1, 0)
     version, changes = read_changes(conn, *T, 0, 200)
     assert version == fresh.sequence
@@ -172,7 +175,8 @@ def test_the_row_cap_keeps_the_newest_rows_and_heads_stay_monotonic(
             record_event(conn, _event(), START_MS, 1)
         assert prune(conn, START_MS, retention_days=30, max_rows=3) == (2, 0)
         newest = record_event(conn, _event(), START_MS, 2).event
-    assert newest is not None and newest.sequence == 6
+    assert newest is not None
+    assert newest.sequence == 6
     _, changes = read_changes(conn, *T, 0, 200)
     assert [e.sequence for e in changes.events] == [3, 4, 5, 6]
     assert changes.history_gap

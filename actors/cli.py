@@ -1,0 +1,112 @@
+"""The ``ssa`` command line (``api-contract.md``, "Command line").
+
+``ssa demo`` walks through the core protocol; ``ssa status`` and ``ssa list``
+read a database without starting any actor. User mistakes print one line on
+stderr and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import apsw
+import msgspec
+
+from actors import _validate as v
+from actors.errors import SessionStateError
+from actors.gateway import default_state_path
+from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
+from persistence.keys import agent_id_of
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ssa", description="Session state awareness for multi-agent gateways.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
+    demo.add_argument("--db", type=Path, help="database file (default: a temporary one)")
+    status = sub.add_parser("status", help="print a session's state version and changes as JSON")
+    status.add_argument("key", help="session key, e.g. agent:main:main")
+    status.add_argument("--changes-since", type=int, metavar="N",
+                        help="also list the events after version N")
+    status.add_argument("--agent-id", help="owning agent (default: the key's)")
+    status.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    listing = sub.add_parser("list", help="list sessions with their state versions")
+    listing.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    listing.add_argument("--agent-id", help="only this agent's sessions")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    return parser
+
+
+def _open_existing(db: Path | None) -> apsw.Connection:
+    path = db if db is not None else default_state_path()
+    if not path.is_file():
+        raise SessionStateError(f"no database at {path} (pass --db PATH)")
+    try:
+        conn = open_connection(str(path))
+        conn.pragma("application_id")
+    except apsw.Error as exc:
+        raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    return conn
+
+
+def _status(args: argparse.Namespace) -> int:
+    v.check_key(args.key, "KEY")
+    agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
+    conn = _open_existing(args.db)
+    try:
+        if args.changes_since is None:
+            status: object = {"stateVersion": read_version(conn, args.key, agent)}
+        else:
+            after = v.check_changes_since(args.changes_since)
+            version, changes = read_changes(conn, args.key, agent, after, 200)
+            status = {"stateVersion": version, "stateChanges": changes}
+    finally:
+        conn.close()
+    sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    agent = v.check_agent_id(args.agent_id, "--agent-id")
+    conn = _open_existing(args.db)
+    try:
+        rows = list_sessions(conn, agent)
+    finally:
+        conn.close()
+    for row in rows:
+        if args.json:
+            sys.stdout.write(msgspec.json.encode(row).decode() + "\n")
+        else:
+            version = row.state_version if row.state_version is not None else "-"
+            sys.stdout.write(f"{row.session_key}\t{row.agent_id}\t{version}\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ssa`` command line.
+
+    Args:
+        argv: arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 on success, 1 on a runtime error (one line on
+        stderr), 2 on a usage error (argparse).
+    """
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            from actors._demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
+
+            return run_demo(args.db)
+        if args.command == "status":
+            return _status(args)
+        return _list(args)
+    except (SessionStateError, StorageError, OSError) as exc:
+        sys.stderr.write(f"ssa: {exc}\n")
+        return 1

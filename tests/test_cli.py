@@ -1,0 +1,59 @@
+"""The ``ssa`` command line: demo, status and list, and its error handling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from actors import Gateway
+from actors.cli import main
+from tests.conftest import CHILD, WATCHER
+
+
+def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--db", str(tmp_path / "demo.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "manager's queued notices: 1" in out
+    assert "20 events, historyGap False" in out
+    assert "manager's queued notices after reopening: 1" in out
+    assert out.rstrip().endswith("--db PATH")
+
+
+def test_status_and_list_read_an_existing_database(
+    open_gateway: Callable[..., Gateway], db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gw = open_gateway()
+    spawn = gw.spawn_subagent(WATCHER, CHILD, run_id="r1")
+    assert spawn is not None
+    gw.human_message(CHILD, channel="telegram")
+    gw.close()
+    assert main(["status", CHILD, "--changes-since", "0", "--db", str(db_path)]) == 0
+    status = msgspec.json.decode(capsys.readouterr().out)
+    assert status["stateVersion"] == 2
+    assert [e["kind"] for e in status["stateChanges"]["events"]] == [
+        "child_spawned", "human_direct_message"]
+    assert main(["list", "--db", str(db_path)]) == 0
+    assert f"{CHILD}\tmain\t2" in capsys.readouterr().out.splitlines()
+
+
+def test_user_mistakes_print_one_line_and_exit_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", "--db", str(tmp_path / "missing.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ssa: no database at")
+    assert err.count("\n") == 1
+    assert main(["status", "bad\nkey", "--db", str(tmp_path / "x")]) == 1
+    assert "control character" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database" * 100)
+    assert main(["list", "--db", str(garbage)]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["status"])
+    assert info.value.code == 2
