@@ -10,7 +10,7 @@ from typing import Literal
 
 import msgspec
 
-from persistence import NoticeDescriptor, RecordEvent, UpsertSession
+from persistence import NoticeDescriptor
 
 __all__ = [
     "CursorMessage",
@@ -21,44 +21,20 @@ __all__ = [
     "EnqueueEvent",
     "PendingTexts",
     "Publish",
-    "Record",
     "Register",
     "Reset",
     "SessionMessage",
     "TakeMessages",
-    "UpdateEntry",
     "Wake",
     "WakerMessage",
     "Withdraw",
 ]
-
-RecordMode = Literal["human", "entry-watchers", "as-is"]
-
 
 class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base of every actor message."""
 
 
 # --- session actor -----------------------------------------------------------
-
-
-class Record(_Message, frozen=True, tag="session.record"):
-    """Record an event on this session (answers a ``RecordOutcome``).
-
-    ``mode`` says how the session's entry shapes the command: ``"human"``
-    applies the human-turn gate and ambient group registration,
-    ``"entry-watchers"`` adds the spawn parent as a producer watcher,
-    ``"as-is"`` sends the command unchanged.
-    """
-
-    command: RecordEvent
-    mode: RecordMode
-
-
-class UpdateEntry(_Message, frozen=True, tag="session.update-entry"):
-    """Create or update the session entry (answers ``None``)."""
-
-    patch: UpsertSession
 
 
 class Enqueue(_Message, frozen=True, tag="session.enqueue"):
@@ -114,7 +90,7 @@ class DrainOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SessionMessage = (
-    Record | UpdateEntry | Enqueue | EnqueueEvent | Withdraw | PendingTexts | Drain | Reset
+    Enqueue | EnqueueEvent | Withdraw | PendingTexts | Drain | Reset
     | Deliver | TakeMessages
 )
 

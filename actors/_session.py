@@ -1,11 +1,10 @@
-"""The session actor: one per session, owning its entry cache and notice queue."""
+"""The session actor: one per session, owning its notice queue and inbox."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-import msgspec
 import pykka
 
 from actors._base import GatewayActor
@@ -16,70 +15,25 @@ from actors._messages import (
     Enqueue,
     EnqueueEvent,
     PendingTexts,
-    Record,
     Reset,
     TakeMessages,
-    UpdateEntry,
     Withdraw,
 )
 from actors._notices import NoticeQueue
-from persistence import (
-    Acknowledge,
-    AckOutcome,
-    EntryRow,
-    ReadPool,
-    RecordEvent,
-    RecordOutcome,
-    ResetWatcher,
-    UpsertSession,
-    read_entry,
-    submit,
-)
-from persistence.keys import is_agent_qualified, is_group_key, main_session_key
+from persistence import Acknowledge, AckOutcome, ResetWatcher, submit
 
-__all__ = ["SessionActor", "shape_record"]
+__all__ = ["SessionActor"]
 
 logger = logging.getLogger(__name__)
 
 
-def shape_record(
-    command: RecordEvent, mode: str, entry: EntryRow | None, *, group_scope: str
-) -> RecordEvent:
-    """Fill the entry-dependent parts of a record command (pure).
-
-    ``"human"`` (anchor §3.6, §3.12): a session with a spawn parent always
-    records and tells the parent; one without records only when watched; a
-    group or channel session under ``group_scope="per-group"`` first gets the
-    agent's main session as an ambient watcher. ``"entry-watchers"``: the
-    spawn parent is a producer watcher. ``"as-is"``: unchanged. A missing
-    ``session_id`` is taken from the entry.
-    """
-    changes: dict[str, Any] = {}
-    parent = entry.spawned_by if entry else None
-    if command.session_id is None and entry is not None and entry.session_id is not None:
-        changes["session_id"] = entry.session_id
-    if mode in ("human", "entry-watchers") and parent and is_agent_qualified(parent):
-        changes["watcher_keys"] = (*command.watcher_keys, parent)
-    if mode == "human":
-        changes["only_if_watched"] = not parent
-        chat_type = entry.chat_type if entry else None
-        if group_scope == "per-group" and not parent and is_group_key(command.session_key,
-                                                                      chat_type):
-            watcher = main_session_key(command.agent_id)
-            if watcher != command.session_key:
-                changes["ambient_watcher"] = watcher
-    return msgspec.structs.replace(command, **changes) if changes else command
-
-
 class SessionActor(GatewayActor):
-    """One session: its entry, its notice queue as a watcher, its inbox.
+    """One session: its notice queue as a watcher, and its inbox.
 
     Args:
         key: the session key.
         agent_id: its agent.
         persistence: the persistence actor (asked; a leaf).
-        reads: read connections, for loading the entry.
-        group_scope: the gateway's ``group_scope``.
         queue_limit: most queued entries.
         timeout: seconds any request to persistence may take.
 
@@ -94,8 +48,6 @@ class SessionActor(GatewayActor):
         agent_id: str,
         *,
         persistence: pykka.ActorRef[Any],
-        reads: ReadPool,
-        group_scope: str,
         queue_limit: int,
         timeout: float,
     ) -> None:
@@ -103,25 +55,15 @@ class SessionActor(GatewayActor):
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
-        self._reads = reads
-        self._group_scope = group_scope
         self._timeout = timeout
         self._queue = NoticeQueue(queue_limit)
         self._floors: dict[tuple[str, str], int] = {}
         self._floor_all = 0
         self._inbox: list[str] = []
-        self._entry: EntryRow | None = None
-        self._entry_loaded = False
 
     def handle(self, message: Any) -> Any:
         """Dispatch one message (actor thread; may block on persistence)."""
         match message:
-            case Record(command=command, mode=mode):
-                return self._record(command, mode)
-            case UpdateEntry(patch=patch):
-                submit(self._persistence, patch, timeout=self._timeout)
-                self._entry_loaded = False
-                return None
             case Enqueue(descriptor=d, text=text):
                 target = (d.target_key, d.target_agent_id)
                 if d.version < max(self._floors.get(target, 0), self._floor_all):
@@ -147,7 +89,6 @@ class SessionActor(GatewayActor):
                     timeout=self._timeout)
                 self._floor_all = max(self._floor_all, int(version))
                 self._queue.withdraw_all_notices()
-                self._entry_loaded = False
                 return None
             case Deliver(text=text):
                 self._inbox.append(text)
@@ -156,21 +97,6 @@ class SessionActor(GatewayActor):
                 taken, self._inbox = tuple(self._inbox), []
                 return taken
         return super().handle(message)
-
-    def _load_entry(self) -> EntryRow | None:
-        if not self._entry_loaded:
-            with self._reads.connection(self._timeout) as conn:
-                self._entry = read_entry(conn, self._key, self._agent_id)
-            self._entry_loaded = True
-        return self._entry
-
-    def _record(self, command: RecordEvent, mode: str) -> RecordOutcome:
-        entry = self._load_entry() if mode != "as-is" or command.session_id is None else None
-        shaped = shape_record(command, mode, entry, group_scope=self._group_scope)
-        outcome: RecordOutcome = submit(self._persistence, shaped, timeout=self._timeout)
-        if shaped.spawned_by is not None or entry is None:
-            self._entry_loaded = False
-        return outcome
 
     def _drain(self) -> DrainOutcome:
         entries = self._queue.drain()
@@ -191,7 +117,3 @@ class SessionActor(GatewayActor):
                 follow_ups = ack.notices
         return DrainOutcome(texts=tuple(e.text for e in entries), follow_ups=follow_ups)
 
-
-def entry_patch(key: str, agent_id: str, **fields: str | None) -> UpsertSession:
-    """Build an :class:`UpsertSession` for ``(key, agent_id)`` from keyword fields."""
-    return UpsertSession(session_key=key, agent_id=agent_id, **fields)

@@ -25,12 +25,9 @@ from actors._messages import (
     EnqueueEvent,
     PendingTexts,
     Publish,
-    Record,
-    RecordMode,
     Register,
     Reset,
     TakeMessages,
-    UpdateEntry,
     Withdraw,
 )
 from actors._registry import ActorPool
@@ -252,7 +249,7 @@ class Gateway:
             raise InvalidArgument(f"chat_type must be one of {sorted(_CHAT_TYPES)}")
         patch = UpsertSession(session_key=key, agent_id=agent, session_id=session_id,
                               spawned_by=spawned_by, chat_type=chat_type)
-        self._best_effort(lambda: self._ask_session((key, agent), UpdateEntry(patch=patch)),
+        self._best_effort(lambda: submit(self._persistence, patch, timeout=self._timeout),
                           "create_session")
 
     def spawn_subagent(self, parent_key: str, child_key: str, *,
@@ -276,7 +273,7 @@ class Gateway:
             session_key=child_key, agent_id=agent_id_of(child_key), kind="child_spawned",
             actor_type="agent", actor_id=parent_key, run_id=run_id,
             dedupe_key=f"child-spawned:{run_id}", summary="child session spawned",
-            watcher_keys=watchers, spawned_by=parent_key), "as-is")
+            watcher_keys=watchers, spawned_by=parent_key))
 
     def finish_run(self, session_key: str, *, run_id: str,
                    outcome: str) -> SessionStateEvent | None:
@@ -296,7 +293,7 @@ class Gateway:
             session_key=session_key, agent_id=agent_id_of(session_key),
             kind="run_completed" if outcome == "ok" else "run_failed", actor_type="system",
             run_id=run_id, dedupe_key=f"run-terminal:{run_id}", summary=_RUN_SUMMARIES[outcome],
-            payload_json=None if outcome == "ok" else f'{{"outcome":"{outcome}"}}'), "as-is")
+            payload_json=None if outcome == "ok" else f'{{"outcome":"{outcome}"}}'))
 
     def reset_session(self, key: str, *, session_id: str | None = None) -> None:
         """Start a new incarnation: drop the cursors ``key`` holds as a watcher.
@@ -355,7 +352,8 @@ class Gateway:
         return self._record(RecordEvent(
             session_key=key, agent_id=agent_id_of(key), kind="human_direct_message",
             actor_type="human", actor_id=actor_id,
-            summary=f"human message via {channel.strip() or 'unknown'}"), "human")
+            summary=f"human message via {channel.strip() or 'unknown'}",
+            shape="human-per-group" if self.config.group_scope == "per-group" else "human"))
 
     def set_goal(self, key: str, *, action: str, actor_type: str = "human",
                  actor_id: str | None = None) -> SessionStateEvent | None:
@@ -374,8 +372,8 @@ class Gateway:
         v.check_text(actor_id, "actor_id", optional=True)
         return self._record(RecordEvent(
             session_key=key, agent_id=agent_id_of(key), kind="goal_changed",
-            actor_type=actor_type, actor_id=actor_id, summary=f"goal {action}"),
-            "entry-watchers")
+            actor_type=actor_type, actor_id=actor_id, summary=f"goal {action}",
+            shape="entry-watchers"))
 
     def compacted(self, key: str, *, operation_id: str) -> SessionStateEvent | None:
         """Record ``compacted`` (log only), idempotent per ``operation_id``."""
@@ -384,7 +382,7 @@ class Gateway:
         v.check_text(operation_id, "operation_id")
         return self._record(RecordEvent(
             session_key=key, agent_id=agent_id_of(key), kind="compacted", actor_type="system",
-            dedupe_key=f"compacted:{operation_id}", summary="session compacted"), "as-is")
+            dedupe_key=f"compacted:{operation_id}", summary="session compacted"))
 
     def record(self, event: SessionStateEventInput) -> SessionStateEvent | None:
         """Record any event: the general form of the producers above.
@@ -411,8 +409,8 @@ class Gateway:
             run_id=v.check_text(event.run_id, "run_id", optional=True),
             dedupe_key=v.check_text(event.dedupe_key, "dedupe_key", optional=True),
             occurred_at=v.check_int(event.occurred_at, "occurred_at", optional=True),
-            payload_json=v.check_payload(event.payload))
-        return self._record(command, "entry-watchers")
+            payload_json=v.check_payload(event.payload), shape="entry-watchers")
+        return self._record(command)
 
     # --- tools ---------------------------------------------------------------
 
@@ -570,8 +568,7 @@ class Gateway:
 
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
-            key[0], key[1], persistence=self._persistence, reads=self._reads,
-            group_scope=self.config.group_scope, queue_limit=self.config.queue_limit,
+            key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
             timeout=self._timeout)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
@@ -603,10 +600,9 @@ class Gateway:
             logger.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
             return None
 
-    def _record(self, command: RecordEvent, mode: RecordMode) -> SessionStateEvent | None:
+    def _record(self, command: RecordEvent) -> SessionStateEvent | None:
         outcome = self._best_effort(
-            lambda: self._ask_session((command.session_key, command.agent_id),
-                                      Record(command=command, mode=mode)),
+            lambda: submit(self._persistence, command, timeout=self._timeout),
             f"recording {command.kind}")
         if not isinstance(outcome, RecordOutcome):
             return None

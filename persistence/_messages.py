@@ -49,6 +49,8 @@ class RecordEvent(_Message, frozen=True, tag="record"):
     targets the session and no producer watcher was passed.
     ``ambient_watcher`` is registered as an ``ambient-group`` watcher first
     (inside the same transaction) when it holds no cursor on the session.
+    ``shape`` says how the session's stored entry fills these fields, read
+    in the same transaction (see :func:`persistence.shaping.shape_record`).
     """
 
     session_key: str
@@ -66,6 +68,7 @@ class RecordEvent(_Message, frozen=True, tag="record"):
     only_if_watched: bool = False
     ambient_watcher: str | None = None
     spawned_by: str | None = None
+    shape: Literal["none", "entry-watchers", "human", "human-per-group"] = "none"
 
 
 class RegisterWatch(_Message, frozen=True, tag="register"):

@@ -24,9 +24,10 @@ from persistence._messages import (
     SweepOutcome,
     UpsertSession,
 )
-from persistence._reads import event_by_dedupe_key, event_from_row
+from persistence._reads import event_by_dedupe_key, event_from_row, read_entry
 from persistence.keys import agent_id_of
 from persistence.kinds import NOTIFY_BY_KIND
+from persistence.shaping import shape_record
 
 __all__ = [
     "OCCURRED_AT_MAX_SKEW_MS",
@@ -139,7 +140,8 @@ def record_event(
 
     Args:
         conn: the write connection, inside an open transaction.
-        cmd: the event and its watcher hints.
+        cmd: the event and its watcher hints; the session's stored entry
+            shapes it first (``cmd.shape``).
         now: the clock, epoch ms.
         version: commit-order stamp for the notices this produces.
 
@@ -153,6 +155,8 @@ def record_event(
         apsw.Error: SQLite failed; the caller rolls the savepoint back.
     """
     target = (cmd.session_key, cmd.agent_id)
+    if cmd.shape != "none" or cmd.session_id is None:
+        cmd = shape_record(cmd, read_entry(conn, *target))
     if cmd.ambient_watcher is not None:
         _register(conn, cmd.ambient_watcher, target, "ambient-group", now)
     target_rows = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -24,7 +23,7 @@ from actors.errors import (
     InvalidSessionKey,
     ReentrantCall,
 )
-from persistence import NoticeDescriptor, ReadPool
+from persistence import NoticeDescriptor
 from tests.conftest import CHILD, GROUP, WATCHER, FakeClock, WakeRecorder
 
 TIMEOUT = 5.0
@@ -223,13 +222,10 @@ def test_evicted_cursor_actors_restart_without_losing_notices(
     assert len(gw.pending_notices(WATCHER)) == 6  # one follow-up per pair
 
 
-def test_the_session_actor_ignores_a_notice_state_older_than_one_it_applied(
-    tmp_path: Path,
-) -> None:
-    pool = ReadPool(str(tmp_path / "unused.sqlite"))
+def test_the_session_actor_ignores_a_notice_state_older_than_one_it_applied() -> None:
     dummy: Any = pykka.ThreadingFuture()
-    ref = SessionActor.start(WATCHER, "main", persistence=dummy, reads=pool,
-                             group_scope="per-group", queue_limit=20, timeout=TIMEOUT)
+    ref = SessionActor.start(WATCHER, "main", persistence=dummy, queue_limit=20,
+                             timeout=TIMEOUT)
     try:
         def state(version: int, last_seen: int, pending: bool = True) -> Enqueue:
             d = NoticeDescriptor(watcher_key=WATCHER, target_key=PEER, target_agent_id="main",
@@ -244,7 +240,6 @@ def test_the_session_actor_ignores_a_notice_state_older_than_one_it_applied(
         assert ref.ask(PendingTexts(), timeout=TIMEOUT) == ()
     finally:
         ref.stop(block=True, timeout=TIMEOUT)
-        pool.close()
 
 
 def test_producers_from_many_threads_each_return_their_own_event(gateway: Gateway) -> None:
