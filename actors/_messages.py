@@ -121,3 +121,8 @@ class Wake(_Message, frozen=True, tag="waker.wake"):
 
 
 WakerMessage = Wake
+
+# Typed decoders built at import time: a mis-tagged union fails here, not in use.
+session_decoder = msgspec.json.Decoder(SessionMessage)
+cursor_decoder = msgspec.json.Decoder(CursorMessage)
+waker_decoder = msgspec.json.Decoder(WakerMessage)

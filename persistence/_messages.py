@@ -130,6 +130,10 @@ Command = (
 )
 
 
+command_decoder = msgspec.json.Decoder(Command)
+"""Typed decoder of :data:`Command`, built at import time so a bad union fails early."""
+
+
 class NoticeDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     """The committed notice state of one watcher/target pair.
 
