@@ -456,12 +456,19 @@ class Gateway:
         v.check_key(key, "key")
         return list(self._ask_session((key, agent_id_of(key)), TakeMessages()))
 
-    def watch(self, watcher_key: str, target_key: str) -> bool:
+    def watch(self, watcher_key: str, target_key: str, *, agent_id: str | None = None) -> bool:
         """Make ``watcher_key`` an explicit watcher of ``target_key``.
 
         Registration starts at the target's current state version; an existing
         watch keeps its cursor (a pending notice survives) and an ambient one
         is promoted to explicit.
+
+        Args:
+            watcher_key: an agent-qualified session key.
+            target_key: the session to watch.
+            agent_id: the target's agent (default: the key's; ``main`` for the
+                bare ``global`` key). The cursor targets the pair, so another
+                agent's session under the same key never notifies it.
 
         Returns:
             ``False`` for a self-watch, a watcher that is not agent-qualified
@@ -470,9 +477,10 @@ class Gateway:
         self._guard()
         v.check_key(watcher_key, "watcher_key")
         v.check_key(target_key, "target_key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(target_key)
         if watcher_key == target_key or not is_agent_qualified(watcher_key):
             return False
-        pair = (watcher_key, target_key, agent_id_of(target_key))
+        pair = (watcher_key, target_key, agent)
         result = self._best_effort(lambda: self._ask_cursor(pair, Register()), "watch")
         return result is True
 

@@ -565,13 +565,7 @@ def test_one_agents_global_events_never_notify_a_watcher_of_another_agents_globa
     """Our deliberate difference: cursor targets are (key, agent) pairs (anchor §3.14)."""
     ops_watcher = "agent:ops:main"
     assert gateway.watch(WATCHER, "global") is True  # main's global (the bare key's agent)
-    with _db(db_path, write=True) as conn:  # watch() cannot name ops' global: seed it directly
-        conn.execute(
-            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key,"
-            " target_agent_id, last_seen_sequence, notified_sequence, material_sequence,"
-            " provenance, updated_at) VALUES (?, 'global', 'ops', 0, 0, 0, 'explicit', ?)",
-            (ops_watcher, START_MS),
-        )
+    assert gateway.watch(ops_watcher, "global", agent_id="ops") is True
 
     ops = gateway.record(SessionStateEventInput(
         session_key="global", kind="human_direct_message", actor_type="human",
