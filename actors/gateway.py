@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -322,10 +323,10 @@ class Gateway:
             timeout=self._timeout), "delete_session")
         if not isinstance(outcome, DeleteOutcome):
             return
+        withdraw = Withdraw(target=(key, agent), version=outcome.version)
         for watcher in outcome.watchers:
-            self._best_effort(lambda w=watcher: self._ask_session(  # type: ignore[misc]
-                (w, agent_id_of(w)), Withdraw(target=(key, agent), version=outcome.version)),
-                "delete_session")
+            self._best_effort(partial(self._ask_session, (watcher, agent_id_of(watcher)),
+                                      withdraw), "delete_session")
         self._cursors.discard_where(lambda k: k[0] == key or k[1:] == (key, agent))
         if agent == agent_id_of(key):
             self._sessions.discard_where(lambda k: k == (key, agent))
@@ -633,7 +634,6 @@ class Gateway:
                     raise pykka.ActorDeadError("retry")
                 future.get(timeout=2 * self._timeout)
             except pykka.ActorDeadError:
-                self._best_effort(lambda k=key, m=message: self._ask_cursor(k, m),  # type: ignore[misc]
-                                  "publishing a notice")
+                self._best_effort(partial(self._ask_cursor, key, message), "publishing a notice")
             except _ACTOR_FAILURES as exc:
                 logger.warning("publishing a notice failed: %s: %s", type(exc).__name__, exc)

@@ -7,7 +7,7 @@ between threads safe (style anchors §7.2).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import pykka
@@ -198,7 +198,7 @@ class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):
     """Envelope: a command and the future its requester waits on (group commit)."""
 
     command: Command
-    reply: pykka.Future  # type: ignore[type-arg]
+    reply: pykka.Future[Any]
 
 
 class Flush(msgspec.Struct, frozen=True, tag="flush"):
