@@ -13,6 +13,7 @@ from persistence.errors import SchemaError, StorageError, StorageUnavailable
 __all__ = [
     "ArgumentTypeError",
     "GatewayClosed",
+    "GatewayUnavailable",
     "InvalidArgument",
     "InvalidChangesSince",
     "InvalidKind",
@@ -56,6 +57,14 @@ class ArgumentTypeError(SessionStateError, TypeError):
 
 class GatewayClosed(SessionStateError, RuntimeError):
     """The gateway was closed; open a new one."""
+
+
+class GatewayUnavailable(SessionStateError, RuntimeError):
+    """An internal actor did not answer within the configured timeout.
+
+    Raised by non-producer calls (``drain``, ``pending_notices``, ...) when the
+    gateway is overloaded or stuck; producers log it and return ``None``.
+    """
 
 
 class ReentrantCall(SessionStateError, RuntimeError):

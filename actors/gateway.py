@@ -35,7 +35,13 @@ from actors._registry import ActorPool
 from actors._session import SessionActor
 from actors._types import SendResult, SessionStateEventInput
 from actors._waker import WakerActor
-from actors.errors import GatewayClosed, InvalidArgument, ReentrantCall, StorageError
+from actors.errors import (
+    GatewayClosed,
+    GatewayUnavailable,
+    InvalidArgument,
+    ReentrantCall,
+    StorageError,
+)
 from persistence import (
     DeleteOutcome,
     DeleteSession,
@@ -76,7 +82,8 @@ _RUN_SUMMARIES = {
     "cancelled": "child run cancelled",
 }
 _CHAT_TYPES = frozenset({"direct", "group", "channel"})
-_ACTOR_FAILURES = (StorageError, pykka.Timeout, pykka.ActorDeadError, apsw.Error)
+_ACTOR_FAILURES = (StorageError, GatewayUnavailable, pykka.Timeout, pykka.ActorDeadError,
+                   apsw.Error)
 
 
 def _wall_clock() -> int:
@@ -109,6 +116,12 @@ class Gateway:
     Ordering guarantee (read your writes): when a producer returns, every
     notice it caused is queued and every ``on_wake`` it caused has run; when
     :meth:`drain` returns, any follow-up notice is queued.
+
+    Every method may raise :class:`~actors.errors.GatewayClosed` (used after
+    or during :meth:`close`) and :class:`~actors.errors.ReentrantCall`;
+    non-producer calls may raise :class:`~actors.errors.GatewayUnavailable`
+    when an internal actor does not answer in time. Producers and upstream
+    scans never raise for storage faults: they log and return ``None``.
     """
 
     def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
@@ -594,13 +607,17 @@ class Gateway:
 
     def _ask(self, pool: ActorPool[Any], key: Any, message: object) -> Any:
         # Actor asks wait on inner requests of up to `timeout`, so allow two.
-        for attempt in (1, 2):
+        for _attempt in (1, 2):
             try:
                 return pool.get(key).ask(message, timeout=2 * self._timeout)
             except pykka.ActorDeadError:
-                if attempt == 2 or self._closed:
-                    raise
-        raise AssertionError("unreachable")
+                if self._closed:
+                    raise GatewayClosed("the gateway was closed during the call") from None
+            except pykka.Timeout:
+                raise GatewayUnavailable(
+                    f"no answer within {2 * self._timeout:.1f}s ({type(message).__name__})"
+                ) from None
+        raise GatewayUnavailable(f"the actor stopped twice ({type(message).__name__})")
 
     def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
         try:
