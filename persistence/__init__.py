@@ -13,8 +13,11 @@ import logging
 from persistence._messages import (
     Acknowledge,
     AckOutcome,
+    CommitScan,
     DeleteOutcome,
     DeleteSession,
+    LinkOutcome,
+    NoteOwnText,
     NoticeDescriptor,
     Prune,
     RecordEvent,
@@ -22,8 +25,10 @@ from persistence._messages import (
     RegisterOutcome,
     RegisterWatch,
     ResetWatcher,
+    ScanOutcome,
     Sweep,
     SweepOutcome,
+    UpsertLink,
     UpsertSession,
 )
 from persistence._pool import ReadPool
@@ -36,17 +41,27 @@ from persistence._reads import (
     read_versions,
 )
 from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
+from persistence._upstream import list_watched_links, read_link, read_own_hashes
 from persistence._writer import PersistenceActor, Ping, submit
 from persistence.errors import SchemaError, StorageError, StorageUnavailable
-from persistence.records import SessionRow, SessionStateEvent, SessionStatus, StateChanges
+from persistence.records import (
+    SessionRow,
+    SessionStateEvent,
+    SessionStatus,
+    StateChanges,
+    UpstreamLink,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
     "AckOutcome",
     "Acknowledge",
+    "CommitScan",
     "DeleteOutcome",
     "DeleteSession",
     "EntryRow",
+    "LinkOutcome",
+    "NoteOwnText",
     "NoticeDescriptor",
     "PersistenceActor",
     "Ping",
@@ -57,6 +72,7 @@ __all__ = [
     "RegisterOutcome",
     "RegisterWatch",
     "ResetWatcher",
+    "ScanOutcome",
     "SchemaError",
     "SessionRow",
     "SessionStateEvent",
@@ -66,12 +82,17 @@ __all__ = [
     "StorageUnavailable",
     "Sweep",
     "SweepOutcome",
+    "UpsertLink",
     "UpsertSession",
+    "UpstreamLink",
     "list_sessions",
+    "list_watched_links",
     "open_connection",
     "prepare_path",
     "read_changes",
     "read_entry",
+    "read_link",
+    "read_own_hashes",
     "read_version",
     "read_versions",
     "submit",

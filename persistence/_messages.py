@@ -12,15 +12,18 @@ from typing import Any, Literal
 import msgspec
 import pykka
 
-from persistence.records import SessionStateEvent
+from persistence.records import SessionStateEvent, UpstreamLink
 
 __all__ = [
     "AckOutcome",
     "Acknowledge",
     "Command",
+    "CommitScan",
     "DeleteOutcome",
     "DeleteSession",
     "Flush",
+    "LinkOutcome",
+    "NoteOwnText",
     "NoticeDescriptor",
     "Prune",
     "RecordEvent",
@@ -28,8 +31,10 @@ __all__ = [
     "RegisterOutcome",
     "RegisterWatch",
     "ResetWatcher",
+    "ScanOutcome",
     "Sweep",
     "SweepOutcome",
+    "UpsertLink",
     "UpsertSession",
     "WriteRequest",
 ]
@@ -124,9 +129,55 @@ class DeleteSession(_Message, frozen=True, tag="delete"):
     agent_id: str
 
 
+class UpsertLink(_Message, frozen=True, tag="upsert-link"):
+    """Create or refresh an upstream link, recording ``adopted`` with it (anchor §3.15).
+
+    On an existing link a same-source refresh keeps its marker and scan
+    progress; a changed source (host, thread, ref) rebases to ``marker_json``.
+    """
+
+    session_key: str
+    agent_id: str
+    source: str
+    host_id: str
+    thread_id: str
+    upstream_ref_json: str
+    source_key: str
+    marker_json: str
+    adopted: RecordEvent | None = None
+
+
+class CommitScan(_Message, frozen=True, tag="commit-scan"):
+    """Apply one scan's result atomically, if the link is unchanged (anchor §3.16).
+
+    Compare-and-set: nothing happens unless the link still has
+    ``expected_updated_at`` and ``source_key``. Then ``record`` (if any) is
+    recorded, the marker moves to ``marker_json`` (if given) and, with
+    ``drop_link``, the link is deleted: all in one transaction, so a crash
+    can repeat a scan but never lose or double a turn.
+    """
+
+    session_key: str
+    agent_id: str
+    expected_updated_at: int
+    source_key: str
+    marker_json: str | None = None
+    record: RecordEvent | None = None
+    drop_link: bool = False
+
+
+class NoteOwnText(_Message, frozen=True, tag="own-text"):
+    """Remember the hash of a text the gateway sent into an upstream session."""
+
+    session_key: str
+    agent_id: str
+    text_hash: str
+    window: int = 10
+
+
 Command = (
     RecordEvent | RegisterWatch | Acknowledge | Sweep | Prune | UpsertSession
-    | ResetWatcher | DeleteSession
+    | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
 )
 
 
@@ -192,6 +243,22 @@ class DeleteOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     version: int
     watchers: tuple[str, ...]
+
+
+class LinkOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`UpsertLink`: the stored link, whether it rebased, the event."""
+
+    link: UpstreamLink
+    created: bool
+    rebased: bool
+    adopted: RecordOutcome | None = None
+
+
+class ScanOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Result of :class:`CommitScan`: ``applied`` is ``False`` when the link changed."""
+
+    applied: bool
+    record: RecordOutcome | None = None
 
 
 class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):

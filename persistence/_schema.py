@@ -16,7 +16,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "open_connection", "prepare_path"
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -74,7 +74,33 @@ CREATE TABLE sessions (
 ) STRICT, WITHOUT ROWID;
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+_SCHEMA_V2 = """
+CREATE TABLE session_upstream_links (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    host_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    upstream_ref_json TEXT NOT NULL,
+    source_key TEXT NOT NULL,
+    marker_json TEXT NOT NULL,
+    last_scanned_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_session_upstream_links_source ON session_upstream_links (source);
+
+CREATE TABLE session_own_texts (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    PRIMARY KEY (session_key, agent_id, position)
+) STRICT, WITHOUT ROWID;
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 def prepare_path(path: Path) -> None:

@@ -10,17 +10,20 @@ from typing import Any, Literal
 import apsw
 import pykka
 
-from persistence import _prune, _writes
+from persistence import _prune, _upstream, _writes
 from persistence._messages import (
     Acknowledge,
     Command,
+    CommitScan,
     DeleteSession,
     Flush,
+    NoteOwnText,
     Prune,
     RecordEvent,
     RegisterWatch,
     ResetWatcher,
     Sweep,
+    UpsertLink,
     UpsertSession,
     WriteRequest,
 )
@@ -188,6 +191,12 @@ class PersistenceActor(pykka.ThreadingActor):
                 return version
             case DeleteSession():
                 return _writes.delete_session(conn, command, version)
+            case UpsertLink():
+                return _upstream.upsert_link(conn, command, now, version)
+            case CommitScan():
+                return _upstream.commit_scan(conn, command, now, version)
+            case NoteOwnText():
+                return _upstream.note_own_text(conn, command)
             case Prune(force=force):
                 if force or self._prune_due(now):
                     self._last_prune_at = now

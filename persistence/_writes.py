@@ -354,6 +354,7 @@ def delete_session(conn: apsw.Connection, cmd: DeleteSession, version: int) -> D
         conn.execute(
             "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?", (cmd.session_key,)
         )
-    for table in ("session_state_events", "session_state_heads", "sessions"):
+    for table in ("session_state_events", "session_state_heads", "sessions",
+                  "session_upstream_links", "session_own_texts"):
         conn.execute(f"DELETE FROM {table} WHERE session_key = ? AND agent_id = ?", target)  # noqa: S608
     return DeleteOutcome(version=version, watchers=watchers)

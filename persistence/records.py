@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges"]
+__all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges", "UpstreamLink"]
 
 
 class SessionStateEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -96,3 +96,38 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     spawned_by: str | None = None
     chat_type: str | None = None
     state_version: int | None = None
+
+
+class UpstreamLink(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                   omit_defaults=True):
+    """An adopted session's link to its upstream source (anchor §2.4, §3.15).
+
+    Attributes:
+        session_key: the adopted session.
+        agent_id: its owning agent.
+        source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+        host_id: where the source lives (``"gateway:local"`` or ``"node:<id>"``).
+        thread_id: the upstream tool's own session or thread id.
+        upstream_ref: where to read it (``{"path": ...}``, and the session id
+            for OpenCode, or the node id for paired-node Claude).
+        source_key: 16 hex digits identifying the source; part of every
+            upstream dedupe key, so a rebased source never collides.
+        marker: the scan position (``{"offset": n}`` for JSONL sources,
+            ``{"seq": n, "lastHumanMessageId": ...}`` for OpenCode,
+            ``{"uuid": ...}`` for paired-node Claude).
+        created_at: epoch ms.
+        updated_at: epoch ms; the compare-and-set token of marker advances.
+        last_scanned_at: epoch ms of the last marker advance, if any.
+    """
+
+    session_key: str
+    agent_id: str
+    source: str
+    host_id: str
+    thread_id: str
+    upstream_ref: dict[str, Any]
+    source_key: str
+    marker: dict[str, Any]
+    created_at: int
+    updated_at: int
+    last_scanned_at: int | None = None

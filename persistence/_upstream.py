@@ -1,0 +1,169 @@
+"""Upstream links and own-text hashes: transactions and reads (anchor §2.4, §3.15, §3.16)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import apsw
+import msgspec
+
+from persistence._messages import (
+    CommitScan,
+    LinkOutcome,
+    NoteOwnText,
+    ScanOutcome,
+    UpsertLink,
+)
+from persistence._writes import record_event
+from persistence.records import UpstreamLink
+
+__all__ = [
+    "commit_scan",
+    "list_watched_links",
+    "note_own_text",
+    "read_link",
+    "read_own_hashes",
+    "upsert_link",
+]
+
+logger = logging.getLogger(__name__)
+
+_LINK_COLUMNS = (
+    "session_key, agent_id, source, host_id, thread_id, upstream_ref_json, source_key,"
+    " marker_json, created_at, updated_at, last_scanned_at"
+)
+_json_object = msgspec.json.Decoder(dict[str, Any])
+
+
+def _link_from_row(row: Any) -> UpstreamLink:
+    key, agent, source, host, thread, ref, source_key, marker, created, updated, scanned = row
+    return UpstreamLink(
+        session_key=key, agent_id=agent, source=source, host_id=host, thread_id=thread,
+        upstream_ref=_json_object.decode(ref), source_key=source_key,
+        marker=_json_object.decode(marker), created_at=created, updated_at=updated,
+        last_scanned_at=scanned,
+    )
+
+
+def read_link(conn: apsw.Connection, key: str, agent_id: str) -> UpstreamLink | None:
+    """Return the link of ``(key, agent_id)``, or ``None``."""
+    row = conn.execute(
+        f"SELECT {_LINK_COLUMNS} FROM session_upstream_links"  # noqa: S608
+        " WHERE session_key = ? AND agent_id = ?",
+        (key, agent_id),
+    ).fetchone()
+    return _link_from_row(row) if row is not None else None
+
+
+def list_watched_links(conn: apsw.Connection) -> tuple[list[UpstreamLink], list[str]]:
+    """Links some watcher watches, ordered by source and key (anchor §3.15 step 4).
+
+    Returns:
+        ``(links, ambiguous_keys)``: a key linked under more than one agent is
+        left out of ``links`` and named in ``ambiguous_keys``.
+    """
+    with conn:
+        rows = conn.execute(
+            f"SELECT {_LINK_COLUMNS} FROM session_upstream_links AS l"  # noqa: S608
+            " WHERE EXISTS (SELECT 1 FROM session_watch_cursors AS c"
+            " WHERE c.target_session_key = l.session_key AND c.target_agent_id = l.agent_id)"
+            " ORDER BY l.source, l.session_key",
+        ).fetchall()
+        ambiguous = {
+            str(k) for (k,) in conn.execute(
+                "SELECT session_key FROM session_upstream_links GROUP BY session_key"
+                " HAVING count(*) > 1")
+        }
+    links = [_link_from_row(r) for r in rows if r[0] not in ambiguous]
+    return links, sorted(ambiguous)
+
+
+def read_own_hashes(conn: apsw.Connection, key: str, agent_id: str) -> frozenset[str]:
+    """Hashes of the session's most recent own texts (see :func:`note_own_text`)."""
+    return frozenset(
+        str(h) for (h,) in conn.execute(
+            "SELECT text_hash FROM session_own_texts WHERE session_key = ? AND agent_id = ?",
+            (key, agent_id))
+    )
+
+
+def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) -> LinkOutcome:
+    """Create or refresh a link; a changed source rebases its marker (anchor §3.15 step 2)."""
+    existing = read_link(conn, cmd.session_key, cmd.agent_id)
+    same_source = existing is not None and (
+        existing.source, existing.host_id, existing.thread_id, existing.source_key,
+    ) == (cmd.source, cmd.host_id, cmd.thread_id, cmd.source_key)
+    if existing is None:
+        conn.execute(
+            "INSERT INTO session_upstream_links (session_key, agent_id, source, host_id,"
+            " thread_id, upstream_ref_json, source_key, marker_json, last_scanned_at,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+            (cmd.session_key, cmd.agent_id, cmd.source, cmd.host_id, cmd.thread_id,
+             cmd.upstream_ref_json, cmd.source_key, cmd.marker_json, now, now),
+        )
+    elif same_source:
+        conn.execute(
+            "UPDATE session_upstream_links SET upstream_ref_json = ?, updated_at = ?"
+            " WHERE session_key = ? AND agent_id = ?",
+            (cmd.upstream_ref_json, now, cmd.session_key, cmd.agent_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE session_upstream_links SET source = ?, host_id = ?, thread_id = ?,"
+            " upstream_ref_json = ?, source_key = ?, marker_json = ?, last_scanned_at = NULL,"
+            " updated_at = ? WHERE session_key = ? AND agent_id = ?",
+            (cmd.source, cmd.host_id, cmd.thread_id, cmd.upstream_ref_json, cmd.source_key,
+             cmd.marker_json, now, cmd.session_key, cmd.agent_id),
+        )
+    adopted = record_event(conn, cmd.adopted, now, version) if cmd.adopted else None
+    link = read_link(conn, cmd.session_key, cmd.agent_id)
+    assert link is not None
+    return LinkOutcome(link=link, created=existing is None,
+                       rebased=existing is not None and not same_source, adopted=adopted)
+
+
+def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int) -> ScanOutcome:
+    """Apply a scan result if the link is unchanged (compare-and-set, anchor §3.16)."""
+    current = conn.execute(
+        "SELECT updated_at, source_key FROM session_upstream_links"
+        " WHERE session_key = ? AND agent_id = ?",
+        (cmd.session_key, cmd.agent_id),
+    ).fetchone()
+    if current is None or (int(current[0]), str(current[1])) != (
+            cmd.expected_updated_at, cmd.source_key):
+        return ScanOutcome(applied=False)
+    recorded = record_event(conn, cmd.record, now, version) if cmd.record else None
+    if cmd.drop_link:
+        conn.execute(
+            "DELETE FROM session_upstream_links WHERE session_key = ? AND agent_id = ?",
+            (cmd.session_key, cmd.agent_id),
+        )
+    elif cmd.marker_json is not None:
+        # Never equal to the old value: a scan in the same millisecond as the
+        # previous write must still invalidate a concurrent compare-and-set.
+        conn.execute(
+            "UPDATE session_upstream_links SET marker_json = ?, last_scanned_at = ?,"
+            " updated_at = max(?, updated_at + 1) WHERE session_key = ? AND agent_id = ?",
+            (cmd.marker_json, now, now, cmd.session_key, cmd.agent_id),
+        )
+    return ScanOutcome(applied=True, record=recorded)
+
+
+def note_own_text(conn: apsw.Connection, cmd: NoteOwnText) -> None:
+    """Keep the hash among the session's last ``cmd.window`` own texts."""
+    top = conn.execute(
+        "SELECT coalesce(max(position), 0) FROM session_own_texts"
+        " WHERE session_key = ? AND agent_id = ?",
+        (cmd.session_key, cmd.agent_id),
+    ).get
+    position = int(top) + 1
+    conn.execute(
+        "INSERT INTO session_own_texts (session_key, agent_id, position, text_hash)"
+        " VALUES (?, ?, ?, ?)",
+        (cmd.session_key, cmd.agent_id, position, cmd.text_hash),
+    )
+    conn.execute(
+        "DELETE FROM session_own_texts WHERE session_key = ? AND agent_id = ? AND position <= ?",
+        (cmd.session_key, cmd.agent_id, position - cmd.window),
+    )
