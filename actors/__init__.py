@@ -22,6 +22,7 @@ from actors._types import (
     SessionStateEventInput,
     SessionStatus,
     StateChanges,
+    UpstreamLink,
 )
 from actors.gateway import Gateway, default_state_path
 
@@ -34,6 +35,7 @@ __all__ = [
     "SessionStateEventInput",
     "SessionStatus",
     "StateChanges",
+    "UpstreamLink",
     "default_state_path",
 ]
 

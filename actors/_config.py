@@ -36,6 +36,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         prune_interval_ms: producer-triggered prunes run at most this often, in ms.
         max_cursor_actors: cursor actors kept alive at once (idle ones beyond
             this are stopped and restart from SQLite on demand).
+        max_monitor_actors: upstream monitor actors kept alive at once.
         read_connections: read-only SQLite connections shared by caller threads.
     """
 
@@ -56,6 +57,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     busy_timeout_ms: int = 5000
     prune_interval_ms: int = 3_600_000
     max_cursor_actors: int = 1024
+    max_monitor_actors: int = 256
     read_connections: int = 4
 
     def __post_init__(self) -> None:
@@ -77,6 +79,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         if not 1 <= self.changes_limit <= 200:
             raise InvalidArgument("changes_limit must be between 1 and 200")
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
+                     "max_monitor_actors",
                      "read_connections", "own_text_window", "opencode_replay_window",
                      "missing_threshold", "scan_cap_bytes"):
             value = getattr(self, name)

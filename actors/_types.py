@@ -6,7 +6,13 @@ from typing import Any
 
 import msgspec
 
-from persistence.records import SessionRow, SessionStateEvent, SessionStatus, StateChanges
+from persistence.records import (
+    SessionRow,
+    SessionStateEvent,
+    SessionStatus,
+    StateChanges,
+    UpstreamLink,
+)
 
 __all__ = [
     "SendResult",
@@ -15,6 +21,7 @@ __all__ = [
     "SessionStateEventInput",
     "SessionStatus",
     "StateChanges",
+    "UpstreamLink",
 ]
 
 

@@ -1,13 +1,15 @@
 """The ``ssa`` command line (``api-contract.md``, "Command line").
 
 ``ssa demo`` walks through the core protocol; ``ssa status`` and ``ssa list``
-read a database without starting any actor. User mistakes print one line on
+read a database without starting any actor; ``ssa classify`` runs the
+upstream monitor's classifiers over one transcript. User mistakes print one line on
 stderr and exit non-zero, without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +42,20 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--db", type=Path, help="database file (default: the embedded default)")
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    classify = sub.add_parser(
+        "classify", help="show why each unit of an upstream transcript does or does not count")
+    classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
+    classify.add_argument("path", type=Path, help="transcript file (OpenCode: opencode.db)")
+    classify.add_argument("--session", help="OpenCode session id (required for opencode)")
     return parser
+
+
+def _classify(args: argparse.Namespace) -> int:
+    from actors.upstream._classify import classify_units  # noqa: PLC0415
+
+    for unit in classify_units(args.source, str(args.path), session=args.session):
+        sys.stdout.write(msgspec.json.encode(unit).decode() + "\n")
+    return 0
 
 
 def _open_existing(db: Path | None) -> apsw.Connection:
@@ -106,7 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(args.db)
         if args.command == "status":
             return _status(args)
+        if args.command == "classify":
+            return _classify(args)
         return _list(args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, like other CLI tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (SessionStateError, StorageError, OSError) as exc:
         sys.stderr.write(f"ssa: {exc}\n")
         return 1

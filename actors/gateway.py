@@ -34,6 +34,7 @@ from actors._messages import (
 from actors._registry import ActorPool
 from actors._session import SessionActor
 from actors._types import SendResult, SessionStateEventInput
+from actors._upstream import SOURCES, UpstreamService
 from actors._waker import WakerActor
 from actors.errors import (
     GatewayClosed,
@@ -59,6 +60,7 @@ from persistence import (
     Sweep,
     SweepOutcome,
     UpsertSession,
+    UpstreamLink,
     list_sessions,
     open_connection,
     prepare_path,
@@ -146,6 +148,8 @@ class Gateway:
                                                                name="session")
         self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
+        self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
+                                         config=config, clock=clock, publish=self._publish)
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -170,7 +174,10 @@ class Gateway:
             on_wake: ``(watcher_key) -> None``, called from an internal thread
                 once per newly queued notice of a non-``subagent:`` watcher
                 (never for ambient notices); it must not block.
-            monitor: start the periodic upstream monitor cadence.
+            monitor: start the periodic upstream monitor cadence (first scan
+                after ``upstream_initial_delay_s``, then every
+                ``upstream_interval_s``); tests pass ``False`` and call
+                :meth:`scan_upstream`.
 
         Runs the restart sweep (every pending notice is re-queued from the
         durable cursors) and a forced prune before returning. Blocks on disk.
@@ -200,7 +207,8 @@ class Gateway:
             if isinstance(exc, pykka.ActorDeadError | pykka.Timeout):
                 raise StorageError(f"the persistence actor failed to start on {db_path}") from exc
             raise
-        del monitor  # the upstream monitor cadence arrives with upstream links
+        if monitor:
+            gateway._upstream.start_cadence()
         return gateway
 
     def close(self, timeout: float = 10.0) -> None:
@@ -215,7 +223,8 @@ class Gateway:
         if self._closed:
             return
         self._closed = True
-        stuck = self._cursors.stop_all(timeout) + self._sessions.stop_all(timeout)
+        stuck = self._upstream.stop(timeout)
+        stuck += self._cursors.stop_all(timeout) + self._sessions.stop_all(timeout)
         for ref in (self._waker, self._persistence):
             if ref is None:
                 continue
@@ -341,6 +350,7 @@ class Gateway:
             self._best_effort(partial(self._ask_session, (watcher, agent_id_of(watcher)),
                                       withdraw), "delete_session")
         self._cursors.discard_where(lambda k: k[0] == key or k[1:] == (key, agent))
+        self._upstream.forget(key, agent)
         if agent == agent_id_of(key):
             self._sessions.discard_where(lambda k: k == (key, agent))
 
@@ -459,6 +469,12 @@ class Gateway:
         except Exception as exc:  # the host's dispatcher is foreign code
             logger.warning("sessions_send dispatch failed: %s", type(exc).__name__)
             accepted = False
+        if accepted:
+            target_agent = agent_id_of(target_key)
+            if self._best_effort(partial(self._upstream.has_link, target_key, target_agent),
+                                 "sessions_send"):
+                self._best_effort(partial(self._upstream.note_own_text, target_key,
+                                          target_agent, text), "sessions_send")
         if not watch:
             return SendResult(accepted=accepted)
         return SendResult(accepted=accepted,
@@ -539,6 +555,87 @@ class Gateway:
                 return list_sessions(conn, agent)
         except (StorageError, apsw.Error) as exc:
             logger.warning("sessions_list read failed: %s", exc)
+            return []
+
+    # --- upstream ------------------------------------------------------------
+
+    def adopt(self, key: str, *, source: str, path: str | os.PathLike[str],
+              thread_id: str | None = None, agent_id: str | None = None,
+              from_start: bool = False) -> UpstreamLink | None:
+        """Adopt a session of another coding agent and link it for monitoring.
+
+        Records ``adopted`` (log only) and creates or refreshes the upstream
+        link of ``(key, agent_id)``, whose marker is the source's current end
+        (the end of its last complete line), or its beginning with
+        ``from_start``. Re-adopting the same source keeps scan progress; a
+        different source rebases. Only links of watched sessions are scanned.
+
+        Args:
+            key: the gateway's session key for it.
+            source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+            path: the transcript file (OpenCode: the ``opencode.db`` file).
+            thread_id: the upstream session id (required for OpenCode;
+                default: derived from the file).
+            agent_id: the owning agent (default: the key's).
+            from_start: scan the whole existing transcript on the first scan.
+
+        Returns:
+            The link, or ``None`` when the source cannot be trusted (Pi files
+            older than format v3, Codex threads not started by a user, OpenCode
+            child sessions: ``adopted`` is still recorded) or cannot be read
+            (nothing is recorded), or on a storage fault (logged).
+
+        Raises:
+            InvalidArgument: unknown ``source``, or OpenCode without ``thread_id``.
+            ArgumentTypeError: ``path`` is not a path.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        if source not in SOURCES:
+            raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+        if not isinstance(path, str | os.PathLike):
+            raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
+        file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
+        v.check_text(thread_id, "thread_id", optional=True)
+        if source == "opencode" and thread_id is None:
+            raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
+        result = self._best_effort(partial(
+            self._upstream.adopt, key, agent, source=source, path=file_path,
+            thread_id=thread_id, from_start=bool(from_start)), "adopt")
+        return result if isinstance(result, UpstreamLink) else None
+
+    def note_own_text(self, key: str, text: str) -> None:
+        """Record that the gateway itself forwarded ``text`` into upstream session ``key``.
+
+        Only a hash of the normalized text is stored; the session's last
+        ``own_text_window`` of them are self-echo: an upstream human turn
+        with the same normalized text does not count. A storage fault is
+        logged, not raised.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        if not isinstance(text, str):
+            raise v.ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
+        self._best_effort(partial(self._upstream.note_own_text, key, agent_id_of(key), text),
+                          "note_own_text")
+
+    def scan_upstream(self) -> list[SessionStateEvent]:
+        """Run one monitor cadence now over every link some watcher watches.
+
+        Blocks until every scan finished (bounded by the configured timeouts);
+        notices are queued before it returns. Never raises for storage or
+        source faults (they are logged).
+
+        Returns:
+            The events this cadence recorded (``human_direct_message``,
+            ``upstream_missing``).
+        """
+        self._guard()
+        try:
+            return self._upstream.scan_cycle()
+        except (*_ACTOR_FAILURES, GatewayClosed) as exc:
+            logger.warning("scan_upstream failed: %s: %s", type(exc).__name__, exc)
             return []
 
     # --- notices -------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""The gateway's upstream side: adoption, own texts, scan cycles and the cadence."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import apsw
+import msgspec
+import pykka
+
+from actors._config import GatewayConfig
+from actors._monitor import MonitorReport, MonitorSettings, ScanLink, UpstreamMonitor
+from actors._registry import ActorPool
+from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_key_of
+from actors.upstream._common import text_hash
+from actors.upstream._files import file_state
+from actors.upstream._scan import OpenCodeHint
+from persistence import (
+    LinkOutcome,
+    NoteOwnText,
+    NoticeDescriptor,
+    ReadPool,
+    RecordEvent,
+    SessionStateEvent,
+    StorageError,
+    UpsertLink,
+    UpstreamLink,
+    list_watched_links,
+    read_link,
+    submit,
+)
+
+__all__ = ["SOURCES", "UpstreamService"]
+
+logger = logging.getLogger(__name__)
+
+SOURCES = frozenset({"claude", "codex", "opencode", "pi"})
+Publish = Callable[[Iterable[NoticeDescriptor]], None]
+Clock = Callable[[], int]
+
+
+class UpstreamService:
+    """Adoption, own-text hashes, one scan cycle over every watched link, and the cadence.
+
+    Owned by a :class:`~actors.Gateway`; its methods run in the caller's
+    thread (or the cadence thread) and block on bounded I/O and on the
+    monitors' scans. Thread-safe; scan cycles never overlap.
+
+    Args:
+        persistence: the persistence actor.
+        reads: read connections.
+        config: the gateway's settings.
+        clock: epoch-ms clock; the cadence's due times use it.
+        publish: the gateway's notice publisher.
+    """
+
+    def __init__(self, *, persistence: pykka.ActorRef[Any], reads: ReadPool,
+                 config: GatewayConfig, clock: Clock, publish: Publish) -> None:
+        self._persistence = persistence
+        self._reads = reads
+        self._config = config
+        self._clock = clock
+        self._publish = publish
+        self._timeout = config.ask_timeout_s
+        self._settings = MonitorSettings(
+            scan_cap_bytes=config.scan_cap_bytes, missing_threshold=config.missing_threshold,
+            opencode_replay_window=config.opencode_replay_window,
+            human_shape="human-per-group" if config.group_scope == "per-group" else "human",
+            timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000))
+        self._monitors: ActorPool[tuple[str, str]] = ActorPool(
+            self._start_monitor, cap=config.max_monitor_actors, name="monitor")
+        self._cycle_lock = threading.Lock()
+        self._ambiguous_logged: set[str] = set()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    # --- adoption ------------------------------------------------------------
+
+    def adopt(self, key: str, agent_id: str, *, source: str, path: str,
+              thread_id: str | None, from_start: bool) -> UpstreamLink | None:
+        """Baseline the source, upsert the link and record ``adopted`` (anchor §3.15).
+
+        Returns ``None`` (and records ``adopted`` without a link) for a
+        source that cannot be trusted; ``None`` without recording anything
+        for an unreadable one.
+        """
+        if source == "opencode":
+            assert thread_id is not None
+            baseline = opencode_baseline(path, session_id=thread_id, from_start=from_start)
+        else:
+            baseline = jsonl_baseline(source, path, thread_id=thread_id, from_start=from_start)
+        if baseline is None:
+            logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
+            return None
+        source_key = source_key_of(baseline.host_id, baseline.thread_id, baseline.upstream_ref)
+        adopted = RecordEvent(
+            session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
+            summary=f"session adopted from {source}",
+            dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
+            payload_json=msgspec.json.encode({"channel": source}).decode())
+        if baseline.refusal is not None:
+            logger.info("adopted %s without an upstream link: %s", key, baseline.refusal)
+            submit(self._persistence, adopted, timeout=self._timeout)
+            return None
+        outcome: LinkOutcome = submit(self._persistence, UpsertLink(
+            session_key=key, agent_id=agent_id, source=source, host_id=baseline.host_id,
+            thread_id=baseline.thread_id,
+            upstream_ref_json=msgspec.json.encode(baseline.upstream_ref, order="sorted").decode(),
+            source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
+            adopted=adopted), timeout=self._timeout)
+        if outcome.rebased:
+            self._monitors.discard_where(lambda k: k == (key, agent_id))
+        return outcome.link
+
+    def note_own_text(self, key: str, agent_id: str, text: str) -> None:
+        """Remember the hash of a text the gateway forwarded into ``key`` (self-echo)."""
+        submit(self._persistence, NoteOwnText(
+            session_key=key, agent_id=agent_id, text_hash=text_hash(text),
+            window=self._config.own_text_window), timeout=self._timeout)
+
+    def has_link(self, key: str, agent_id: str) -> bool:
+        """Whether ``(key, agent_id)`` has an upstream link (one indexed read)."""
+        with self._reads.connection(self._timeout) as conn:
+            return read_link(conn, key, agent_id) is not None
+
+    def forget(self, key: str, agent_id: str) -> None:
+        """Stop the monitor of a deleted session."""
+        self._monitors.discard_where(lambda k: k == (key, agent_id))
+
+    # --- scanning ------------------------------------------------------------
+
+    def scan_cycle(self) -> list[SessionStateEvent]:
+        """One cadence: scan every watched link once, publish notices, return new events.
+
+        Blocks until every monitor answered or timed out (logged). Never
+        overlaps another cycle.
+        """
+        with self._cycle_lock:
+            with self._reads.connection(self._timeout) as conn:
+                links, ambiguous = list_watched_links(conn)
+            for key in ambiguous:
+                if key not in self._ambiguous_logged:
+                    self._ambiguous_logged.add(key)
+                    logger.warning("not scanning %s: it is adopted under more than one agent",
+                                   key)
+            hints = self._opencode_hints(links)
+            pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
+            for link in links:
+                message = ScanLink(opencode=hints.get((link.session_key, link.agent_id)))
+                ref = self._monitors.get((link.session_key, link.agent_id))
+                pending.append((link, ref.ask(message, block=False)))
+            events: list[SessionStateEvent] = []
+            for link, future in pending:
+                try:
+                    report: MonitorReport = future.get(timeout=4 * self._timeout)
+                except (StorageError, pykka.Timeout, pykka.ActorDeadError, apsw.Error) as exc:
+                    logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
+                                   type(exc).__name__, exc)
+                    continue
+                self._publish(report.notices)
+                events.extend(report.events)
+                if report.dropped:
+                    self.forget(link.session_key, link.agent_id)
+            return events
+
+    def _opencode_hints(
+        self, links: list[UpstreamLink]
+    ) -> dict[tuple[str, str], OpenCodeHint]:
+        by_db: dict[str, list[UpstreamLink]] = {}
+        for link in links:
+            path = link.upstream_ref.get("path")
+            if link.source == "opencode" and isinstance(path, str):
+                by_db.setdefault(path, []).append(link)
+        if not by_db:
+            return {}
+        from actors.upstream import opencode  # noqa: PLC0415
+
+        hints: dict[tuple[str, str], OpenCodeHint] = {}
+        for path, db_links in by_db.items():
+            try:
+                if file_state(path).kind == "missing":
+                    sequences: dict[str, int] | None = {}
+                else:
+                    conn = opencode.open_opencode_db(
+                        path, busy_timeout_ms=self._settings.busy_timeout_ms)
+                    try:
+                        sequences = opencode.read_sequences(conn, [x.thread_id for x in db_links])
+                    finally:
+                        conn.close()
+            except apsw.Error as exc:
+                logger.warning("OpenCode sequence query failed: %s", exc)
+                sequences = None
+            for link in db_links:
+                ident = (link.session_key, link.agent_id)
+                if sequences is None:
+                    hints[ident] = OpenCodeHint(state="failed")
+                elif link.thread_id in sequences:
+                    hints[ident] = OpenCodeHint(state="ok", seq=sequences[link.thread_id])
+                else:
+                    hints[ident] = OpenCodeHint(state="gone")
+        return hints
+
+    def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
+        return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
+                                     reads=self._reads, settings=self._settings)
+
+    # --- cadence -------------------------------------------------------------
+
+    def start_cadence(self) -> None:
+        """Start the cadence thread: first cycle after the initial delay, then every interval."""
+        self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence")
+        self._ticker.start()
+
+    def _run_cadence(self) -> None:
+        interval_ms = int(self._config.upstream_interval_s * 1000)
+        due = self._clock() + int(self._config.upstream_initial_delay_s * 1000)
+        poll = min(1.0, self._config.upstream_interval_s)
+        while not self._stop.wait(poll):
+            if self._clock() < due:
+                continue
+            try:
+                self.scan_cycle()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                logger.exception("an upstream scan cycle failed")
+            due = self._clock() + interval_ms
+
+    def stop(self, timeout: float) -> int:
+        """Stop the cadence and every monitor; returns how many did not stop in time."""
+        self._stop.set()
+        stuck = self._monitors.stop_all(timeout)
+        if self._ticker is not None:
+            self._ticker.join(timeout)
+            if self._ticker.is_alive():
+                stuck += 1
+                logger.error("the upstream cadence thread did not stop within %.1fs", timeout)
+        return stuck
+

@@ -1,0 +1,153 @@
+"""Baselines for new upstream links: where a source ends now, and whether to trust it.
+
+``adopt`` calls these in the caller's thread; they block only on bounded
+reads of the source and never raise for a bad source (they return ``None``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import apsw
+import msgspec
+
+from actors.upstream._files import file_state
+
+__all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
+
+logger = logging.getLogger(__name__)
+
+HEAD_LIMIT = 1 << 20
+"""Most bytes read to find a transcript's first line or last newline."""
+
+
+class Baseline(msgspec.Struct, frozen=True, kw_only=True):
+    """A new link's identity and starting marker, or why it gets no link.
+
+    Attributes:
+        host_id: ``"gateway:local"`` for files on this machine.
+        thread_id: the upstream session or thread id.
+        upstream_ref: where to read (``{"path": ...}`` plus ``sessionId`` for OpenCode).
+        marker: the starting scan position.
+        refusal: set when the source is adopted without a link (legacy Pi
+            format, a Codex thread not started by a user, an OpenCode child
+            session); ``None`` when it may be monitored.
+    """
+
+    host_id: str
+    thread_id: str
+    upstream_ref: dict[str, Any]
+    marker: dict[str, Any]
+    refusal: str | None = None
+
+
+def source_key_of(host_id: str, thread_id: str, upstream_ref: dict[str, Any]) -> str:
+    """16 hex digits of sha256(host \\0 thread \\0 ref JSON) (anchor §3.16)."""
+    ref = msgspec.json.encode(upstream_ref, order="sorted")
+    digest = hashlib.sha256(host_id.encode() + b"\0" + thread_id.encode() + b"\0" + ref)
+    return digest.hexdigest()[:16]
+
+
+def _read_range(path: str, offset: int, length: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        parts: list[bytes] = []
+        got = 0
+        while got < length:
+            part = os.pread(fd, length - got, offset + got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def jsonl_baseline(
+    source: str, path: str, *, thread_id: str | None, from_start: bool
+) -> Baseline | None:
+    """Baseline a Claude, Codex or Pi transcript; ``None`` when it cannot be read.
+
+    The marker is the end of the last complete line (a partial last line is
+    left for the first scan), or ``0`` with ``from_start``.
+    """
+    state = file_state(path)
+    if state.kind != "ok":
+        return None
+    head_bytes = _read_range(path, 0, min(state.size, HEAD_LIMIT))
+    if head_bytes is None:
+        return None
+    head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
+    offset = 0
+    if not from_start and state.size:
+        tail_start = max(0, state.size - HEAD_LIMIT)
+        tail = _read_range(path, tail_start, state.size - tail_start)
+        if tail is None:
+            return None
+        newline = tail.rfind(b"\n")
+        offset = tail_start + newline + 1 if newline >= 0 else 0
+    refusal: str | None = None
+    default_thread = Path(path).stem
+    if source == "codex":
+        from actors.upstream.codex import codex_link_refusal, read_codex_thread  # noqa: PLC0415
+
+        thread = read_codex_thread(head)
+        refusal = codex_link_refusal(thread)
+        if thread is not None and thread.thread_id:
+            default_thread = thread.thread_id
+    elif source == "pi":
+        from actors.upstream.pi import pi_header_version  # noqa: PLC0415
+
+        version = pi_header_version(head)
+        if version is None or version < 3:
+            refusal = "legacy_pi_format"
+    return Baseline(
+        host_id="gateway:local", thread_id=thread_id or default_thread,
+        upstream_ref={"path": os.path.realpath(path)},
+        marker={"offset": offset, "inode": state.inode}, refusal=refusal,
+    )
+
+
+def opencode_baseline(
+    path: str, *, session_id: str, from_start: bool, busy_timeout_ms: int = 1000
+) -> Baseline | None:
+    """Baseline an OpenCode session in ``opencode.db``; ``None`` when unreadable or gone."""
+    from actors.upstream import opencode  # noqa: PLC0415
+
+    if file_state(path).kind != "ok":
+        return None
+    try:
+        conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
+    except apsw.Error as exc:
+        logger.warning("cannot open an OpenCode database for adoption: %s", exc)
+        return None
+    try:
+        info = opencode.read_session_info(conn, session_id)
+        marker = None if info is None else opencode.baseline_marker(conn, session_id)
+    except apsw.Error as exc:
+        logger.warning("cannot read an OpenCode session for adoption: %s", exc)
+        return None
+    finally:
+        conn.close()
+    if info is None or marker is None:
+        return None
+    start = {"seq": 0, "lastHumanMessageId": None} if from_start else {
+        "seq": marker.seq, "lastHumanMessageId": marker.last_human_message_id}
+    return Baseline(
+        host_id="gateway:local", thread_id=session_id,
+        upstream_ref={"path": os.path.realpath(path), "sessionId": session_id},
+        marker=start, refusal="child_session" if info.parent_id else None,
+    )

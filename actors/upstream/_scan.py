@@ -1,0 +1,209 @@
+"""One scan of one upstream source: read past the marker, classify, count (anchor §3.17).
+
+These functions run in an upstream monitor actor's thread and block only on
+bounded reads; they never raise (every failure becomes a result kind).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import msgspec
+
+from actors.upstream._common import Unit, text_hash
+from actors.upstream._files import read_lines
+
+__all__ = [
+    "LineClassifier",
+    "OpenCodeHint",
+    "ScanResult",
+    "count_turns",
+    "line_classifier",
+    "scan_jsonl",
+    "scan_opencode",
+]
+
+logger = logging.getLogger(__name__)
+
+LineClassifier = Callable[[bytes], Unit]
+ScanKind = Literal["activity", "missing", "no_news", "transient", "blocked"]
+
+
+class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one scan of one link found.
+
+    Attributes:
+        kind: ``"activity"`` (the marker moves; maybe with human turns),
+            ``"missing"`` (the scan proved the source is gone), ``"no_news"``,
+            ``"transient"`` (an error that proves nothing), ``"blocked"`` (a
+            line longer than the scan cap holds the cursor).
+        reason: a short code for logs.
+        human_turns: turns a person typed that are not the gateway's own.
+        next_marker: the marker to store (``"activity"`` only).
+        occurred_at: the newest counted turn's time, epoch ms.
+        dedupe_id: identifies this batch of turns within the source (the new
+            byte offset, or the newest counted message id).
+    """
+
+    kind: ScanKind
+    reason: str
+    human_turns: int = 0
+    next_marker: dict[str, Any] | None = None
+    occurred_at: int | None = None
+    dedupe_id: str | None = None
+
+
+def line_classifier(source: str) -> LineClassifier:
+    """Return the JSONL line classifier of ``source`` (``claude``, ``codex`` or ``pi``).
+
+    Raises:
+        KeyError: ``source`` has no line classifier (``opencode``).
+    """
+    if source == "claude":
+        from actors.upstream.claude import classify_claude_line  # noqa: PLC0415
+
+        return classify_claude_line
+    if source == "codex":
+        from actors.upstream.codex import classify_codex_line  # noqa: PLC0415
+
+        return classify_codex_line
+    if source == "pi":
+        from actors.upstream.pi import classify_pi_line  # noqa: PLC0415
+
+        return classify_pi_line
+    raise KeyError(source)
+
+
+def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int, int | None]:
+    """Count human units whose text is not one of the gateway's own (self-echo).
+
+    Returns:
+        ``(turns, newest occurred_at among them or None)``.
+    """
+    turns = 0
+    newest: int | None = None
+    for unit in units:
+        if not unit.human or text_hash(unit.text) in own_hashes:
+            continue
+        turns += 1
+        if unit.occurred_at is not None:
+            newest = unit.occurred_at if newest is None else max(newest, unit.occurred_at)
+    return turns, newest
+
+
+def scan_jsonl(
+    path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
+    own_hashes: frozenset[str],
+) -> ScanResult:
+    """Scan an append-only JSONL transcript forward from its byte marker.
+
+    Only complete lines are classified and the marker moves only over
+    classified bytes; blank lines are consumed; a unit with ``stop`` halts the
+    scan before it (it is never skipped). A file that shrank below the marker
+    or changed inode is re-baselined at its current end without counting.
+
+    Args:
+        path: the transcript.
+        marker: ``{"offset": int, "inode": int | None}``.
+        classify: the source's line classifier.
+        cap: most bytes read in this scan.
+        own_hashes: hashes of the session's recent own texts.
+    """
+    offset = marker.get("offset")
+    inode = marker.get("inode")
+    if not isinstance(offset, int) or offset < 0:
+        return ScanResult(kind="no_news", reason="invalid_marker")
+    chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None)
+    if chunk.kind == "rewritten":
+        return ScanResult(kind="activity", reason="rewritten",
+                          next_marker={"offset": chunk.state.size, "inode": chunk.state.inode})
+    if chunk.kind != "lines":
+        return ScanResult(kind=chunk.kind, reason=chunk.reason)
+    units: list[Unit] = []
+    end = offset
+    for start, line in chunk.lines:
+        if line.strip():
+            unit = _safe_classify(classify, line)
+            if unit.stop:
+                break
+            units.append(unit)
+        end = start + len(line) + 1
+    if end == offset:
+        return ScanResult(kind="no_news", reason="unclassifiable_line")
+    turns, newest = count_turns(units, own_hashes)
+    return ScanResult(
+        kind="activity", reason="scanned", human_turns=turns,
+        next_marker={"offset": end, "inode": chunk.state.inode},
+        occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
+        dedupe_id=str(end) if turns else None,
+    )
+
+
+def _safe_classify(classify: LineClassifier, line: bytes) -> Unit:
+    try:
+        return classify(line)
+    except Exception:  # a classifier bug must not stall the monitor
+        logger.exception("an upstream classifier raised; the line counts as not human")
+        return Unit(human=False, reason="classifier_error")
+
+
+class OpenCodeHint(msgspec.Struct, frozen=True, kw_only=True):
+    """This cadence's batched ``event_sequence`` answer for one OpenCode session.
+
+    Attributes:
+        state: ``"ok"`` (``seq`` is current), ``"gone"`` (no such session
+            row), or ``"failed"`` (the query failed: proves nothing).
+        seq: the session's durable event sequence.
+    """
+
+    state: Literal["ok", "gone", "failed"]
+    seq: int = 0
+
+
+def scan_opencode(
+    path: str, session_id: str, marker: dict[str, Any], hint: OpenCodeHint | None, *,
+    own_hashes: frozenset[str], replay_window: int, busy_timeout_ms: int = 1000,
+) -> ScanResult:
+    """Scan one OpenCode session given this cadence's sequence hint (anchor §3.17).
+
+    Messages are read only when the sequence advanced; a regressed sequence
+    re-baselines without counting; a failed query is no news.
+    """
+    import apsw  # noqa: PLC0415
+
+    from actors.upstream import opencode  # noqa: PLC0415
+
+    seq = marker.get("seq")
+    last = marker.get("lastHumanMessageId")
+    if hint is None or hint.state == "failed":
+        return ScanResult(kind="no_news", reason="sequence_query_failed")
+    if hint.state == "gone":
+        return ScanResult(kind="missing", reason="session_gone")
+    if not isinstance(seq, int) or not (last is None or isinstance(last, str)):
+        return ScanResult(kind="no_news", reason="invalid_marker")
+    if hint.seq == seq:
+        return ScanResult(kind="no_news", reason="no_advance")
+    if hint.seq < seq:
+        return ScanResult(kind="activity", reason="sequence_regressed",
+                          next_marker={"seq": hint.seq, "lastHumanMessageId": last})
+    try:
+        conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            messages = opencode.load_messages(conn, session_id)
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        logger.warning("reading an OpenCode session failed: %s", exc)
+        return ScanResult(kind="transient", reason="read_failed")
+    result = opencode.classify_messages(messages, last_human_message_id=last,
+                                        replay_window=replay_window)
+    counted = [(mid, unit) for mid, unit in result.decisions
+               if unit.human and text_hash(unit.text) not in own_hashes]
+    turns, newest = count_turns((unit for _, unit in counted), frozenset())
+    return ScanResult(
+        kind="activity", reason="scanned", human_turns=turns,
+        next_marker={"seq": hint.seq, "lastHumanMessageId": result.last_human_message_id},
+        occurred_at=newest, dedupe_id=counted[-1][0] if counted else None,
+    )

@@ -1,0 +1,469 @@
+"""Classify the lines of a Codex CLI rollout file (``~/.codex/sessions/**.jsonl``).
+
+A rollout is one append-only JSONL file per thread; every line is
+``{"timestamp": ISO, "type": <kind>, "payload": {...}}`` (formats doc §3.2).
+The monitor keeps a byte-offset marker like the Claude Code one and feeds each
+complete line to :func:`classify_codex_line`; :func:`read_codex_thread` and
+:func:`codex_link_refusal` decide from the first line (``session_meta``)
+whether the thread may be monitored at all.
+
+Which lines are a turn a person typed (formats doc §3.3, §3.5):
+
+* legacy files: the ``event_msg`` ``user_message`` event, whose ``kind`` is
+  absent or ``"plain"`` (``kind`` only exists in <=0.3x files);
+* paginated files (``history_mode: paginated``, 0.15x): the ``event_msg``
+  ``item_completed`` event whose ``item.type`` is ``"UserMessage"``. These
+  files have no ``user_message`` event, and legacy files never persist a
+  ``UserMessage`` ``item_completed`` (``codex-rs/rollout/src/policy.rs``), so
+  each typed turn is counted exactly once;
+* never the user-role ``response_item`` ``message``: it repeats every typed
+  prompt (``"response_item_duplicate"``) and also carries the injected context
+  fragments (``"injected_context"``).
+
+Policy decisions (each also noted where it is applied):
+
+* image-only turns (no text, only images) are **not** human: they carry no
+  text, so the gateway could not recognise its own image sends
+  (``"image_only"``). OpenClaw's app-server reader would count them.
+* expanded custom prompts (``/prompts:name``) **are** human: a person typed
+  the slash command; Codex stores only the expanded template text, which is
+  what ``text`` holds.
+* a prompt re-sent after an interrupt (``turn_aborted``) counts again: each
+  ``user_message`` event is a separate submission.
+* a text that starts with an injected-context marker is never human, even in
+  a ``user_message`` event (defensive; Codex does not put them there).
+* multi-part paginated messages join their text parts with one space (what
+  OpenClaw's self-echo check compares against); a legacy ``message`` is
+  Codex's own concatenation of the parts with no separator.
+
+All functions here are pure: no I/O, no logging, thread-safe, non-blocking.
+Message text only travels in the returned :class:`~actors.upstream.Unit`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from actors.upstream._common import Unit, normalize_text
+
+__all__ = [
+    "CodexThread",
+    "classify_codex_line",
+    "codex_link_refusal",
+    "read_codex_thread",
+]
+
+
+class CodexThread(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rollout's ``session_meta`` line says about its thread (formats doc §3.2).
+
+    Attributes:
+        thread_id: ``payload.id`` (falls back to ``payload.session_id``).
+        originator: e.g. ``codex_cli_rs`` (old TUI), ``codex-tui``, ``codex_exec``.
+        source: ``cli``, ``vscode``, ``exec``, ``mcp``, ``unknown``…; an
+            object source is flattened to ``"<key>"`` or ``"<key>:<value>"``,
+            e.g. ``{"subagent":"review"}`` → ``"subagent:review"``,
+            ``{"subagent":{"thread_spawn":{…}}}`` → ``"subagent:thread_spawn"``.
+            A present value of any other shape becomes ``"unrecognized"``.
+            ``None`` when absent (<=0.3x).
+        thread_source: ``user`` or ``subagent`` (newer builds), else ``None``.
+        history_mode: ``legacy`` or ``paginated`` (newer builds), else ``None``.
+        cli_version: the Codex version that wrote the line.
+    """
+
+    thread_id: str | None = None
+    originator: str | None = None
+    source: str | None = None
+    thread_source: str | None = None
+    history_mode: str | None = None
+    cli_version: str | None = None
+
+
+# --- decoding -----------------------------------------------------------------
+#
+# Only the fields the rules need are declared; msgspec skips everything else
+# without building Python objects. Fields that can be large or whose shape
+# varies between payload kinds are kept as ``Raw`` slices and decoded only when
+# the line turns out to be a candidate.
+
+_NO_RAW = msgspec.Raw()
+
+
+class _Payload(msgspec.Struct):
+    type: str | None = None
+    role: str | None = None
+    kind: msgspec.Raw = _NO_RAW
+    message: msgspec.Raw = _NO_RAW
+    images: msgspec.Raw = _NO_RAW
+    local_images: msgspec.Raw = _NO_RAW
+    item: msgspec.Raw = _NO_RAW
+    content: msgspec.Raw = _NO_RAW
+
+
+class _Line(msgspec.Struct):
+    type: str | None = None
+    timestamp: str | None = None
+    payload: _Payload | None = None
+
+
+class _AnyObject(msgspec.Struct):
+    """Accepts any JSON object and reads nothing: tells shape errors from non-objects."""
+
+
+class _Part(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+
+
+class _Item(msgspec.Struct):
+    type: str | None = None
+    content: list[_Part] | None = None
+
+
+class _MetaPayload(msgspec.Struct):
+    id: object = None
+    session_id: object = None
+    originator: object = None
+    source: object = None
+    thread_source: object = None
+    history_mode: object = None
+    cli_version: object = None
+
+
+class _MetaLine(msgspec.Struct):
+    type: object = None
+    payload: _MetaPayload | None = None
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_ANY_OBJECT = msgspec.json.Decoder(_AnyObject)
+_OPT_STR = msgspec.json.Decoder(str | None)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw] | None)
+_PARTS = msgspec.json.Decoder(list[_Part] | None)
+_ITEM = msgspec.json.Decoder(_Item | None)
+_META = msgspec.json.Decoder(_MetaLine)
+
+# Everything msgspec (or a pathological nesting depth) can raise while decoding.
+_DECODE_ERRORS = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
+
+# --- injected context (formats doc §3.3; codex-rs/core/src/contextual_user_message.rs)
+
+_INJECTED_MARKERS = (
+    "# agents.md instructions for ",
+    "<environment_context>",
+    "<user_instructions>",
+    "<skill>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<additional_context>",
+)
+_MARKER_PREFIX_LEN = max(len(marker) for marker in _INJECTED_MARKERS)
+
+
+def _is_injected(text: str) -> bool:
+    """Codex's contextual-fragment test, by opening marker only (case-insensitive).
+
+    Codex also requires the closing marker; checking only the opening one is
+    deliberately wider, so a truncated or older-variant fragment is excluded too.
+    """
+    head = text.lstrip()[:_MARKER_PREFIX_LEN].lower()
+    return head.startswith(_INJECTED_MARKERS)
+
+
+# --- helpers --------------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _epoch_ms(timestamp: str | None) -> int | None:
+    """ISO-8601 text → epoch milliseconds; a time without an offset is UTC."""
+    if not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        delta = moment - _EPOCH
+    except (ValueError, OverflowError):
+        return None
+    ms = delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+    return ms if ms >= 0 else None
+
+
+def _error_reason(error: Exception) -> str:
+    """Reason code for a failed decode: a JSON type mismatch vs malformed JSON."""
+    return "unexpected_shape" if isinstance(error, msgspec.ValidationError) else "invalid_json"
+
+
+def _decode_opt_str(raw: msgspec.Raw) -> tuple[str | None, str | None]:
+    """A ``Raw`` JSON string or null → ``(value, None)``; else ``(None, reason)``.
+
+    An absent field (empty ``Raw``) reads as ``(None, None)``.
+    """
+    if not raw:
+        return None, None
+    try:
+        return _OPT_STR.decode(raw), None
+    except _DECODE_ERRORS as error:
+        return None, _error_reason(error)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        str(data, "utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _non_empty_list(raw: msgspec.Raw) -> bool:
+    """Whether a ``Raw`` value is a JSON array with at least one element."""
+    if not raw:
+        return False
+    try:
+        values = _RAW_LIST.decode(raw)
+    except _DECODE_ERRORS:
+        return False
+    return bool(values)
+
+
+# --- per-kind rules ---------------------------------------------------------------
+
+
+def _classify_user_message(payload: _Payload, occurred_at: int | None) -> Unit:
+    """Legacy ``event_msg`` ``user_message`` (formats doc §3.2 payload shapes, §3.3)."""
+    kind, kind_error = _decode_opt_str(payload.kind)
+    message, message_error = _decode_opt_str(payload.message)
+    error = kind_error or message_error
+    if error is not None:
+        return Unit(human=False, reason=error, occurred_at=occurred_at)
+    # <=0.3x wrote user_instructions / environment_context events too.
+    if kind is not None and kind != "plain":
+        return Unit(human=False, reason="user_message_kind", occurred_at=occurred_at)
+    if message and _is_injected(message):
+        return Unit(human=False, reason="injected_context", occurred_at=occurred_at)
+    text = normalize_text(message)
+    if not text:
+        # POLICY: image-only turns are not human (no text to tell own sends from).
+        if _non_empty_list(payload.images) or _non_empty_list(payload.local_images):
+            return Unit(human=False, reason="image_only", occurred_at=occurred_at)
+        return Unit(human=False, reason="empty_text", occurred_at=occurred_at)
+    return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
+
+
+def _classify_item_completed(payload: _Payload, occurred_at: int | None) -> Unit:
+    """Paginated ``event_msg`` ``item_completed`` with a ``UserMessage`` item (§3.2)."""
+    if not payload.item:
+        return Unit(human=False, reason="event", occurred_at=occurred_at)
+    try:
+        item = _ITEM.decode(payload.item)
+    except _DECODE_ERRORS as error:
+        return Unit(human=False, reason=_error_reason(error), occurred_at=occurred_at)
+    if item is None or item.type != "UserMessage":
+        return Unit(human=False, reason="non_user_item", occurred_at=occurred_at)
+    texts: list[str] = []
+    has_image = False
+    for part in item.content or ():
+        if part.type == "text" and part.text:
+            if _is_injected(part.text):
+                return Unit(human=False, reason="injected_context", occurred_at=occurred_at)
+            texts.append(part.text)
+        elif part.type in ("image", "local_image"):
+            has_image = True
+    text = normalize_text(" ".join(texts))
+    if not text:
+        # POLICY: image-only turns are not human (see module docstring).
+        reason = "image_only" if has_image else "empty_text"
+        return Unit(human=False, reason=reason, occurred_at=occurred_at)
+    return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
+
+
+def _classify_response_item(payload: _Payload, occurred_at: int | None) -> Unit:
+    """``response_item``: model-visible history, never human (formats doc §3.3)."""
+    if payload.type != "message" or payload.role != "user":
+        return Unit(human=False, reason="response_item", occurred_at=occurred_at)
+    try:
+        parts = _PARTS.decode(payload.content) if payload.content else None
+    except _DECODE_ERRORS as error:
+        return Unit(human=False, reason=_error_reason(error), occurred_at=occurred_at)
+    for part in parts or ():
+        if part.type == "input_text" and part.text and _is_injected(part.text):
+            return Unit(human=False, reason="injected_context", occurred_at=occurred_at)
+    return Unit(human=False, reason="response_item_duplicate", occurred_at=occurred_at)
+
+
+# --- public API ---------------------------------------------------------------------
+
+
+def classify_codex_line(line: bytes) -> Unit:
+    """Classify one rollout line: did a person type this turn?
+
+    Human (``reason="typed"``) only for (formats doc §3.2, §3.3, §3.5):
+
+    * an ``event_msg`` ``user_message`` whose ``kind`` is absent or
+      ``"plain"`` and whose normalized ``message`` is non-empty and does not
+      open with an injected-context marker;
+    * an ``event_msg`` ``item_completed`` whose ``item.type`` is
+      ``"UserMessage"`` with non-empty typed text (its ``text`` parts, joined
+      with a space) and no injected-context part.
+
+    Everything else is not human, with a fixed reason code: ``invalid_json``
+    (not JSON, or not a JSON object, or too deeply nested), ``unexpected_shape``
+    (an object whose fields have unexpected types), ``response_item_duplicate``
+    (the user-role ``response_item`` copy of a typed prompt),
+    ``injected_context``, ``response_item``, ``user_message_kind``,
+    ``image_only``, ``empty_text``, ``non_user_item``, ``event``,
+    ``session_meta``, ``turn_context``, ``compacted``, ``other``.
+
+    Args:
+        line: one JSONL line, with or without its trailing newline. Any bytes
+            are accepted (truncated, NUL, invalid UTF-8, huge, deeply nested).
+
+    Returns:
+        A :class:`~actors.upstream.Unit`. For human units ``text`` is the
+        normalized typed text. ``occurred_at`` is the line's top-level
+        ``timestamp`` as epoch ms whenever it parses, for every unit.
+
+    Pure, thread-safe and non-raising; nothing is logged.
+    """
+    try:
+        row = _LINE.decode(line)
+    except msgspec.ValidationError:
+        # Valid JSON but not the expected shape: a non-object, or an object
+        # whose type/timestamp/payload fields have surprising types.
+        try:
+            _ANY_OBJECT.decode(line)
+        except _DECODE_ERRORS:
+            return Unit(human=False, reason="invalid_json")
+        return Unit(human=False, reason="unexpected_shape")
+    except _DECODE_ERRORS:
+        return Unit(human=False, reason="invalid_json")
+
+    occurred_at = _epoch_ms(row.timestamp)
+    payload = row.payload
+    kind = row.type
+    if kind == "event_msg" and payload is not None:
+        if payload.type in ("user_message", "item_completed") and not _is_utf8(line):
+            # msgspec does not check the UTF-8 of fields it skips; a candidate
+            # line must be valid JSON throughout, as json.loads would demand.
+            return Unit(human=False, reason="invalid_json", occurred_at=occurred_at)
+        if payload.type == "user_message":
+            return _classify_user_message(payload, occurred_at)
+        if payload.type == "item_completed":
+            return _classify_item_completed(payload, occurred_at)
+        return Unit(human=False, reason="event", occurred_at=occurred_at)
+    if kind == "response_item" and payload is not None:
+        return _classify_response_item(payload, occurred_at)
+    if kind in ("session_meta", "turn_context", "compacted"):
+        return Unit(human=False, reason=kind, occurred_at=occurred_at)
+    return Unit(human=False, reason="other", occurred_at=occurred_at)
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _source_label(value: object) -> str | None:
+    """Flatten ``session_meta.source`` to one string (see :class:`CodexThread`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        key, inner = next(iter(value.items()))
+        if isinstance(inner, str):
+            return f"{key}:{inner}"
+        if isinstance(inner, dict) and inner:
+            return f"{key}:{next(iter(inner))}"
+        return str(key)
+    return "unrecognized"
+
+
+def read_codex_thread(first_line: bytes) -> CodexThread | None:
+    """Read the thread facts from a rollout's first line (formats doc §3.2).
+
+    Args:
+        first_line: the first JSONL line of the rollout (trailing newline allowed).
+
+    Returns:
+        A :class:`CodexThread` when the line is a ``session_meta`` row with an
+        object payload; ``None`` for anything else (other row kinds, invalid
+        JSON, wrong shapes). Fields of an unexpected type read as ``None``
+        (``source`` as ``"unrecognized"``).
+
+    Pure, thread-safe and non-raising.
+    """
+    try:
+        row = _META.decode(first_line)
+    except _DECODE_ERRORS:
+        return None
+    payload = row.payload
+    if row.type != "session_meta" or payload is None:
+        return None
+    return CodexThread(
+        thread_id=_opt_str(payload.id) or _opt_str(payload.session_id),
+        originator=_opt_str(payload.originator),
+        source=_source_label(payload.source),
+        thread_source=_opt_str(payload.thread_source),
+        history_mode=_opt_str(payload.history_mode),
+        cli_version=_opt_str(payload.cli_version),
+    )
+
+
+# Codex's own resume picker lists only these sources as interactive
+# (INTERACTIVE_SESSION_SOURCES in codex-rs/rollout/src/lib.rs). Custom sources
+# may appear as {"custom": "atlas"} or as the bare inner string.
+_INTERACTIVE_SOURCES = frozenset(
+    {"cli", "vscode", "atlas", "chatgpt", "custom:atlas", "custom:chatgpt"}
+)
+_SOURCE_REFUSALS = {
+    "exec": "exec_thread",
+    "subagent": "subagent_thread",
+    "mcp": "mcp_thread",
+    "internal": "internal_thread",
+}
+
+
+def codex_link_refusal(thread: CodexThread | None) -> str | None:
+    """Decide whether a Codex thread may be monitored: only threads a user started.
+
+    Rules, in order (formats doc §3.2, §3.3 "Subagent threads" and
+    "``codex exec``", §6 "Program-driven sessions"):
+
+    1. no ``session_meta`` → ``"not_a_rollout"``;
+    2. ``thread_source`` present and not ``"user"``: ``subagent`` →
+       ``"subagent_thread"``, any other value → ``"not_user_thread"``;
+    3. ``originator == "codex_exec"`` → ``"exec_thread"``. ``codex exec``
+       threads say ``thread_source: "user"`` (fixture codex-0.135.0), so
+       ``thread_source`` alone is not enough: the prompt came from a command
+       line or script, not a person at a terminal;
+    4. ``source`` absent (<=0.3x files, e.g. 0.34.0): the TUI → allowed;
+    5. ``source`` in Codex's interactive set (``cli``, ``vscode``, custom
+       ``atlas`` / ``chatgpt``) → allowed;
+    6. any other ``source`` is program-driven or unknown and refused:
+       ``exec`` → ``"exec_thread"``, ``subagent…`` → ``"subagent_thread"``,
+       ``mcp`` → ``"mcp_thread"``, ``internal…`` → ``"internal_thread"``,
+       else (``unknown``, other custom, unrecognized) →
+       ``"non_interactive_source"``.
+
+    Args:
+        thread: the result of :func:`read_codex_thread`, or ``None``.
+
+    Returns:
+        ``None`` when the thread may be monitored, else a short snake_case reason.
+
+    Pure and thread-safe.
+    """
+    if thread is None:
+        return "not_a_rollout"
+    if thread.thread_source is not None and thread.thread_source != "user":
+        return "subagent_thread" if thread.thread_source == "subagent" else "not_user_thread"
+    if thread.originator == "codex_exec":
+        return "exec_thread"
+    source = thread.source
+    if source is None or source in _INTERACTIVE_SOURCES:
+        return None
+    return _SOURCE_REFUSALS.get(source.split(":", 1)[0], "non_interactive_source")

@@ -1,0 +1,318 @@
+"""Upstream links and the monitor through the Gateway (anchor §3.15, §3.16, §4.4, §4.5, §4.8).
+
+Transcripts are synthetic files in each tool's real format, written to
+``tmp_path``; every scan is driven by ``scan_upstream()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+from actors import Gateway, GatewayConfig
+from tests._upstream_rows import claude_assistant, claude_user, pi_header, pi_user
+from tests.conftest import DAY_MS, WATCHER, FakeClock, WakeRecorder
+
+KEY = "agent:main:adopted:claude"
+TIMEOUT = 5.0
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "projects" / "-work" / "ce24e94d.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(claude_user("already imported") + claude_assistant("ok"))
+    return path
+
+
+def _adopt_watched(gw: Gateway, path: Path, key: str = KEY, source: str = "claude") -> None:
+    link = gw.adopt(key, source=source, path=path)
+    assert link is not None
+    assert gw.watch(WATCHER, key)
+
+
+def _events(gw: Gateway, key: str = KEY) -> list[tuple[str, str]]:
+    status = gw.session_status(key, changes_since=0)
+    assert status.state_changes is not None
+    return [(e.kind, e.summary) for e in status.state_changes.events]
+
+
+def test_adopt_records_adopted_and_baselines_at_the_current_end(
+    gateway: Gateway, transcript: Path,
+) -> None:
+    link = gateway.adopt(KEY, source="claude", path=transcript)
+    assert link is not None
+    assert link.marker["offset"] == transcript.stat().st_size
+    assert link.thread_id == "ce24e94d"
+    assert re.fullmatch(r"[0-9a-f]{16}", link.source_key)
+    assert _events(gateway) == [("adopted", "session adopted from claude")]
+    assert gateway.pending_notices(WATCHER) == []
+
+
+def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
+    gateway: Gateway, transcript: Path, wakes: WakeRecorder, clock: FakeClock,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    assert gateway.scan_upstream() == []  # nothing new yet
+    _append(transcript, claude_assistant("thinking") + claude_user(
+        "real upstream prompt", timestamp="2025-11-30T07:00:00.000Z"))
+    events = gateway.scan_upstream()
+    assert [(e.kind, e.summary, e.actor_type) for e in events] == [
+        ("human_direct_message", "human message via claude", "human")]
+    assert events[0].payload is None
+    assert events[0].occurred_at == clock.now - 3_600_000  # the row's own time
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    assert wakes.calls == [WATCHER]
+    assert gateway.scan_upstream() == []  # the marker moved past it
+
+
+def test_the_dedupe_key_names_the_source_identity_and_the_new_offset(
+    gateway: Gateway, transcript: Path, db_path: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    _append(transcript, claude_user("hello"))
+    assert len(gateway.scan_upstream()) == 1
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        keys = [k for (k,) in conn.execute(
+            "SELECT dedupe_key FROM session_state_events WHERE kind = 'human_direct_message'")]
+    finally:
+        conn.close()
+    size = transcript.stat().st_size
+    assert len(keys) == 1
+    assert re.fullmatch(rf"upstream:{re.escape(KEY)}:[0-9a-f]{{16}}:{size}", keys[0])
+
+
+def test_unwatched_links_are_not_scanned(gateway: Gateway, transcript: Path) -> None:
+    assert gateway.adopt(KEY, source="claude", path=transcript) is not None
+    _append(transcript, claude_user("nobody watches"))
+    assert gateway.scan_upstream() == []
+    assert gateway.watch(WATCHER, KEY)
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+
+
+def test_own_texts_are_self_echo_and_only_their_hashes_are_stored(
+    gateway: Gateway, transcript: Path, db_path: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    gateway.note_own_text(KEY, "same prompt")
+    _append(transcript, claude_user(" same   prompt "))
+    assert gateway.scan_upstream() == []
+    _append(transcript, claude_user("an external prompt"))
+    assert len(gateway.scan_upstream()) == 1
+    assert b"same prompt" not in db_path.read_bytes()
+
+
+def test_sessions_send_to_an_adopted_session_counts_as_own_text(
+    gateway: Gateway, transcript: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    assert gateway.sessions_send(WATCHER, KEY, "forwarded by the gateway").accepted
+    _append(transcript, claude_user("forwarded   by the gateway"))
+    assert gateway.scan_upstream() == []
+
+
+def test_several_turns_in_one_scan_record_one_event_with_a_turn_count(
+    gateway: Gateway, transcript: Path, clock: FakeClock,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    old = "2025-01-01T00:00:00.000Z"
+    _append(transcript, claude_user("one", timestamp=old) + claude_user("two", timestamp=old)
+            + claude_user("three", timestamp=old))
+    events = gateway.scan_upstream()
+    assert len(events) == 1
+    assert events[0].payload == {"turns": 3}
+    assert events[0].occurred_at == clock.now - DAY_MS  # clamped to the last 24 hours
+
+
+def test_a_partial_last_line_waits_and_counts_once_when_complete(
+    gateway: Gateway, transcript: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    row = claude_user("written in two parts")
+    _append(transcript, row[:25])
+    assert gateway.scan_upstream() == []
+    _append(transcript, row[25:])
+    assert len(gateway.scan_upstream()) == 1
+    assert gateway.scan_upstream() == []
+
+
+def test_a_line_longer_than_the_cap_blocks_the_cursor_and_is_logged_once(
+    open_gateway: Callable[..., Gateway], transcript: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=4096))
+    _adopt_watched(gw, transcript)
+    _append(transcript, claude_assistant("x" * 10_000) + claude_user("after the big line"))
+    with caplog.at_level(logging.WARNING, logger="actors"):
+        assert gw.scan_upstream() == []
+        assert gw.scan_upstream() == []
+    assert caplog.text.count("is blocked") == 1
+    assert _events(gw)[-1][0] == "adopted"  # nothing skipped, nothing recorded
+
+
+def test_the_forward_scan_never_skips_a_middle_row_across_capped_scans(
+    open_gateway: Callable[..., Gateway], transcript: Path,
+) -> None:
+    """Anchor §4.5 item 76, scaled down to a 64 KiB cap."""
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=65_536))
+    _adopt_watched(gw, transcript)
+    _append(transcript, claude_assistant("a" * 65_000) + claude_user("middle prompt")
+            + claude_assistant("b" * 32_000))
+    assert gw.scan_upstream() == []
+    assert len(gw.scan_upstream()) == 1
+
+
+def test_three_missing_scans_record_one_upstream_missing_and_drop_the_link(
+    gateway: Gateway, transcript: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    transcript.unlink()
+    assert gateway.scan_upstream() == []
+    assert gateway.scan_upstream() == []
+    events = gateway.scan_upstream()
+    assert [(e.kind, e.actor_type, e.summary, e.payload) for e in events] == [
+        ("upstream_missing", "system", "upstream missing via claude", {"channel": "claude"})]
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    assert gateway.scan_upstream() == []  # the link is gone
+    transcript.write_bytes(claude_user("back again"))
+    assert gateway.adopt(KEY, source="claude", path=transcript) is not None  # a fresh link
+    _append(transcript, claude_user("new turn"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+
+
+def test_any_other_result_resets_the_missing_streak(gateway: Gateway, transcript: Path) -> None:
+    """Anchor §4.4 item 55: missing, no news, missing, missing → no event."""
+    _adopt_watched(gateway, transcript)
+    content = transcript.read_bytes()
+    transcript.unlink()
+    assert gateway.scan_upstream() == []
+    transcript.write_bytes(content)
+    assert gateway.scan_upstream() == []
+    transcript.unlink()
+    assert gateway.scan_upstream() == []
+    assert gateway.scan_upstream() == []
+    assert [k for k, _ in _events(gateway)] == ["adopted"]
+
+
+def test_a_transient_error_is_not_a_miss(gateway: Gateway, transcript: Path,
+                                         db_path: Path) -> None:
+    """Anchor §4.8 item 102: a path too long to open proves nothing."""
+    _adopt_watched(gateway, transcript)
+    conn = apsw.Connection(str(db_path))
+    try:
+        conn.set_busy_timeout(5000)
+        conn.execute("UPDATE session_upstream_links SET upstream_ref_json = ?",
+                     ('{"path":"/' + "x" * 5000 + '"}',))
+    finally:
+        conn.close()
+    for _ in range(4):
+        assert gateway.scan_upstream() == []
+    assert [k for k, _ in _events(gateway)] == ["adopted"]
+
+
+def test_a_fifo_is_never_read_and_counts_as_a_missing_file(
+    gateway: Gateway, transcript: Path, tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert gateway.adopt("agent:main:fifo", source="claude", path=fifo) is None
+    _adopt_watched(gateway, transcript)
+    transcript.unlink()
+    os.mkfifo(transcript)
+    for _ in range(3):
+        gateway.scan_upstream()  # would hang forever if the FIFO were opened blocking
+    assert [k for k, _ in _events(gateway)] == ["adopted", "upstream_missing"]
+
+
+def test_re_adopting_the_same_source_keeps_progress_and_a_new_source_rebases(
+    gateway: Gateway, transcript: Path, tmp_path: Path,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    _append(transcript, claude_user("counted"))
+    assert len(gateway.scan_upstream()) == 1
+    again = gateway.adopt(KEY, source="claude", path=transcript, from_start=True)
+    assert again is not None
+    assert again.marker["offset"] == transcript.stat().st_size  # progress kept
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(claude_user("old history in the new file"))
+    rebased = gateway.adopt(KEY, source="claude", path=other, from_start=True)
+    assert rebased is not None
+    assert rebased.marker["offset"] == 0
+    assert rebased.source_key != again.source_key
+    assert [e.payload for e in gateway.scan_upstream()] == [None]
+
+
+def test_a_legacy_pi_file_is_adopted_without_a_link(gateway: Gateway, tmp_path: Path) -> None:
+    legacy = tmp_path / "legacy.jsonl"
+    legacy.write_bytes(pi_header(version=None) + pi_user("hello"))
+    assert gateway.adopt("agent:main:pi:legacy", source="pi", path=legacy) is None
+    assert _events(gateway, "agent:main:pi:legacy") == [("adopted", "session adopted from pi")]
+    current = tmp_path / "v3.jsonl"
+    current.write_bytes(pi_header(3) + pi_user("hello"))
+    _adopt_watched(gateway, current, "agent:main:pi:v3", "pi")
+    gateway.note_own_text("agent:main:pi:v3", "sent from OpenClaw")
+    _append(current, pi_user("sent  from OpenClaw"))
+    assert gateway.scan_upstream() == []
+    _append(current, pi_user("external Pi turn") + b"{not-json}\n" + pi_user("behind"))
+    assert [e.summary for e in gateway.scan_upstream()] == ["human message via pi"]
+    assert gateway.scan_upstream() == []  # the cursor never passes the bad row
+
+
+def test_a_pi_file_rewritten_in_place_rebaselines_without_counting(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    path = tmp_path / "v3.jsonl"
+    path.write_bytes(pi_header(3) + pi_user("one") + pi_user("two"))
+    _adopt_watched(gateway, path, "agent:main:pi:v3", "pi")
+    replacement = tmp_path / "v3.new"
+    replacement.write_bytes(pi_header(3) + pi_user("migrated history"))
+    replacement.replace(path)  # a different inode, and shorter
+    assert gateway.scan_upstream() == []
+    _append(path, pi_user("typed after the rewrite"))
+    assert len(gateway.scan_upstream()) == 1
+
+
+def test_a_key_adopted_under_two_agents_is_skipped_as_ambiguous(
+    gateway: Gateway, transcript: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    _adopt_watched(gateway, transcript)
+    assert gateway.adopt(KEY, source="claude", path=transcript, agent_id="ops") is not None
+    assert gateway.watch("agent:ops:main", KEY, agent_id="ops")
+    _append(transcript, claude_user("which agent?"))
+    with caplog.at_level(logging.WARNING, logger="actors"):
+        assert gateway.scan_upstream() == []
+    assert "more than one agent" in caplog.text
+
+
+def test_the_cadence_scans_after_the_initial_delay_and_then_on_its_interval(
+    open_gateway: Callable[..., Gateway], transcript: Path, clock: FakeClock,
+) -> None:
+    gw = open_gateway(GatewayConfig(upstream_initial_delay_s=0.0, upstream_interval_s=0.01),
+                      monitor=True)
+    _adopt_watched(gw, transcript)
+    cycles = threading.Semaphore(0)
+    original = gw._upstream.scan_cycle
+
+    def counting_cycle() -> list[object]:
+        events = original()
+        cycles.release()
+        return list(events)
+
+    gw._upstream.scan_cycle = counting_cycle  # type: ignore[method-assign]
+    _append(transcript, claude_user("picked up by the cadence"))
+    assert cycles.acquire(timeout=TIMEOUT)
+    clock.advance(10)  # the interval (10 ms on the injected clock) has passed
+    assert cycles.acquire(timeout=TIMEOUT)
+    assert [k for k, _ in _events(gw)] == ["adopted", "human_direct_message"]
