@@ -57,3 +57,30 @@ def test_user_mistakes_print_one_line_and_exit_non_zero(
     with pytest.raises(SystemExit) as info:
         main(["status"])
     assert info.value.code == 2
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
+
+
+def test_classify_prints_one_decision_per_line_using_the_monitors_classifier(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = FIXTURES / "claude-code" / "cc-2.1.37-cli-prompt-tools-exit.jsonl"
+    assert main(["classify", "--source", "claude", str(path)]) == 0
+    rows = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == len(path.read_bytes().splitlines())
+    assert [r["line"] for r in rows if r["human"]] == [3]
+    assert rows[20] == {"line": 20, "human": False, "reason": "command"}
+
+
+def test_classify_reports_bad_opencode_input_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    db = tmp_path / "opencode.db"
+    db.write_bytes((FIXTURES / "opencode" / "opencode-1.18.33-generated.db").read_bytes())
+    assert main(["classify", "--source", "opencode", str(db), "--session", "ses_nope"]) == 1
+    assert capsys.readouterr().err.startswith("ssa: no OpenCode session 'ses_nope'")
+    assert main(["classify", "--source", "opencode", str(db)]) == 1
+    assert "--session is required" in capsys.readouterr().err
+    assert main(["classify", "--source", "pi", str(tmp_path)]) == 1
+    assert "not_a_regular_file" in capsys.readouterr().err

@@ -39,6 +39,8 @@ def classify_units(source: str, path: str, *, session: str | None = None
 
         try:
             decisions = classify_db_session(path, session)
+        except LookupError:
+            raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
         except apsw.Error as exc:
             raise SessionStateError(f"cannot read {path}: {exc}") from exc
         for message_id, unit in decisions:
