@@ -45,3 +45,34 @@ def pi_user(text: str) -> bytes:
            "message": {"role": "user", "content": [{"type": "text", "text": text}],
                        "timestamp": 1780637068253}}
     return json.dumps(row).encode() + b"\n"
+
+
+def codex_paginated_user(text: str, *, ordinal: int = 100) -> bytes:
+    """A typed turn in a paginated Codex rollout (0.152-style): the response item and the
+    ``item_completed`` ``UserMessage`` event that counts."""
+    turn = str(uuid.uuid4())
+    item = {"timestamp": "2026-09-02T21:58:24.362Z", "ordinal": ordinal, "type": "response_item",
+            "payload": {"type": "message", "id": f"msg_{uuid.uuid4()}", "role": "user",
+                        "content": [{"type": "input_text", "text": text}],
+                        "internal_chat_message_metadata_passthrough": {
+                            "turn_id": turn, "create_time": 1788386304.361661,
+                            "content_item_kinds": ["user.text"]}}}
+    event = {"timestamp": "2026-09-02T21:58:24.394Z", "ordinal": ordinal + 1,
+             "type": "event_msg",
+             "payload": {"type": "item_completed",
+                         "thread_id": "01a06421-3bf7-7ed2-a618-e42b6c961905", "turn_id": turn,
+                         "item": {"type": "UserMessage", "id": str(uuid.uuid4()),
+                                  "content": [{"type": "text", "text": text,
+                                               "text_elements": []}]},
+                         "started_at_ms": 1788386304392, "completed_at_ms": 1788386304393}}
+    return json.dumps(item).encode() + b"\n" + json.dumps(event).encode() + b"\n"
+
+
+def codex_legacy_user(text: str) -> bytes:
+    """A typed turn in a legacy Codex rollout (0.34-style): response item + ``user_message``."""
+    item = {"timestamp": "2025-11-01T01:03:39.989Z", "type": "response_item",
+            "payload": {"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": text}]}}
+    event = {"timestamp": "2025-11-01T01:03:39.990Z", "type": "event_msg",
+             "payload": {"type": "user_message", "message": text, "kind": "plain"}}
+    return json.dumps(item).encode() + b"\n" + json.dumps(event).encode() + b"\n"

@@ -1,0 +1,145 @@
+"""End to end on copies of real transcripts: adopt, a person types upstream, one notice;
+the source disappears, ``upstream_missing`` after three scans (issue 3, "Done when").
+
+Fixtures are read from ``../shared`` and copied into ``tmp_path`` at test time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+from actors import Gateway
+from tests._upstream_rows import claude_user, codex_legacy_user, codex_paginated_user, pi_user
+from tests.conftest import WATCHER
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
+OPENCODE_MAIN = "ses_dd45483e1ffey2Pb2WIeXKDqPz"
+
+
+def _copy(tmp_path: Path, relative: str) -> Path:
+    target = tmp_path / Path(relative).name
+    shutil.copyfile(FIXTURES / relative, target)
+    if target.suffix == ".jsonl" and not target.read_bytes().endswith(b"\n"):
+        # Some published copies lost the final newline every writer puts after a row;
+        # without it the last row is (correctly) treated as still being written.
+        _append(target, b"\n")
+    return target
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+def _opencode_turn(db: Path, session_id: str, text: str) -> None:
+    """Append a typed user turn the way OpenCode 1.18 writes one (message, part, sequence)."""
+    conn = apsw.Connection(str(db))
+    try:
+        conn.set_busy_timeout(5000)
+        with conn:
+            created = int(conn.execute("SELECT max(time_created) FROM message").get) + 60_000
+            counter = 1
+            message_id = f"msg_{(created * 0x1000 + counter) % (1 << 48):012x}{'e2e' * 4}xy"
+            part_id = f"prt_{(created * 0x1000 + counter + 1) % (1 << 48):012x}{'e2e' * 4}xy"
+            data = {"role": "user", "time": {"created": created}, "agent": "build",
+                    "model": {"providerID": "mock", "modelID": "mock-model"},
+                    "summary": {"diffs": []}}
+            conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data)"
+                         " VALUES (?, ?, ?, ?, ?)",
+                         (message_id, session_id, created, created, json.dumps(data)))
+            conn.execute("INSERT INTO part (id, message_id, session_id, time_created,"
+                         " time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+                         (part_id, message_id, session_id, created, created,
+                          json.dumps({"type": "text", "text": text})))
+            conn.execute("UPDATE event_sequence SET seq = seq + 3 WHERE aggregate_id = ?",
+                         (session_id,))
+    finally:
+        conn.close()
+
+
+CASES = [
+    ("claude", "claude-code/cc-2.1.37-cli-prompt-tools-exit.jsonl", claude_user),
+    ("claude", "claude-code/cc-2.0.74-vscode-ide-opened-file.jsonl", claude_user),
+    ("codex", "codex/codex-0.152.1-tui-paginated.jsonl", codex_paginated_user),
+    ("codex", "codex/codex-0.34.0-tui-kind-plain-excerpt.jsonl", codex_legacy_user),
+    ("pi", "pi/pi-v3-print-redacted.jsonl", pi_user),
+]
+
+
+@pytest.mark.parametrize(("source", "fixture", "row"), CASES)
+def test_a_typed_turn_in_a_real_transcript_gives_one_event_and_one_notice_then_missing(
+    gateway: Gateway, tmp_path: Path, source: str, fixture: str, row: Callable[[str], bytes],
+) -> None:
+    key = f"agent:main:adopted:{source}"
+    path = _copy(tmp_path, fixture)
+    assert gateway.adopt(key, source=source, path=path) is not None
+    assert gateway.watch(WATCHER, key)
+    assert gateway.scan_upstream() == []  # the existing history is the baseline
+    _append(path, row("please also update the changelog"))
+    events = gateway.scan_upstream()
+    assert [(e.kind, e.summary) for e in events] == [
+        ("human_direct_message", f"human message via {source}")]
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    gateway.drain(WATCHER)
+    path.unlink()
+    assert gateway.scan_upstream() == []
+    assert gateway.scan_upstream() == []
+    assert [(e.kind, e.payload) for e in gateway.scan_upstream()] == [
+        ("upstream_missing", {"channel": source})]
+    assert len(gateway.pending_notices(WATCHER)) == 1
+
+
+def test_a_typed_turn_in_a_real_opencode_store_gives_one_event_then_missing(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    key = "agent:main:adopted:opencode"
+    db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
+    link = gateway.adopt(key, source="opencode", path=db, thread_id=OPENCODE_MAIN)
+    assert link is not None
+    assert gateway.watch(WATCHER, key)
+    assert gateway.scan_upstream() == []
+    _opencode_turn(db, OPENCODE_MAIN, "please also update the changelog")
+    events = gateway.scan_upstream()
+    assert [(e.kind, e.summary) for e in events] == [
+        ("human_direct_message", "human message via opencode")]
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    assert gateway.scan_upstream() == []
+    gateway.drain(WATCHER)
+    conn = apsw.Connection(str(db))
+    try:
+        conn.set_busy_timeout(5000)
+        with conn:
+            conn.execute("DELETE FROM part WHERE session_id = ?", (OPENCODE_MAIN,))
+            conn.execute("DELETE FROM message WHERE session_id = ?", (OPENCODE_MAIN,))
+            conn.execute("DELETE FROM session WHERE id = ?", (OPENCODE_MAIN,))
+    finally:
+        conn.close()
+    assert gateway.scan_upstream() == []
+    assert gateway.scan_upstream() == []
+    assert [e.kind for e in gateway.scan_upstream()] == ["upstream_missing"]
+
+
+@pytest.mark.parametrize(("source", "fixture"), [
+    ("codex", "codex/codex-0.135.0-exec-legacy-redacted.jsonl"),
+    ("pi", "pi/pi-v1-header-mode-excerpt.jsonl"),
+])
+def test_untrusted_real_sources_are_adopted_without_a_link(
+    gateway: Gateway, tmp_path: Path, source: str, fixture: str,
+) -> None:
+    key = f"agent:main:untrusted:{source}"
+    assert gateway.adopt(key, source=source, path=_copy(tmp_path, fixture)) is None
+    status = gateway.session_status(key, changes_since=0)
+    assert status.state_changes is not None
+    assert [e.kind for e in status.state_changes.events] == ["adopted"]
+
+
+def test_opencode_child_sessions_get_no_link(gateway: Gateway, tmp_path: Path) -> None:
+    db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
+    assert gateway.adopt("agent:main:child", source="opencode", path=db,
+                         thread_id="ses_dd4546f3affe14h47P40rzt6ym") is None
