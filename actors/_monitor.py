@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -16,6 +17,7 @@ from actors.upstream._scan import (
     scan_jsonl,
     scan_opencode,
 )
+from actors.upstream.claude_node import NodeTranscriptReader, scan_node
 from persistence import (
     CommitScan,
     NoticeDescriptor,
@@ -32,6 +34,8 @@ from persistence import (
 __all__ = ["MonitorReport", "MonitorSettings", "ScanLink", "UpstreamMonitor", "scan_source"]
 
 logger = logging.getLogger(__name__)
+
+NodeReaders = Callable[[str], NodeTranscriptReader | None]
 
 
 class ScanLink(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan"):
@@ -60,8 +64,18 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
-                own_hashes: frozenset[str]) -> ScanResult:
-    """Scan ``link``'s source once (blocking, bounded reads; never raises)."""
+                own_hashes: frozenset[str], node_readers: NodeReaders | None = None,
+                now: int = 0) -> ScanResult:
+    """Scan ``link``'s source once (blocking, bounded reads; never raises).
+
+    Paired-node links (``host_id`` ``node:<id>``) are read through the host's
+    registered reader; without one the scan is no news.
+    """
+    if link.host_id.startswith("node:"):
+        reader = node_readers(link.host_id[5:]) if node_readers else None
+        if reader is None:
+            return ScanResult(kind="no_news", reason="no_node_reader")
+        return scan_node(reader, link.thread_id, link.marker, own_hashes=own_hashes, now=now)
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return ScanResult(kind="no_news", reason="no_local_path")
@@ -94,14 +108,20 @@ class UpstreamMonitor(GatewayActor):
         persistence: the persistence actor (asked; a leaf).
         reads: read connections.
         settings: scan cap, missing threshold, replay window, timeouts.
+        node_readers: looks up the host's reader of a paired node by node id.
+        clock: epoch-ms clock (fallback time of paired-node turns).
 
     Asks only the persistence actor. The missing streak lives in memory: a
     restarted monitor starts counting again (a later, never an extra, signal).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
-                 reads: ReadPool, settings: MonitorSettings) -> None:
+                 reads: ReadPool, settings: MonitorSettings,
+                 node_readers: NodeReaders | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         super().__init__()
+        self._node_readers = node_readers
+        self._clock = clock
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
@@ -124,7 +144,9 @@ class UpstreamMonitor(GatewayActor):
             own = read_own_hashes(conn, self._key, self._agent_id)
         if link is None:
             return MonitorReport(dropped=True)
-        result = scan_source(link, hint, settings=self._settings, own_hashes=own)
+        result = scan_source(link, hint, settings=self._settings, own_hashes=own,
+                             node_readers=self._node_readers,
+                             now=self._clock() if self._clock else 0)
         if result.kind == "missing":
             return self._missed(link, result)
         self._streak = 0

@@ -18,6 +18,7 @@ from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_
 from actors.upstream._common import text_hash
 from actors.upstream._files import file_state
 from actors.upstream._scan import OpenCodeHint
+from actors.upstream.claude_node import NodeTranscriptReader, node_baseline
 from persistence import (
     LinkOutcome,
     NoteOwnText,
@@ -76,6 +77,8 @@ class UpstreamService:
         self._ambiguous_logged: set[str] = set()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._node_readers: dict[str, NodeTranscriptReader] = {}
+        self._node_lock = threading.Lock()
 
     # --- adoption ------------------------------------------------------------
 
@@ -110,6 +113,48 @@ class UpstreamService:
             thread_id=baseline.thread_id,
             upstream_ref_json=msgspec.json.encode(baseline.upstream_ref, order="sorted").decode(),
             source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
+            adopted=adopted), timeout=self._timeout)
+        if outcome.rebased:
+            self._monitors.discard_where(lambda k: k == (key, agent_id))
+        return outcome.link
+
+    def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
+        """Use ``reader`` for every paired-node link of ``node_id`` (replaces any other)."""
+        with self._node_lock:
+            self._node_readers[node_id] = reader
+
+    def node_reader(self, node_id: str) -> NodeTranscriptReader | None:
+        """The registered reader of ``node_id``, or ``None`` (called by monitors)."""
+        with self._node_lock:
+            return self._node_readers.get(node_id)
+
+    def adopt_remote(self, key: str, agent_id: str, *, node_id: str, thread_id: str,
+                     reader: NodeTranscriptReader) -> UpstreamLink | None:
+        """Adopt a Claude Code thread on a paired node (anchor §3.17, paired node).
+
+        Registers ``reader`` for the node, baselines at the newest item's uuid,
+        upserts the link and records ``adopted``. Returns ``None`` (``adopted``
+        still recorded) when the newest item has no uuid or the reader fails.
+        """
+        self.register_node_reader(node_id, reader)
+        host_id = f"node:{node_id}"
+        ref = {"nodeId": node_id, "threadId": thread_id}
+        source_key = source_key_of(host_id, thread_id, ref)
+        adopted = RecordEvent(
+            session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
+            summary="session adopted from claude",
+            dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
+            payload_json=msgspec.json.encode({"channel": "claude", "node": node_id}).decode())
+        marker = node_baseline(reader, thread_id)
+        if marker is None:
+            logger.info("adopted %s without an upstream link: no anchoring uuid", key)
+            submit(self._persistence, adopted, timeout=self._timeout)
+            return None
+        outcome: LinkOutcome = submit(self._persistence, UpsertLink(
+            session_key=key, agent_id=agent_id, source="claude", host_id=host_id,
+            thread_id=thread_id,
+            upstream_ref_json=msgspec.json.encode(ref, order="sorted").decode(),
+            source_key=source_key, marker_json=msgspec.json.encode(marker).decode(),
             adopted=adopted), timeout=self._timeout)
         if outcome.rebased:
             self._monitors.discard_where(lambda k: k == (key, agent_id))
@@ -205,7 +250,8 @@ class UpstreamService:
 
     def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
-                                     reads=self._reads, settings=self._settings)
+                                     reads=self._reads, settings=self._settings,
+                                     node_readers=self.node_reader, clock=self._clock)
 
     # --- cadence -------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from actors.errors import (
     ReentrantCall,
     StorageError,
 )
+from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import (
     DeleteOutcome,
     DeleteSession,
@@ -604,6 +605,42 @@ class Gateway:
             self._upstream.adopt, key, agent, source=source, path=file_path,
             thread_id=thread_id, from_start=bool(from_start)), "adopt")
         return result if isinstance(result, UpstreamLink) else None
+
+    def adopt_remote(self, key: str, *, node_id: str, thread_id: str,
+                     reader: NodeTranscriptReader,
+                     agent_id: str | None = None) -> UpstreamLink | None:
+        """Adopt a Claude Code thread that lives on a paired node.
+
+        The host supplies ``reader`` (see
+        :class:`~actors.upstream.claude_node.NodeTranscriptReader`); each scan
+        classifies the latest 50 items against the newest uuid seen. Such
+        links never report ``upstream_missing`` (a remote read cannot prove a
+        deletion). After a restart, call :meth:`register_node_reader` again;
+        until then the node's links are skipped.
+
+        Returns:
+            The link, or ``None`` when the newest item has no uuid, the reader
+            fails, or on a storage fault (all logged).
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        v.check_agent_id(node_id, "node_id")
+        v.check_text(thread_id, "thread_id")
+        if not isinstance(reader, NodeTranscriptReader):
+            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
+        result = self._best_effort(partial(
+            self._upstream.adopt_remote, key, agent, node_id=node_id, thread_id=thread_id,
+            reader=reader), "adopt_remote")
+        return result if isinstance(result, UpstreamLink) else None
+
+    def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
+        """Supply the reader of a paired node's transcripts (after a restart, for example)."""
+        self._guard()
+        v.check_agent_id(node_id, "node_id")
+        if not isinstance(reader, NodeTranscriptReader):
+            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
+        self._upstream.register_node_reader(node_id, reader)
 
     def note_own_text(self, key: str, text: str) -> None:
         """Record that the gateway itself forwarded ``text`` into upstream session ``key``.

@@ -1,0 +1,83 @@
+"""Claude Code sessions on a paired node: the host reads, we classify (anchor §3.17).
+
+The gateway cannot read a remote node's files; the host supplies a
+:class:`NodeTranscriptReader` returning the newest transcript items. Each scan
+classifies the latest :data:`NODE_SCAN_LIMIT` items against a UUID marker.
+A remote read cannot prove a thread was deleted, so these links never report
+``upstream_missing``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from actors.upstream._scan import ScanResult, count_turns
+from actors.upstream.claude import classify_claude_message
+
+__all__ = ["NODE_SCAN_LIMIT", "NodeTranscriptReader", "node_baseline", "scan_node"]
+
+logger = logging.getLogger(__name__)
+
+NODE_SCAN_LIMIT = 50
+"""Items classified per scan; a larger burst between scans can be missed (seed limits)."""
+
+
+@runtime_checkable
+class NodeTranscriptReader(Protocol):
+    """Host-supplied access to Claude Code transcripts on a paired node."""
+
+    def read_latest(self, thread_id: str, limit: int) -> Sequence[Mapping[str, Any]]:
+        """Return up to ``limit`` of the thread's newest transcript rows, newest first.
+
+        Each row is a decoded Claude Code JSONL row (``type``, ``message``,
+        ``uuid``, ``timestamp``, ...). Called from an upstream monitor's
+        thread; it may block (bounded by the host) and may raise: a failure
+        counts as no news.
+        """
+        ...
+
+
+def node_baseline(reader: NodeTranscriptReader, thread_id: str) -> dict[str, Any] | None:
+    """The starting marker ``{"uuid": newest uuid or None}``; ``None`` means no link.
+
+    A newest item without a ``uuid`` cannot anchor a marker (anchor §4.5 item
+    78); a failing reader gives no link either.
+    """
+    try:
+        items = list(reader.read_latest(thread_id, 1))
+    except Exception:
+        logger.warning("the paired-node reader failed while baselining a thread", exc_info=True)
+        return None
+    if not items:
+        return {"uuid": None}
+    newest = items[0].get("uuid")
+    return {"uuid": newest} if isinstance(newest, str) and newest else None
+
+
+def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, Any], *,
+              own_hashes: frozenset[str], now: int) -> ScanResult:
+    """Classify the items newer than the marker among the latest 50 (anchor §3.17).
+
+    Items before the marker's uuid are new (all 50 when the marker is
+    ``None`` or not among them). Never reports missing. Never raises.
+    """
+    try:
+        items = list(reader.read_latest(thread_id, NODE_SCAN_LIMIT))
+    except Exception:
+        logger.warning("the paired-node reader failed", exc_info=True)
+        return ScanResult(kind="transient", reason="reader_failed")
+    seen = marker.get("uuid")
+    uuids = [item.get("uuid") for item in items]
+    fresh = items[: uuids.index(seen)] if seen in uuids else items
+    if not fresh:
+        return ScanResult(kind="no_news", reason="no_new_items")
+    newest = fresh[0].get("uuid")
+    if not isinstance(newest, str) or not newest:
+        return ScanResult(kind="no_news", reason="newest_item_without_uuid")
+    turns, occurred = count_turns((classify_claude_message(item) for item in fresh), own_hashes)
+    return ScanResult(
+        kind="activity", reason="scanned", human_turns=turns, next_marker={"uuid": newest},
+        occurred_at=(occurred if occurred is not None else now) if turns else None,
+        dedupe_id=newest if turns else None)
