@@ -84,3 +84,12 @@ def test_classify_reports_bad_opencode_input_in_one_line(
     assert "--session is required" in capsys.readouterr().err
     assert main(["classify", "--source", "pi", str(tmp_path)]) == 1
     assert "not_a_regular_file" in capsys.readouterr().err
+
+
+def test_the_scan_benchmark_runs_on_the_real_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import bench_scan
+
+    assert bench_scan.main(["--repeat", "1", "--fixtures", str(FIXTURES)]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [
+        "claude", "codex", "pi", "opencode"]

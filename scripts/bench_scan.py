@@ -1,0 +1,110 @@
+"""Classification throughput on the real upstream fixtures, next to a json.loads baseline.
+
+For each JSONL source, one run measures (best of ``--repeat`` passes over the
+fixture files read into memory):
+
+* the baseline: split the same bytes into lines and ``json.loads`` every line;
+* ours: the monitor's line classifier on every line.
+
+It prints MB/s for both and their ratio (goal: ratio >= 1.0). OpenCode is
+measured as messages classified per second on the generated store, next to
+decoding the same rows' JSON with ``json.loads``.
+
+Usage: ``python scripts/bench_scan.py [--repeat N] [--fixtures DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from actors.upstream._scan import line_classifier  # noqa: E402
+from actors.upstream.opencode import classify_messages, load_messages, open_opencode_db  # noqa: E402
+
+DIRS = {"claude": "claude-code", "codex": "codex", "pi": "pi"}
+
+
+def _best(repeat: int, work: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _jsonl(source: str, fixtures: Path, repeat: int) -> tuple[float, float, int]:
+    data = b"".join(p.read_bytes().rstrip(b"\n") + b"\n"
+                    for p in sorted((fixtures / DIRS[source]).glob("*.jsonl")))
+    classify = line_classifier(source)
+
+    def baseline() -> None:
+        for line in data.split(b"\n"):
+            if line.strip():
+                json.loads(line)
+
+    def ours() -> None:
+        for line in data.split(b"\n"):
+            if line.strip():
+                classify(line)
+
+    mb = len(data) / 1e6
+    return mb / _best(repeat, baseline), mb / _best(repeat, ours), len(data)
+
+
+def _opencode(fixtures: Path, repeat: int) -> tuple[float, float, int]:
+    db = fixtures / "opencode" / "opencode-1.18.33-generated.db"
+    conn = open_opencode_db(db)
+    try:
+        sessions = [str(s) for (s,) in conn.execute("SELECT id FROM session")]
+        loaded = [load_messages(conn, s) for s in sessions]
+        rows = [str(d) for (d,) in conn.execute("SELECT data FROM part")]
+        rows += [str(d) for (d,) in conn.execute("SELECT data FROM message")]
+    finally:
+        conn.close()
+    count = sum(len(m) for m in loaded)
+
+    def baseline() -> None:
+        for row in rows:
+            json.loads(row)
+
+    def ours() -> None:
+        for messages in loaded:
+            classify_messages(messages, last_human_message_id=None)
+
+    return len(rows) / _best(repeat, baseline), count / _best(repeat, ours), count
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print one table; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--fixtures", type=Path,
+                        default=ROOT.parent / "shared" / "fixtures" / "upstream")
+    args = parser.parse_args(argv)
+    print(f"{'source':8} {'bytes':>9} {'json.loads MB/s':>16} {'classify MB/s':>14} {'ratio':>6}")
+    for source in DIRS:
+        base, ours, size = _jsonl(source, args.fixtures, args.repeat)
+        print(f"{source:8} {size:9d} {base:16.1f} {ours:14.1f} {ours / base:6.2f}")
+    try:
+        base, ours, count = _opencode(args.fixtures, args.repeat)
+    except apsw.Error as exc:
+        print(f"opencode: skipped ({exc})")
+    else:
+        print(f"opencode {count:6d} msgs  json.loads rows/s {base:10.0f}  "
+              f"classified msgs/s {ours:10.0f}  (messages include their parts)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
