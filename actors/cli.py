@@ -42,6 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--db", type=Path, help="database file (default: the embedded default)")
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    watch = sub.add_parser(
+        "watch", help="adopt every session in the catalogs and report direct human turns")
+    watch.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
+        watch.add_argument(f"--{source}", action="append", metavar=what,
+                           help=f"{source} catalog (repeatable; default: its standard location)")
+    watch.add_argument("--watcher", default="agent:main:main", help="watcher session key")
+    watch.add_argument("--interval", type=float, default=10.0, metavar="S",
+                       help="seconds between scans (default 10)")
+    watch.add_argument("--scans", type=int, metavar="N", help="stop after N scans")
+    watch.add_argument("--json", action="store_true", help="JSON lines instead of text")
     classify = sub.add_parser(
         "classify", help="show why each unit of an upstream transcript does or does not count")
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
@@ -56,6 +67,17 @@ def _classify(args: argparse.Namespace) -> int:
     for unit in classify_units(args.source, str(args.path), session=args.session):
         sys.stdout.write(msgspec.json.encode(unit).decode() + "\n")
     return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from actors._watch import run_watch  # noqa: PLC0415
+
+    v.check_key(args.watcher, "--watcher")
+    if args.interval <= 0:
+        raise SessionStateError("--interval must be positive")
+    if args.scans is not None and args.scans < 0:
+        raise SessionStateError("--scans must not be negative")
+    return run_watch(args)
 
 
 def _open_existing(db: Path | None) -> apsw.Connection:
@@ -123,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _status(args)
         if args.command == "classify":
             return _classify(args)
+        if args.command == "watch":
+            return _watch(args)
         return _list(args)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, like other CLI tools.

@@ -1,0 +1,144 @@
+"""``ssa watch``: discovery, adoption summary, reports, --json, signals, empty catalogs."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from actors._watch import run_watch
+from actors.upstream.catalog import default_catalogs, discover
+from tests._upstream_rows import claude_user, pi_header, pi_user
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
+TIMEOUT = 20.0
+
+
+class AppendOnAdopt(io.StringIO):
+    """stdout that appends ``rows`` to ``path`` once the adoption summary is printed."""
+
+    def __init__(self, path: Path, rows: bytes) -> None:
+        super().__init__()
+        self.path, self.rows = path, rows
+
+    def write(self, text: str) -> int:
+        if text.startswith("adopted "):
+            with self.path.open("ab") as handle:
+                handle.write(self.rows)
+        return super().write(text)
+
+
+def _catalog(tmp_path: Path) -> tuple[Path, Path]:
+    claude = tmp_path / "claude"
+    (claude / "-work").mkdir(parents=True)
+    session = claude / "-work" / "abc.jsonl"
+    session.write_bytes(claude_user("history"))
+    pi = tmp_path / "pi" / "--work--"
+    pi.mkdir(parents=True)
+    (pi / "2026-06-05T05-24-28-246Z_legacy.jsonl").write_bytes(pi_header(None) + pi_user("x"))
+    return claude, session
+
+
+def _args(tmp_path: Path, **kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {"db": tmp_path / "state.sqlite", "claude": None, "codex": None,
+                               "opencode": None, "pi": None, "watcher": "agent:main:main",
+                               "interval": 0.001, "scans": 1, "json": False}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Path) -> None:
+    claude, session = _catalog(tmp_path)
+    out = AppendOnAdopt(session, claude_user("typed while watched"))
+    args = _args(tmp_path, claude=[str(claude)], pi=[str(tmp_path / "pi")])
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("adopted 1 sessions (claude 1); skipped 1 legacy Pi format")
+    assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
+                        'Reconcile before acting: session_status sessionKey '
+                        '"agent:main:claude:abc" changesSince 1.')
+    assert lines[2] == "  #3 human_direct_message by human: human message via claude"
+
+
+def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
+    claude, session = _catalog(tmp_path)
+    out = AppendOnAdopt(session, claude_user("one") + claude_user("two"))
+    assert run_watch(_args(tmp_path, claude=[str(claude)], json=True), out=out,
+                     err=io.StringIO()) == 0
+    record = msgspec.json.decode(out.getvalue().splitlines()[1])
+    assert record["sessionKey"] == "agent:main:claude:abc"
+    assert [(e["kind"], e.get("payload")) for e in record["events"]] == [
+        ("human_direct_message", {"turns": 2})]
+
+
+def test_watch_with_no_catalog_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "OPENCODE_DB",
+                 "PI_CODING_AGENT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    out = io.StringIO()
+    assert run_watch(_args(tmp_path), out=out, err=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "no session catalogs found" in text
+    assert str(tmp_path / "empty-home" / ".claude" / "projects") in text
+    assert "--claude DIR" in text
+
+
+def test_default_catalogs_honour_the_environment(tmp_path: Path) -> None:
+    env = {"CLAUDE_CONFIG_DIR": f"{tmp_path}/a,{tmp_path}/b", "CODEX_HOME": f"{tmp_path}/cx",
+           "XDG_DATA_HOME": f"{tmp_path}/data", "PI_CODING_AGENT_DIR": f"{tmp_path}/pi"}
+    found = default_catalogs(env, home=tmp_path)
+    assert found["claude"] == [tmp_path / "a" / "projects", tmp_path / "b" / "projects"]
+    assert found["codex"] == [tmp_path / "cx" / "sessions"]
+    assert found["opencode"] == [tmp_path / "data" / "opencode" / "opencode.db"]
+    assert found["pi"] == [tmp_path / "pi" / "sessions"]
+    assert default_catalogs({"OPENCODE_DB": "/abs/x.db"}, home=tmp_path)["opencode"] == [
+        Path("/abs/x.db")]
+
+
+def test_discovery_finds_sessions_in_each_layout(tmp_path: Path) -> None:
+    codex = tmp_path / "codex" / "2026" / "09" / "02"
+    codex.mkdir(parents=True)
+    name = "rollout-2026-09-02T15-58-14-01a06421-3bf7-7ed2-a618-e42b6c961905.jsonl"
+    shutil.copyfile(FIXTURES / "codex" / "codex-0.152.1-tui-paginated.jsonl", codex / name)
+    found = list(discover("codex", tmp_path / "codex"))
+    assert [c.thread_id for c in found] == ["01a06421-3bf7-7ed2-a618-e42b6c961905"]
+    db = tmp_path / "opencode.db"
+    shutil.copyfile(FIXTURES / "opencode" / "opencode-1.18.33-generated.db", db)
+    sessions = list(discover("opencode", db))
+    assert len(sessions) == 4  # six sessions, two of them children
+    assert list(discover("claude", tmp_path / "nowhere")) == []
+
+
+def test_sigterm_stops_watch_cleanly(tmp_path: Path) -> None:
+    claude, _ = _catalog(tmp_path)
+    db = tmp_path / "state.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "actors", "watch", "--db", str(db), "--claude", str(claude),
+         "--interval", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().decode()  # printed after adoption
+        assert first.startswith("adopted 1 sessions")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert run_watch(_args(tmp_path, claude=[str(claude)], scans=0), out=io.StringIO(),
+                     err=io.StringIO()) == 0  # the database reopens consistently
