@@ -33,8 +33,21 @@ class GatewayActor(pykka.ThreadingActor):
         _local.ours = True
 
     def on_receive(self, message: Any) -> Any:
-        """Dispatch to :meth:`handle` (actor thread)."""
-        return self.handle(message)
+        """Dispatch to :meth:`handle` (actor thread).
+
+        A ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``
+        or ``SystemExit`` raised by host code such as ``on_wake`` or a node
+        reader) is turned into a ``RuntimeError`` for the caller: Pykka would
+        otherwise stop every actor in the process, the host's included.
+        """
+        try:
+            return self.handle(message)
+        except Exception:
+            raise
+        except BaseException as exc:
+            logger.error("%s caught %s from host code; the actor keeps running",
+                         type(self).__name__, type(exc).__name__)
+            raise RuntimeError(f"{type(exc).__name__} raised inside {type(self).__name__}") from exc
 
     def handle(self, message: Any) -> Any:
         """Handle one message; the default logs it as unexpected."""

@@ -36,6 +36,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         prune_interval_ms: producer-triggered prunes run at most this often, in ms.
         max_cursor_actors: cursor actors kept alive at once (idle ones beyond
             this are stopped and restart from SQLite on demand).
+        max_session_actors: session actors kept alive at once; the least
+            recently used beyond this stop and hand their queue to their
+            successor, so the thread count stays bounded however many keys
+            are used.
         max_monitor_actors: upstream monitor actors kept alive at once.
         read_connections: read-only SQLite connections shared by caller threads.
     """
@@ -57,6 +61,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     busy_timeout_ms: int = 5000
     prune_interval_ms: int = 3_600_000
     max_cursor_actors: int = 1024
+    max_session_actors: int = 1024
     max_monitor_actors: int = 256
     read_connections: int = 4
 
@@ -79,12 +84,17 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         if not 1 <= self.changes_limit <= 200:
             raise InvalidArgument("changes_limit must be between 1 and 200")
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
-                     "max_monitor_actors",
+                     "max_monitor_actors", "max_session_actors",
                      "read_connections", "own_text_window", "opencode_replay_window",
                      "missing_threshold", "scan_cap_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
+        limits = {"retention_days": 36_500, "max_rows": 100_000_000, "queue_limit": 10_000,
+                  "scan_cap_bytes": 1 << 30, "read_connections": 64}
+        for name, limit in limits.items():
+            if getattr(self, name) > limit:
+                raise InvalidArgument(f"{name} must be at most {limit}")
         for name in ("ask_timeout_s", "upstream_interval_s"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be positive")

@@ -55,9 +55,11 @@ class NoticeQueue:
     Not thread-safe: one session actor owns each queue.
     """
 
-    def __init__(self, limit: int = 20) -> None:
+    def __init__(self, limit: int = 20, entries: tuple[QueueEntry, ...] = ()) -> None:
         self._limit = limit
-        self._entries: deque[QueueEntry] = deque()
+        self._entries: deque[QueueEntry] = deque(entries)
+        self.dropped_notice = False
+        """Set when overflow dropped a session-state notice; cleared by the owner."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -113,7 +115,12 @@ class NoticeQueue:
         """Return the queued texts, oldest first, without consuming them."""
         return [e.text for e in self._entries]
 
+    def entries(self) -> tuple[QueueEntry, ...]:
+        """Return the queued entries, oldest first, without consuming them."""
+        return tuple(self._entries)
+
     def _append(self, entry: QueueEntry) -> None:
         self._entries.append(entry)
         while len(self._entries) > self._limit:
-            self._entries.popleft()
+            if self._entries.popleft().target is not None:
+                self.dropped_notice = True

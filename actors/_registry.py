@@ -33,20 +33,25 @@ class ActorPool(Generic[K]):
         factory: starts the actor for a key (called under the pool's lock).
         cap: most live actors, or ``None`` for no limit.
         name: used in log lines.
+        join_timeout: seconds :meth:`get` waits for a stopping predecessor of
+            the same key to finish before starting its successor.
+        join_timeout: seconds :meth:`get` waits for a stopping predecessor of
+            the same key to finish before starting its successor.
 
     Thread-safe; :meth:`get` blocks only while a new actor thread starts.
     """
 
     def __init__(
         self, factory: Callable[[K], pykka.ActorRef[Any]], *, cap: int | None = None,
-        name: str = "actor",
+        name: str = "actor", join_timeout: float = 10.0,
     ) -> None:
         self._factory = factory
+        self._join_timeout = join_timeout
         self._cap = cap
         self._name = name
         self._lock = threading.Lock()
         self._live: OrderedDict[K, pykka.ActorRef[Any]] = OrderedDict()
-        self._retiring: list[pykka.ActorRef[Any]] = []
+        self._retiring: dict[K, pykka.ActorRef[Any]] = {}
         self._closed = False
 
     def get(self, key: K) -> pykka.ActorRef[Any]:
@@ -62,29 +67,49 @@ class ActorPool(Generic[K]):
             if ref is not None and ref.is_alive():
                 self._live.move_to_end(key)
                 return ref
+            retired = self._retiring.pop(key, None)
+            if retired is not None:
+                # Its on_stop must finish (leaving its state) before a successor starts.
+                with contextlib.suppress(pykka.Timeout):
+                    retired.stop(block=True, timeout=self._join_timeout)
             ref = self._factory(key)
             self._live[key] = ref
             if self._cap is not None:
                 while len(self._live) > self._cap:
-                    _, old = self._live.popitem(last=False)
-                    self._retire(old)
+                    old_key, old = self._live.popitem(last=False)
+                    self._retire(old_key, old)
             return ref
 
-    def discard_where(self, predicate: Callable[[K], bool]) -> int:
-        """Stop (without waiting) every actor whose key matches; returns how many."""
+    def peek(self, key: K) -> pykka.ActorRef[Any] | None:
+        """Return the live actor for ``key`` without starting one."""
+        with self._lock:
+            ref = self._live.get(key)
+            return ref if ref is not None and ref.is_alive() else None
+
+    def discard_where(self, predicate: Callable[[K], bool], *, wait: bool = False) -> int:
+        """Stop every actor whose key matches; returns how many.
+
+        With ``wait`` the call blocks until each has stopped (its ``on_stop``
+        ran), at most the join timeout each.
+        """
         with self._lock:
             keys = [k for k in self._live if predicate(k)]
-            for key in keys:
-                self._retire(self._live.pop(key))
-            return len(keys)
+            refs = [self._live.pop(key) for key in keys]
+            for key, ref in zip(keys, refs, strict=True):
+                self._retire(key, ref)
+        if wait:
+            for ref in refs:
+                with contextlib.suppress(pykka.Timeout):
+                    ref.stop(block=True, timeout=self._join_timeout)
+        return len(keys)
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._live)
 
-    def _retire(self, ref: pykka.ActorRef[Any]) -> None:
-        self._retiring = [r for r in self._retiring if r.is_alive()]
-        self._retiring.append(ref)
+    def _retire(self, key: K, ref: pykka.ActorRef[Any]) -> None:
+        self._retiring = {k: r for k, r in self._retiring.items() if r.is_alive()}
+        self._retiring[key] = ref
         with contextlib.suppress(pykka.ActorDeadError):
             ref.stop(block=False)
 
@@ -96,9 +121,9 @@ class ActorPool(Generic[K]):
         """
         with self._lock:
             self._closed = True
-            refs = [*reversed(self._live.values()), *self._retiring]
+            refs = [*reversed(self._live.values()), *self._retiring.values()]
             self._live.clear()
-            self._retiring = []
+            self._retiring = {}
         stuck = 0
         for ref in refs:
             try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import pykka
@@ -19,12 +21,57 @@ from actors._messages import (
     TakeMessages,
     Withdraw,
 )
-from actors._notices import NoticeQueue
-from persistence import Acknowledge, AckOutcome, ResetWatcher, submit
+from actors._notices import NoticeQueue, QueueEntry
+from persistence import Acknowledge, AckOutcome, ResetWatcher, Sweep, SweepOutcome, submit
 
-__all__ = ["SessionActor"]
+__all__ = ["Handoff", "SessionActor", "SessionState"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What a stopping session actor leaves for its successor (passivation)."""
+
+    entries: tuple[QueueEntry, ...] = ()
+    floors: dict[tuple[str, str], int] = field(default_factory=dict)
+    floor_all: int = 0
+    inbox: tuple[str, ...] = ()
+    dropped_notice: bool = False
+
+
+class Handoff:
+    """Thread-safe store of the state of stopped session actors, by session.
+
+    A session actor that is stopped to bound the number of live threads
+    writes its queue, inbox and version floors here in ``on_stop``; the next
+    actor started for the same session takes them in ``__init__``, so nothing
+    queued is lost (architecture notes, "Restart and passivation").
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, str], SessionState] = {}
+
+    def put(self, key: tuple[str, str], state: SessionState) -> None:
+        """Keep ``state`` for ``key`` (replacing any older one)."""
+        with self._lock:
+            self._states[key] = state
+
+    def take(self, key: tuple[str, str]) -> SessionState | None:
+        """Remove and return the state kept for ``key``, if any."""
+        with self._lock:
+            return self._states.pop(key, None)
+
+    def has(self, key: tuple[str, str]) -> bool:
+        """Whether state is kept for ``key``."""
+        with self._lock:
+            return key in self._states
+
+    def discard(self, key: tuple[str, str]) -> None:
+        """Forget ``key`` (its session was deleted)."""
+        with self._lock:
+            self._states.pop(key, None)
 
 
 class SessionActor(GatewayActor):
@@ -36,6 +83,8 @@ class SessionActor(GatewayActor):
         persistence: the persistence actor (asked; a leaf).
         queue_limit: most queued entries.
         timeout: seconds any request to persistence may take.
+        handoff: where a stopped predecessor left its state, and where this
+            actor leaves its own when stopped.
 
     Asks only the persistence actor, never a cursor or session actor, so the
     ask graph stays acyclic. Queue updates are applied in commit order: each
@@ -50,16 +99,30 @@ class SessionActor(GatewayActor):
         persistence: pykka.ActorRef[Any],
         queue_limit: int,
         timeout: float,
+        handoff: Handoff | None = None,
     ) -> None:
         super().__init__()
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
         self._timeout = timeout
-        self._queue = NoticeQueue(queue_limit)
-        self._floors: dict[tuple[str, str], int] = {}
-        self._floor_all = 0
-        self._inbox: list[str] = []
+        self._handoff = handoff
+        state = handoff.take((key, agent_id)) if handoff else None
+        state = state or SessionState()
+        self._queue = NoticeQueue(queue_limit, state.entries)
+        self._queue.dropped_notice = state.dropped_notice
+        self._floors: dict[tuple[str, str], int] = dict(state.floors)
+        self._floor_all = state.floor_all
+        self._inbox: list[str] = list(state.inbox)
+
+    def on_stop(self) -> None:
+        """Leave queue, inbox and floors to the successor (actor thread)."""
+        if self._handoff is not None and (len(self._queue) or self._inbox or self._floors
+                                          or self._floor_all):
+            self._handoff.put((self._key, self._agent_id), SessionState(
+                entries=self._queue.entries(), floors=dict(self._floors),
+                floor_all=self._floor_all, inbox=tuple(self._inbox),
+                dropped_notice=self._queue.dropped_notice))
 
     def handle(self, message: Any) -> Any:
         """Dispatch one message (actor thread; may block on persistence)."""
@@ -115,5 +178,16 @@ class SessionActor(GatewayActor):
                 for target in targets:
                     self._floors[target] = max(self._floors.get(target, 0), ack.version)
                 follow_ups = ack.notices
+        if self._queue.dropped_notice:
+            # Overflow dropped notices of pairs that are still pending: bring
+            # them back now that there is room (at most queue_limit per turn).
+            try:
+                swept: SweepOutcome = submit(self._persistence, Sweep(watcher_key=self._key),
+                                             timeout=self._timeout)
+            except Exception:
+                logger.warning("re-queueing overflowed notices failed", exc_info=True)
+            else:
+                self._queue.dropped_notice = False
+                follow_ups = (*follow_ups, *swept.notices)
         return DrainOutcome(texts=tuple(e.text for e in entries), follow_ups=follow_ups)
 

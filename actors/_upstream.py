@@ -26,7 +26,6 @@ from persistence import (
     ReadPool,
     RecordEvent,
     SessionStateEvent,
-    StorageError,
     UpsertLink,
     UpstreamLink,
     list_watched_links,
@@ -201,7 +200,7 @@ class UpstreamService:
             for link, future in pending:
                 try:
                     report: MonitorReport = future.get(timeout=4 * self._timeout)
-                except (StorageError, pykka.Timeout, pykka.ActorDeadError, apsw.Error) as exc:
+                except Exception as exc:  # one link's failure never stops the cycle
                     logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
                                    type(exc).__name__, exc)
                     continue

@@ -6,7 +6,7 @@ message names the offending argument.
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
 import msgspec
 
@@ -33,6 +33,7 @@ __all__ = [
     "check_optional_key",
     "check_outcome",
     "check_payload",
+    "check_run_failed_payload",
     "check_text",
 ]
 
@@ -154,27 +155,76 @@ def check_outcome(value: object) -> str:
     return value
 
 
+_MAX_PAYLOAD_DEPTH = 32
+
+
+def _payload_problem(value: object, depth: int) -> tuple[type[Exception], str] | None:
+    if depth > _MAX_PAYLOAD_DEPTH:
+        return InvalidArgument, f"payload is nested deeper than {_MAX_PAYLOAD_DEPTH} levels"
+    if value is None or isinstance(value, bool | str):
+        return None
+    if isinstance(value, int):
+        return None if -_INT64_MAX <= value <= _INT64_MAX else (
+            InvalidArgument, "payload holds an integer outside the 64-bit range")
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (
+            InvalidArgument, "payload holds a non-finite float")
+    if isinstance(value, list):
+        for item in value:
+            problem = _payload_problem(item, depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return ArgumentTypeError, "payload keys must be str"
+            problem = _payload_problem(item, depth + 1)
+            if problem:
+                return problem
+        return None
+    return ArgumentTypeError, (f"payload holds a {type(value).__name__}; only dict, list, str, "
+                               "int, float, bool and None are stored")
+
+
 def check_payload(value: object) -> str | None:
     """Encode a payload ``dict`` as JSON, or return ``None`` for no payload.
 
+    Only JSON types are accepted, so the payload round-trips exactly through
+    ``session_status``.
+
     Raises:
-        ArgumentTypeError: not a ``dict`` with ``str`` keys, or not JSON-serializable.
-        InvalidArgument: larger than :data:`MAX_PAYLOAD_BYTES` encoded, or
-            holding a lone surrogate or a non-finite float.
+        ArgumentTypeError: not a ``dict``, a non-``str`` key, or a value that
+            is not a JSON type (tuple, set, bytes, objects).
+        InvalidArgument: nested deeper than 32 levels, larger than
+            :data:`MAX_PAYLOAD_BYTES` encoded, holding a lone surrogate, a
+            non-finite float or an integer outside 64 bits.
     """
     if value is None:
         return None
     if not isinstance(value, dict):
         raise ArgumentTypeError(f"payload must be a dict, not {type(value).__name__}")
+    problem = _payload_problem(value, 1)
+    if problem is not None:
+        raise problem[0](problem[1])
     try:
         encoded = _encoder.encode(value)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ArgumentTypeError(f"payload is not JSON-serializable: {exc}") from None
     except UnicodeEncodeError:
         raise InvalidArgument("payload contains a lone surrogate") from None
     if len(encoded) > MAX_PAYLOAD_BYTES:
         raise InvalidArgument(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes encoded")
-    decoded: Any = msgspec.json.decode(encoded)
-    if decoded != value:
-        raise InvalidArgument("payload does not round-trip through JSON (non-finite float?)")
     return encoded.decode("utf-8")
+
+
+def check_run_failed_payload(kind: str, payload: object) -> None:
+    """A ``run_failed`` event carries ``{"outcome": "error"|"timeout"|"cancelled"}`` (seed).
+
+    Raises:
+        InvalidOutcome: the payload has no such outcome.
+    """
+    if kind != "run_failed":
+        return
+    outcome = payload.get("outcome") if isinstance(payload, dict) else None
+    if outcome not in ("error", "timeout", "cancelled"):
+        raise InvalidOutcome(
+            'a run_failed payload needs "outcome": "error", "timeout" or "cancelled"')

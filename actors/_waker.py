@@ -36,7 +36,7 @@ class WakerActor(GatewayActor):
             case Wake(watcher_key=watcher_key):
                 try:
                     self._on_wake(watcher_key)
-                except Exception:
+                except BaseException:  # host code: even SystemExit must not stop our actors
                     logger.exception("on_wake raised; the notice stays queued")
                 return None
         return super().handle(message)

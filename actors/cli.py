@@ -21,6 +21,7 @@ from actors import _validate as v
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
 from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
+from persistence._schema import APPLICATION_ID
 from persistence.keys import agent_id_of
 
 __all__ = ["main"]
@@ -86,9 +87,12 @@ def _open_existing(db: Path | None) -> apsw.Connection:
         raise SessionStateError(f"no database at {path} (pass --db PATH)")
     try:
         conn = open_connection(str(path))
-        conn.pragma("application_id")
+        app_id = conn.pragma("application_id")
     except apsw.Error as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    if app_id != APPLICATION_ID:
+        conn.close()
+        raise SessionStateError(f"{path} is not a session-state database")
     return conn
 
 
@@ -152,6 +156,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (e.g. `| head`): stop quietly, like other CLI tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (SessionStateError, StorageError, OSError) as exc:
+    except (SessionStateError, StorageError, OSError, apsw.Error) as exc:
         sys.stderr.write(f"ssa: {exc}\n")
         return 1

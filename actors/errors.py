@@ -8,10 +8,11 @@ argument. Storage faults never raise out of producers; they surface as
 
 from __future__ import annotations
 
-from persistence.errors import SchemaError, StorageError, StorageUnavailable
+from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
 
 __all__ = [
     "ArgumentTypeError",
+    "DatabaseBusy",
     "GatewayClosed",
     "GatewayUnavailable",
     "InvalidArgument",

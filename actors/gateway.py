@@ -32,7 +32,7 @@ from actors._messages import (
     Withdraw,
 )
 from actors._registry import ActorPool
-from actors._session import SessionActor
+from actors._session import Handoff, SessionActor
 from actors._types import SendResult, SessionStateEventInput
 from actors._upstream import SOURCES, UpstreamService
 from actors._waker import WakerActor
@@ -48,6 +48,7 @@ from persistence import (
     DeleteOutcome,
     DeleteSession,
     NoticeDescriptor,
+    OwnerLock,
     PersistenceActor,
     Ping,
     Prune,
@@ -128,8 +129,9 @@ class Gateway:
     """
 
     def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
-                 on_wake: Callable[[str], None] | None) -> None:
+                 on_wake: Callable[[str], None] | None, lock: OwnerLock) -> None:
         """Internal: use :meth:`open`."""
+        self._lock = lock
         self.path = path
         self.config = config
         self._clock = clock
@@ -145,8 +147,10 @@ class Gateway:
         self._waker: pykka.ActorRef[Any] | None = (
             WakerActor.start(on_wake) if on_wake is not None else None
         )
-        self._sessions: ActorPool[tuple[str, str]] = ActorPool(self._start_session,
-                                                               name="session")
+        self._handoff = Handoff()
+        self._sessions: ActorPool[tuple[str, str]] = ActorPool(
+            self._start_session, cap=config.max_session_actors, name="session",
+            join_timeout=config.ask_timeout_s)
         self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
         self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
@@ -184,20 +188,33 @@ class Gateway:
         durable cursors) and a forced prune before returning. Blocks on disk.
 
         Raises:
+            DatabaseBusy: another gateway (in any process) has the file open;
+                one gateway process owns a database.
             SchemaError: the file is not a session-state database or is newer.
             StorageError: the file cannot be opened or set up.
             OSError: the directory or file cannot be created.
         """
         config = config if config is not None else GatewayConfig()
+        if not isinstance(config, GatewayConfig):
+            raise v.ArgumentTypeError(
+                f"config must be a GatewayConfig, not {type(config).__name__}")
+        if clock is not None and not callable(clock):
+            raise v.ArgumentTypeError("clock must be a callable returning epoch milliseconds")
+        if on_wake is not None and not callable(on_wake):
+            raise v.ArgumentTypeError("on_wake must be callable")
         db_path = Path(path) if path is not None else default_state_path()
         prepare_path(db_path)
+        lock = OwnerLock(db_path)
         try:
             open_connection(str(db_path), synchronous=config.synchronous,
                             busy_timeout_ms=config.busy_timeout_ms, writer=True,
                             migrate=True).close()
-        except apsw.Error as exc:
-            raise StorageError(f"cannot open {db_path}: {exc}") from exc
-        gateway = cls(db_path, config, clock or _wall_clock, on_wake)
+        except BaseException as exc:
+            lock.release()
+            if isinstance(exc, apsw.Error):
+                raise StorageError(f"cannot open {db_path}: {exc}") from exc
+            raise
+        gateway = cls(db_path, config, clock or _wall_clock, on_wake, lock)
         try:
             gateway._persistence.ask(Ping(), timeout=gateway._timeout)
             sweep: SweepOutcome = submit(gateway._persistence, Sweep(), timeout=gateway._timeout)
@@ -235,6 +252,7 @@ class Gateway:
                 stuck += 1
                 logger.error("an actor did not stop within %.1fs", timeout)
         self._reads.close()
+        self._lock.release()
         if stuck:
             logger.error("%d gateway actors were still running after close()", stuck)
 
@@ -353,7 +371,8 @@ class Gateway:
         self._cursors.discard_where(lambda k: k[0] == key or k[1:] == (key, agent))
         self._upstream.forget(key, agent)
         if agent == agent_id_of(key):
-            self._sessions.discard_where(lambda k: k == (key, agent))
+            self._sessions.discard_where(lambda k: k == (key, agent), wait=True)
+            self._handoff.discard((key, agent))
 
     # --- producers -----------------------------------------------------------
 
@@ -425,6 +444,7 @@ class Gateway:
             raise v.ArgumentTypeError("event must be a SessionStateEventInput")
         v.check_key(event.session_key)
         agent = v.check_agent_id(event.agent_id) or agent_id_of(event.session_key)
+        v.check_run_failed_payload(str(event.kind), event.payload)
         command = RecordEvent(
             session_key=event.session_key, agent_id=agent, kind=v.check_kind(event.kind),
             actor_type=v.check_actor_type(event.actor_type),
@@ -520,8 +540,9 @@ class Gateway:
         """Return the state version and, with ``changes_since``, the typed changes after it.
 
         Never advances a cursor. ``history_gap`` comes only from the session's
-        pruned watermark. On a read fault the result is empty (version 0) and
-        the fault is logged.
+        pruned watermark. On a read fault the fault is logged and the result
+        is empty (version 0) with ``history_gap=True``, telling the caller to
+        refresh the whole session instead of trusting an empty delta.
 
         Raises:
             ArgumentTypeError: ``changes_since`` is not an ``int``.
@@ -540,8 +561,9 @@ class Gateway:
                 return SessionStatus(state_version=version, state_changes=changes)
         except (StorageError, apsw.Error) as exc:
             logger.warning("session_status read failed: %s", exc)
+            # history_gap=True: the caller must refresh fully, not trust an empty delta.
             empty = None if after is None else StateChanges(
-                events=(), history_gap=False, truncated=False, earliest_available_sequence=0)
+                events=(), history_gap=True, truncated=False, earliest_available_sequence=0)
             return SessionStatus(state_version=0, state_changes=empty)
 
     def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:
@@ -681,7 +703,10 @@ class Gateway:
         """Return the watcher's queued system events, oldest first, without consuming them."""
         self._guard()
         v.check_key(watcher_key, "watcher_key")
-        return list(self._ask_session((watcher_key, agent_id_of(watcher_key)), PendingTexts()))
+        key = (watcher_key, agent_id_of(watcher_key))
+        if not self._has_session_state(key):
+            return []  # nothing was ever queued for it: no actor needed
+        return list(self._ask_session(key, PendingTexts()))
 
     def drain(self, watcher_key: str) -> list[str]:
         """The watcher's turn: consume its queued events and acknowledge the notices.
@@ -695,8 +720,10 @@ class Gateway:
         """
         self._guard()
         v.check_key(watcher_key, "watcher_key")
-        outcome: DrainOutcome = self._ask_session((watcher_key, agent_id_of(watcher_key)),
-                                                  Drain())
+        key = (watcher_key, agent_id_of(watcher_key))
+        if not self._has_session_state(key):
+            return []
+        outcome: DrainOutcome = self._ask_session(key, Drain())
         self._publish(outcome.follow_ups)
         return list(outcome.texts)
 
@@ -722,10 +749,13 @@ class Gateway:
         if on_our_thread():
             raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
 
+    def _has_session_state(self, key: tuple[str, str]) -> bool:
+        return self._sessions.peek(key) is not None or self._handoff.has(key)
+
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
             key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
-            timeout=self._timeout)
+            timeout=self._timeout, handoff=self._handoff)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
         return CursorActor.start(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from persistence._lock import OwnerLock
 from persistence._messages import (
     Acknowledge,
     AckOutcome,
@@ -43,7 +44,7 @@ from persistence._reads import (
 from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
 from persistence._upstream import list_watched_links, read_link, read_own_hashes
 from persistence._writer import PersistenceActor, Ping, submit
-from persistence.errors import SchemaError, StorageError, StorageUnavailable
+from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
 from persistence.records import (
     SessionRow,
     SessionStateEvent,
@@ -57,12 +58,14 @@ __all__ = [
     "AckOutcome",
     "Acknowledge",
     "CommitScan",
+    "DatabaseBusy",
     "DeleteOutcome",
     "DeleteSession",
     "EntryRow",
     "LinkOutcome",
     "NoteOwnText",
     "NoticeDescriptor",
+    "OwnerLock",
     "PersistenceActor",
     "Ping",
     "Prune",

@@ -66,11 +66,14 @@ def event_from_row(row: Any) -> SessionStateEvent:
     )
 
 
-def event_by_dedupe_key(conn: apsw.Connection, dedupe_key: str) -> SessionStateEvent | None:
-    """Return the event stored under ``dedupe_key``, or ``None``."""
+def event_by_dedupe_key(
+    conn: apsw.Connection, key: str, agent_id: str, dedupe_key: str
+) -> SessionStateEvent | None:
+    """Return the session's event stored under ``dedupe_key``, or ``None``."""
     row = conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?",  # noqa: S608
-        (dedupe_key,),
+        f"SELECT {_EVENT_COLUMNS} FROM session_state_events"  # noqa: S608
+        " WHERE session_key = ? AND agent_id = ? AND dedupe_key = ?",
+        (key, agent_id, dedupe_key),
     ).fetchone()
     return event_from_row(row) if row is not None else None
 

@@ -21,7 +21,7 @@ SCHEMA_VERSION = 2
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
     sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-    dedupe_key TEXT UNIQUE,
+    dedupe_key TEXT,
     session_key TEXT NOT NULL,
     agent_id TEXT NOT NULL,
     session_id TEXT,
@@ -33,6 +33,8 @@ CREATE TABLE session_state_events (
     summary TEXT NOT NULL,
     payload_json TEXT
 ) STRICT;
+CREATE UNIQUE INDEX idx_session_state_events_dedupe
+    ON session_state_events (session_key, agent_id, dedupe_key);
 CREATE INDEX idx_session_state_events_session_sequence
     ON session_state_events (session_key, agent_id, sequence);
 CREATE INDEX idx_session_state_events_time
@@ -104,18 +106,29 @@ _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 def prepare_path(path: Path) -> None:
-    """Create ``path``'s directory (mode 0700) and the file itself (mode 0600).
+    """Create ``path``'s missing directories (mode 0700) and the file (mode 0600).
 
+    Every directory this call creates is 0700 whatever the umask; existing
+    directories and an existing file keep their modes (they are the user's).
     Runs in the caller's thread; blocks on file-system calls only.
 
     Raises:
-        OSError: the directory or file cannot be created.
+        OSError: a directory or the file cannot be created.
     """
+    missing: list[Path] = []
     directory = path.parent
-    if not directory.exists():
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for created in reversed(missing):
+        try:
+            created.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(created, 0o700)  # mkdir's mode is filtered by the umask
     if not path.exists():
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.fchmod(fd, 0o600)
         os.close(fd)
 
 

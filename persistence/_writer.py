@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
+
+_MAX_CLOCK_MS = 2**53
+"""Clock readings at or above this are not plausible epoch milliseconds."""
 
 PRUNE_INTERVAL_MS = 60 * 60 * 1000
 """Producer-triggered prunes run at most this often, in ms (anchor §2.5)."""
@@ -92,6 +96,7 @@ class PersistenceActor(pykka.ThreadingActor):
         self._pending: list[WriteRequest] = []
         self._conn: apsw.Connection | None = None
         self._last_prune_at: int | None = None
+        self._bad_clock_logged = False
 
     def on_start(self) -> None:
         """Open the write connection (actor thread; the gateway migrated the schema)."""
@@ -137,7 +142,7 @@ class PersistenceActor(pykka.ThreadingActor):
             return
         conn = self._conn
         assert conn is not None
-        now = self._clock()
+        now = self._now()
         results: list[tuple[WriteRequest, Any, BaseException | None]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -206,7 +211,19 @@ class PersistenceActor(pykka.ThreadingActor):
         raise ValueError(f"unknown command {type(command).__name__}")
 
     def _prune_due(self, now: int) -> bool:
-        return self._last_prune_at is None or now - self._last_prune_at >= self._prune_interval_ms
+        last = self._last_prune_at
+        # A clock that went backwards (after a forward jump) must not stop pruning.
+        return last is None or now < last or now - last >= self._prune_interval_ms
+
+    def _now(self) -> int:
+        now = self._clock()
+        if type(now) is not int or not 0 <= now < _MAX_CLOCK_MS:
+            if not self._bad_clock_logged:
+                self._bad_clock_logged = True
+                logger.error("the injected clock returned %r, not epoch milliseconds; "
+                             "using the system clock", type(now).__name__)
+            return time.time_ns() // 1_000_000
+        return now
 
     def _maybe_prune(self, now: int) -> None:
         if not self._prune_due(now):

@@ -146,8 +146,10 @@ def record_event(
         version: commit-order stamp for the notices this produces.
 
     Returns:
-        The stored event (or the existing one on a ``dedupe_key`` repeat, which
-        changes nothing and notifies nobody) with one notice descriptor per
+        The stored event (or the session's existing one on a ``dedupe_key``
+        repeat, which changes nothing and notifies nobody; dedupe keys are
+        scoped to the session, so a reused run id never swallows another
+        session's event) with one notice descriptor per
         watcher whose cursor it touched. ``event`` is ``None`` when
         ``only_if_watched`` found no watcher.
 
@@ -169,13 +171,14 @@ def record_event(
         "INSERT INTO session_state_events (dedupe_key, session_key, agent_id, session_id, kind,"
         " actor_type, actor_id, run_id, occurred_at, summary, payload_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence",
+        " ON CONFLICT (session_key, agent_id, dedupe_key) DO NOTHING RETURNING sequence",
         (cmd.dedupe_key, cmd.session_key, cmd.agent_id, cmd.session_id, cmd.kind,
          cmd.actor_type, cmd.actor_id, cmd.run_id, clamp_occurred_at(cmd.occurred_at, now),
          cmd.summary, cmd.payload_json),
     ).get
     if sequence is None:
-        existing = event_by_dedupe_key(conn, cmd.dedupe_key) if cmd.dedupe_key else None
+        existing = (event_by_dedupe_key(conn, cmd.session_key, cmd.agent_id, cmd.dedupe_key)
+                    if cmd.dedupe_key else None)
         return RecordOutcome(event=existing, inserted=False)
     conn.execute(
         "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, updated_at)"

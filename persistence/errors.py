@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SchemaError", "StorageError", "StorageUnavailable"]
+__all__ = ["DatabaseBusy", "SchemaError", "StorageError", "StorageUnavailable"]
 
 
 class StorageError(Exception):
@@ -19,3 +19,7 @@ class StorageUnavailable(StorageError):
 
 class SchemaError(StorageError):
     """The database file is not ours, or was written by a newer version."""
+
+
+class DatabaseBusy(StorageError):
+    """Another gateway already owns this database (see ``OwnerLock``)."""

@@ -29,7 +29,12 @@ DEFAULT_AGENT_ID = "main"
 MAX_KEY_LENGTH = 512
 """Longest accepted session key or agent id, in characters (contract)."""
 
-_FORBIDDEN_FORMAT = frozenset({"\u2028", "\u2029", "\ufeff"})
+# Characters that could pass for the notice's own double quotes (Unicode
+# Quotation_Mark property, double and low/high forms), '"' itself, and "\\".
+_QUOTE_LOOKALIKES = frozenset(
+    '"\\\u00ab\u00bb\u02ba\u02dd\u02ee\u201c\u201d\u201e\u201f\u2033\u2036'
+    "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02"
+)
 
 
 def key_problem(key: object, *, what: str = "session key") -> str | None:
@@ -41,11 +46,13 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
 
     Returns:
         ``None`` when ``key`` is a non-empty ``str`` of at most
-        :data:`MAX_KEY_LENGTH` characters without control characters, line
-        or paragraph separators, a BOM, double quotes, backslashes or lone
-        surrogates; otherwise a one-line reason naming ``what``. Quotes and
-        backslashes are refused because the key is quoted inside the notice
-        text, which must stay one unforgeable line (issue 5, security).
+        :data:`MAX_KEY_LENGTH` characters; otherwise a one-line reason naming
+        ``what``. Refused: control, format (bidirectional marks, zero-width
+        characters, BOM), surrogate, private-use and unassigned characters;
+        line and paragraph separators and every space but U+0020; double
+        quotes, their look-alikes, and backslashes. The key is quoted inside
+        the notice text, which must stay one line that a key can neither
+        forge nor reorder (issue 5, security).
     """
     if not isinstance(key, str):
         return f"{what} must be a str, not {type(key).__name__}"
@@ -54,11 +61,13 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
     if len(key) > MAX_KEY_LENGTH:
         return f"{what} is longer than {MAX_KEY_LENGTH} characters"
     for ch in key:
-        if ch in _FORBIDDEN_FORMAT or ch in '"\\':
+        if ch in _QUOTE_LOOKALIKES:
             return f"{what} contains the forbidden character U+{ord(ch):04X}"
         category = unicodedata.category(ch)
-        if category in ("Cc", "Cs"):
-            return f"{what} contains the control character U+{ord(ch):04X}"
+        if category[0] == "C":
+            return f"{what} contains the control or format character U+{ord(ch):04X}"
+        if category[0] == "Z" and ch != " ":
+            return f"{what} contains the separator character U+{ord(ch):04X}"
     return None
 
 

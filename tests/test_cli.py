@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import apsw
 import msgspec
 import pytest
 
@@ -49,11 +50,19 @@ def test_user_mistakes_print_one_line_and_exit_non_zero(
     assert err.startswith("ssa: no database at")
     assert err.count("\n") == 1
     assert main(["status", "bad\nkey", "--db", str(tmp_path / "x")]) == 1
-    assert "control character" in capsys.readouterr().err
+    assert "control or format character" in capsys.readouterr().err
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"not a database" * 100)
     assert main(["list", "--db", str(garbage)]) == 1
     assert "cannot read" in capsys.readouterr().err
+    foreign = tmp_path / "foreign.sqlite"
+    conn = apsw.Connection(str(foreign))
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    for argv in (["list", "--db", str(foreign)], ["status", "agent:main:x", "--db", str(foreign)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err == f"ssa: {foreign} is not a session-state database\n"
     with pytest.raises(SystemExit) as info:
         main(["status"])
     assert info.value.code == 2

@@ -25,7 +25,9 @@ from persistence.keys import (
 @pytest.mark.parametrize(
     "key",
     ["", "x" * 513, "agent:main:a\nb", "agent:main:\x00", 'agent:main:"quoted"',
-     "agent:main:back\\slash", "agent:main:\u2028", "agent:main:\ud800", "\ufeffagent:main:x"],
+     "agent:main:back\\slash", "agent:main:\u2028", "agent:main:\ud800", "\ufeffagent:main:x",
+     "agent:main:\u200fRTL", "agent:main:\u202eevil", "agent:main:x\uff02y", "agent:main:a\u201cb",
+     "agent:main:a\u3000b", "agent:main:\u2066isolate"],
 )
 def test_bad_keys_are_rejected_with_invalid_session_key(key: str) -> None:
     with pytest.raises(InvalidSessionKey) as info:
@@ -34,7 +36,9 @@ def test_bad_keys_are_rejected_with_invalid_session_key(key: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("key", ["global", "agent:main:main", "x" * 512, "agent:main:\u200fRTL"])
+@pytest.mark.parametrize(
+    "key", ["global", "agent:main:main", "x" * 512, "agent:main:Семья", "agent:main:room 1",
+            "agent:main:it's", "agent:main:\U0001f600"])
 def test_good_keys_pass(key: str) -> None:
     assert v.check_key(key) == key
 
@@ -94,6 +98,27 @@ def test_payloads_must_be_small_json_objects_that_round_trip() -> None:
         v.check_payload({"x": "y" * (v.MAX_PAYLOAD_BYTES + 1)})
     with pytest.raises(InvalidArgument):
         v.check_payload({"x": float("nan")})
+    with pytest.raises(ArgumentTypeError, match="keys must be str"):
+        v.check_payload({1: 2})
+    with pytest.raises(ArgumentTypeError, match="tuple"):
+        v.check_payload({"x": (1, 2)})
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(2000):
+        node["x"] = {}
+        node = node["x"]  # type: ignore[assignment]
+    with pytest.raises(InvalidArgument, match="nested deeper"):
+        v.check_payload(deep)
+    assert v.check_payload({"a": [1, 2.5, None, True, {"b": "c"}]}) == (
+        '{"a":[1,2.5,null,true,{"b":"c"}]}')
+
+
+def test_a_run_failed_record_needs_one_of_the_failure_outcomes() -> None:
+    v.check_run_failed_payload("run_failed", {"outcome": "timeout"})
+    v.check_run_failed_payload("goal_changed", None)
+    for payload in (None, {"outcome": "ok"}, {"outcome": "boom"}, {}):
+        with pytest.raises(InvalidOutcome):
+            v.check_run_failed_payload("run_failed", payload)
 
 
 def test_text_fields_reject_surrogates_and_overlong_values() -> None:

@@ -47,7 +47,7 @@ def node_baseline(reader: NodeTranscriptReader, thread_id: str) -> dict[str, Any
     """
     try:
         items = list(reader.read_latest(thread_id, 1))
-    except Exception:
+    except BaseException:  # host code
         logger.warning("the paired-node reader failed while baselining a thread", exc_info=True)
         return None
     if not items:
@@ -65,7 +65,7 @@ def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, An
     """
     try:
         items = list(reader.read_latest(thread_id, NODE_SCAN_LIMIT))
-    except Exception:
+    except BaseException:  # host code: nothing it raises may stop the monitor
         logger.warning("the paired-node reader failed", exc_info=True)
         return ScanResult(kind="transient", reason="reader_failed")
     seen = marker.get("uuid")
