@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from actors.gateway import Gateway
+from actors.upstream.samples import append_typed_turn, write_sample_catalog
 
 __all__ = ["run_demo"]
 
@@ -71,7 +72,23 @@ def run_demo(db: Path | None) -> int:
             _show("drained", gw.drain(MANAGER))
             _show("left", gw.pending_notices(MANAGER))
 
-            _step(4, "Work interleaves with a notice.",
+            _step(4, "The gateway adopts sessions of four other coding agents.",
+                  "Claude Code, Codex, OpenCode and Pi sessions are written to a sample "
+                  "catalog; each adopted session is linked at its current end and watched.")
+            samples = write_sample_catalog(Path(tmp) / "catalog")
+            for source, sample in samples.items():
+                key = f"agent:main:{source}:{sample.thread_id}"
+                link = gw.adopt(key, source=source, path=sample.path, thread_id=sample.thread_id)
+                gw.watch(MANAGER, key)
+                _say(f"   adopted {key} ({'linked' if link else 'not linked'})")
+            _say("   A person types straight into the Claude Code session (one JSONL row).")
+            append_typed_turn(samples["claude"], "Please also bump the version")
+            recorded = gw.scan_upstream()
+            _say(f"   scan_upstream recorded: {[e.summary for e in recorded]}")
+            _show("manager's queued notices", gw.pending_notices(MANAGER))
+            _show("drained", gw.drain(MANAGER))
+
+            _step(5, "Work interleaves with a notice.",
                   "A goal change queues a notice; a person types before the manager's turn: "
                   "the drain acknowledges the first and opens exactly one follow-up.")
             gw.set_goal(WORKER, action="updated")
@@ -79,7 +96,7 @@ def run_demo(db: Path | None) -> int:
             _show("drained", gw.drain(MANAGER))
             _show("follow-up queued", gw.pending_notices(MANAGER))
 
-        _step(5, "The gateway restarts with that follow-up still pending.",
+        _step(6, "The gateway restarts with that follow-up still pending.",
               "Pending notices live in memory; opening the gateway rebuilds them from SQLite.")
         with Gateway.open(path, monitor=False) as gw:
             _show("manager's queued notices after reopening", gw.pending_notices(MANAGER))

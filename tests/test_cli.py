@@ -22,6 +22,8 @@ def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
     assert "manager's queued notices: 1" in out
     assert "20 events, historyGap False" in out
     assert "manager's queued notices after reopening: 1" in out
+    assert "scan_upstream recorded: ['human message via claude']" in out
+    assert out.count("(linked)") == 4
     assert out.rstrip().endswith("--db PATH")
 
 

@@ -143,3 +143,22 @@ def test_opencode_child_sessions_get_no_link(gateway: Gateway, tmp_path: Path) -
     db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
     assert gateway.adopt("agent:main:child", source="opencode", path=db,
                          thread_id="ses_dd4546f3affe14h47P40rzt6ym") is None
+
+
+def test_the_sample_sessions_of_all_four_tools_are_monitored(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    from actors.upstream.samples import append_typed_turn, write_sample_catalog
+
+    samples = write_sample_catalog(tmp_path / "catalog")
+    for source, sample in samples.items():
+        key = f"agent:main:{source}:{sample.thread_id}"
+        assert gateway.adopt(key, source=source, path=sample.path,
+                             thread_id=sample.thread_id) is not None
+        assert gateway.watch(WATCHER, key)
+    assert gateway.scan_upstream() == []
+    for sample in samples.values():
+        append_typed_turn(sample, "typed by a person")
+    assert sorted(e.summary for e in gateway.scan_upstream()) == [
+        f"human message via {s}" for s in ("claude", "codex", "opencode", "pi")]
+    assert len(gateway.pending_notices(WATCHER)) == 4
