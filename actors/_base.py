@@ -15,6 +15,13 @@ logger = logging.getLogger(__name__)
 _local = threading.local()
 
 
+def _expected(exc: Exception) -> bool:
+    """Storage faults and timeouts are reported by their owners; anything else is a bug."""
+    from persistence.errors import StorageError  # noqa: PLC0415
+
+    return isinstance(exc, StorageError | pykka.Timeout | pykka.ActorDeadError)
+
+
 def on_our_thread() -> bool:
     """Whether the calling thread is one of the gateway's actor threads."""
     return bool(getattr(_local, "ours", False))
@@ -42,7 +49,10 @@ class GatewayActor(pykka.ThreadingActor):
         """
         try:
             return self.handle(message)
-        except Exception:
+        except Exception as exc:
+            if not _expected(exc):
+                logger.error("%s failed handling %s", type(self).__name__,
+                             type(message).__name__, exc_info=True)
             raise
         except BaseException as exc:
             logger.error("%s caught %s from host code; the actor keeps running",

@@ -42,6 +42,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             are used.
         max_monitor_actors: upstream monitor actors kept alive at once.
         read_connections: read-only SQLite connections shared by caller threads.
+        vfs: the SQLite VFS to open the database with (``None``: the default);
+            tests use a fault-injecting VFS registered with ``apsw``.
     """
 
     scope: Literal["per-sender", "global"] = "per-sender"
@@ -64,6 +66,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_session_actors: int = 1024
     max_monitor_actors: int = 256
     read_connections: int = 4
+    vfs: str | None = None
 
     def __post_init__(self) -> None:
         """Validate field values.

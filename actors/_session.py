@@ -115,6 +115,10 @@ class SessionActor(GatewayActor):
         self._floor_all = state.floor_all
         self._inbox: list[str] = list(state.inbox)
 
+    def on_failure(self, *args: object) -> None:
+        """Leave the state to the successor after a crash too (actor thread)."""
+        self.on_stop()
+
     def on_stop(self) -> None:
         """Leave queue, inbox and floors to the successor (actor thread)."""
         if self._handoff is not None and (len(self._queue) or self._inbox or self._floors

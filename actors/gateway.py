@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -138,11 +139,13 @@ class Gateway:
         self._timeout = config.ask_timeout_s
         self._closed = False
         self._reads = ReadPool(str(path), size=config.read_connections,
-                               busy_timeout_ms=config.busy_timeout_ms)
+                               busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
+        self._fatal = threading.Event()
         self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
             str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
             busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
             max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
+            vfs=config.vfs, fatal=self._fatal,
         )
         self._waker: pykka.ActorRef[Any] | None = (
             WakerActor.start(on_wake) if on_wake is not None else None
@@ -208,7 +211,7 @@ class Gateway:
         try:
             open_connection(str(db_path), synchronous=config.synchronous,
                             busy_timeout_ms=config.busy_timeout_ms, writer=True,
-                            migrate=True).close()
+                            migrate=True, vfs=config.vfs).close()
         except BaseException as exc:
             lock.release()
             if isinstance(exc, apsw.Error):
@@ -744,10 +747,13 @@ class Gateway:
     # --- internals -----------------------------------------------------------
 
     def _guard(self) -> None:
-        if self._closed:
-            raise GatewayClosed("the gateway is closed")
         if on_our_thread():
             raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
+        if self._fatal.is_set() and not self._closed:
+            logger.error("closing the gateway: its database is unusable")
+            self.close()
+        if self._closed:
+            raise GatewayClosed("the gateway is closed")
 
     def _has_session_state(self, key: tuple[str, str]) -> bool:
         return self._sessions.peek(key) is not None or self._handoff.has(key)
@@ -786,6 +792,10 @@ class Gateway:
     def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
         try:
             return call()
+        except StorageError as exc:
+            # The persistence actor logs each storage-fault episode once.
+            logger.debug("%s failed: %s", what, exc)
+            return None
         except _ACTOR_FAILURES as exc:
             logger.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
             return None

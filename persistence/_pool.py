@@ -29,12 +29,15 @@ class ReadPool:
         path: the database file.
         size: the most connections ever open at once.
         busy_timeout_ms: SQLite busy timeout for readers, in ms.
+        vfs: SQLite VFS name, or ``None`` for the default.
 
     Thread-safe; :meth:`connection` blocks while every connection is in use.
     """
 
-    def __init__(self, path: str, *, size: int = 4, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: str, *, size: int = 4, busy_timeout_ms: int = 5000,
+                 vfs: str | None = None) -> None:
         self._path = path
+        self._vfs = vfs
         self._size = size
         self._busy_timeout_ms = busy_timeout_ms
         self._idle: queue.LifoQueue[apsw.Connection] = queue.LifoQueue()
@@ -70,7 +73,8 @@ class ReadPool:
             if self._opened < self._size:
                 self._opened += 1
                 try:
-                    return open_connection(self._path, busy_timeout_ms=self._busy_timeout_ms)
+                    return open_connection(self._path, busy_timeout_ms=self._busy_timeout_ms,
+                                           vfs=self._vfs)
                 except apsw.Error as exc:
                     self._opened -= 1
                     raise StorageError(f"cannot open a read connection: {exc}") from exc

@@ -139,6 +139,7 @@ def open_connection(
     busy_timeout_ms: int = 5000,
     writer: bool = False,
     migrate: bool = False,
+    vfs: str | None = None,
 ) -> apsw.Connection:
     """Open one APSW connection to the signal-log database.
 
@@ -150,6 +151,7 @@ def open_connection(
         writer: open for writing (WAL mode is set); otherwise the connection
             is ``query_only``.
         migrate: create or upgrade the schema (with ``writer`` only).
+        vfs: SQLite VFS name, or ``None`` for the default.
 
     Returns:
         The open connection. It must be used by one thread at a time.
@@ -161,7 +163,8 @@ def open_connection(
 
     Runs in the calling thread and blocks on disk I/O.
     """
-    conn = apsw.Connection(path, statementcachesize=256)
+    conn = (apsw.Connection(path, statementcachesize=256) if vfs is None
+            else apsw.Connection(path, statementcachesize=256, vfs=vfs))
     try:
         conn.set_busy_timeout(busy_timeout_ms)
         if writer:

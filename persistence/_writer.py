@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -38,6 +40,15 @@ logger = logging.getLogger(__name__)
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
 
+FAULT_ERRORS: tuple[type[apsw.Error], ...] = (
+    apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.BusyError, apsw.LockedError,
+    apsw.CantOpenError, apsw.CorruptError, apsw.NotADBError,
+)
+"""SQLite errors that are storage faults, not programming errors."""
+
+FATAL_ERRORS: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
+"""SQLite errors after which the database cannot be trusted: the gateway shuts down."""
+
 _MAX_CLOCK_MS = 2**53
 """Clock readings at or above this are not plausible epoch milliseconds."""
 
@@ -68,6 +79,13 @@ class PersistenceActor(pykka.ThreadingActor):
         retention_days: event and dormant-cursor retention.
         max_rows: signal-log row cap.
         prune_interval_ms: throttle of producer-triggered prunes.
+        vfs: SQLite VFS name (``None``: the default), e.g. for fault injection.
+        fatal: set by this actor when the database proves unusable.
+
+    Storage faults (full disk, a foreign lock held past the busy timeout, a
+    read-only or vanished file) fail the affected commands with
+    :class:`StorageError` and are logged once per episode; writing resumes
+    by itself when the fault clears. A corrupt database is fatal.
 
     All methods run in the actor's own thread.
     """
@@ -83,6 +101,8 @@ class PersistenceActor(pykka.ThreadingActor):
         retention_days: int = 30,
         max_rows: int = 50_000,
         prune_interval_ms: int = PRUNE_INTERVAL_MS,
+        vfs: str | None = None,
+        fatal: threading.Event | None = None,
     ) -> None:
         super().__init__()
         self._path = path
@@ -97,13 +117,21 @@ class PersistenceActor(pykka.ThreadingActor):
         self._conn: apsw.Connection | None = None
         self._last_prune_at: int | None = None
         self._bad_clock_logged = False
+        self._vfs = vfs
+        self._identity: tuple[int, int] = (0, 0)
+        self._in_fault = False
+        self._failed_commands = 0
+        self.fatal = fatal if fatal is not None else threading.Event()
+        """Set when the database proved unusable (corrupt); the gateway then closes."""
 
     def on_start(self) -> None:
         """Open the write connection (actor thread; the gateway migrated the schema)."""
         self._conn = open_connection(
             self._path, synchronous=self._synchronous, busy_timeout_ms=self._busy_timeout_ms,
-            writer=True,
+            writer=True, vfs=self._vfs,
         )
+        st = os.stat(self._path)
+        self._identity = (st.st_dev, st.st_ino)
 
     def on_stop(self) -> None:
         """Fail requests still waiting, then close the connection (actor thread)."""
@@ -140,17 +168,19 @@ class PersistenceActor(pykka.ThreadingActor):
             self.actor_ref.tell(Flush())
         if not batch:
             return
+        if self.fatal.is_set():
+            self._fail_all(batch, StorageError("the database is unusable; the gateway is closing"))
+            return
         conn = self._conn
         assert conn is not None
+        problem = self._file_problem()
+        if problem is not None:
+            self._fault(batch, StorageError(problem))
+            return
         now = self._now()
         results: list[tuple[WriteRequest, Any, BaseException | None]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            logger.warning("signal-log write failed to begin: %s", exc)
-            self._fail_all(batch, StorageError(f"cannot begin a write transaction: {exc}"), exc)
-            return
-        try:
             for request in batch:
                 conn.execute("SAVEPOINT command")
                 try:
@@ -164,19 +194,64 @@ class PersistenceActor(pykka.ThreadingActor):
                     results.append((request, value, None))
             conn.execute("COMMIT")
         except apsw.Error as exc:
-            logger.warning("signal-log write transaction failed: %s", exc)
             self._rollback(conn)
-            self._fail_all(batch, StorageError(f"write transaction failed: {exc}"), exc)
+            if isinstance(exc, FATAL_ERRORS):
+                self._go_fatal(exc)
+            self._fault(batch, StorageError(f"write transaction failed: {exc}"), exc)
             return
+        faults = [e for _, _, e in results if isinstance(e, FAULT_ERRORS)]
+        if faults:
+            self._note_fault(faults[0], len(faults))
+        else:
+            self._recovered()
         for request, value, error in results:
             if error is None:
                 request.reply.set(value)
             else:
+                if not isinstance(error, FAULT_ERRORS):
+                    logger.warning("%s failed: %s", type(request.command).__name__, error)
                 wrapped = StorageError(f"{type(request.command).__name__} failed: {error}")
                 wrapped.__cause__ = error
                 request.reply.set_exception((StorageError, wrapped, None))
         if any(isinstance(r.command, RecordEvent) for r in batch):
             self._maybe_prune(now)
+
+    def _file_problem(self) -> str | None:
+        # SQLite keeps writing to an unlinked file; refuse instead, so nothing
+        # is "recorded" into a database that is gone (issue 5, storage faults).
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            return "the database file is missing (was its directory removed or renamed?)"
+        if (st.st_dev, st.st_ino) != self._identity:
+            return "the database file was replaced by another file"
+        return None
+
+    def _fault(self, batch: list[WriteRequest], error: StorageError,
+               cause: BaseException | None = None) -> None:
+        self._note_fault(cause or error, len(batch))
+        self._fail_all(batch, error, cause)
+
+    def _note_fault(self, error: BaseException, commands: int) -> None:
+        # One WARNING per fault episode, not one per failed write (no log flood).
+        self._failed_commands += commands
+        if not self._in_fault:
+            self._in_fault = True
+            logger.warning("signal-log writes are failing (%s: %s); producers return None "
+                           "until this clears", type(error).__name__, error)
+
+    def _recovered(self) -> None:
+        if self._in_fault:
+            logger.warning("signal-log writes recovered after %d failed commands",
+                           self._failed_commands)
+            self._in_fault = False
+            self._failed_commands = 0
+
+    def _go_fatal(self, error: BaseException) -> None:
+        if not self.fatal.is_set():
+            logger.error("the signal-log database is unusable (%s: %s); the gateway shuts "
+                         "down", type(error).__name__, error)
+            self.fatal.set()
 
     def _apply(self, conn: apsw.Connection, command: Command, now: int) -> Any:
         version = next(self._versions)
