@@ -173,11 +173,10 @@ class SessionActor(GatewayActor):
             try:
                 ack: AckOutcome = submit(self._persistence, Acknowledge(
                     watcher_key=self._key, targets=targets), timeout=self._timeout)
-            except Exception:
+            except Exception as exc:
                 # The durable cursors stay pending; the restart sweep or the
                 # next material event brings the notice back.
-                logger.warning("acknowledging %d drained notices failed", len(targets),
-                               exc_info=True)
+                logger.warning("acknowledging %d drained notices failed: %s", len(targets), exc)
             else:
                 for target in targets:
                     self._floors[target] = max(self._floors.get(target, 0), ack.version)
@@ -188,8 +187,8 @@ class SessionActor(GatewayActor):
             try:
                 swept: SweepOutcome = submit(self._persistence, Sweep(watcher_key=self._key),
                                              timeout=self._timeout)
-            except Exception:
-                logger.warning("re-queueing overflowed notices failed", exc_info=True)
+            except Exception as exc:
+                logger.warning("re-queueing overflowed notices failed: %s", exc)
             else:
                 self._queue.dropped_notice = False
                 follow_ups = (*follow_ups, *swept.notices)

@@ -42,6 +42,7 @@ from actors.errors import (
     GatewayUnavailable,
     InvalidArgument,
     ReentrantCall,
+    SessionStateError,
     StorageError,
 )
 from actors.upstream.claude_node import NodeTranscriptReader
@@ -71,6 +72,7 @@ from persistence import (
     read_version,
     submit,
 )
+from persistence._writer import FATAL_ERRORS
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["Gateway", "default_state_path"]
@@ -138,6 +140,7 @@ class Gateway:
         self._clock = clock
         self._timeout = config.ask_timeout_s
         self._closed = False
+        self._close_lock = threading.Lock()
         self._reads = ReadPool(str(path), size=config.read_connections,
                                busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
         self._fatal = threading.Event()
@@ -241,23 +244,34 @@ class Gateway:
         Idempotent; safe from any thread but the gateway's own. Pending
         notices are durable and come back at the next :meth:`open`.
         """
-        if self._closed:
-            return
-        self._closed = True
-        stuck = self._upstream.stop(timeout)
-        stuck += self._cursors.stop_all(timeout) + self._sessions.stop_all(timeout)
-        for ref in (self._waker, self._persistence):
-            if ref is None:
-                continue
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        stuck = 0
+        # Each step is isolated: one failing step never skips the others.
+        steps: list[Callable[[], int | None]] = [
+            partial(self._upstream.stop, timeout), partial(self._cursors.stop_all, timeout),
+            partial(self._sessions.stop_all, timeout)]
+        steps += [partial(self._stop_ref, ref, timeout)
+                  for ref in (self._waker, self._persistence) if ref is not None]
+        steps += [self._reads.close, self._lock.release]
+        for step in steps:
             try:
-                ref.stop(block=True, timeout=timeout)
-            except pykka.Timeout:
-                stuck += 1
-                logger.error("an actor did not stop within %.1fs", timeout)
-        self._reads.close()
-        self._lock.release()
+                stuck += step() or 0
+            except Exception:
+                logger.exception("a step of close() failed; continuing")
         if stuck:
             logger.error("%d gateway actors were still running after close()", stuck)
+
+    @staticmethod
+    def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:
+        try:
+            ref.stop(block=True, timeout=timeout)
+        except pykka.Timeout:
+            logger.error("an actor did not stop within %.1fs", timeout)
+            return 1
+        return 0
 
     def __enter__(self) -> Self:
         return self
@@ -563,6 +577,7 @@ class Gateway:
                                                 self.config.changes_limit)
                 return SessionStatus(state_version=version, state_changes=changes)
         except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc)
             logger.warning("session_status read failed: %s", exc)
             # history_gap=True: the caller must refresh fully, not trust an empty delta.
             empty = None if after is None else StateChanges(
@@ -580,6 +595,7 @@ class Gateway:
             with self._reads.connection(self._timeout) as conn:
                 return list_sessions(conn, agent)
         except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc)
             logger.warning("sessions_list read failed: %s", exc)
             return []
 
@@ -749,11 +765,17 @@ class Gateway:
     def _guard(self) -> None:
         if on_our_thread():
             raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
-        if self._fatal.is_set() and not self._closed:
-            logger.error("closing the gateway: its database is unusable")
+        if not self._closed and (self._fatal.is_set() or not self._persistence.is_alive()):
+            logger.error("closing the gateway: its database or its writer is unusable")
             self.close()
         if self._closed:
             raise GatewayClosed("the gateway is closed")
+
+    def _note_read_fault(self, exc: BaseException) -> None:
+        # Corruption met by a read is as fatal as one met by a write.
+        if isinstance(exc, FATAL_ERRORS) or isinstance(exc.__cause__, FATAL_ERRORS):
+            logger.error("a read found the signal-log database corrupt: %s", exc)
+            self._fatal.set()
 
     def _has_session_state(self, key: tuple[str, str]) -> bool:
         return self._sessions.peek(key) is not None or self._handoff.has(key)
@@ -787,6 +809,11 @@ class Gateway:
                 raise GatewayUnavailable(
                     f"no answer within {2 * self._timeout:.1f}s ({type(message).__name__})"
                 ) from None
+            except (SessionStateError, StorageError):
+                raise
+            except Exception as exc:  # a bug in an actor: logged there at ERROR
+                raise GatewayUnavailable(
+                    f"{type(message).__name__} failed: {type(exc).__name__}") from exc
         raise GatewayUnavailable(f"the actor stopped twice ({type(message).__name__})")
 
     def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
@@ -826,5 +853,5 @@ class Gateway:
                 future.get(timeout=2 * self._timeout)
             except pykka.ActorDeadError:
                 self._best_effort(partial(self._ask_cursor, key, message), "publishing a notice")
-            except _ACTOR_FAILURES as exc:
+            except Exception as exc:  # the durable cursor stays pending; a drain/restart heals
                 logger.warning("publishing a notice failed: %s: %s", type(exc).__name__, exc)

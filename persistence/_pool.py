@@ -89,7 +89,7 @@ class ReadPool:
                 self._idle.put(conn)
                 return
             self._opened -= 1
-        conn.close()
+        _close_quietly(conn)
 
     def close(self) -> None:
         """Close idle connections now and busy ones when they are checked in."""
@@ -101,4 +101,11 @@ class ReadPool:
                 except queue.Empty:
                     break
                 self._opened -= 1
-                conn.close()
+                _close_quietly(conn)
+
+
+def _close_quietly(conn: apsw.Connection) -> None:
+    try:
+        conn.close()  # may checkpoint; a storage fault must not break close()
+    except apsw.Error as exc:
+        logger.warning("closing a read connection failed: %s", exc)

@@ -49,6 +49,9 @@ FAULT_ERRORS: tuple[type[apsw.Error], ...] = (
 FATAL_ERRORS: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
 """SQLite errors after which the database cannot be trusted: the gateway shuts down."""
 
+FLAP_QUIET_S = 60.0
+"""A fault that returns this soon after recovering is not logged as a new episode."""
+
 _MAX_CLOCK_MS = 2**53
 """Clock readings at or above this are not plausible epoch milliseconds."""
 
@@ -121,6 +124,8 @@ class PersistenceActor(pykka.ThreadingActor):
         self._identity: tuple[int, int] = (0, 0)
         self._in_fault = False
         self._failed_commands = 0
+        self._flaps = 0
+        self._recovered_at = -FLAP_QUIET_S
         self.fatal = fatal if fatal is not None else threading.Event()
         """Set when the database proved unusable (corrupt); the gateway then closes."""
 
@@ -138,8 +143,11 @@ class PersistenceActor(pykka.ThreadingActor):
         self._fail_all(self._pending, StorageUnavailable("the persistence actor stopped"))
         self._pending = []
         if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()  # the last connection's close checkpoints the WAL
+            except apsw.Error as exc:
+                logger.warning("closing the signal-log database failed: %s", exc)
 
     def on_failure(self, *args: object) -> None:
         """Close the connection after an unexpected error (actor thread)."""
@@ -178,21 +186,9 @@ class PersistenceActor(pykka.ThreadingActor):
             self._fault(batch, StorageError(problem))
             return
         now = self._now()
-        results: list[tuple[WriteRequest, Any, BaseException | None]] = []
+        changes_before = conn.total_changes()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for request in batch:
-                conn.execute("SAVEPOINT command")
-                try:
-                    value = self._apply(conn, request.command, now)
-                except (apsw.Error, ValueError) as exc:
-                    conn.execute("ROLLBACK TO command")
-                    conn.execute("RELEASE command")
-                    results.append((request, None, exc))
-                else:
-                    conn.execute("RELEASE command")
-                    results.append((request, value, None))
-            conn.execute("COMMIT")
+            results = self._apply_batch(conn, batch, now)
         except apsw.Error as exc:
             self._rollback(conn)
             if isinstance(exc, FATAL_ERRORS):
@@ -202,8 +198,8 @@ class PersistenceActor(pykka.ThreadingActor):
         faults = [e for _, _, e in results if isinstance(e, FAULT_ERRORS)]
         if faults:
             self._note_fault(faults[0], len(faults))
-        else:
-            self._recovered()
+        elif conn.total_changes() > changes_before:
+            self._recovered()  # only a batch that really wrote proves the fault cleared
         for request, value, error in results:
             if error is None:
                 request.reply.set(value)
@@ -215,6 +211,30 @@ class PersistenceActor(pykka.ThreadingActor):
                 request.reply.set_exception((StorageError, wrapped, None))
         if any(isinstance(r.command, RecordEvent) for r in batch):
             self._maybe_prune(now)
+
+    def _apply_batch(self, conn: apsw.Connection, batch: list[WriteRequest], now: int
+                     ) -> list[tuple[WriteRequest, Any, BaseException | None]]:
+        """One transaction, one savepoint per command; a failing command rolls back alone."""
+        results: list[tuple[WriteRequest, Any, BaseException | None]] = []
+        conn.execute("BEGIN IMMEDIATE")
+        for request in batch:
+            conn.execute("SAVEPOINT command")
+            try:
+                value = self._apply(conn, request.command, now)
+            except Exception as exc:  # one command fails alone, never the actor
+                conn.execute("ROLLBACK TO command")
+                conn.execute("RELEASE command")
+                if isinstance(exc, FATAL_ERRORS):
+                    self._go_fatal(exc)
+                elif not isinstance(exc, apsw.Error | ValueError):
+                    logger.error("a %s command raised unexpectedly",
+                                 type(request.command).__name__, exc_info=True)
+                results.append((request, None, exc))
+            else:
+                conn.execute("RELEASE command")
+                results.append((request, value, None))
+        conn.execute("COMMIT")
+        return results
 
     def _file_problem(self) -> str | None:
         # SQLite keeps writing to an unlinked file; refuse instead, so nothing
@@ -233,18 +253,28 @@ class PersistenceActor(pykka.ThreadingActor):
         self._fail_all(batch, error, cause)
 
     def _note_fault(self, error: BaseException, commands: int) -> None:
-        # One WARNING per fault episode, not one per failed write (no log flood).
+        # One WARNING per fault episode, not one per failed write (no log flood);
+        # an episode that starts within a minute of the last one ended is the same
+        # flapping fault and stays quiet (counted for the recovery line).
         self._failed_commands += commands
-        if not self._in_fault:
-            self._in_fault = True
-            logger.warning("signal-log writes are failing (%s: %s); producers return None "
-                           "until this clears", type(error).__name__, error)
+        if self._in_fault:
+            return
+        self._in_fault = True
+        if time.monotonic() - self._recovered_at < FLAP_QUIET_S:
+            self._flaps += 1
+            logger.debug("signal-log writes failing again: %s", error)
+            return
+        logger.warning("signal-log writes are failing (%s: %s); producers return None "
+                       "until this clears", type(error).__name__, error)
 
     def _recovered(self) -> None:
         if self._in_fault:
+            self._in_fault = False
+            self._recovered_at = time.monotonic()
+            if self._flaps and self._flaps % 100:
+                return  # a flapping fault: one recovery line per 100 flaps
             logger.warning("signal-log writes recovered after %d failed commands",
                            self._failed_commands)
-            self._in_fault = False
             self._failed_commands = 0
 
     def _go_fatal(self, error: BaseException) -> None:

@@ -78,7 +78,7 @@ def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
     assert gateway.scan_upstream() == []  # the marker moved past it
 
 
-def test_the_dedupe_key_names_the_source_identity_and_the_new_offset(
+def test_the_dedupe_key_names_the_source_identity_the_epoch_and_the_new_offset(
     gateway: Gateway, transcript: Path, db_path: Path,
 ) -> None:
     _adopt_watched(gateway, transcript)
@@ -92,7 +92,8 @@ def test_the_dedupe_key_names_the_source_identity_and_the_new_offset(
         conn.close()
     size = transcript.stat().st_size
     assert len(keys) == 1
-    assert re.fullmatch(rf"upstream:{re.escape(KEY)}:[0-9a-f]{{16}}:{size}", keys[0])
+    # source identity, then the marker's re-baseline epoch and the new offset
+    assert re.fullmatch(rf"upstream:{re.escape(KEY)}:[0-9a-f]{{16}}:0:{size}", keys[0])
 
 
 def test_unwatched_links_are_not_scanned(gateway: Gateway, transcript: Path) -> None:

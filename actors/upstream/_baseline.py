@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from actors.upstream._files import file_state
+from actors.upstream._files import end_of_complete_lines, file_state
 
 __all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
 
@@ -91,14 +91,12 @@ def jsonl_baseline(
     if head_bytes is None:
         return None
     head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
-    offset = 0
+    offset, check = 0, b""
     if not from_start and state.size:
-        tail_start = max(0, state.size - HEAD_LIMIT)
-        tail = _read_range(path, tail_start, state.size - tail_start)
-        if tail is None:
+        end = end_of_complete_lines(path, state.size, limit=HEAD_LIMIT)
+        if end is None:
             return None
-        newline = tail.rfind(b"\n")
-        offset = tail_start + newline + 1 if newline >= 0 else 0
+        offset, check = end
     refusal: str | None = None
     default_thread = Path(path).stem
     if source == "codex":
@@ -117,7 +115,8 @@ def jsonl_baseline(
     return Baseline(
         host_id="gateway:local", thread_id=thread_id or default_thread,
         upstream_ref={"path": os.path.realpath(path)},
-        marker={"offset": offset, "inode": state.inode}, refusal=refusal,
+        marker={"offset": offset, "inode": state.inode, "epoch": 0, "check": check.hex()},
+        refusal=refusal,
     )
 
 

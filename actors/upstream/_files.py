@@ -15,11 +15,15 @@ import stat
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Chunk", "FileState", "file_state", "read_lines"]
+__all__ = ["CHECK_BYTES", "Chunk", "FileState", "end_of_complete_lines", "file_state",
+           "read_lines"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "blocked"]
 
 _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
+
+CHECK_BYTES = 32
+"""Bytes just before a marker that are kept to recognise a file rewritten in place."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,7 @@ class Chunk:
         end: the offset just past the last complete line (== the marker when
             there are none).
         state: the file's state at the time of the read.
+        raw: the bytes from the marker to ``end`` (the complete lines).
     """
 
     kind: ReadKind
@@ -68,6 +73,7 @@ class Chunk:
     end: int
     state: FileState
     lines: list[tuple[int, bytes]] = field(default_factory=list)
+    raw: bytes = b""
 
 
 def file_state(path: str) -> FileState:
@@ -85,7 +91,48 @@ def file_state(path: str) -> FileState:
     return FileState("ok", "ok", st.st_size, st.st_ino, st.st_mtime_ns // 1_000_000)
 
 
-def read_lines(path: str, offset: int, *, cap: int, inode: int | None) -> Chunk:
+def _pread_all(path: str, offset: int, length: int, inode: int | None
+               ) -> tuple[bytes | None, str]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, "missing" if exc.errno in _MISSING_ERRNOS else "open_failed"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (inode is not None and st.st_ino != inode):
+            return None, "replaced_while_opening"
+        parts: list[bytes] = []
+        got = 0
+        while got < length:
+            part = os.pread(fd, length - got, offset + got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts), "ok"
+    except OSError:
+        return None, "read_failed"
+    finally:
+        os.close(fd)
+
+
+def end_of_complete_lines(path: str, size: int, *, limit: int = 1 << 20
+                          ) -> tuple[int, bytes] | None:
+    """Offset just past the last complete line of ``path`` (0 if none in the last
+    ``limit`` bytes), and the :data:`CHECK_BYTES` before it; ``None`` if unreadable."""
+    start = max(0, size - limit)
+    data, _ = _pread_all(path, start, size - start, None)
+    if data is None:
+        return None
+    newline = data.rfind(b"\n")
+    if newline < 0:
+        return 0, b""
+    end = newline + 1
+    return start + end, data[max(0, end - CHECK_BYTES):end]
+
+
+def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
+               check: bytes | None = None) -> Chunk:
     """Read the complete lines after ``offset``, at most ``cap`` bytes.
 
     Args:
@@ -93,6 +140,8 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None) -> Chunk:
         offset: the byte marker: where the unread part starts.
         cap: most bytes read (``scan_cap_bytes``).
         inode: the inode the marker belongs to, or ``None`` to skip that check.
+        check: the bytes that stood just before ``offset`` when the marker was
+            set; if they differ now, the file was rewritten in place.
 
     Returns:
         A :class:`Chunk`. Never raises.
@@ -102,31 +151,20 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None) -> Chunk:
         return Chunk(state.kind, state.reason, offset, state)
     if (inode is not None and state.inode != inode) or state.size < offset:
         return Chunk("rewritten", "rewritten", offset, state)
-    if state.size == offset:
+    before = len(check) if check and len(check) <= offset else 0
+    if state.size == offset and not before:
         return Chunk("no_news", "no_growth", offset, state)
     want = min(state.size - offset, cap)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        kind: ReadKind = "missing" if exc.errno in _MISSING_ERRNOS else "transient"
-        return Chunk(kind, "open_failed", offset, state)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != state.inode:
-            return Chunk("transient", "replaced_while_opening", offset, state)
-        parts: list[bytes] = []
-        got = 0
-        while got < want:
-            part = os.pread(fd, want - got, offset + got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-    except OSError:
-        return Chunk("transient", "read_failed", offset, state)
-    finally:
-        os.close(fd)
-    data = b"".join(parts)
+    data, reason = _pread_all(path, offset - before, before + want, inode)
+    if data is None:
+        kind: ReadKind = "missing" if reason == "missing" else "transient"
+        return Chunk(kind, reason, offset, state)
+    if before and data[:before] != check:
+        return Chunk("rewritten", "rewritten_in_place", offset, state)
+    data = data[before:]
+    got = len(data)
+    if not got:
+        return Chunk("no_news", "no_growth", offset, state)
     last_newline = data.rfind(b"\n")
     if last_newline < 0:
         if got >= cap:
@@ -138,4 +176,5 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None) -> Chunk:
         stop = data.index(b"\n", start)
         lines.append((offset + start, data[start:stop]))
         start = stop + 1
-    return Chunk("lines", "ok", offset + last_newline + 1, state, lines)
+    return Chunk("lines", "ok", offset + last_newline + 1, state, lines,
+                 data[:last_newline + 1])

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from actors.upstream._common import Unit, text_hash
-from actors.upstream._files import read_lines
+from actors.upstream._files import CHECK_BYTES, end_of_complete_lines, read_lines
 
 __all__ = [
     "LineClassifier",
@@ -93,6 +93,16 @@ def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int,
     return turns, newest
 
 
+def _marker_check(marker: dict[str, Any]) -> bytes | None:
+    check = marker.get("check")
+    if not isinstance(check, str):
+        return None
+    try:
+        return bytes.fromhex(check)
+    except ValueError:
+        return None
+
+
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
     own_hashes: frozenset[str],
@@ -101,24 +111,34 @@ def scan_jsonl(
 
     Only complete lines are classified and the marker moves only over
     classified bytes; blank lines are consumed; a unit with ``stop`` halts the
-    scan before it (it is never skipped). A file that shrank below the marker
-    or changed inode is re-baselined at its current end without counting.
+    scan before it (it is never skipped). A file that shrank below the
+    marker, changed inode, or no longer holds the bytes it held just before
+    the marker (rewritten in place) is re-baselined at the end of its last
+    complete line without counting, and the marker's ``epoch`` moves on, so
+    turns after a re-baseline never share a dedupe id with earlier ones.
 
     Args:
         path: the transcript.
-        marker: ``{"offset": int, "inode": int | None}``.
+        marker: ``{"offset": int, "inode": int, "epoch": int, "check": hex}``.
         classify: the source's line classifier.
         cap: most bytes read in this scan.
         own_hashes: hashes of the session's recent own texts.
     """
     offset = marker.get("offset")
     inode = marker.get("inode")
-    if not isinstance(offset, int) or offset < 0:
+    epoch = marker.get("epoch", 0)
+    if not isinstance(offset, int) or offset < 0 or not isinstance(epoch, int):
         return ScanResult(kind="no_news", reason="invalid_marker")
-    chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None)
+    check = _marker_check(marker)
+    chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
+                       check=check)
     if chunk.kind == "rewritten":
-        return ScanResult(kind="activity", reason="rewritten",
-                          next_marker={"offset": chunk.state.size, "inode": chunk.state.inode})
+        rebase = end_of_complete_lines(path, chunk.state.size)
+        if rebase is None:
+            return ScanResult(kind="transient", reason="unreadable_after_rewrite")
+        return ScanResult(kind="activity", reason=chunk.reason, next_marker={
+            "offset": rebase[0], "inode": chunk.state.inode, "epoch": epoch + 1,
+            "check": rebase[1].hex()})
     if chunk.kind != "lines":
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
     units: list[Unit] = []
@@ -133,11 +153,13 @@ def scan_jsonl(
     if end == offset:
         return ScanResult(kind="no_news", reason="unclassifiable_line")
     turns, newest = count_turns(units, own_hashes)
+    new_check = ((check or b"") + chunk.raw[:end - offset])[-CHECK_BYTES:]
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
-        next_marker={"offset": end, "inode": chunk.state.inode},
+        next_marker={"offset": end, "inode": chunk.state.inode, "epoch": epoch,
+                     "check": new_check.hex()},
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
-        dedupe_id=str(end) if turns else None,
+        dedupe_id=f"{epoch}:{end}" if turns else None,
     )
 
 
