@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import msgspec
@@ -101,5 +102,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         for name in ("ask_timeout_s", "upstream_interval_s"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be positive")
+        for name in ("ask_timeout_s", "upstream_interval_s", "upstream_initial_delay_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value > 86_400:
+                raise InvalidArgument(f"{name} must be finite and at most one day")
         if min(self.upstream_initial_delay_s, self.busy_timeout_ms, self.prune_interval_ms) < 0:
             raise InvalidArgument("delays and timeouts must not be negative")

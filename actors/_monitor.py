@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -31,11 +33,20 @@ from persistence import (
     submit,
 )
 
-__all__ = ["MonitorReport", "MonitorSettings", "ScanLink", "UpstreamMonitor", "scan_source"]
+__all__ = [
+    "LinkMemory",
+    "LinkState",
+    "MonitorReport",
+    "MonitorSettings",
+    "ScanLink",
+    "UpstreamMonitor",
+    "scan_source",
+]
 
 logger = logging.getLogger(__name__)
 
 NodeReaders = Callable[[str], NodeTranscriptReader | None]
+Publish = Callable[[Iterable[NoticeDescriptor]], None]
 
 
 class ScanLink(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan"):
@@ -45,11 +56,44 @@ class ScanLink(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan"):
 
 
 class MonitorReport(msgspec.Struct, frozen=True, kw_only=True):
-    """What one scan recorded, the notices to publish, and whether the link is gone."""
+    """What one scan recorded (its notices are already published) and whether the link is gone."""
 
     events: tuple[SessionStateEvent, ...] = ()
-    notices: tuple[NoticeDescriptor, ...] = ()
     dropped: bool = False
+
+
+@dataclass
+class LinkState:
+    """What the gateway remembers about one link between scans (survives monitor restarts).
+
+    Attributes:
+        streak: consecutive scans that proved the source gone.
+        token: the link's ``updated_at`` the streak belongs to.
+        logged: ``(reason, position)`` of the last condition logged, so a
+            blocked or stopped cursor is reported once, not every cadence.
+    """
+
+    streak: int = 0
+    token: int | None = None
+    logged: tuple[str, object] | None = None
+
+
+class LinkMemory:
+    """Thread-safe :class:`LinkState` per ``(session_key, agent_id)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, str], LinkState] = {}
+
+    def get(self, key: tuple[str, str]) -> LinkState:
+        """The state of ``key`` (created empty); mutate it from one monitor only."""
+        with self._lock:
+            return self._states.setdefault(key, LinkState())
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """Drop the state of a link that is gone."""
+        with self._lock:
+            self._states.pop(key, None)
 
 
 class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -75,7 +119,8 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
         reader = node_readers(link.host_id[5:]) if node_readers else None
         if reader is None:
             return ScanResult(kind="no_news", reason="no_node_reader")
-        return scan_node(reader, link.thread_id, link.marker, own_hashes=own_hashes, now=now)
+        return scan_node(reader, link.thread_id, link.marker, own_hashes=own_hashes, now=now,
+                         timeout=settings.timeout)
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return ScanResult(kind="no_news", reason="no_local_path")
@@ -96,11 +141,12 @@ class UpstreamMonitor(GatewayActor):
 
     Each :class:`ScanLink` re-reads the link (its marker and compare-and-set
     token) and the session's own-text hashes, scans the source in this
-    actor's thread (blocking, bounded reads), and commits the result through
-    the persistence actor in one transaction: the event (if any) and the
-    marker advance together, only if the link did not change meanwhile.
-    Three consecutive scans that prove the source gone record one
-    ``upstream_missing`` and drop the link (anchor §3.16).
+    actor's thread (blocking, bounded reads), commits the result through the
+    persistence actor in one transaction (the event, if any, and the marker
+    advance together, only if the link did not change meanwhile), then
+    publishes the resulting notices itself, so one slow source never delays
+    another's notices. Three consecutive scans that prove the source gone
+    record one ``upstream_missing`` and drop the link (anchor §3.16).
 
     Args:
         key: the adopted session key.
@@ -108,28 +154,29 @@ class UpstreamMonitor(GatewayActor):
         persistence: the persistence actor (asked; a leaf).
         reads: read connections.
         settings: scan cap, missing threshold, replay window, timeouts.
+        memory: the gateway's per-link memory (missing streaks, what was
+            logged), which outlives this actor.
+        publish: the gateway's notice publisher (asks cursor actors, which
+            never ask a monitor).
         node_readers: looks up the host's reader of a paired node by node id.
         clock: epoch-ms clock (fallback time of paired-node turns).
-
-    Asks only the persistence actor. The missing streak lives in memory: a
-    restarted monitor starts counting again (a later, never an extra, signal).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
-                 reads: ReadPool, settings: MonitorSettings,
-                 node_readers: NodeReaders | None = None,
+                 reads: ReadPool, settings: MonitorSettings, memory: LinkMemory,
+                 publish: Publish, node_readers: NodeReaders | None = None,
                  clock: Callable[[], int] | None = None) -> None:
         super().__init__()
-        self._node_readers = node_readers
-        self._clock = clock
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
         self._reads = reads
         self._settings = settings
-        self._streak = 0
-        self._streak_token: int | None = None
-        self._blocked_logged_at: int | None = None
+        self._state = memory.get((key, agent_id))
+        self._memory = memory
+        self._publish = publish
+        self._node_readers = node_readers
+        self._clock = clock
 
     def handle(self, message: Any) -> Any:
         """Run one scan (actor thread; blocks on bounded I/O and persistence)."""
@@ -138,29 +185,45 @@ class UpstreamMonitor(GatewayActor):
                 return self._scan(hint)
         return super().handle(message)
 
+    def _log_once(self, level: int, reason: str, position: object, text: str,
+                  *args: object) -> None:
+        if self._state.logged != (reason, position):
+            self._state.logged = (reason, position)
+            logger.log(level, text, self._key, *args)
+
     def _scan(self, hint: OpenCodeHint | None) -> MonitorReport:
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
             own = read_own_hashes(conn, self._key, self._agent_id)
         if link is None:
+            self._memory.forget((self._key, self._agent_id))
             return MonitorReport(dropped=True)
         result = scan_source(link, hint, settings=self._settings, own_hashes=own,
                              node_readers=self._node_readers,
                              now=self._clock() if self._clock else 0)
         if result.kind == "missing":
             return self._missed(link, result)
-        self._streak = 0
+        self._state.streak = 0
+        position = link.marker.get("offset", link.marker.get("seq"))
         if result.kind == "blocked":
-            if self._blocked_logged_at != link.marker.get("offset"):
-                self._blocked_logged_at = link.marker.get("offset")
-                logger.warning("upstream scan of %s is blocked: one %s line is larger than "
-                               "the %d-byte scan cap", self._key, link.source,
-                               self._settings.scan_cap_bytes)
+            self._log_once(logging.WARNING, result.reason, position,
+                           "upstream scan of %s is blocked: one %s line is larger than the "
+                           "%d-byte scan cap", link.source, self._settings.scan_cap_bytes)
+            return MonitorReport()
+        if result.kind == "no_news" and result.reason == "unclassifiable_line":
+            self._log_once(logging.WARNING, result.reason, position,
+                           "upstream scan of %s stops at a %s line that is not a JSON object",
+                           link.source)
+            return MonitorReport()
+        if result.kind == "transient":
+            self._log_once(logging.INFO, result.reason, position,
+                           "upstream scan of %s: %s (not counted as missing)", result.reason)
             return MonitorReport()
         if result.kind != "activity" or result.next_marker is None:
-            if result.kind == "transient":
-                logger.info("upstream scan of %s: transient %s", self._key, result.reason)
             return MonitorReport()
+        if result.reason.startswith("rewritten"):
+            logger.info("upstream source of %s was rewritten; re-baselined without counting",
+                        self._key)
         record = None
         if result.human_turns > 0:
             payload = (msgspec.json.encode({"turns": result.human_turns}).decode()
@@ -178,12 +241,13 @@ class UpstreamMonitor(GatewayActor):
             marker_json=msgspec.json.encode(result.next_marker).decode(), record=record))
 
     def _missed(self, link: UpstreamLink, result: ScanResult) -> MonitorReport:
-        if self._streak_token != link.updated_at:
-            self._streak, self._streak_token = 0, link.updated_at
-        self._streak += 1
+        state = self._state
+        if state.token != link.updated_at:
+            state.streak, state.token = 0, link.updated_at
+        state.streak += 1
         logger.info("upstream source of %s looks gone (%s), miss %d of %d", self._key,
-                    result.reason, self._streak, self._settings.missing_threshold)
-        if self._streak < self._settings.missing_threshold:
+                    result.reason, state.streak, self._settings.missing_threshold)
+        if state.streak < self._settings.missing_threshold:
             return MonitorReport()
         record = RecordEvent(
             session_key=self._key, agent_id=self._agent_id, kind="upstream_missing",
@@ -196,9 +260,9 @@ class UpstreamMonitor(GatewayActor):
                 expected_updated_at=link.updated_at, source_key=link.source_key,
                 record=record, drop_link=True))
         except Exception:
-            self._streak = self._settings.missing_threshold - 1  # retry on the next scan
+            state.streak = self._settings.missing_threshold - 1  # retry on the next scan
             raise
-        self._streak = 0
+        state.streak = 0
         return report
 
     def _commit(self, link: UpstreamLink, command: CommitScan) -> MonitorReport:
@@ -207,6 +271,9 @@ class UpstreamMonitor(GatewayActor):
             logger.info("upstream link of %s changed during its scan; result dropped", self._key)
             return MonitorReport()
         recorded = outcome.record
+        if recorded is not None and recorded.notices:
+            self._publish(recorded.notices)
         events = (recorded.event,) if recorded and recorded.inserted and recorded.event else ()
-        return MonitorReport(events=events, notices=recorded.notices if recorded else (),
-                             dropped=command.drop_link)
+        if command.drop_link:
+            self._memory.forget((self._key, self._agent_id))
+        return MonitorReport(events=events, dropped=command.drop_link)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -12,7 +13,13 @@ import msgspec
 import pykka
 
 from actors._config import GatewayConfig
-from actors._monitor import MonitorReport, MonitorSettings, ScanLink, UpstreamMonitor
+from actors._monitor import (
+    LinkMemory,
+    MonitorReport,
+    MonitorSettings,
+    ScanLink,
+    UpstreamMonitor,
+)
 from actors._registry import ActorPool
 from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_key_of
 from actors.upstream._common import text_hash
@@ -76,6 +83,8 @@ class UpstreamService:
         self._ambiguous_logged: set[str] = set()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._memory = LinkMemory()
+        self._inflight: dict[tuple[str, str], pykka.Future[Any]] = {}
         self._node_readers: dict[str, NodeTranscriptReader] = {}
         self._node_lock = threading.Lock()
 
@@ -144,7 +153,7 @@ class UpstreamService:
             summary="session adopted from claude",
             dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
             payload_json=msgspec.json.encode({"channel": "claude", "node": node_id}).decode())
-        marker = node_baseline(reader, thread_id)
+        marker = node_baseline(reader, thread_id, timeout=self._timeout)
         if marker is None:
             logger.info("adopted %s without an upstream link: no anchoring uuid", key)
             submit(self._persistence, adopted, timeout=self._timeout)
@@ -171,8 +180,9 @@ class UpstreamService:
             return read_link(conn, key, agent_id) is not None
 
     def forget(self, key: str, agent_id: str) -> None:
-        """Stop the monitor of a deleted session."""
+        """Stop the monitor of a deleted or unlinked session and forget its streak."""
         self._monitors.discard_where(lambda k: k == (key, agent_id))
+        self._memory.forget((key, agent_id))
 
     # --- scanning ------------------------------------------------------------
 
@@ -193,22 +203,42 @@ class UpstreamService:
             hints = self._opencode_hints(links)
             pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
             for link in links:
-                message = ScanLink(opencode=hints.get((link.session_key, link.agent_id)))
-                ref = self._monitors.get((link.session_key, link.agent_id))
-                pending.append((link, ref.ask(message, block=False)))
+                ident = (link.session_key, link.agent_id)
+                if self._still_scanning(ident):
+                    logger.info("upstream scan of %s is still running; skipped this cadence",
+                                link.session_key)
+                    continue
+                message = ScanLink(opencode=hints.get(ident))
+                future = self._monitors.get(ident).ask(message, block=False)
+                self._inflight[ident] = future
+                pending.append((link, future))
             events: list[SessionStateEvent] = []
+            deadline = time.monotonic() + 2 * self._timeout
             for link, future in pending:
                 try:
-                    report: MonitorReport = future.get(timeout=4 * self._timeout)
+                    report: MonitorReport = future.get(
+                        timeout=max(0.0, deadline - time.monotonic()))
                 except Exception as exc:  # one link's failure never stops the cycle
                     logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
                                    type(exc).__name__, exc)
                     continue
-                self._publish(report.notices)
                 events.extend(report.events)
                 if report.dropped:
                     self.forget(link.session_key, link.agent_id)
             return events
+
+    def _still_scanning(self, ident: tuple[str, str]) -> bool:
+        future = self._inflight.get(ident)
+        if future is None:
+            return False
+        try:
+            future.get(timeout=0)
+        except pykka.Timeout:
+            return True
+        except Exception:  # noqa: S110 - the failure was reported by its own cycle
+            pass
+        del self._inflight[ident]
+        return False
 
     def _opencode_hints(
         self, links: list[UpstreamLink]
@@ -250,6 +280,7 @@ class UpstreamService:
     def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
                                      reads=self._reads, settings=self._settings,
+                                     memory=self._memory, publish=self._publish,
                                      node_readers=self.node_reader, clock=self._clock)
 
     # --- cadence -------------------------------------------------------------

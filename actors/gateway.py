@@ -639,12 +639,16 @@ class Gateway:
         if not isinstance(path, str | os.PathLike):
             raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
         file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
-        v.check_text(thread_id, "thread_id", optional=True)
+        if "\x00" in file_path:
+            raise InvalidArgument("path contains a NUL character")
+        v.check_optional_key(thread_id, "thread_id")
+        if not isinstance(from_start, bool):
+            raise v.ArgumentTypeError("from_start must be a bool")
         if source == "opencode" and thread_id is None:
             raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
         result = self._best_effort(partial(
             self._upstream.adopt, key, agent, source=source, path=file_path,
-            thread_id=thread_id, from_start=bool(from_start)), "adopt")
+            thread_id=thread_id, from_start=from_start), "adopt")
         return result if isinstance(result, UpstreamLink) else None
 
     def adopt_remote(self, key: str, *, node_id: str, thread_id: str,
@@ -684,7 +688,10 @@ class Gateway:
         self._upstream.register_node_reader(node_id, reader)
 
     def note_own_text(self, key: str, text: str) -> None:
-        """Record that the gateway itself forwarded ``text`` into upstream session ``key``.
+        """Record that the gateway itself is forwarding ``text`` into upstream session ``key``.
+
+        Call it *before* writing the text upstream: a scan that runs in
+        between would otherwise count the gateway's own text as a person's.
 
         Only a hash of the normalized text is stored; the session's last
         ``own_text_window`` of them are self-echo: an upstream human turn

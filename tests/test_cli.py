@@ -94,7 +94,7 @@ def test_classify_reports_bad_opencode_input_in_one_line(
     assert main(["classify", "--source", "opencode", str(db)]) == 1
     assert "--session is required" in capsys.readouterr().err
     assert main(["classify", "--source", "pi", str(tmp_path)]) == 1
-    assert "not_a_regular_file" in capsys.readouterr().err
+    assert "not a regular file" in capsys.readouterr().err
 
 
 def test_the_scan_benchmark_runs_on_the_real_fixtures(capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,6 +76,21 @@ def _read_range(path: str, offset: int, length: int) -> bytes | None:
         os.close(fd)
 
 
+class _Header(msgspec.Struct):
+    id: object = None
+
+
+_header_decoder = msgspec.json.Decoder(_Header)
+
+
+def _header_id(head: bytes) -> str | None:
+    try:
+        value = _header_decoder.decode(head).id
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
 def jsonl_baseline(
     source: str, path: str, *, thread_id: str | None, from_start: bool
 ) -> Baseline | None:
@@ -98,7 +113,7 @@ def jsonl_baseline(
             return None
         offset, check = end
     refusal: str | None = None
-    default_thread = Path(path).stem
+    default_thread = Path(os.path.realpath(path)).stem
     if source == "codex":
         from actors.upstream.codex import codex_link_refusal, read_codex_thread  # noqa: PLC0415
 
@@ -112,6 +127,9 @@ def jsonl_baseline(
         version = pi_header_version(head)
         if version is None or version < 3:
             refusal = "legacy_pi_format"
+        header_id = _header_id(head)
+        if header_id:
+            default_thread = header_id
     return Baseline(
         host_id="gateway:local", thread_id=thread_id or default_thread,
         upstream_ref={"path": os.path.realpath(path)},

@@ -1,4 +1,4 @@
-"""``ssa classify``: the monitor's own classifiers over a whole transcript."""
+"""``ssa classify``: the monitor's own decisions over a whole transcript."""
 
 from __future__ import annotations
 
@@ -10,20 +10,27 @@ from typing import Any
 import apsw
 
 from actors.errors import InvalidArgument, SessionStateError
+from actors.upstream._baseline import jsonl_baseline
 from actors.upstream._files import file_state
 from actors.upstream._scan import line_classifier
 
 __all__ = ["classify_units"]
 
 
-def classify_units(source: str, path: str, *, session: str | None = None
-                   ) -> Iterator[dict[str, Any]]:
-    """Yield one decision per unit: ``{"line": n, "human": ..., "reason": ...}``.
+def classify_units(source: str, path: str, *, session: str | None = None,
+                   scan_cap_bytes: int = 1 << 20) -> Iterator[dict[str, Any]]:
+    """Yield the monitor's decision for each unit of a transcript.
 
-    JSONL sources yield one entry per non-blank line (0-based line index);
-    OpenCode yields ``{"message": id, "session": id, "human": ..., "reason": ...}``
-    per message of ``session``. A line the monitor would stop at carries
-    ``"stop": true``. Runs in the caller's thread; reads the file lazily.
+    JSONL sources yield ``{"line": n, "human": ..., "reason": ...}`` per
+    non-blank line (0-based index), exactly as a monitor scanning the file
+    from its start would decide: a final line without a newline is
+    ``partial_line`` (it waits), a line longer than ``scan_cap_bytes`` is
+    ``exceeds_scan_cap`` and every line behind it or behind a line that stops
+    a scan (``"stop": true``) is ``not_reached``; for a source that gets no
+    upstream link (legacy Pi, a Codex thread not started by a user) every
+    line is ``not_monitored: <why>``. OpenCode yields
+    ``{"message": id, "session": id, "human": ..., "reason": ...}`` per message.
+    Runs in the caller's thread; reads the file lazily.
 
     Raises:
         InvalidArgument: OpenCode without ``session``, or an unknown source.
@@ -31,26 +38,18 @@ def classify_units(source: str, path: str, *, session: str | None = None
     """
     state = file_state(path)
     if state.kind != "ok":
-        raise SessionStateError(f"cannot read {path}: {state.reason}")
+        why = "not found" if state.reason == "not_found" else state.reason.replace("_", " ")
+        raise SessionStateError(f"cannot read {path}: {why}")
     if source == "opencode":
-        if not session:
-            raise InvalidArgument("--session is required for opencode")
-        from actors.upstream.opencode import classify_db_session  # noqa: PLC0415
-
-        try:
-            decisions = classify_db_session(path, session)
-        except LookupError:
-            raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
-        except apsw.Error as exc:
-            raise SessionStateError(f"cannot read {path}: {exc}") from exc
-        for message_id, unit in decisions:
-            yield {"message": message_id, "session": session, "human": unit.human,
-                   "reason": unit.reason}
+        yield from _opencode(path, session)
         return
     try:
         classify = line_classifier(source)
     except KeyError:
         raise InvalidArgument(f"unknown source {source!r}") from None
+    baseline = jsonl_baseline(source, path, thread_id=None, from_start=True)
+    refusal = baseline.refusal if baseline is not None else None
+    blocked_by: str | None = None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -60,11 +59,37 @@ def classify_units(source: str, path: str, *, session: str | None = None
             for index, line in enumerate(handle):
                 if not line.strip():
                     continue
-                unit = classify(line.rstrip(b"\n"))
-                entry: dict[str, Any] = {"line": index, "human": unit.human,
-                                         "reason": unit.reason}
-                if unit.stop:
-                    entry["stop"] = True
+                entry: dict[str, Any] = {"line": index, "human": False}
+                if blocked_by is not None:
+                    entry["reason"] = "not_reached"
+                elif not line.endswith(b"\n"):
+                    entry["reason"] = "partial_line"
+                elif len(line) > scan_cap_bytes:
+                    entry["reason"] = blocked_by = "exceeds_scan_cap"
+                else:
+                    unit = classify(line.rstrip(b"\n"))
+                    entry["human"] = unit.human and refusal is None
+                    entry["reason"] = (unit.reason if refusal is None
+                                       else f"not_monitored: {refusal} ({unit.reason})")
+                    if unit.stop:
+                        entry["stop"] = True
+                        blocked_by = unit.reason
                 yield entry
     except OSError as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+
+
+def _opencode(path: str, session: str | None) -> Iterator[dict[str, Any]]:
+    if not session:
+        raise InvalidArgument("--session is required for opencode")
+    from actors.upstream.opencode import classify_db_session  # noqa: PLC0415
+
+    try:
+        decisions = classify_db_session(path, session)
+    except LookupError:
+        raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
+    except apsw.Error as exc:
+        raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    for message_id, unit in decisions:
+        yield {"message": message_id, "session": session, "human": unit.human,
+               "reason": unit.reason}

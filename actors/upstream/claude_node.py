@@ -10,6 +10,7 @@ A remote read cannot prove a thread was deleted, so these links never report
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,14 +40,45 @@ class NodeTranscriptReader(Protocol):
         ...
 
 
-def node_baseline(reader: NodeTranscriptReader, thread_id: str) -> dict[str, Any] | None:
+def _bounded(reader: NodeTranscriptReader, thread_id: str, limit: int,
+             timeout: float) -> list[Mapping[str, Any]]:
+    """Call the host's reader in a daemon thread, giving up after ``timeout`` seconds.
+
+    A reader that never returns is abandoned (its daemon thread cannot keep
+    the process alive) instead of stalling the monitor and ``close()``.
+
+    Raises:
+        TimeoutError: the reader did not answer in time.
+        BaseException: whatever the reader raised.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = list(reader.read_latest(thread_id, limit))
+        except BaseException as exc:  # host code: handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="ssa-node-reader", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"the paired-node reader did not answer within {timeout:.1f}s")
+    if "error" in box:
+        raise box["error"]
+    value: list[Mapping[str, Any]] = box["value"]
+    return value
+
+
+def node_baseline(reader: NodeTranscriptReader, thread_id: str, *,
+                  timeout: float = 10.0) -> dict[str, Any] | None:
     """The starting marker ``{"uuid": newest uuid or None}``; ``None`` means no link.
 
     A newest item without a ``uuid`` cannot anchor a marker (anchor §4.5 item
     78); a failing reader gives no link either.
     """
     try:
-        items = list(reader.read_latest(thread_id, 1))
+        items = _bounded(reader, thread_id, 1, timeout)
     except BaseException:  # host code
         logger.warning("the paired-node reader failed while baselining a thread", exc_info=True)
         return None
@@ -57,14 +89,15 @@ def node_baseline(reader: NodeTranscriptReader, thread_id: str) -> dict[str, Any
 
 
 def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, Any], *,
-              own_hashes: frozenset[str], now: int) -> ScanResult:
+              own_hashes: frozenset[str], now: int, timeout: float = 10.0) -> ScanResult:
     """Classify the items newer than the marker among the latest 50 (anchor §3.17).
 
     Items before the marker's uuid are new (all 50 when the marker is
-    ``None`` or not among them). Never reports missing. Never raises.
+    ``None`` or not among them). Never reports missing. Never raises; a
+    reader that fails or takes longer than ``timeout`` seconds is transient.
     """
     try:
-        items = list(reader.read_latest(thread_id, NODE_SCAN_LIMIT))
+        items = _bounded(reader, thread_id, NODE_SCAN_LIMIT, timeout)
     except BaseException:  # host code: nothing it raises may stop the monitor
         logger.warning("the paired-node reader failed", exc_info=True)
         return ScanResult(kind="transient", reason="reader_failed")

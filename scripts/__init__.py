@@ -1,0 +1,1 @@
+"""Operational scripts: load, benchmark and soak runs (run from a checkout)."""

@@ -1,0 +1,173 @@
+"""Regression tests for defects a new-user adversary found in the upstream monitors.
+
+Each test is named after the fault it pins down.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors import Gateway, GatewayConfig
+from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
+from actors.upstream._classify import classify_units
+from tests._upstream_rows import claude_user, pi_header, pi_user
+from tests.conftest import WATCHER
+
+TIMEOUT = 10.0
+
+
+def _pi(path: Path, *rows: bytes) -> Path:
+    path.write_bytes(pi_header(3) + b"".join(rows))
+    return path
+
+
+def _watched(gw: Gateway, key: str, path: Path, source: str = "pi") -> None:
+    assert gw.adopt(key, source=source, path=path) is not None
+    assert gw.watch(WATCHER, key)
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+def test_missing_streaks_survive_monitor_eviction_when_links_outnumber_the_cap(
+    open_gateway: Callable[..., Gateway], tmp_path: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(max_monitor_actors=2))
+    paths = [_pi(tmp_path / f"s{i}.jsonl", pi_user("history")) for i in range(6)]
+    for i, path in enumerate(paths):
+        _watched(gw, f"agent:main:p{i}", path)
+    paths[0].unlink()
+    kinds = [[e.kind for e in gw.scan_upstream()] for _ in range(3)]
+    assert kinds == [[], [], ["upstream_missing"]]
+
+
+def test_a_turn_after_a_rebaseline_is_not_lost_to_an_old_dedupe_id(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    path = _pi(tmp_path / "s.jsonl", pi_user("history"))
+    base = path.read_bytes()
+    _watched(gateway, "agent:main:pi", path)
+    _append(path, pi_user("first"))
+    assert len(gateway.scan_upstream()) == 1
+    replacement = tmp_path / "s.tmp"
+    replacement.write_bytes(base)
+    replacement.replace(path)  # same name, new inode, shorter: re-baseline
+    assert gateway.scan_upstream() == []
+    _append(path, pi_user("other"))  # ends at the same offset as "first" did
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+
+
+def test_a_file_rewritten_in_place_that_grew_is_rebaselined_not_blinded(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    path = _pi(tmp_path / "s.jsonl", pi_user("one"), pi_user("two"))
+    _watched(gateway, "agent:main:pi", path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    label = b'{"type":"label","id":"x1","targetId":"y","label":"m"}\n'
+    with path.open("r+b") as handle:  # same inode, every later byte shifted
+        handle.write(lines[0] + label + b"".join(lines[1:]))
+    assert gateway.scan_upstream() == []
+    counted = 0
+    for i in range(3):
+        _append(path, pi_user(f"after {i}"))
+        counted += len(gateway.scan_upstream())
+    assert counted == 3
+
+
+class HungNode:
+    """A node reader that blocks until released (then answers with nothing new)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.hang = False
+        self.items: list[dict[str, Any]] = [{"type": "user", "uuid": "u-1"}]
+
+    def read_latest(self, thread_id: str, limit: int) -> Sequence[Mapping[str, Any]]:
+        if self.hang:
+            self.release.wait(30)
+        return list(self.items)
+
+
+def test_a_hung_node_reader_neither_stalls_other_links_nor_close(
+    open_gateway: Callable[..., Gateway], tmp_path: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(ask_timeout_s=1.0))
+    node = HungNode()
+    try:
+        assert gw.adopt_remote("agent:main:node", node_id="n1", thread_id="t", reader=node)
+        assert gw.watch(WATCHER, "agent:main:node")
+        path = _pi(tmp_path / "s.jsonl", pi_user("history"))
+        _watched(gw, "agent:main:pi", path)
+        node.hang = True
+        _append(path, pi_user("typed while the node hangs"))
+        started = time.monotonic()
+        events = gw.scan_upstream()
+        assert time.monotonic() - started < 3 * 1.0 + 1.0
+        assert [e.session_key for e in events] == ["agent:main:pi"]
+        assert len(gw.pending_notices(WATCHER)) == 1
+        started = time.monotonic()
+        gw.close(timeout=2.0)
+        assert time.monotonic() - started < 4.0
+    finally:
+        node.release.set()  # let the abandoned daemon reader thread finish
+
+
+@pytest.mark.parametrize("field", ["upstream_interval_s", "upstream_initial_delay_s",
+                                   "ask_timeout_s"])
+def test_infinite_intervals_are_rejected_by_the_config(field: str) -> None:
+    with pytest.raises(InvalidArgument, match=field):
+        GatewayConfig(**{field: float("inf")})
+
+
+def test_classify_reports_what_the_monitor_would_decide(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(pi_header(3) + pi_user("counted") + b"{not json}\n" + pi_user("behind")
+                     + pi_user("no newline").rstrip(b"\n"))
+    reasons = [(u["line"], u["human"], u["reason"]) for u in classify_units("pi", str(path))]
+    assert reasons == [(0, False, "header"), (1, True, "typed"), (2, False, "invalid_json"),
+                       (3, False, "not_reached"), (4, False, "not_reached")]
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(claude_user("x" * 3000) + claude_user("after") + claude_user("tail")[:-1])
+    assert [u["reason"] for u in classify_units("claude", str(big), scan_cap_bytes=1000)] == [
+        "exceeds_scan_cap", "not_reached", "not_reached"]
+    legacy = tmp_path / "legacy.jsonl"
+    legacy.write_bytes(pi_header(None) + pi_user("typed"))
+    assert [u["human"] for u in classify_units("pi", str(legacy))] == [False, False]
+    assert "not_monitored: legacy_pi_format" in next(
+        iter(u["reason"] for u in classify_units("pi", str(legacy)) if u["line"] == 1))
+
+
+def test_adopt_rejects_bad_paths_flags_and_thread_ids(gateway: Gateway, tmp_path: Path) -> None:
+    path = _pi(tmp_path / "s.jsonl", pi_user("x"))
+    with pytest.raises(InvalidArgument, match="NUL"):
+        gateway.adopt("agent:main:a", source="pi", path=str(path) + "\x00x")
+    with pytest.raises(ArgumentTypeError, match="from_start"):
+        gateway.adopt("agent:main:a", source="pi", path=path, from_start="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidSessionKey, match="thread_id"):
+        gateway.adopt("agent:main:a", source="pi", path=path, thread_id="t\x00")
+
+
+def test_thread_ids_come_from_the_session_not_from_a_symlink_name(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    pi = _pi(tmp_path / "2026-06-05T05-24-28-246Z_abc.jsonl", pi_user("x"))
+    link = gateway.adopt("agent:main:pi", source="pi", path=pi)
+    assert link is not None
+    assert link.thread_id == "019e963d-6bd6-7ade-8a49-256ac3391bdd"  # the header's id
+    claude = tmp_path / "4f1c8a52.jsonl"
+    claude.write_bytes(claude_user("x"))
+    alias = tmp_path / "alias.jsonl"
+    os.symlink(claude, alias)
+    linked = gateway.adopt("agent:main:claude", source="claude", path=alias)
+    assert linked is not None
+    assert linked.thread_id == "4f1c8a52"
+    assert linked.upstream_ref["path"] == str(claude)
