@@ -304,6 +304,10 @@ class Gateway:
         agent = v.check_agent_id(agent_id) or agent_id_of(key)
         v.check_text(session_id, "session_id", optional=True)
         v.check_optional_key(spawned_by, "spawned_by")
+        if spawned_by == key:
+            raise InvalidArgument("spawned_by must name another session, not key itself")
+        if chat_type is not None and not isinstance(chat_type, str):
+            raise v.ArgumentTypeError(f"chat_type must be a str, not {type(chat_type).__name__}")
         if chat_type is not None and chat_type not in _CHAT_TYPES:
             raise InvalidArgument(f"chat_type must be one of {sorted(_CHAT_TYPES)}")
         patch = UpsertSession(session_key=key, agent_id=agent, session_id=session_id,
@@ -325,9 +329,10 @@ class Gateway:
         self._guard()
         v.check_key(parent_key, "parent_key")
         v.check_key(child_key, "child_key")
+        if parent_key == child_key:
+            raise InvalidArgument("parent_key and child_key must differ")
         v.check_text(run_id, "run_id")
-        watchers = (parent_key,) if is_agent_qualified(parent_key) and parent_key != child_key \
-            else ()
+        watchers = (parent_key,) if is_agent_qualified(parent_key) else ()
         return self._record(RecordEvent(
             session_key=child_key, agent_id=agent_id_of(child_key), kind="child_spawned",
             actor_type="agent", actor_id=parent_key, run_id=run_id,
@@ -427,6 +432,8 @@ class Gateway:
         """
         self._guard()
         v.check_key(key, "key")
+        if not isinstance(action, str):
+            raise v.ArgumentTypeError(f"action must be a str, not {type(action).__name__}")
         if action not in _GOAL_ACTIONS:
             raise InvalidArgument(f"action must be one of {sorted(_GOAL_ACTIONS)}")
         v.check_actor_type(actor_type)
@@ -634,6 +641,8 @@ class Gateway:
         self._guard()
         v.check_key(key, "key")
         agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        if not isinstance(source, str):
+            raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
         if source not in SOURCES:
             raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
         if not isinstance(path, str | os.PathLike):

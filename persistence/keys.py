@@ -34,6 +34,7 @@ MAX_KEY_LENGTH = 512
 _QUOTE_LOOKALIKES = frozenset(
     '"\\\u00ab\u00bb\u02ba\u02dd\u02ee\u201c\u201d\u201e\u201f\u2033\u2036'
     "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02"
+    "\u05f4\u3003\u02f6\u1cd3\u2760\U0001f676\U0001f677\U0001f678"
 )
 
 

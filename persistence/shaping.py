@@ -33,6 +33,8 @@ def shape_record(command: RecordEvent, entry: EntryRow | None) -> RecordEvent:
     """
     changes: dict[str, Any] = {}
     parent = entry.spawned_by if entry else None
+    if parent == command.session_key:
+        parent = None  # a session is never its own watcher
     if command.session_id is None and entry is not None and entry.session_id is not None:
         changes["session_id"] = entry.session_id
     if command.shape != "none" and parent and is_agent_qualified(parent):
