@@ -1,62 +1,44 @@
 """The thread-safe ``Gateway`` facade that a threaded agent gateway holds."""
 
+
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
 
 import apsw
 import pykka
 
 from actors import _validate as v
-from actors._base import on_our_thread
 from actors._config import GatewayConfig
-from actors._cursor import CursorActor
+from actors._facade import wall_clock
 from actors._messages import (
     Deliver,
     Drain,
     DrainOutcome,
     EnqueueEvent,
     PendingTexts,
-    Publish,
     Register,
     Reset,
     TakeMessages,
     Withdraw,
 )
-from actors._registry import ActorPool
-from actors._session import Handoff, SessionActor
 from actors._types import SendResult, SessionStateEventInput
-from actors._upstream import SOURCES, UpstreamService
-from actors._waker import WakerActor
+from actors._upstream_api import UpstreamApi
 from actors.errors import (
-    GatewayClosed,
-    GatewayUnavailable,
     InvalidArgument,
-    ReentrantCall,
-    SessionStateError,
     StorageError,
 )
-from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import (
     DeleteOutcome,
     DeleteSession,
-    NoticeDescriptor,
     OwnerLock,
-    PersistenceActor,
     Ping,
     Prune,
-    ReadPool,
     RecordEvent,
-    RecordOutcome,
     SessionRow,
     SessionStateEvent,
     SessionStatus,
@@ -64,7 +46,6 @@ from persistence import (
     Sweep,
     SweepOutcome,
     UpsertSession,
-    UpstreamLink,
     list_sessions,
     open_connection,
     prepare_path,
@@ -72,7 +53,6 @@ from persistence import (
     read_version,
     submit,
 )
-from persistence._writer import FATAL_ERRORS
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["Gateway", "default_state_path"]
@@ -89,14 +69,6 @@ _RUN_SUMMARIES = {
     "cancelled": "child run cancelled",
 }
 _CHAT_TYPES = frozenset({"direct", "group", "channel"})
-_ACTOR_FAILURES = (StorageError, GatewayUnavailable, pykka.Timeout, pykka.ActorDeadError,
-                   apsw.Error)
-
-
-def _wall_clock() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def default_state_path() -> Path:
     """The embedded default database path (``api-contract.md``, ``Gateway.open``).
 
@@ -110,7 +82,7 @@ def default_state_path() -> Path:
     return Path.home() / ".local" / "state" / "ssa" / "state.sqlite"
 
 
-class Gateway:
+class Gateway(UpstreamApi):
     """Session state awareness for one gateway process (``api-contract.md``).
 
     Create it with :meth:`open`; close it with :meth:`close` or a ``with``
@@ -130,37 +102,6 @@ class Gateway:
     when an internal actor does not answer in time. Producers and upstream
     scans never raise for storage faults: they log and return ``None``.
     """
-
-    def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
-                 on_wake: Callable[[str], None] | None, lock: OwnerLock) -> None:
-        """Internal: use :meth:`open`."""
-        self._lock = lock
-        self.path = path
-        self.config = config
-        self._clock = clock
-        self._timeout = config.ask_timeout_s
-        self._closed = False
-        self._close_lock = threading.Lock()
-        self._reads = ReadPool(str(path), size=config.read_connections,
-                               busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
-        self._fatal = threading.Event()
-        self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
-            str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
-            busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
-            max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
-            vfs=config.vfs, fatal=self._fatal,
-        )
-        self._waker: pykka.ActorRef[Any] | None = (
-            WakerActor.start(on_wake) if on_wake is not None else None
-        )
-        self._handoff = Handoff()
-        self._sessions: ActorPool[tuple[str, str]] = ActorPool(
-            self._start_session, cap=config.max_session_actors, name="session",
-            join_timeout=config.ask_timeout_s)
-        self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
-            self._start_cursor, cap=config.max_cursor_actors, name="cursor")
-        self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
-                                         config=config, clock=clock, publish=self._publish)
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -220,7 +161,7 @@ class Gateway:
             if isinstance(exc, apsw.Error):
                 raise StorageError(f"cannot open {db_path}: {exc}") from exc
             raise
-        gateway = cls(db_path, config, clock or _wall_clock, on_wake, lock)
+        gateway = cls(db_path, config, clock or wall_clock, on_wake, lock)
         try:
             gateway._persistence.ask(Ping(), timeout=gateway._timeout)
             sweep: SweepOutcome = submit(gateway._persistence, Sweep(), timeout=gateway._timeout)
@@ -234,51 +175,6 @@ class Gateway:
         if monitor:
             gateway._upstream.start_cadence()
         return gateway
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop every actor this gateway started, and nothing else.
-
-        Args:
-            timeout: seconds to wait for each actor to stop.
-
-        Idempotent; safe from any thread but the gateway's own. Pending
-        notices are durable and come back at the next :meth:`open`.
-        """
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        stuck = 0
-        # Each step is isolated: one failing step never skips the others.
-        steps: list[Callable[[], int | None]] = [
-            partial(self._upstream.stop, timeout), partial(self._cursors.stop_all, timeout),
-            partial(self._sessions.stop_all, timeout)]
-        steps += [partial(self._stop_ref, ref, timeout)
-                  for ref in (self._waker, self._persistence) if ref is not None]
-        steps += [self._reads.close, self._lock.release]
-        for step in steps:
-            try:
-                stuck += step() or 0
-            except Exception:
-                logger.exception("a step of close() failed; continuing")
-        if stuck:
-            logger.error("%d gateway actors were still running after close()", stuck)
-
-    @staticmethod
-    def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:
-        try:
-            ref.stop(block=True, timeout=timeout)
-        except pykka.Timeout:
-            logger.error("an actor did not stop within %.1fs", timeout)
-            return 1
-        return 0
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     # --- sessions ------------------------------------------------------------
 
@@ -606,132 +502,6 @@ class Gateway:
             logger.warning("sessions_list read failed: %s", exc)
             return []
 
-    # --- upstream ------------------------------------------------------------
-
-    def adopt(self, key: str, *, source: str, path: str | os.PathLike[str],
-              thread_id: str | None = None, agent_id: str | None = None,
-              from_start: bool = False) -> UpstreamLink | None:
-        """Adopt a session of another coding agent and link it for monitoring.
-
-        Records ``adopted`` (log only) and creates or refreshes the upstream
-        link of ``(key, agent_id)``, whose marker is the source's current end
-        (the end of its last complete line), or its beginning with
-        ``from_start``. Re-adopting the same source keeps scan progress; a
-        different source rebases. Only links of watched sessions are scanned.
-
-        Args:
-            key: the gateway's session key for it.
-            source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
-            path: the transcript file (OpenCode: the ``opencode.db`` file).
-            thread_id: the upstream session id (required for OpenCode;
-                default: derived from the file).
-            agent_id: the owning agent (default: the key's).
-            from_start: scan the whole existing transcript on the first scan.
-
-        Returns:
-            The link, or ``None`` when the source cannot be trusted (Pi files
-            older than format v3, Codex threads not started by a user, OpenCode
-            child sessions: ``adopted`` is still recorded) or cannot be read
-            (nothing is recorded), or on a storage fault (logged).
-
-        Raises:
-            InvalidArgument: unknown ``source``, or OpenCode without ``thread_id``.
-            ArgumentTypeError: ``path`` is not a path.
-        """
-        self._guard()
-        v.check_key(key, "key")
-        agent = v.check_agent_id(agent_id) or agent_id_of(key)
-        if not isinstance(source, str):
-            raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
-        if source not in SOURCES:
-            raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
-        if not isinstance(path, str | os.PathLike):
-            raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
-        file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
-        if "\x00" in file_path:
-            raise InvalidArgument("path contains a NUL character")
-        v.check_optional_key(thread_id, "thread_id")
-        if not isinstance(from_start, bool):
-            raise v.ArgumentTypeError("from_start must be a bool")
-        if source == "opencode" and thread_id is None:
-            raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
-        result = self._best_effort(partial(
-            self._upstream.adopt, key, agent, source=source, path=file_path,
-            thread_id=thread_id, from_start=from_start), "adopt")
-        return result if isinstance(result, UpstreamLink) else None
-
-    def adopt_remote(self, key: str, *, node_id: str, thread_id: str,
-                     reader: NodeTranscriptReader,
-                     agent_id: str | None = None) -> UpstreamLink | None:
-        """Adopt a Claude Code thread that lives on a paired node.
-
-        The host supplies ``reader`` (see
-        :class:`~actors.upstream.claude_node.NodeTranscriptReader`); each scan
-        classifies the latest 50 items against the newest uuid seen. Such
-        links never report ``upstream_missing`` (a remote read cannot prove a
-        deletion). After a restart, call :meth:`register_node_reader` again;
-        until then the node's links are skipped.
-
-        Returns:
-            The link, or ``None`` when the newest item has no uuid, the reader
-            fails, or on a storage fault (all logged).
-        """
-        self._guard()
-        v.check_key(key, "key")
-        agent = v.check_agent_id(agent_id) or agent_id_of(key)
-        v.check_agent_id(node_id, "node_id")
-        v.check_text(thread_id, "thread_id")
-        if not isinstance(reader, NodeTranscriptReader):
-            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
-        result = self._best_effort(partial(
-            self._upstream.adopt_remote, key, agent, node_id=node_id, thread_id=thread_id,
-            reader=reader), "adopt_remote")
-        return result if isinstance(result, UpstreamLink) else None
-
-    def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
-        """Supply the reader of a paired node's transcripts (after a restart, for example)."""
-        self._guard()
-        v.check_agent_id(node_id, "node_id")
-        if not isinstance(reader, NodeTranscriptReader):
-            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
-        self._upstream.register_node_reader(node_id, reader)
-
-    def note_own_text(self, key: str, text: str) -> None:
-        """Record that the gateway itself is forwarding ``text`` into upstream session ``key``.
-
-        Call it *before* writing the text upstream: a scan that runs in
-        between would otherwise count the gateway's own text as a person's.
-
-        Only a hash of the normalized text is stored; the session's last
-        ``own_text_window`` of them are self-echo: an upstream human turn
-        with the same normalized text does not count. A storage fault is
-        logged, not raised.
-        """
-        self._guard()
-        v.check_key(key, "key")
-        if not isinstance(text, str):
-            raise v.ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
-        self._best_effort(partial(self._upstream.note_own_text, key, agent_id_of(key), text),
-                          "note_own_text")
-
-    def scan_upstream(self) -> list[SessionStateEvent]:
-        """Run one monitor cadence now over every link some watcher watches.
-
-        Blocks until every scan finished (bounded by the configured timeouts);
-        notices are queued before it returns. Never raises for storage or
-        source faults (they are logged).
-
-        Returns:
-            The events this cadence recorded (``human_direct_message``,
-            ``upstream_missing``).
-        """
-        self._guard()
-        try:
-            return self._upstream.scan_cycle()
-        except (*_ACTOR_FAILURES, GatewayClosed) as exc:
-            logger.warning("scan_upstream failed: %s: %s", type(exc).__name__, exc)
-            return []
-
     # --- notices -------------------------------------------------------------
 
     def pending_notices(self, watcher_key: str) -> list[str]:
@@ -776,98 +546,3 @@ class Gateway:
         return bool(self._ask_session((key, agent_id_of(key)),
                                       EnqueueEvent(text=text, context_key=context_key)))
 
-    # --- internals -----------------------------------------------------------
-
-    def _guard(self) -> None:
-        if on_our_thread():
-            raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
-        if not self._closed and (self._fatal.is_set() or not self._persistence.is_alive()):
-            logger.error("closing the gateway: its database or its writer is unusable")
-            self.close()
-        if self._closed:
-            raise GatewayClosed("the gateway is closed")
-
-    def _note_read_fault(self, exc: BaseException) -> None:
-        # Corruption met by a read is as fatal as one met by a write.
-        if isinstance(exc, FATAL_ERRORS) or isinstance(exc.__cause__, FATAL_ERRORS):
-            logger.error("a read found the signal-log database corrupt: %s", exc)
-            self._fatal.set()
-
-    def _has_session_state(self, key: tuple[str, str]) -> bool:
-        return self._sessions.peek(key) is not None or self._handoff.has(key)
-
-    def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
-        return SessionActor.start(
-            key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
-            timeout=self._timeout, handoff=self._handoff)
-
-    def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
-        return CursorActor.start(
-            key[0], (key[1], key[2]), resolve_session=lambda k, a: self._sessions.get((k, a)),
-            watcher_agent_id=agent_id_of(key[0]), persistence=self._persistence,
-            waker=self._waker, timeout=self._timeout)
-
-    def _ask_session(self, key: tuple[str, str], message: object) -> Any:
-        return self._ask(self._sessions, key, message)
-
-    def _ask_cursor(self, key: tuple[str, str, str], message: object) -> Any:
-        return self._ask(self._cursors, key, message)
-
-    def _ask(self, pool: ActorPool[Any], key: Any, message: object) -> Any:
-        # Actor asks wait on inner requests of up to `timeout`, so allow two.
-        for _attempt in (1, 2):
-            try:
-                return pool.get(key).ask(message, timeout=2 * self._timeout)
-            except pykka.ActorDeadError:
-                if self._closed:
-                    raise GatewayClosed("the gateway was closed during the call") from None
-            except pykka.Timeout:
-                raise GatewayUnavailable(
-                    f"no answer within {2 * self._timeout:.1f}s ({type(message).__name__})"
-                ) from None
-            except (SessionStateError, StorageError):
-                raise
-            except Exception as exc:  # a bug in an actor: logged there at ERROR
-                raise GatewayUnavailable(
-                    f"{type(message).__name__} failed: {type(exc).__name__}") from exc
-        raise GatewayUnavailable(f"the actor stopped twice ({type(message).__name__})")
-
-    def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
-        try:
-            return call()
-        except StorageError as exc:
-            # The persistence actor logs each storage-fault episode once.
-            logger.debug("%s failed: %s", what, exc)
-            return None
-        except _ACTOR_FAILURES as exc:
-            logger.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
-            return None
-
-    def _record(self, command: RecordEvent) -> SessionStateEvent | None:
-        outcome = self._best_effort(
-            lambda: submit(self._persistence, command, timeout=self._timeout),
-            f"recording {command.kind}")
-        if not isinstance(outcome, RecordOutcome):
-            return None
-        self._publish(outcome.notices)
-        return outcome.event
-
-    def _publish(self, notices: Iterable[NoticeDescriptor]) -> None:
-        pending = []
-        for descriptor in notices:
-            key = (descriptor.watcher_key, descriptor.target_key, descriptor.target_agent_id)
-            message = Publish(descriptor=descriptor)
-            try:
-                future = self._cursors.get(key).ask(message, block=False)
-            except pykka.ActorDeadError:
-                future = None
-            pending.append((key, message, future))
-        for key, message, future in pending:
-            try:
-                if future is None:
-                    raise pykka.ActorDeadError("retry")
-                future.get(timeout=2 * self._timeout)
-            except pykka.ActorDeadError:
-                self._best_effort(partial(self._ask_cursor, key, message), "publishing a notice")
-            except Exception as exc:  # the durable cursor stays pending; a drain/restart heals
-                logger.warning("publishing a notice failed: %s: %s", type(exc).__name__, exc)

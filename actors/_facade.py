@@ -1,0 +1,240 @@
+"""The gateway's machinery: construction, shutdown and the internal request paths.
+
+:class:`actors.Gateway` builds on this; users never touch it directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import apsw
+import pykka
+
+from actors._base import on_our_thread
+from actors._config import GatewayConfig
+from actors._cursor import CursorActor
+from actors._messages import Publish
+from actors._registry import ActorPool
+from actors._session import Handoff, SessionActor
+from actors._upstream import UpstreamService
+from actors._waker import WakerActor
+from actors.errors import (
+    GatewayClosed,
+    GatewayUnavailable,
+    ReentrantCall,
+    SessionStateError,
+    StorageError,
+)
+from persistence import (
+    NoticeDescriptor,
+    OwnerLock,
+    PersistenceActor,
+    ReadPool,
+    RecordEvent,
+    RecordOutcome,
+    SessionStateEvent,
+    submit,
+)
+from persistence._writer import FATAL_ERRORS
+from persistence.keys import agent_id_of
+
+__all__ = ["GatewayCore", "wall_clock"]
+
+logger = logging.getLogger("actors.gateway")
+
+Clock = Callable[[], int]
+_ACTOR_FAILURES = (StorageError, GatewayUnavailable, pykka.Timeout, pykka.ActorDeadError,
+                   apsw.Error)
+
+
+def wall_clock() -> int:
+    """The system clock in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class GatewayCore:
+    """Actors, pools, lifecycle and the request paths shared by the public methods.
+
+    Thread-safe; see :class:`actors.Gateway` for the public contract.
+    """
+
+    def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
+                 on_wake: Callable[[str], None] | None, lock: OwnerLock) -> None:
+        """Internal: use :meth:`open`."""
+        self._lock = lock
+        self.path = path
+        self.config = config
+        self._clock = clock
+        self._timeout = config.ask_timeout_s
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._reads = ReadPool(str(path), size=config.read_connections,
+                               busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
+        self._fatal = threading.Event()
+        self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
+            str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
+            busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
+            max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
+            vfs=config.vfs, fatal=self._fatal,
+        )
+        self._waker: pykka.ActorRef[Any] | None = (
+            WakerActor.start(on_wake) if on_wake is not None else None
+        )
+        self._handoff = Handoff()
+        self._sessions: ActorPool[tuple[str, str]] = ActorPool(
+            self._start_session, cap=config.max_session_actors, name="session",
+            join_timeout=config.ask_timeout_s)
+        self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
+            self._start_cursor, cap=config.max_cursor_actors, name="cursor")
+        self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
+                                         config=config, clock=clock, publish=self._publish)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop every actor this gateway started, and nothing else.
+
+        Args:
+            timeout: seconds to wait for each actor to stop.
+
+        Idempotent; safe from any thread but the gateway's own. Pending
+        notices are durable and come back at the next :meth:`open`.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        stuck = 0
+        # Each step is isolated: one failing step never skips the others.
+        steps: list[Callable[[], int | None]] = [
+            partial(self._upstream.stop, timeout), partial(self._cursors.stop_all, timeout),
+            partial(self._sessions.stop_all, timeout)]
+        steps += [partial(self._stop_ref, ref, timeout)
+                  for ref in (self._waker, self._persistence) if ref is not None]
+        steps += [self._reads.close, self._lock.release]
+        for step in steps:
+            try:
+                stuck += step() or 0
+            except Exception:
+                logger.exception("a step of close() failed; continuing")
+        if stuck:
+            logger.error("%d gateway actors were still running after close()", stuck)
+
+    @staticmethod
+    def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:
+        try:
+            ref.stop(block=True, timeout=timeout)
+        except pykka.Timeout:
+            logger.error("an actor did not stop within %.1fs", timeout)
+            return 1
+        return 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- internals -----------------------------------------------------------
+
+    def _guard(self) -> None:
+        if on_our_thread():
+            raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
+        if not self._closed and (self._fatal.is_set() or not self._persistence.is_alive()):
+            logger.error("closing the gateway: its database or its writer is unusable")
+            self.close()
+        if self._closed:
+            raise GatewayClosed("the gateway is closed")
+
+    def _note_read_fault(self, exc: BaseException) -> None:
+        # Corruption met by a read is as fatal as one met by a write.
+        if isinstance(exc, FATAL_ERRORS) or isinstance(exc.__cause__, FATAL_ERRORS):
+            logger.error("a read found the signal-log database corrupt: %s", exc)
+            self._fatal.set()
+
+    def _has_session_state(self, key: tuple[str, str]) -> bool:
+        return self._sessions.peek(key) is not None or self._handoff.has(key)
+
+    def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
+        return SessionActor.start(
+            key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
+            timeout=self._timeout, handoff=self._handoff)
+
+    def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
+        return CursorActor.start(
+            key[0], (key[1], key[2]), resolve_session=lambda k, a: self._sessions.get((k, a)),
+            watcher_agent_id=agent_id_of(key[0]), persistence=self._persistence,
+            waker=self._waker, timeout=self._timeout)
+
+    def _ask_session(self, key: tuple[str, str], message: object) -> Any:
+        return self._ask(self._sessions, key, message)
+
+    def _ask_cursor(self, key: tuple[str, str, str], message: object) -> Any:
+        return self._ask(self._cursors, key, message)
+
+    def _ask(self, pool: ActorPool[Any], key: Any, message: object) -> Any:
+        # Actor asks wait on inner requests of up to `timeout`, so allow two.
+        for _attempt in (1, 2):
+            try:
+                return pool.get(key).ask(message, timeout=2 * self._timeout)
+            except pykka.ActorDeadError:
+                if self._closed:
+                    raise GatewayClosed("the gateway was closed during the call") from None
+            except pykka.Timeout:
+                raise GatewayUnavailable(
+                    f"no answer within {2 * self._timeout:.1f}s ({type(message).__name__})"
+                ) from None
+            except (SessionStateError, StorageError):
+                raise
+            except Exception as exc:  # a bug in an actor: logged there at ERROR
+                raise GatewayUnavailable(
+                    f"{type(message).__name__} failed: {type(exc).__name__}") from exc
+        raise GatewayUnavailable(f"the actor stopped twice ({type(message).__name__})")
+
+    def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
+        try:
+            return call()
+        except StorageError as exc:
+            # The persistence actor logs each storage-fault episode once.
+            logger.debug("%s failed: %s", what, exc)
+            return None
+        except _ACTOR_FAILURES as exc:
+            logger.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
+            return None
+
+    def _record(self, command: RecordEvent) -> SessionStateEvent | None:
+        outcome = self._best_effort(
+            lambda: submit(self._persistence, command, timeout=self._timeout),
+            f"recording {command.kind}")
+        if not isinstance(outcome, RecordOutcome):
+            return None
+        self._publish(outcome.notices)
+        return outcome.event
+
+    def _publish(self, notices: Iterable[NoticeDescriptor]) -> None:
+        pending = []
+        for descriptor in notices:
+            key = (descriptor.watcher_key, descriptor.target_key, descriptor.target_agent_id)
+            message = Publish(descriptor=descriptor)
+            try:
+                future = self._cursors.get(key).ask(message, block=False)
+            except pykka.ActorDeadError:
+                future = None
+            pending.append((key, message, future))
+        for key, message, future in pending:
+            try:
+                if future is None:
+                    raise pykka.ActorDeadError("retry")
+                future.get(timeout=2 * self._timeout)
+            except pykka.ActorDeadError:
+                self._best_effort(partial(self._ask_cursor, key, message), "publishing a notice")
+            except Exception as exc:  # the durable cursor stays pending; a drain/restart heals
+                logger.warning("publishing a notice failed: %s: %s", type(exc).__name__, exc)
+

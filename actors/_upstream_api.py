@@ -1,0 +1,156 @@
+"""The upstream half of the public API: adopting other coding agents' sessions."""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import partial
+
+from actors import _validate as v
+from actors._facade import _ACTOR_FAILURES, GatewayCore
+from actors._upstream import SOURCES
+from actors.errors import (
+    GatewayClosed,
+    InvalidArgument,
+)
+from actors.upstream.claude_node import NodeTranscriptReader
+from persistence import (
+    SessionStateEvent,
+    UpstreamLink,
+)
+from persistence.keys import agent_id_of
+
+__all__ = ["UpstreamApi"]
+
+logger = logging.getLogger("actors.gateway")
+
+
+class UpstreamApi(GatewayCore):
+    """Adopting sessions of other agents: ``adopt``, ``note_own_text``, ``scan_upstream``, ..."""
+
+    # --- upstream ------------------------------------------------------------
+
+    def adopt(self, key: str, *, source: str, path: str | os.PathLike[str],
+              thread_id: str | None = None, agent_id: str | None = None,
+              from_start: bool = False) -> UpstreamLink | None:
+        """Adopt a session of another coding agent and link it for monitoring.
+
+        Records ``adopted`` (log only) and creates or refreshes the upstream
+        link of ``(key, agent_id)``, whose marker is the source's current end
+        (the end of its last complete line), or its beginning with
+        ``from_start``. Re-adopting the same source keeps scan progress; a
+        different source rebases. Only links of watched sessions are scanned.
+
+        Args:
+            key: the gateway's session key for it.
+            source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+            path: the transcript file (OpenCode: the ``opencode.db`` file).
+            thread_id: the upstream session id (required for OpenCode;
+                default: derived from the file).
+            agent_id: the owning agent (default: the key's).
+            from_start: scan the whole existing transcript on the first scan.
+
+        Returns:
+            The link, or ``None`` when the source cannot be trusted (Pi files
+            older than format v3, Codex threads not started by a user, OpenCode
+            child sessions: ``adopted`` is still recorded) or cannot be read
+            (nothing is recorded), or on a storage fault (logged).
+
+        Raises:
+            InvalidArgument: unknown ``source``, or OpenCode without ``thread_id``.
+            ArgumentTypeError: ``path`` is not a path.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        if not isinstance(source, str):
+            raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
+        if source not in SOURCES:
+            raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+        if not isinstance(path, str | os.PathLike):
+            raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
+        file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
+        if "\x00" in file_path:
+            raise InvalidArgument("path contains a NUL character")
+        v.check_optional_key(thread_id, "thread_id")
+        if not isinstance(from_start, bool):
+            raise v.ArgumentTypeError("from_start must be a bool")
+        if source == "opencode" and thread_id is None:
+            raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
+        result = self._best_effort(partial(
+            self._upstream.adopt, key, agent, source=source, path=file_path,
+            thread_id=thread_id, from_start=from_start), "adopt")
+        return result if isinstance(result, UpstreamLink) else None
+
+    def adopt_remote(self, key: str, *, node_id: str, thread_id: str,
+                     reader: NodeTranscriptReader,
+                     agent_id: str | None = None) -> UpstreamLink | None:
+        """Adopt a Claude Code thread that lives on a paired node.
+
+        The host supplies ``reader`` (see
+        :class:`~actors.upstream.claude_node.NodeTranscriptReader`); each scan
+        classifies the latest 50 items against the newest uuid seen. Such
+        links never report ``upstream_missing`` (a remote read cannot prove a
+        deletion). After a restart, call :meth:`register_node_reader` again;
+        until then the node's links are skipped.
+
+        Returns:
+            The link, or ``None`` when the newest item has no uuid, the reader
+            fails, or on a storage fault (all logged).
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        v.check_agent_id(node_id, "node_id")
+        v.check_text(thread_id, "thread_id")
+        if not isinstance(reader, NodeTranscriptReader):
+            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
+        result = self._best_effort(partial(
+            self._upstream.adopt_remote, key, agent, node_id=node_id, thread_id=thread_id,
+            reader=reader), "adopt_remote")
+        return result if isinstance(result, UpstreamLink) else None
+
+    def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
+        """Supply the reader of a paired node's transcripts (after a restart, for example)."""
+        self._guard()
+        v.check_agent_id(node_id, "node_id")
+        if not isinstance(reader, NodeTranscriptReader):
+            raise v.ArgumentTypeError("reader must have a read_latest(thread_id, limit) method")
+        self._upstream.register_node_reader(node_id, reader)
+
+    def note_own_text(self, key: str, text: str) -> None:
+        """Record that the gateway itself is forwarding ``text`` into upstream session ``key``.
+
+        Call it *before* writing the text upstream: a scan that runs in
+        between would otherwise count the gateway's own text as a person's.
+
+        Only a hash of the normalized text is stored; the session's last
+        ``own_text_window`` of them are self-echo: an upstream human turn
+        with the same normalized text does not count. A storage fault is
+        logged, not raised.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        if not isinstance(text, str):
+            raise v.ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
+        self._best_effort(partial(self._upstream.note_own_text, key, agent_id_of(key), text),
+                          "note_own_text")
+
+    def scan_upstream(self) -> list[SessionStateEvent]:
+        """Run one monitor cadence now over every link some watcher watches.
+
+        Blocks until every scan finished (bounded by the configured timeouts);
+        notices are queued before it returns. Never raises for storage or
+        source faults (they are logged).
+
+        Returns:
+            The events this cadence recorded (``human_direct_message``,
+            ``upstream_missing``).
+        """
+        self._guard()
+        try:
+            return self._upstream.scan_cycle()
+        except (*_ACTOR_FAILURES, GatewayClosed) as exc:
+            logger.warning("scan_upstream failed: %s: %s", type(exc).__name__, exc)
+            return []
+
