@@ -210,6 +210,11 @@ class UpstreamMonitor(GatewayActor):
                            "upstream scan of %s is blocked: one %s line is larger than the "
                            "%d-byte scan cap", link.source, self._settings.scan_cap_bytes)
             return MonitorReport()
+        if result.kind == "no_news" and result.reason == "sequence_query_failed":
+            self._log_once(logging.WARNING, result.reason, position,
+                           "upstream scan of %s: its OpenCode store cannot be queried (locked, "
+                           "corrupt or of an unknown schema); not counted as missing")
+            return MonitorReport()
         if result.kind == "no_news" and result.reason == "unclassifiable_line":
             self._log_once(logging.WARNING, result.reason, position,
                            "upstream scan of %s stops at a %s line that is not a JSON object",

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import apsw
 import msgspec
 import pykka
 
@@ -85,6 +84,7 @@ class UpstreamService:
         self._ticker: threading.Thread | None = None
         self._memory = LinkMemory()
         self._inflight: dict[tuple[str, str], pykka.Future[Any]] = {}
+        self._failing_stores: set[str] = set()
         self._node_readers: dict[str, NodeTranscriptReader] = {}
         self._node_lock = threading.Lock()
 
@@ -264,9 +264,16 @@ class UpstreamService:
                         sequences = opencode.read_sequences(conn, [x.thread_id for x in db_links])
                     finally:
                         conn.close()
-            except apsw.Error as exc:
-                logger.warning("OpenCode sequence query failed: %s", exc)
+            except Exception as exc:  # apsw errors, undecodable rows: proves nothing
+                level = logging.DEBUG if path in self._failing_stores else logging.WARNING
+                self._failing_stores.add(path)
+                logger.log(level, "OpenCode sequence query on %s failed (%s: %s); its sessions "
+                           "get no news until it works again", path, type(exc).__name__, exc)
                 sequences = None
+            else:
+                if path in self._failing_stores:
+                    self._failing_stores.discard(path)
+                    logger.info("OpenCode sequence query on %s works again", path)
             for link in db_links:
                 ident = (link.session_key, link.agent_id)
                 if sequences is None:

@@ -7,10 +7,9 @@ import os
 from functools import partial
 
 from actors import _validate as v
-from actors._facade import _ACTOR_FAILURES, GatewayCore
+from actors._facade import GatewayCore
 from actors._upstream import SOURCES
 from actors.errors import (
-    GatewayClosed,
     InvalidArgument,
 )
 from actors.upstream.claude_node import NodeTranscriptReader
@@ -150,7 +149,7 @@ class UpstreamApi(GatewayCore):
         self._guard()
         try:
             return self._upstream.scan_cycle()
-        except (*_ACTOR_FAILURES, GatewayClosed) as exc:
+        except Exception as exc:  # a scan never raises into the caller
             logger.warning("scan_upstream failed: %s: %s", type(exc).__name__, exc)
             return []
 

@@ -13,7 +13,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import apsw
 import msgspec
 
 from actors.upstream._files import end_of_complete_lines, file_state
@@ -148,14 +147,15 @@ def opencode_baseline(
         return None
     try:
         conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
-    except apsw.Error as exc:
+    except Exception as exc:  # apsw errors; any failure means "unreadable"
         logger.warning("cannot open an OpenCode database for adoption: %s", exc)
         return None
     try:
         info = opencode.read_session_info(conn, session_id)
         marker = None if info is None else opencode.baseline_marker(conn, session_id)
-    except apsw.Error as exc:
-        logger.warning("cannot read an OpenCode session for adoption: %s", exc)
+    except Exception as exc:  # apsw errors, undecodable rows
+        logger.warning("cannot read an OpenCode session for adoption: %s: %s",
+                       type(exc).__name__, exc)
         return None
     finally:
         conn.close()

@@ -193,8 +193,6 @@ def scan_opencode(
     Messages are read only when the sequence advanced; a regressed sequence
     re-baselines without counting; a failed query is no news.
     """
-    import apsw  # noqa: PLC0415
-
     from actors.upstream import opencode  # noqa: PLC0415
 
     seq = marker.get("seq")
@@ -216,9 +214,9 @@ def scan_opencode(
             messages = opencode.load_messages(conn, session_id)
         finally:
             conn.close()
-    except apsw.Error as exc:
-        logger.warning("reading an OpenCode session failed: %s", exc)
-        return ScanResult(kind="transient", reason="read_failed")
+    except Exception as exc:  # apsw errors or undecodable rows: transient, never a miss
+        logger.debug("reading an OpenCode session failed: %s: %s", type(exc).__name__, exc)
+        return ScanResult(kind="transient", reason=f"read_failed: {type(exc).__name__}")
     result = opencode.classify_messages(messages, last_human_message_id=last,
                                         replay_window=replay_window)
     counted = [(mid, unit) for mid, unit in result.decisions
