@@ -29,13 +29,17 @@ def classify_units(source: str, path: str, *, session: str | None = None,
     a scan (``"stop": true``) is ``not_reached``; for a source that gets no
     upstream link (legacy Pi, a Codex thread not started by a user) every
     line is ``not_monitored: <why>``. OpenCode yields
-    ``{"message": id, "session": id, "human": ..., "reason": ...}`` per message.
+    ``{"message": id, "session": id, "human": ..., "reason": ...}`` per message;
+    ``path`` may also be a JSON-era (≤ 1.1) ``storage`` directory.
     Runs in the caller's thread; reads the file lazily.
 
     Raises:
         InvalidArgument: OpenCode without ``session``, or an unknown source.
         SessionStateError: the file cannot be read.
     """
+    if source == "opencode" and os.path.isdir(path):
+        yield from _opencode_json(path, session)
+        return
     state = file_state(path)
     if state.kind != "ok":
         why = "not found" if state.reason == "not_found" else state.reason.replace("_", " ")
@@ -89,6 +93,26 @@ def _opencode(path: str, session: str | None) -> Iterator[dict[str, Any]]:
     except LookupError:
         raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
     except apsw.Error as exc:
+        raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    for message_id, unit in decisions:
+        yield {"message": message_id, "session": session, "human": unit.human,
+               "reason": unit.reason}
+
+
+def _opencode_json(path: str, session: str | None) -> Iterator[dict[str, Any]]:
+    from pathlib import Path  # noqa: PLC0415
+
+    from actors.upstream.opencode_json import classify_json_session, is_json_storage  # noqa: PLC0415
+
+    if not session:
+        raise InvalidArgument("--session is required for opencode")
+    if not is_json_storage(Path(path)):
+        raise SessionStateError(f"{path} is not an OpenCode database or JSON storage directory")
+    try:
+        decisions = classify_json_session(Path(path), session)
+    except LookupError:
+        raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
+    except OSError as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
     for message_id, unit in decisions:
         yield {"message": message_id, "session": session, "human": unit.human,
