@@ -9,13 +9,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from actors.upstream._files import end_of_complete_lines, file_state
+from actors.upstream._files import end_of_complete_lines, file_state, read_range
 
 __all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
 
@@ -52,29 +51,6 @@ def source_key_of(host_id: str, thread_id: str, upstream_ref: dict[str, Any]) ->
     return digest.hexdigest()[:16]
 
 
-def _read_range(path: str, offset: int, length: int) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        parts: list[bytes] = []
-        got = 0
-        while got < length:
-            part = os.pread(fd, length - got, offset + got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-        return b"".join(parts)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 class _Header(msgspec.Struct):
     id: object = None
 
@@ -101,7 +77,7 @@ def jsonl_baseline(
     state = file_state(path)
     if state.kind != "ok":
         return None
-    head_bytes = _read_range(path, 0, min(state.size, HEAD_LIMIT))
+    head_bytes, _ = read_range(path, 0, min(state.size, HEAD_LIMIT), None)
     if head_bytes is None:
         return None
     head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""

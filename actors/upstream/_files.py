@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["CHECK_BYTES", "Chunk", "FileState", "end_of_complete_lines", "file_state",
-           "read_lines"]
+           "read_lines", "read_range"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "blocked"]
 
@@ -91,8 +91,10 @@ def file_state(path: str) -> FileState:
     return FileState("ok", "ok", st.st_size, st.st_ino, st.st_mtime_ns // 1_000_000)
 
 
-def _pread_all(path: str, offset: int, length: int, inode: int | None
+def read_range(path: str, offset: int, length: int, inode: int | None
                ) -> tuple[bytes | None, str]:
+    """Read ``length`` bytes at ``offset`` of a regular file without ever blocking on
+    a FIFO or device; ``(None, reason)`` when it cannot (never raises)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -121,7 +123,7 @@ def end_of_complete_lines(path: str, size: int, *, limit: int = 1 << 20
     """Offset just past the last complete line of ``path`` (0 if none in the last
     ``limit`` bytes), and the :data:`CHECK_BYTES` before it; ``None`` if unreadable."""
     start = max(0, size - limit)
-    data, _ = _pread_all(path, start, size - start, None)
+    data, _ = read_range(path, start, size - start, None)
     if data is None:
         return None
     newline = data.rfind(b"\n")
@@ -155,7 +157,7 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
     if state.size == offset and not before:
         return Chunk("no_news", "no_growth", offset, state)
     want = min(state.size - offset, cap)
-    data, reason = _pread_all(path, offset - before, before + want, inode)
+    data, reason = read_range(path, offset - before, before + want, inode)
     if data is None:
         kind: ReadKind = "missing" if reason == "missing" else "transient"
         return Chunk(kind, reason, offset, state)
