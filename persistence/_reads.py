@@ -8,6 +8,8 @@ block on SQLite only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import apsw
@@ -24,6 +26,7 @@ __all__ = [
     "read_entry",
     "read_version",
     "read_versions",
+    "snapshot",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,6 +56,23 @@ def _payload(raw: Any) -> dict[str, Any] | None:
     except msgspec.DecodeError:
         logger.warning("ignoring an event payload that is not a JSON object")
         return None
+
+
+@contextmanager
+def snapshot(conn: apsw.Connection) -> Iterator[None]:
+    """Run the block's reads in one read transaction (one consistent snapshot).
+
+    Unlike ``with conn:``, a failing read is re-raised as itself: the end of
+    the transaction is a plain ``ROLLBACK`` whose own failure is ignored, so
+    an I/O error is never masked by "cannot rollback".
+    """
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            with suppress(apsw.Error):
+                conn.execute("ROLLBACK")
 
 
 def event_from_row(row: Any) -> SessionStateEvent:
@@ -112,7 +132,7 @@ def read_changes(
     ``history_gap`` is ``after < pruned_max_sequence`` of the session's head:
     never inferred from sequence arithmetic.
     """
-    with conn:
+    with snapshot(conn):
         head = conn.execute(
             "SELECT last_sequence, pruned_max_sequence FROM session_state_heads"
             " WHERE session_key = ? AND agent_id = ?",
@@ -165,7 +185,7 @@ def list_sessions(conn: apsw.Connection, agent_id: str | None = None) -> list[Se
         sql += " WHERE s.agent_id = ?"
         params = (agent_id,)
     sql += " ORDER BY s.session_key, s.agent_id"
-    with conn:
+    with snapshot(conn):
         rows = conn.execute(sql, params).fetchall()
     return [
         SessionRow(session_key=str(k), agent_id=str(a), session_id=_opt_str(sid),

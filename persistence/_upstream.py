@@ -15,6 +15,7 @@ from persistence._messages import (
     ScanOutcome,
     UpsertLink,
 )
+from persistence._reads import snapshot
 from persistence._writes import record_event
 from persistence.records import UpstreamLink
 
@@ -63,7 +64,7 @@ def list_watched_links(conn: apsw.Connection) -> tuple[list[UpstreamLink], list[
         ``(links, ambiguous_keys)``: a key linked under more than one agent is
         left out of ``links`` and named in ``ambiguous_keys``.
     """
-    with conn:
+    with snapshot(conn):
         rows = conn.execute(
             f"SELECT {_LINK_COLUMNS} FROM session_upstream_links AS l"  # noqa: S608
             " WHERE EXISTS (SELECT 1 FROM session_watch_cursors AS c"

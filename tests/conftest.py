@@ -117,3 +117,22 @@ def no_leaked_threads() -> Iterator[None]:
             leaked_threads.append(thread.name)
     assert not leaked_actors, f"actors left running: {leaked_actors}"
     assert not leaked_threads, f"threads left running: {leaked_threads}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what the reliability suites tried (their stdout), even under ``-q``.
+
+    The fault, crash, fuzz, bad-input, privacy and soak suites print one line
+    per case family ("tried N cases ..."); issue 5 asks CI to show them.
+    """
+    lines: list[str] = []
+    for report in terminalreporter.stats.get("passed", []):
+        if getattr(report, "when", "") != "call":
+            continue
+        for line in getattr(report, "capstdout", "").splitlines():
+            if line.strip():
+                lines.append(line.rstrip())
+    if lines:
+        terminalreporter.section("cases tried by the suites")
+        for line in lines:
+            terminalreporter.write_line(line)
