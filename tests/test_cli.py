@@ -11,7 +11,7 @@ import pytest
 
 from actors import Gateway
 from actors.cli import main
-from tests.conftest import CHILD, WATCHER
+from tests.conftest import CHILD, FIXTURES, WATCHER, needs_fixtures
 
 
 def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
@@ -70,9 +70,9 @@ def test_user_mistakes_print_one_line_and_exit_non_zero(
     assert info.value.code == 2
 
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
 
 
+@needs_fixtures
 def test_classify_prints_one_decision_per_line_using_the_monitors_classifier(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -84,6 +84,7 @@ def test_classify_prints_one_decision_per_line_using_the_monitors_classifier(
     assert rows[20] == {"line": 20, "human": False, "reason": "command"}
 
 
+@needs_fixtures
 def test_classify_reports_bad_opencode_input_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -97,6 +98,7 @@ def test_classify_reports_bad_opencode_input_in_one_line(
     assert "not a regular file" in capsys.readouterr().err
 
 
+@needs_fixtures
 def test_the_scan_benchmark_runs_on_the_real_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
     from scripts import bench_scan
 

@@ -17,8 +17,8 @@ import pytest
 from actors._watch import run_watch
 from actors.upstream.catalog import default_catalogs, discover
 from tests._upstream_rows import claude_user, pi_header, pi_user
+from tests.conftest import FIXTURES, needs_fixtures
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
 TIMEOUT = 20.0
 
 
@@ -106,6 +106,7 @@ def test_default_catalogs_honour_the_environment(tmp_path: Path) -> None:
         Path("/abs/x.db")]
 
 
+@needs_fixtures
 def test_discovery_finds_sessions_in_each_layout(tmp_path: Path) -> None:
     codex = tmp_path / "codex" / "2026" / "09" / "02"
     codex.mkdir(parents=True)
