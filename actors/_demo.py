@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream.samples import append_typed_turn, write_sample_catalog
 
@@ -33,11 +34,31 @@ def _show(label: str, lines: list[str]) -> None:
         _say(f"     | {line}")
 
 
+def _upstream_step(gw: Gateway, tmp: Path) -> None:
+    _step(4, "The gateway adopts sessions of four other coding agents.",
+          "Claude Code, Codex, OpenCode and Pi sessions are written to a sample "
+          "catalog; each adopted session is linked at its current end and watched.")
+    samples = write_sample_catalog(tmp / "catalog")
+    for source, sample in samples.items():
+        key = f"agent:main:{source}:{sample.thread_id}"
+        link = gw.adopt(key, source=source, path=sample.path, thread_id=sample.thread_id)
+        gw.watch(MANAGER, key)
+        _say(f"   adopted {key} ({'linked' if link else 'not linked'})")
+    _say("   A person types straight into the Claude Code session (one JSONL row).")
+    append_typed_turn(samples["claude"], "Please also bump the version")
+    recorded = gw.scan_upstream()
+    _say(f"   scan_upstream recorded: {[e.summary for e in recorded]}")
+    _show("manager's queued notices", gw.pending_notices(MANAGER))
+    _show("drained", gw.drain(MANAGER))
+
+
 def run_demo(db: Path | None) -> int:
     """Run the walk-through on ``db`` (default: a temporary file); returns 0.
 
     Blocks the calling thread for well under a second; prints to stdout.
     """
+    if db is not None and db.exists():
+        raise SessionStateError(f"{db} exists; the demo writes a new database, give a new path")
     with tempfile.TemporaryDirectory(prefix="ssa-demo-") as tmp:
         path = db if db is not None else Path(tmp) / "state.sqlite"
         wakes: list[str] = []
@@ -72,21 +93,7 @@ def run_demo(db: Path | None) -> int:
             _show("drained", gw.drain(MANAGER))
             _show("left", gw.pending_notices(MANAGER))
 
-            _step(4, "The gateway adopts sessions of four other coding agents.",
-                  "Claude Code, Codex, OpenCode and Pi sessions are written to a sample "
-                  "catalog; each adopted session is linked at its current end and watched.")
-            samples = write_sample_catalog(Path(tmp) / "catalog")
-            for source, sample in samples.items():
-                key = f"agent:main:{source}:{sample.thread_id}"
-                link = gw.adopt(key, source=source, path=sample.path, thread_id=sample.thread_id)
-                gw.watch(MANAGER, key)
-                _say(f"   adopted {key} ({'linked' if link else 'not linked'})")
-            _say("   A person types straight into the Claude Code session (one JSONL row).")
-            append_typed_turn(samples["claude"], "Please also bump the version")
-            recorded = gw.scan_upstream()
-            _say(f"   scan_upstream recorded: {[e.summary for e in recorded]}")
-            _show("manager's queued notices", gw.pending_notices(MANAGER))
-            _show("drained", gw.drain(MANAGER))
+            _upstream_step(gw, Path(tmp))
 
             _step(5, "Work interleaves with a notice.",
                   "A goal change queues a notice; a person types before the manager's turn: "
@@ -103,5 +110,10 @@ def run_demo(db: Path | None) -> int:
             _show("drained", gw.drain(MANAGER))
             _show("left", gw.pending_notices(MANAGER))
         _say()
-        _say("Done. Reconcile any session with: ssa status KEY --changes-since N --db PATH")
+        if db is None:
+            _say("Done. The demo's temporary database is gone; run `ssa demo --db PATH` to keep "
+                 "one and explore it with `ssa list --db PATH` and `ssa status KEY --db PATH`.")
+        else:
+            _say(f"Done. Explore it: ssa list --db {db}; ssa status {WORKER} --changes-since 1 "
+                 f"--db {db}")
     return 0

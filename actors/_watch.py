@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import signal
 import sys
@@ -15,6 +16,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream.catalog import Candidate, default_catalogs, discover
 from persistence.keys import agent_id_of, key_problem
@@ -25,6 +27,8 @@ NOTICE_PATTERN = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since
 """Finds the target and base version in a notice line."""
 
 SOURCES = ("claude", "codex", "opencode", "pi")
+_NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
+                  "opencode": "OpenCode child session"}
 
 
 @contextmanager
@@ -45,43 +49,72 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str]]:
+def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
+    """``(catalogs, places looked, given on the command line)``."""
     given = [(source, Path(p)) for source in SOURCES for p in (getattr(args, source) or [])]
     if given:
-        return given, []
+        return given, [f"{s}: {p}" for s, p in given], True
     defaults = default_catalogs()
     found = [(s, p) for s in SOURCES for p in defaults[s] if p.exists()]
     looked = [f"{s}: {p}" for s in SOURCES for p in defaults[s]]
-    return found, looked
+    return found, looked, False
 
 
-def _adopt_all(gw: Gateway, candidates: list[Candidate], watcher: str, agent: str,
-               err: TextIO) -> tuple[Counter[str], Counter[str]]:
-    adopted: Counter[str] = Counter()
-    skipped: Counter[str] = Counter()
-    progress = err.isatty()
-    for index, candidate in enumerate(candidates, 1):
-        key = f"agent:{agent}:{candidate.source}:{candidate.thread_id}"
+class _Adopter:
+    """Adopts newly discovered sessions; remembers what it adopted and skipped."""
+
+    def __init__(self, gw: Gateway, watcher: str, stop: threading.Event, err: TextIO) -> None:
+        self.gw = gw
+        self.watcher = watcher
+        self.agent = agent_id_of(watcher)
+        self.stop = stop
+        self.err = err
+        self.seen: set[tuple[str, str]] = set()
+        self.keys: set[str] = set()
+        self.adopted: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+
+    def _key(self, candidate: Candidate) -> str:
+        key = f"agent:{self.agent}:{candidate.source}:{candidate.thread_id}"
+        if key in self.keys:  # the same session id in two files (a copied transcript)
+            digest = hashlib.sha256(candidate.path.encode("utf-8", "surrogateescape"))
+            key += ":" + digest.hexdigest()[:8]
+        return key
+
+    def adopt(self, candidates: list[Candidate], *, progress: bool) -> int:
+        """Adopt each candidate not seen before; returns how many were new."""
+        fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
+        for index, candidate in enumerate(fresh, 1):
+            if self.stop.is_set():
+                break
+            self.seen.add((candidate.source, candidate.path + "\0" + candidate.thread_id))
+            self._adopt_one(candidate)
+            if progress:
+                self.err.write(f"\radopting {index}/{len(fresh)}")
+                self.err.flush()
+        if progress and fresh:
+            self.err.write("\n")
+        return len(fresh)
+
+    def _adopt_one(self, candidate: Candidate) -> None:
+        key = self._key(candidate)
         if key_problem(key) is not None:
-            skipped["unusable session id"] += 1
-            continue
-        link = gw.adopt(key, source=candidate.source, path=candidate.path,
-                        thread_id=candidate.thread_id)
+            self.skipped["unusable session id"] += 1
+            return
+        try:
+            link = self.gw.adopt(key, source=candidate.source, path=candidate.path,
+                                 thread_id=candidate.thread_id)
+        except (SessionStateError, ValueError, TypeError):
+            self.skipped["unusable file name"] += 1  # e.g. not valid UTF-8
+            return
+        self.keys.add(key)
         if link is not None:
-            gw.watch(watcher, key)
-            adopted[candidate.source] += 1
-        elif gw.session_status(key).state_version:
-            skipped[{"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
-                     "opencode": "OpenCode child session"}.get(candidate.source,
-                                                               "not monitorable")] += 1
+            self.gw.watch(self.watcher, key)
+            self.adopted[candidate.source] += 1
+        elif self.gw.session_status(key).state_version:
+            self.skipped[_NOT_MONITORED.get(candidate.source, "not monitorable")] += 1
         else:
-            skipped["unreadable"] += 1
-        if progress:
-            err.write(f"\radopting {index}/{len(candidates)}")
-            err.flush()
-    if progress and candidates:
-        err.write("\n")
-    return adopted, skipped
+            self.skipped["unreadable"] += 1
 
 
 def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
@@ -108,37 +141,67 @@ def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
     return len(notices)
 
 
+def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool
+                  ) -> list[Candidate]:
+    candidates: list[Candidate] = []
+    for source, root in catalogs:
+        found = list(discover(source, root))
+        if warn and not found:
+            why = "does not exist" if not root.exists() else "holds no sessions"
+            err.write(f"ssa watch: --{source} {root} {why}\n")
+        candidates += found
+    return candidates
+
+
 def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Run ``ssa watch`` with parsed ``args``; returns the exit code (0).
 
-    Blocks the calling thread until ``--scans`` scans are done or SIGINT/
-    SIGTERM arrives (handled only when called from the main thread); the
-    gateway is closed cleanly either way.
+    Adopts every session found, then before each scan looks for sessions
+    that appeared since and adopts them too. Blocks the calling thread until
+    ``--scans`` scans are done or SIGINT/SIGTERM arrives (handled only when
+    called from the main thread); the gateway is closed cleanly either way.
+    With ``--json`` every line on stdout is one JSON object.
     """
-    catalogs, looked = _catalogs(args)
+    catalogs, looked, given = _catalogs(args)
     if not catalogs:
-        out.write("ssa watch: no session catalogs found. Looked in:\n")
-        for place in looked:
-            out.write(f"  {place}\n")
-        out.write("Point it elsewhere with --claude DIR, --codex DIR, --opencode DB or --pi DIR.\n")
+        if args.json:
+            out.write(msgspec.json.encode({"catalogs": [], "looked": looked}).decode() + "\n")
+        else:
+            out.write("ssa watch: no session catalogs found. Looked in:\n")
+            for place in looked:
+                out.write(f"  {place}\n")
+            out.write("Point it elsewhere with --claude DIR, --codex DIR, --opencode DB or "
+                      "--pi DIR.\n")
         return 0
-    watcher = args.watcher
-    agent = agent_id_of(watcher)
     stop = threading.Event()
     with _stop_on_signals(stop), Gateway.open(args.db, monitor=False) as gw:
-        candidates = [c for source, root in catalogs for c in discover(source, root)]
-        adopted, skipped = _adopt_all(gw, candidates, watcher, agent, err)
-        summary = ", ".join(f"{s} {n}" for s, n in sorted(adopted.items())) or "none"
-        line = f"adopted {sum(adopted.values())} sessions ({summary})"
-        if skipped:
-            line += "; skipped " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
-        out.write(line + f"; watching as {watcher}, scanning every {args.interval:g}s\n")
-        out.flush()
+        adopter = _Adopter(gw, args.watcher, stop, err)
+        adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
+        _summary(adopter, args, out, looked)
         scans = 0
-        while args.scans is None or scans < args.scans:
+        while not stop.is_set() and (args.scans is None or scans < args.scans):
             if stop.wait(args.interval):
                 break
+            adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False)
             gw.scan_upstream()
             scans += 1
-            _report(gw, watcher, args.json, out)
+            _report(gw, args.watcher, args.json, out)
     return 0
+
+
+def _summary(adopter: _Adopter, args: Any, out: TextIO, looked: list[str]) -> None:
+    if args.json:
+        out.write(msgspec.json.encode({
+            "adopted": dict(adopter.adopted), "notMonitored": dict(adopter.skipped),
+            "watcher": args.watcher, "intervalS": args.interval, "catalogs": looked,
+        }).decode() + "\n")
+    else:
+        summary = ", ".join(f"{s} {n}" for s, n in sorted(adopter.adopted.items())) or "none"
+        line = f"adopted {sum(adopter.adopted.values())} sessions ({summary})"
+        if adopter.skipped:
+            line += "; not monitored: " + ", ".join(
+                f"{n} {why}" for why, n in sorted(adopter.skipped.items()))
+        out.write(line + f"; watching as {args.watcher}, scanning every {args.interval:g}s\n")
+        if not adopter.adopted:
+            out.write(f"(looked in: {'; '.join(looked)})\n")
+    out.flush()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -103,8 +105,8 @@ def _watch(args: argparse.Namespace) -> int:
     from actors._watch import run_watch  # noqa: PLC0415
 
     v.check_key(args.watcher, "--watcher")
-    if args.interval <= 0:
-        raise SessionStateError("--interval must be positive")
+    if not (math.isfinite(args.interval) and 0 < args.interval <= 86_400):
+        raise SessionStateError("--interval must be a number of seconds between 0 and 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
     return run_watch(args)
@@ -158,6 +160,30 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _StderrHandler(logging.Handler):
+    """Writes records to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # a closed or broken stderr must not break the command
+            self.handleError(record)
+
+
+def _show_library_warnings() -> None:
+    """Route the library's WARNING and ERROR lines to stderr (once per process).
+
+    The library itself only installs a ``NullHandler``; a command-line user
+    must still see, e.g., that a transcript line is too large to scan.
+    """
+    for name in ("actors", "persistence"):
+        library = logging.getLogger(name)
+        if not any(isinstance(h, _StderrHandler) for h in library.handlers):
+            handler = _StderrHandler(logging.WARNING)
+            handler.setFormatter(logging.Formatter("ssa: %(message)s"))
+            library.addHandler(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ssa`` command line.
 
@@ -169,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr), 2 on a usage error (argparse).
     """
     args = _parser().parse_args(argv)
+    _show_library_warnings()
     try:
         if args.command == "demo":
             from actors._demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
@@ -183,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "bench":
             return _bench(args)
         return _list(args)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C before a command installed its own handler: no traceback
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, like other CLI tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,4 +1,5 @@
 """Embed a Gateway in a threaded HTTP server (each request runs on its own thread)."""
+import contextlib
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -10,13 +11,17 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
     """POST /watch/<key>, /human/<key>, /drain/<watcher> on 127.0.0.1:<port>."""
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            _, action, key = self.path.split("/", 2)
-            if action == "watch":
-                body: object = gw.watch("agent:main:main", key)
-            elif action == "human":
-                body = gw.human_message(key, channel="http") is not None
-            else:
-                body = gw.drain(key)
+            try:
+                _, action, key = self.path.split("/", 2)
+                if action == "watch":
+                    body: object = gw.watch("agent:main:main", key)
+                elif action == "human":
+                    body = gw.human_message(key, channel="http") is not None
+                else:
+                    body = gw.drain(key)
+            except ValueError as exc:  # a bad key (actors.errors) or a malformed path
+                self.send_error(400, str(exc))
+                return
             data = json.dumps(body).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
@@ -30,6 +35,6 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
 
 
 if __name__ == "__main__":
-    with Gateway.open(sys.argv[1] if len(sys.argv) > 1 else None) as gw, \
-            make_server(gw, 8765) as server:
-        server.serve_forever()  # Ctrl-C to stop; the gateway closes on the way out
+    with (Gateway.open(sys.argv[1] if len(sys.argv) > 1 else None) as gw,
+          make_server(gw, 8765) as server, contextlib.suppress(KeyboardInterrupt)):
+        server.serve_forever()  # Ctrl-C stops it; the gateway closes cleanly

@@ -24,7 +24,9 @@ def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
     assert "manager's queued notices after reopening: 1" in out
     assert "scan_upstream recorded: ['human message via claude']" in out
     assert out.count("(linked)") == 4
-    assert out.rstrip().endswith("--db PATH")
+    assert out.rstrip().endswith(f"--db {tmp_path / 'demo.sqlite'}")
+    assert main(["demo", "--db", str(tmp_path / "demo.sqlite")]) == 1  # never over an old one
+    assert "exists" in capsys.readouterr().err
 
 
 def test_status_and_list_read_an_existing_database(

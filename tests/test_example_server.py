@@ -7,6 +7,8 @@ import threading
 import urllib.request
 from collections.abc import Callable
 
+import pytest
+
 from actors import Gateway
 from examples.threaded_server import make_server
 from tests.conftest import WATCHER
@@ -53,6 +55,31 @@ def test_eight_clients_twenty_changes_each_one_notice_per_target(
         drained = _post(port, f"/drain/{WATCHER}")
         assert isinstance(drained, list)
         assert sorted(line.split('"')[1] for line in drained) == sorted(targets)
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join(TIMEOUT)
+
+
+def test_bad_requests_get_a_400_and_the_server_keeps_serving(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    import urllib.error
+
+    gw = open_gateway()
+    server = make_server(gw)
+    port = server.server_address[1]
+    serving = threading.Thread(target=server.serve_forever, name="example-server")
+    serving.start()
+    try:
+        for path in ("/", "/watch/", "/human/" + "x" * 600):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST",
+                                             data=b"")
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(request, timeout=TIMEOUT).close()
+            assert info.value.code == 400
+            info.value.close()
+        assert _post(port, "/watch/agent:main:worker") is True
     finally:
         server.shutdown()
         server.server_close()

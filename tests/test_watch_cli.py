@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import msgspec
 import pytest
 
+from actors import Gateway
 from actors._watch import run_watch
 from actors.upstream.catalog import default_catalogs, discover
 from tests._upstream_rows import claude_user, pi_header, pi_user
@@ -30,7 +32,7 @@ class AppendOnAdopt(io.StringIO):
         self.path, self.rows = path, rows
 
     def write(self, text: str) -> int:
-        if text.startswith("adopted "):
+        if text.startswith(("adopted ", '{"adopted"')):
             with self.path.open("ab") as handle:
                 handle.write(self.rows)
         return super().write(text)
@@ -61,7 +63,7 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     args = _args(tmp_path, claude=[str(claude)], pi=[str(tmp_path / "pi")])
     assert run_watch(args, out=out, err=io.StringIO()) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("adopted 1 sessions (claude 1); skipped 1 legacy Pi format")
+    assert lines[0].startswith("adopted 1 sessions (claude 1); not monitored: 1 legacy Pi format")
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
@@ -73,7 +75,8 @@ def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
     out = AppendOnAdopt(session, claude_user("one") + claude_user("two"))
     assert run_watch(_args(tmp_path, claude=[str(claude)], json=True), out=out,
                      err=io.StringIO()) == 0
-    record = msgspec.json.decode(out.getvalue().splitlines()[1])
+    summary, record = (msgspec.json.decode(line) for line in out.getvalue().splitlines()[:2])
+    assert summary["adopted"] == {"claude": 1}
     assert record["sessionKey"] == "agent:main:claude:abc"
     assert [(e["kind"], e.get("payload")) for e in record["events"]] == [
         ("human_direct_message", {"turns": 2})]
@@ -143,3 +146,105 @@ def test_sigterm_stops_watch_cleanly(tmp_path: Path) -> None:
                 stream.close()
     assert run_watch(_args(tmp_path, claude=[str(claude)], scans=0), out=io.StringIO(),
                      err=io.StringIO()) == 0  # the database reopens consistently
+
+
+class CreateOnAdopt(io.StringIO):
+    """stdout that creates a new session file once the adoption summary is printed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def write(self, text: str) -> int:
+        if text.startswith("adopted "):
+            self.path.write_bytes(claude_user("history of a new session"))
+        return super().write(text)
+
+
+def test_sessions_created_after_watch_started_are_adopted_and_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from actors import _watch
+
+    claude, _ = _catalog(tmp_path)
+    late = claude / "-work" / "late.jsonl"
+    original = _watch._report
+    calls: list[int] = []
+
+    def report_then_type(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
+        calls.append(1)
+        if len(calls) == 1:  # after scan 1 adopted late.jsonl at its end: a person types
+            with late.open("ab") as handle:
+                handle.write(claude_user("typed into the late session"))
+        return original(gw, watcher, as_json, out)
+
+    monkeypatch.setattr(_watch, "_report", report_then_type)
+    out = CreateOnAdopt(late)
+    assert run_watch(_args(tmp_path, claude=[str(claude)], scans=2), out=out,
+                     err=io.StringIO()) == 0
+    assert 'session_status sessionKey "agent:main:claude:late"' in out.getvalue()
+
+
+def test_files_whose_names_are_not_utf8_are_skipped_not_fatal(tmp_path: Path) -> None:
+    claude, session = _catalog(tmp_path)
+    odd = Path(os.fsdecode(bytes(claude / "-work") + b"/caf\xff.jsonl"))
+    odd.write_bytes(claude_user("x"))
+    out = AppendOnAdopt(session, claude_user("still watched"))
+    assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
+    first = out.getvalue().splitlines()[0]
+    assert first.startswith("adopted 1 sessions (claude 1)")
+    assert "1 unusable" in first
+    assert "notice:" in out.getvalue()
+
+
+def test_a_given_catalog_that_is_missing_or_empty_is_reported(tmp_path: Path) -> None:
+    err = io.StringIO()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = _args(tmp_path, claude=[str(tmp_path / "nope")], pi=[str(empty)], scans=0)
+    assert run_watch(args, out=io.StringIO(), err=err) == 0
+    assert f"--claude {tmp_path / 'nope'} does not exist" in err.getvalue()
+    assert f"--pi {empty} holds no sessions" in err.getvalue()
+
+
+def test_json_mode_prints_only_json_lines(tmp_path: Path) -> None:
+    claude, session = _catalog(tmp_path)
+    out = AppendOnAdopt(session, claude_user("typed"))
+    assert run_watch(_args(tmp_path, claude=[str(claude)], json=True), out=out,
+                     err=io.StringIO()) == 0
+    for line in out.getvalue().splitlines():
+        assert isinstance(msgspec.json.decode(line), dict)
+
+
+def test_the_same_session_id_in_two_folders_gets_two_keys(tmp_path: Path) -> None:
+    claude, session = _catalog(tmp_path)
+    twin = claude / "-other" / "abc.jsonl"
+    twin.parent.mkdir()
+    twin.write_bytes(claude_user("history"))
+    out = AppendOnAdopt(session, claude_user("typed into the original"))
+    assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
+    text = out.getvalue()
+    assert text.startswith("adopted 2 sessions (claude 2)")
+    assert text.count("notice: ") == 1  # both watched; only the one typed into changed
+
+
+@pytest.mark.parametrize("interval", ["inf", "nan", "0", "-1", "1e300"])
+def test_watch_rejects_unusable_intervals(interval: str, capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    from actors.cli import main
+
+    assert main(["watch", "--db", str(tmp_path / "s.sqlite"), "--interval", interval]) == 1
+    assert "--interval" in capsys.readouterr().err
+
+
+def test_library_warnings_reach_the_terminal(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from actors.cli import _show_library_warnings
+
+    _show_library_warnings()
+    claude, session = _catalog(tmp_path)
+    big = b'{"type":"assistant","pad":"' + b"x" * (1 << 21) + b'"}\n'  # over the 1 MiB cap
+    out = AppendOnAdopt(session, big + claude_user("behind the big line"))
+    assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
+    assert "notice:" not in out.getvalue()  # the cursor is blocked, never skipped
+    assert "larger than the 1048576-byte scan cap" in capsys.readouterr().err

@@ -25,8 +25,9 @@ def classify_units(source: str, path: str, *, session: str | None = None,
     non-blank line (0-based index), exactly as a monitor scanning the file
     from its start would decide: a final line without a newline is
     ``partial_line`` (it waits), a line longer than ``scan_cap_bytes`` is
-    ``exceeds_scan_cap`` and every line behind it or behind a line that stops
-    a scan (``"stop": true``) is ``not_reached``; for a source that gets no
+    ``exceeds_scan_cap`` and ends the listing (the monitor never reads past
+    it; memory stays bounded), every line behind a line that stops a scan
+    (``"stop": true``) is ``not_reached``; for a source that gets no
     upstream link (legacy Pi, a Codex thread not started by a user) every
     line is ``not_monitored: <why>``. OpenCode yields
     ``{"message": id, "session": id, "human": ..., "reason": ...}`` per message;
@@ -60,16 +61,19 @@ def classify_units(source: str, path: str, *, session: str | None = None,
             os.close(fd)
             raise SessionStateError(f"cannot read {path}: not a regular file")
         with os.fdopen(fd, "rb") as handle:
-            for index, line in enumerate(handle):
+            for index, line in enumerate(iter(lambda: handle.readline(scan_cap_bytes + 1), b"")):
                 if not line.strip():
                     continue
                 entry: dict[str, Any] = {"line": index, "human": False}
                 if blocked_by is not None:
                     entry["reason"] = "not_reached"
+                elif len(line) > scan_cap_bytes:
+                    # The monitor never reads past such a line; neither do we (bounded memory).
+                    entry["reason"] = "exceeds_scan_cap"
+                    yield entry
+                    return
                 elif not line.endswith(b"\n"):
                     entry["reason"] = "partial_line"
-                elif len(line) > scan_cap_bytes:
-                    entry["reason"] = blocked_by = "exceeds_scan_cap"
                 else:
                     unit = classify(line.rstrip(b"\n"))
                     entry["human"] = unit.human and refusal is None

@@ -83,7 +83,7 @@ def file_state(path: str) -> FileState:
     except OSError as exc:
         if exc.errno in _MISSING_ERRNOS:
             return FileState("missing", "not_found")
-        return FileState("transient", errno.errorcode.get(exc.errno or 0, "os_error").lower())
+        return FileState("transient", os.strerror(exc.errno) if exc.errno else "os_error")
     except ValueError:  # embedded NUL in the path
         return FileState("transient", "bad_path")
     if not stat.S_ISREG(st.st_mode):

@@ -42,7 +42,8 @@ def default_catalogs(env: Mapping[str, str] | None = None,
     """Each tool's standard location, honouring its environment overrides.
 
     Claude Code: ``$CLAUDE_CONFIG_DIR/projects`` (comma-separated list
-    allowed) else ``~/.claude/projects``; Codex: ``$CODEX_HOME/sessions`` else
+    allowed) else ``~/.claude/projects`` and ``~/.config/claude/projects``;
+    Codex: ``$CODEX_HOME/sessions`` else
     ``~/.codex/sessions``; OpenCode: ``$OPENCODE_DB`` (absolute) else
     ``$XDG_DATA_HOME/opencode/opencode.db`` else
     ``~/.local/share/opencode/opencode.db``; Pi: ``$PI_CODING_AGENT_DIR/sessions``
@@ -50,18 +51,21 @@ def default_catalogs(env: Mapping[str, str] | None = None,
     """
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
-    claude = [Path(p).expanduser() / "projects"
+    claude = [Path(p.strip()).expanduser() / "projects"
               for p in env.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
+    newer = home / ".config" / "claude" / "projects"  # newer XDG location (formats doc §2.1)
     codex = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
     data = (Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME")
             else home / ".local" / "share") / "opencode"
     opencode_db = env.get("OPENCODE_DB", "")
+    if opencode_db == ":memory:":
+        opencode_db = ""  # an in-memory store has nothing on disk to watch
     opencode = (Path(opencode_db) if opencode_db and os.path.isabs(opencode_db)
                 else data / (opencode_db or "opencode.db"))
     pi = (Path(env["PI_CODING_AGENT_DIR"]).expanduser() if env.get("PI_CODING_AGENT_DIR")
           else home / ".pi" / "agent")
     return {
-        "claude": claude or [home / ".claude" / "projects"],
+        "claude": claude or [home / ".claude" / "projects", newer],
         "codex": [codex / "sessions"],
         "opencode": [opencode],
         "pi": [pi / "sessions"],
