@@ -11,7 +11,7 @@ import pykka
 from actors._base import GatewayActor
 from actors._messages import Enqueue, Publish, Register, Wake
 from actors._notices import notice_text
-from persistence import NoticeDescriptor, RegisterOutcome, RegisterWatch, submit
+from persistence import NoticeDescriptor, RegisterOutcome, RegisterWatch, StorageError, submit
 from persistence.keys import is_subagent_key
 
 __all__ = ["CursorActor", "should_wake"]
@@ -79,10 +79,14 @@ class CursorActor(GatewayActor):
             case Publish(descriptor=descriptor):
                 return self._publish(descriptor)
             case Register(provenance=provenance):
-                outcome: RegisterOutcome = submit(self._persistence, RegisterWatch(
-                    watcher_key=self._watcher_key, target_key=self._target[0],
-                    target_agent_id=self._target[1], provenance=provenance),
-                    timeout=self._timeout)
+                try:
+                    outcome: RegisterOutcome = submit(self._persistence, RegisterWatch(
+                        watcher_key=self._watcher_key, target_key=self._target[0],
+                        target_agent_id=self._target[1], provenance=provenance),
+                        timeout=self._timeout)
+                except StorageError as exc:  # logged once per episode by the writer
+                    logger.debug("registering a watch failed: %s", exc)
+                    return False
                 return outcome.registered
         return super().handle(message)
 

@@ -21,6 +21,7 @@ import pykka
 from actors._base import on_our_thread
 from actors._config import GatewayConfig
 from actors._cursor import CursorActor
+from actors._late import LatePublisher, late_sink
 from actors._messages import Publish
 from actors._registry import ActorPool
 from actors._session import Handoff, SessionActor
@@ -76,6 +77,7 @@ class GatewayCore:
         self._timeout = config.ask_timeout_s
         self._closed = False
         self._close_lock = threading.Lock()
+        self._read_fault = False
         self._reads = ReadPool(str(path), size=config.read_connections,
                                busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
         self._fatal = threading.Event()
@@ -88,6 +90,8 @@ class GatewayCore:
         self._waker: pykka.ActorRef[Any] | None = (
             WakerActor.start(on_wake) if on_wake is not None else None
         )
+        self._late_ref: pykka.ActorRef[Any] = LatePublisher.start(self._publish)
+        self._late = late_sink(self._late_ref)
         self._handoff = Handoff()
         self._sessions: ActorPool[tuple[str, str]] = ActorPool(
             self._start_session, cap=config.max_session_actors, name="session",
@@ -95,7 +99,8 @@ class GatewayCore:
         self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
         self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
-                                         config=config, clock=clock, publish=self._publish)
+                                         config=config, clock=clock, publish=self._publish,
+                                         late=self._late)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every actor this gateway started, and nothing else.
@@ -116,7 +121,7 @@ class GatewayCore:
             partial(self._upstream.stop, timeout), partial(self._cursors.stop_all, timeout),
             partial(self._sessions.stop_all, timeout)]
         steps += [partial(self._stop_ref, ref, timeout)
-                  for ref in (self._waker, self._persistence) if ref is not None]
+                  for ref in (self._late_ref, self._waker, self._persistence) if ref is not None]
         steps += [self._reads.close, self._lock.release]
         for step in steps:
             try:
@@ -153,11 +158,20 @@ class GatewayCore:
         if self._closed:
             raise GatewayClosed("the gateway is closed")
 
-    def _note_read_fault(self, exc: BaseException) -> None:
+    def _note_read_fault(self, exc: BaseException, what: str) -> None:
         # Corruption met by a read is as fatal as one met by a write.
         if isinstance(exc, FATAL_ERRORS) or isinstance(exc.__cause__, FATAL_ERRORS):
             logger.error("a read found the signal-log database corrupt: %s", exc)
             self._fatal.set()
+        # One WARNING per read-fault episode, like the writer's.
+        level = logging.DEBUG if self._read_fault else logging.WARNING
+        self._read_fault = True
+        logger.log(level, "%s read failed (reads degrade until this clears): %s", what, exc)
+
+    def _note_read_ok(self) -> None:
+        if self._read_fault:
+            self._read_fault = False
+            logger.warning("signal-log reads recovered")
 
     def _has_session_state(self, key: tuple[str, str]) -> bool:
         return self._sessions.peek(key) is not None or self._handoff.has(key)
@@ -165,7 +179,7 @@ class GatewayCore:
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
             key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
-            timeout=self._timeout, handoff=self._handoff)
+            timeout=self._timeout, handoff=self._handoff, late=self._late)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
         return CursorActor.start(
@@ -211,7 +225,8 @@ class GatewayCore:
 
     def _record(self, command: RecordEvent) -> SessionStateEvent | None:
         outcome = self._best_effort(
-            lambda: submit(self._persistence, command, timeout=self._timeout),
+            lambda: submit(self._persistence, command, timeout=self._timeout,
+                           on_late=self._late),
             f"recording {command.kind}")
         if not isinstance(outcome, RecordOutcome):
             return None

@@ -160,13 +160,16 @@ class UpstreamMonitor(GatewayActor):
             never ask a monitor).
         node_readers: looks up the host's reader of a paired node by node id.
         clock: epoch-ms clock (fallback time of paired-node turns).
+        late: ``on_late`` for a scan commit that lands after this actor gave up.
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
                  reads: ReadPool, settings: MonitorSettings, memory: LinkMemory,
                  publish: Publish, node_readers: NodeReaders | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None,
+                 late: Callable[[Any], None] | None = None) -> None:
         super().__init__()
+        self._late = late
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
@@ -226,7 +229,7 @@ class UpstreamMonitor(GatewayActor):
             return MonitorReport()
         if result.kind != "activity" or result.next_marker is None:
             return MonitorReport()
-        if result.reason.startswith("rewritten"):
+        if result.reason.startswith("rewritten") or result.reason == "shrunk":
             logger.info("upstream source of %s was rewritten; re-baselined without counting",
                         self._key)
         record = None
@@ -271,7 +274,8 @@ class UpstreamMonitor(GatewayActor):
         return report
 
     def _commit(self, link: UpstreamLink, command: CommitScan) -> MonitorReport:
-        outcome: ScanOutcome = submit(self._persistence, command, timeout=self._settings.timeout)
+        outcome: ScanOutcome = submit(self._persistence, command, timeout=self._settings.timeout,
+                                      on_late=self._late)
         if not outcome.applied:
             logger.info("upstream link of %s changed during its scan; result dropped", self._key)
             return MonitorReport()

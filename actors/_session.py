@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +24,22 @@ from actors._messages import (
     Withdraw,
 )
 from actors._notices import NoticeQueue, QueueEntry
-from persistence import Acknowledge, AckOutcome, ResetWatcher, Sweep, SweepOutcome, submit
+from persistence import (
+    Acknowledge,
+    AckOutcome,
+    ResetWatcher,
+    StorageError,
+    Sweep,
+    SweepOutcome,
+    submit,
+)
 
 __all__ = ["Handoff", "SessionActor", "SessionState"]
 
 logger = logging.getLogger(__name__)
+
+FLOOR_TTL_S = 120.0
+"""How long a target's version floor is kept once nothing is queued for it, in s."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,8 @@ class SessionActor(GatewayActor):
         timeout: seconds any request to persistence may take.
         handoff: where a stopped predecessor left its state, and where this
             actor leaves its own when stopped.
+        late: receives the result of an acknowledgement that committed after
+            this actor stopped waiting (its follow-ups are published anyway).
 
     Asks only the persistence actor, never a cursor or session actor, so the
     ask graph stays acyclic. Queue updates are applied in commit order: each
@@ -100,8 +115,10 @@ class SessionActor(GatewayActor):
         queue_limit: int,
         timeout: float,
         handoff: Handoff | None = None,
+        late: Callable[[Any], None] | None = None,
     ) -> None:
         super().__init__()
+        self._late = late
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
@@ -114,15 +131,33 @@ class SessionActor(GatewayActor):
         self._floors: dict[tuple[str, str], int] = dict(state.floors)
         self._floor_all = state.floor_all
         self._inbox: list[str] = list(state.inbox)
+        now = time.monotonic()
+        self._floor_set_at: dict[tuple[str, str], float] = dict.fromkeys(self._floors, now)
+        self._handled = 0
 
     def on_failure(self, *args: object) -> None:
         """Leave the state to the successor after a crash too (actor thread)."""
         self.on_stop()
 
+    def _set_floor(self, target: tuple[str, str], version: int) -> None:
+        self._floors[target] = max(self._floors.get(target, 0), version)
+        self._floor_set_at[target] = time.monotonic()
+
+    def _prune_floors(self) -> None:
+        # A floor only has to outlive the notice states still in flight for its
+        # target (bounded by the ask timeouts); older floors of targets with
+        # nothing queued are dropped, so memory does not grow with every target.
+        horizon = time.monotonic() - FLOOR_TTL_S
+        queued = {e.target for e in self._queue.entries()}
+        for target in [t for t, at in self._floor_set_at.items()
+                       if at < horizon and t not in queued]:
+            del self._floor_set_at[target]
+            self._floors.pop(target, None)
+
     def on_stop(self) -> None:
         """Leave queue, inbox and floors to the successor (actor thread)."""
-        if self._handoff is not None and (len(self._queue) or self._inbox or self._floors
-                                          or self._floor_all):
+        self._prune_floors()
+        if self._handoff is not None and (len(self._queue) or self._inbox or self._floors):
             self._handoff.put((self._key, self._agent_id), SessionState(
                 entries=self._queue.entries(), floors=dict(self._floors),
                 floor_all=self._floor_all, inbox=tuple(self._inbox),
@@ -130,12 +165,15 @@ class SessionActor(GatewayActor):
 
     def handle(self, message: Any) -> Any:
         """Dispatch one message (actor thread; may block on persistence)."""
+        self._handled += 1
+        if self._handled % 256 == 0:
+            self._prune_floors()
         match message:
             case Enqueue(descriptor=d, text=text):
                 target = (d.target_key, d.target_agent_id)
                 if d.version < max(self._floors.get(target, 0), self._floor_all):
                     return False  # an older state than one already applied
-                self._floors[target] = d.version
+                self._set_floor(target, d.version)
                 if not d.pending:
                     self._queue.withdraw(target)
                     return False
@@ -143,7 +181,7 @@ class SessionActor(GatewayActor):
             case EnqueueEvent(text=text, context_key=context_key):
                 return self._queue.enqueue_event(text, context_key)
             case Withdraw(target=target, version=version):
-                self._floors[target] = max(self._floors.get(target, 0), version)
+                self._set_floor(target, version)
                 self._queue.withdraw(target)
                 return None
             case PendingTexts():
@@ -151,9 +189,13 @@ class SessionActor(GatewayActor):
             case Drain():
                 return self._drain()
             case Reset(session_id=session_id):
-                version = submit(self._persistence, ResetWatcher(
-                    session_key=self._key, agent_id=self._agent_id, session_id=session_id),
-                    timeout=self._timeout)
+                try:
+                    version = submit(self._persistence, ResetWatcher(
+                        session_key=self._key, agent_id=self._agent_id,
+                        session_id=session_id), timeout=self._timeout)
+                except StorageError as exc:  # logged once per episode by the writer
+                    logger.debug("reset failed: %s", exc)
+                    return None
                 self._floor_all = max(self._floor_all, int(version))
                 self._queue.withdraw_all_notices()
                 return None
@@ -172,14 +214,15 @@ class SessionActor(GatewayActor):
         if targets:
             try:
                 ack: AckOutcome = submit(self._persistence, Acknowledge(
-                    watcher_key=self._key, targets=targets), timeout=self._timeout)
+                    watcher_key=self._key, targets=targets), timeout=self._timeout,
+                    on_late=self._late)
             except Exception as exc:
                 # The durable cursors stay pending; the restart sweep or the
                 # next material event brings the notice back.
                 logger.warning("acknowledging %d drained notices failed: %s", len(targets), exc)
             else:
                 for target in targets:
-                    self._floors[target] = max(self._floors.get(target, 0), ack.version)
+                    self._set_floor(target, ack.version)
                 follow_ups = ack.notices
         if self._queue.dropped_notice:
             # Overflow dropped notices of pairs that are still pending: bring

@@ -61,15 +61,18 @@ class UpstreamService:
         config: the gateway's settings.
         clock: epoch-ms clock; the cadence's due times use it.
         publish: the gateway's notice publisher.
+        late: ``on_late`` for write commands whose caller timed out.
     """
 
     def __init__(self, *, persistence: pykka.ActorRef[Any], reads: ReadPool,
-                 config: GatewayConfig, clock: Clock, publish: Publish) -> None:
+                 config: GatewayConfig, clock: Clock, publish: Publish,
+                 late: Callable[[Any], None] | None = None) -> None:
         self._persistence = persistence
         self._reads = reads
         self._config = config
         self._clock = clock
         self._publish = publish
+        self._late = late
         self._timeout = config.ask_timeout_s
         self._settings = MonitorSettings(
             scan_cap_bytes=config.scan_cap_bytes, missing_threshold=config.missing_threshold,
@@ -288,6 +291,7 @@ class UpstreamService:
         return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
                                      reads=self._reads, settings=self._settings,
                                      memory=self._memory, publish=self._publish,
+                                     late=self._late,
                                      node_readers=self.node_reader, clock=self._clock)
 
     # --- cadence -------------------------------------------------------------
@@ -301,9 +305,12 @@ class UpstreamService:
         interval_ms = int(self._config.upstream_interval_s * 1000)
         due = self._clock() + int(self._config.upstream_initial_delay_s * 1000)
         poll = min(1.0, self._config.upstream_interval_s)
+        last = self._clock()
         while not self._stop.wait(poll):
-            if self._clock() < due:
-                continue
+            now = self._clock()
+            if last <= now < due:
+                continue  # not due yet (a clock that went backwards makes it due now)
+            last = now
             try:
                 self.scan_cycle()
             except Exception:

@@ -26,6 +26,10 @@ class WakerActor(GatewayActor):
             into the gateway (such calls raise ``ReentrantCall``).
     """
 
+    use_daemon_thread = True
+    """Host code may hang here; a stuck ``on_wake`` must not keep the process alive.
+    The waker holds no state, so nothing is lost if the process exits under it."""
+
     def __init__(self, on_wake: Callable[[str], None]) -> None:
         super().__init__()
         self._on_wake = on_wake

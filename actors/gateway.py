@@ -475,13 +475,15 @@ class Gateway(UpstreamApi):
         try:
             with self._reads.connection(self._timeout) as conn:
                 if after is None:
-                    return SessionStatus(state_version=read_version(conn, key, agent))
-                version, changes = read_changes(conn, key, agent, after,
-                                                self.config.changes_limit)
-                return SessionStatus(state_version=version, state_changes=changes)
+                    status = SessionStatus(state_version=read_version(conn, key, agent))
+                else:
+                    version, changes = read_changes(conn, key, agent, after,
+                                                    self.config.changes_limit)
+                    status = SessionStatus(state_version=version, state_changes=changes)
+            self._note_read_ok()
+            return status
         except (StorageError, apsw.Error) as exc:
-            self._note_read_fault(exc)
-            logger.warning("session_status read failed: %s", exc)
+            self._note_read_fault(exc, "session_status")
             # history_gap=True: the caller must refresh fully, not trust an empty delta.
             empty = None if after is None else StateChanges(
                 events=(), history_gap=True, truncated=False, earliest_available_sequence=0)
@@ -496,10 +498,11 @@ class Gateway(UpstreamApi):
         agent = v.check_agent_id(agent_id)
         try:
             with self._reads.connection(self._timeout) as conn:
-                return list_sessions(conn, agent)
+                rows = list_sessions(conn, agent)
+            self._note_read_ok()
+            return rows
         except (StorageError, apsw.Error) as exc:
-            self._note_read_fault(exc)
-            logger.warning("sessions_list read failed: %s", exc)
+            self._note_read_fault(exc, "sessions_list")
             return []
 
     # --- notices -------------------------------------------------------------

@@ -31,7 +31,9 @@ class OwnerLock:
     """
 
     def __init__(self, database: Path) -> None:
-        self.path = database.with_name(database.name + ".lock")
+        # Resolve symlinks, so an alias of an open database finds the same lock.
+        real = Path(os.path.realpath(database))
+        self.path = real.with_name(real.name + ".lock")
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
-import pykka
 
 from persistence.records import SessionStateEvent, UpstreamLink
 
@@ -265,7 +264,7 @@ class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):
     """Envelope: a command and the future its requester waits on (group commit)."""
 
     command: Command
-    reply: pykka.Future[Any]
+    reply: Any  # persistence._reply.Reply (or any object with set/set_exception)
 
 
 class Flush(msgspec.Struct, frozen=True, tag="flush"):

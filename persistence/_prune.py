@@ -31,7 +31,8 @@ def prune(
         conn: the write connection, inside a transaction.
         now: the clock, epoch ms.
         retention_days: events older than this many days go, as do cursors
-            untouched for that long (dormant watches expire).
+            untouched for that long with nothing pending (dormant watches
+            expire; a watch with an undrained notice stays).
         max_rows: at most this many events remain, the newest.
 
     Returns:
@@ -49,6 +50,12 @@ def prune(
         conn.execute(_STAMP_UP_TO, (now, boundary))
         conn.execute("DELETE FROM session_state_events WHERE sequence <= ?", (boundary,))
         deleted += conn.changes()
-    conn.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?", (cutoff,))
+    # A dormant watch expires; one whose watcher has not yet drained a pending
+    # notice stays, so the notice survives restarts however long it waits.
+    conn.execute(
+        "DELETE FROM session_watch_cursors WHERE updated_at < ?"
+        " AND material_sequence <= last_seen_sequence",
+        (cutoff,),
+    )
     cursors_deleted = conn.changes()
     return deleted, cursors_deleted

@@ -30,6 +30,8 @@ from persistence._messages import (
     UpsertSession,
     WriteRequest,
 )
+from persistence._reply import _UNSET as _UNSET_SENTINEL
+from persistence._reply import Reply
 from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
@@ -369,23 +371,36 @@ class PersistenceActor(pykka.ThreadingActor):
             request.reply.set_exception((StorageError, error, None))
 
 
-def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float) -> Any:
+def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float,
+           on_late: Callable[[Any], None] | None = None) -> Any:
     """Send ``command`` to the persistence actor and wait for its committed result.
 
     Runs in the caller's thread and blocks until the command's transaction
     committed (or failed), at most ``timeout`` seconds.
 
+    Args:
+        ref: the persistence actor.
+        command: the write command.
+        timeout: seconds to wait.
+        on_late: called (in the persistence actor's thread, so it must not
+            block) with the result if the command commits after the caller
+            gave up; e.g. to publish its notices anyway.
+
     Raises:
         StorageError: the command or its transaction failed.
         StorageUnavailable: the actor is not running or did not answer in time
-            (a timed-out command may still be applied later).
+            (a timed-out command may still be applied later: see ``on_late``).
     """
-    future: pykka.ThreadingFuture[Any] = pykka.ThreadingFuture()
+    reply = Reply()
     try:
-        ref.tell(WriteRequest(command=command, reply=future))
+        ref.tell(WriteRequest(command=command, reply=reply))
     except pykka.ActorDeadError as exc:
         raise StorageUnavailable("the persistence actor is not running") from exc
     try:
-        return future.get(timeout=timeout)
+        return reply.get(timeout=timeout)
     except pykka.Timeout as exc:
+        if on_late is not None:
+            value = reply.abandon(on_late)
+            if value is not _UNSET_SENTINEL:
+                return value  # it arrived just as we gave up
         raise StorageUnavailable(f"no answer from the persistence actor in {timeout}s") from exc

@@ -34,8 +34,11 @@ MAX_KEY_LENGTH = 512
 _QUOTE_LOOKALIKES = frozenset(
     '"\\\u00ab\u00bb\u02ba\u02dd\u02ee\u201c\u201d\u201e\u201f\u2033\u2036'
     "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02"
-    "\u05f4\u3003\u02f6\u1cd3\u2760\U0001f676\U0001f677\U0001f678"
+    "\u05f4\u3003\u02f6\u1cd3\u2760\U0001f676\U0001f677\U0001f678\u00a8"
 )
+# Characters that render as nothing or as a blank, so two keys could look the same.
+_INVISIBLE = frozenset("\u115f\u1160\u2800\u3164\uffa0") | frozenset(
+    chr(c) for c in range(0xFE00, 0xFE10))
 
 
 def key_problem(key: object, *, what: str = "session key") -> str | None:
@@ -51,7 +54,8 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
         ``what``. Refused: control, format (bidirectional marks, zero-width
         characters, BOM), surrogate, private-use and unassigned characters;
         line and paragraph separators and every space but U+0020; double
-        quotes, their look-alikes, and backslashes. The key is quoted inside
+        quotes, their look-alikes, and backslashes; invisible fillers and
+        variation selectors; combining marks not on a letter or digit. The key is quoted inside
         the notice text, which must stay one line that a key can neither
         forge nor reorder (issue 5, security).
     """
@@ -61,10 +65,14 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
         return f"{what} must not be empty"
     if len(key) > MAX_KEY_LENGTH:
         return f"{what} is longer than {MAX_KEY_LENGTH} characters"
+    previous = ""
     for ch in key:
-        if ch in _QUOTE_LOOKALIKES:
+        if ch in _QUOTE_LOOKALIKES or ch in _INVISIBLE:
             return f"{what} contains the forbidden character U+{ord(ch):04X}"
         category = unicodedata.category(ch)
+        if category[0] == "M" and (not previous or unicodedata.category(previous)[0] in "PZS"):
+            return f"{what} has a combining mark U+{ord(ch):04X} that is not on a letter"
+        previous = ch
         if category[0] == "C":
             return f"{what} contains the control or format character U+{ord(ch):04X}"
         if category[0] == "Z" and ch != " ":

@@ -47,7 +47,10 @@ FAILED_OUTCOMES = ("error", "timeout", "cancelled")
 # to refuse (the Quotation_Mark double forms and the dingbat ornaments).
 DOUBLE_QUOTES = frozenset(
     '"\\\u00ab\u00bb\u02ba\u02dd\u02ee\u201c\u201d\u201e\u201f\u2033\u2036'
-    "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02")
+    "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02\u00a8")
+# Blank-looking fillers and variation selectors (the README: "invisible fillers").
+INVISIBLE = frozenset("\u115f\u1160\u2800\u3164\uffa0") | frozenset(
+    chr(c) for c in range(0xFE00, 0xFE10))
 # Further characters Unicode's confusables data maps to '"' (or that are the missing
 # members of the ornament families above). Whether they are refused is tested by the
 # security suite; the bad-input oracle lets them go either way.
@@ -117,11 +120,17 @@ def key_verdict(value: object, name: str, *, optional: bool = False,
     if not value or len(value) > MAX_KEY_LENGTH:
         return bad(InvalidSessionKey, name)
     ambiguous = False
+    previous = ""
     for ch in value:
         category = unicodedata.category(ch)
-        if ch in DOUBLE_QUOTES or category[0] == "C" or (category[0] == "Z" and ch != " "):
+        if (ch in DOUBLE_QUOTES or ch in INVISIBLE or category[0] == "C"
+                or (category[0] == "Z" and ch != " ")):
             return bad(InvalidSessionKey, name)
+        if category[0] == "M" and (not previous
+                                   or unicodedata.category(previous)[0] in "PZS"):
+            return bad(InvalidSessionKey, name)  # a mark on no letter (a look-alike builder)
         ambiguous = ambiguous or ch in FURTHER_LOOKALIKES
+        previous = ch
     if agent and ":" in value:
         return bad(InvalidSessionKey, name)
     return maybe(InvalidSessionKey, name) if ambiguous else OK

@@ -193,3 +193,29 @@ def test_overflowed_notices_come_back_after_each_drain_until_none_is_pending(
             delivered.add(text.split('"')[1])
     assert delivered == set(targets)
     assert gateway.pending_notices(WATCHER) == []
+
+
+def test_a_change_that_commits_after_its_producer_timed_out_still_notifies(
+    open_gateway: Callable[..., Gateway], db_path: Path,
+) -> None:
+    from tests._faults_support import LockHolder
+
+    woke = threading.Event()
+    gw = open_gateway(GatewayConfig(busy_timeout_ms=8000, ask_timeout_s=1.0),
+                      on_wake=lambda watcher: woke.set())
+    gw.watch(WATCHER, CHILD)
+    holder = LockHolder(db_path)
+    holder.acquire()
+    try:
+        assert gw.human_message(CHILD, channel="x") is None  # gave up after 1 s
+    finally:
+        holder.release()  # the queued command now commits
+    assert woke.wait(TIMEOUT)  # and its notice is published without a restart
+    assert len(gw.pending_notices(WATCHER)) == 1
+    assert gw.session_status(CHILD).state_version > 0
+
+
+def test_the_waker_never_keeps_the_process_alive() -> None:
+    from actors._waker import WakerActor
+
+    assert WakerActor.use_daemon_thread is True

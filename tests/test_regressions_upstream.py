@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
+from actors.errors import ArgumentTypeError, DatabaseBusy, InvalidArgument, InvalidSessionKey
 from actors.upstream._classify import classify_units
 from tests._upstream_rows import claude_user, pi_header, pi_user
-from tests.conftest import WATCHER
+from tests.conftest import DAY_MS, WATCHER, FakeClock
 
 TIMEOUT = 10.0
 
@@ -171,3 +171,77 @@ def test_thread_ids_come_from_the_session_not_from_a_symlink_name(
     assert linked is not None
     assert linked.thread_id == "4f1c8a52"
     assert linked.upstream_ref["path"] == str(claude)
+
+
+class BadRowNode:
+    """A node reader whose answers may contain rows that are not mappings."""
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = [{"type": "user", "uuid": "u-1",
+                                 "message": {"role": "user", "content": "first"}}]
+
+    def read_latest(self, thread_id: str, limit: int) -> Sequence[Mapping[str, Any]]:
+        return list(reversed(self.rows))[:limit]
+
+
+def test_a_malformed_node_row_is_skipped_and_the_link_keeps_working(gateway: Gateway) -> None:
+    node = BadRowNode()
+    assert gateway.adopt_remote("agent:main:node", node_id="n1", thread_id="t", reader=node)
+    assert gateway.watch(WATCHER, "agent:main:node")
+    node.rows += [None, "junk", {"type": "user", "uuid": "u-2", "timestamp": None,
+                                 "message": {"role": "user", "content": "typed later"}}]
+    assert [e.summary for e in gateway.scan_upstream()] == ["human message via claude"]
+
+
+def test_markers_store_a_digest_never_transcript_bytes(gateway: Gateway, tmp_path: Path,
+                                                       db_path: Path) -> None:
+    path = _pi(tmp_path / "s.jsonl", pi_user("zqx-private-words-zqx"))
+    _watched(gateway, "agent:main:pi", path)
+    _append(path, pi_user("zqx-more-private-zqx"))
+    assert len(gateway.scan_upstream()) == 1
+    gateway.close()
+    blob = b"".join(p.read_bytes() for p in db_path.parent.iterdir() if p.is_file())
+    for secret in (b"zqx-private-words-zqx", b"zqx-more-private-zqx"):
+        assert secret not in blob
+        assert secret.hex().encode() not in blob
+        assert secret[-10:].hex().encode() not in blob
+
+
+def test_a_scan_in_the_middle_of_a_rewrite_never_counts_old_turns_again(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    path = _pi(tmp_path / "s.jsonl", pi_user("history"))
+    _watched(gateway, "agent:main:pi", path)
+    _append(path, pi_user("A") + pi_user("B"))
+    assert gateway.scan_upstream()[0].payload == {"turns": 2}
+    content = path.read_bytes()
+    with path.open("r+b") as handle:
+        handle.truncate(0)  # the rewriter truncated the file ...
+    assert gateway.scan_upstream() == []  # ... and a scan saw it empty
+    path.write_bytes(content)  # then wrote the same bytes back
+    assert gateway.scan_upstream() == []
+    _append(path, pi_user("C"))
+    assert [e.payload for e in gateway.scan_upstream()] == [None]  # only C
+
+
+def test_pending_watches_survive_expiry_and_dormant_ones_do_not(
+    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
+) -> None:
+    gw = open_gateway()
+    gw.watch(WATCHER, "agent:main:busy")
+    gw.watch(WATCHER, "agent:main:quiet")
+    gw.human_message("agent:main:busy", channel="x")
+    gw.close()
+    clock.advance(31 * DAY_MS)
+    gw = open_gateway()
+    assert [t.split('"')[1] for t in gw.pending_notices(WATCHER)] == ["agent:main:busy"]
+    assert gw.human_message("agent:main:quiet", channel="x") is None  # its watch expired
+
+
+def test_an_alias_of_an_open_database_is_refused(open_gateway: Callable[..., Gateway],
+                                                 db_path: Path) -> None:
+    open_gateway()
+    alias = db_path.with_name("alias.sqlite")
+    os.symlink(db_path, alias)
+    with pytest.raises(DatabaseBusy):
+        Gateway.open(alias, monitor=False)

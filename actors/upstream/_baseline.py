@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from actors.upstream._files import end_of_complete_lines, file_state, read_range
+from actors.upstream._files import check_of, end_of_complete_lines, file_state, read_range
 
 __all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
 
@@ -108,7 +108,8 @@ def jsonl_baseline(
     return Baseline(
         host_id="gateway:local", thread_id=thread_id or default_thread,
         upstream_ref={"path": os.path.realpath(path)},
-        marker={"offset": offset, "inode": state.inode, "epoch": 0, "check": check.hex()},
+        marker={"offset": offset, "inode": state.inode, "epoch": 0,
+                "check": check_of(check)},
         refusal=refusal,
     )
 

@@ -10,13 +10,14 @@ only on regular-file I/O.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["CHECK_BYTES", "Chunk", "FileState", "end_of_complete_lines", "file_state",
-           "read_lines", "read_range"]
+__all__ = ["CHECK_BYTES", "Chunk", "FileState", "check_of", "end_of_complete_lines",
+           "file_state", "read_lines", "read_range"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "blocked"]
 
@@ -65,7 +66,8 @@ class Chunk:
         end: the offset just past the last complete line (== the marker when
             there are none).
         state: the file's state at the time of the read.
-        raw: the bytes from the marker to ``end`` (the complete lines).
+        raw: the bytes checked before the marker, then the complete lines up
+            to ``end`` (so the next marker's check can be computed).
     """
 
     kind: ReadKind
@@ -133,8 +135,17 @@ def end_of_complete_lines(path: str, size: int, *, limit: int = 1 << 20
     return start + end, data[max(0, end - CHECK_BYTES):end]
 
 
+def check_of(data: bytes) -> str:
+    """The stored form of the bytes before a marker: ``"<length>:<sha256 prefix>"``.
+
+    Only a digest is stored: those bytes are transcript text, which never
+    enters the signal log (issue 5, privacy).
+    """
+    return f"{len(data)}:{hashlib.sha256(data).hexdigest()[:32]}"
+
+
 def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
-               check: bytes | None = None) -> Chunk:
+               check: str | None = None) -> Chunk:
     """Read the complete lines after ``offset``, at most ``cap`` bytes.
 
     Args:
@@ -142,8 +153,9 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
         offset: the byte marker: where the unread part starts.
         cap: most bytes read (``scan_cap_bytes``).
         inode: the inode the marker belongs to, or ``None`` to skip that check.
-        check: the bytes that stood just before ``offset`` when the marker was
-            set; if they differ now, the file was rewritten in place.
+        check: :func:`check_of` the bytes that stood just before ``offset``
+            when the marker was set; if they differ now, the file was
+            rewritten in place.
 
     Returns:
         A :class:`Chunk`. Never raises.
@@ -151,9 +163,14 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
     state = file_state(path)
     if state.kind != "ok":
         return Chunk(state.kind, state.reason, offset, state)
-    if (inode is not None and state.inode != inode) or state.size < offset:
+    if inode is not None and state.inode != inode:
         return Chunk("rewritten", "rewritten", offset, state)
-    before = len(check) if check and len(check) <= offset else 0
+    if state.size < offset:
+        return Chunk("rewritten", "shrunk", offset, state)
+    before = 0
+    if check:
+        length, _, _ = check.partition(":")
+        before = int(length) if length.isdigit() and int(length) <= offset else 0
     if state.size == offset and not before:
         return Chunk("no_news", "no_growth", offset, state)
     want = min(state.size - offset, cap)
@@ -161,9 +178,9 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
     if data is None:
         kind: ReadKind = "missing" if reason == "missing" else "transient"
         return Chunk(kind, reason, offset, state)
-    if before and data[:before] != check:
+    if before and check_of(data[:before]) != check:
         return Chunk("rewritten", "rewritten_in_place", offset, state)
-    data = data[before:]
+    prefix, data = data[:before], data[before:]
     got = len(data)
     if not got:
         return Chunk("no_news", "no_growth", offset, state)
@@ -179,4 +196,4 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
         lines.append((offset + start, data[start:stop]))
         start = stop + 1
     return Chunk("lines", "ok", offset + last_newline + 1, state, lines,
-                 data[:last_newline + 1])
+                 prefix + data[:last_newline + 1])

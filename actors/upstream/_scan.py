@@ -13,7 +13,13 @@ from typing import Any, Literal
 import msgspec
 
 from actors.upstream._common import Unit, text_hash
-from actors.upstream._files import CHECK_BYTES, end_of_complete_lines, read_lines
+from actors.upstream._files import (
+    CHECK_BYTES,
+    check_of,
+    end_of_complete_lines,
+    file_state,
+    read_lines,
+)
 
 __all__ = [
     "LineClassifier",
@@ -93,16 +99,6 @@ def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int,
     return turns, newest
 
 
-def _marker_check(marker: dict[str, Any]) -> bytes | None:
-    check = marker.get("check")
-    if not isinstance(check, str):
-        return None
-    try:
-        return bytes.fromhex(check)
-    except ValueError:
-        return None
-
-
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
     own_hashes: frozenset[str],
@@ -115,11 +111,14 @@ def scan_jsonl(
     marker, changed inode, or no longer holds the bytes it held just before
     the marker (rewritten in place) is re-baselined at the end of its last
     complete line without counting, and the marker's ``epoch`` moves on, so
-    turns after a re-baseline never share a dedupe id with earlier ones.
+    turns after a re-baseline never share a dedupe id with earlier ones. A
+    file that shrank may be mid-rewrite, so the scan after it re-baselines
+    once more ("settling"): old turns written back are never counted again.
 
     Args:
         path: the transcript.
-        marker: ``{"offset": int, "inode": int, "epoch": int, "check": hex}``.
+        marker: ``{"offset": int, "inode": int, "epoch": int, "check": str}``
+            (``check`` digests the bytes before the offset; see ``check_of``).
         classify: the source's line classifier.
         cap: most bytes read in this scan.
         own_hashes: hashes of the session's recent own texts.
@@ -129,16 +128,32 @@ def scan_jsonl(
     epoch = marker.get("epoch", 0)
     if not isinstance(offset, int) or offset < 0 or not isinstance(epoch, int):
         return ScanResult(kind="no_news", reason="invalid_marker")
-    check = _marker_check(marker)
+    check = marker.get("check")
+    if marker.get("settling"):
+        # The last scan met a file cut short (truncated, or mid-rewrite). Whatever
+        # was written since may be the old content coming back: re-baseline once
+        # more without counting, so old turns are never counted twice.
+        state = file_state(path)
+        if state.kind != "ok":
+            return ScanResult(kind=state.kind, reason=state.reason)
+        settled = end_of_complete_lines(path, state.size)
+        if settled is None:
+            return ScanResult(kind="transient", reason="unreadable_after_rewrite")
+        return ScanResult(kind="activity", reason="rewritten_settled", next_marker={
+            "offset": settled[0], "inode": state.inode, "epoch": epoch + 1,
+            "check": check_of(settled[1])})
     chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
-                       check=check)
+                       check=check if isinstance(check, str) else None)
     if chunk.kind == "rewritten":
         rebase = end_of_complete_lines(path, chunk.state.size)
         if rebase is None:
             return ScanResult(kind="transient", reason="unreadable_after_rewrite")
-        return ScanResult(kind="activity", reason=chunk.reason, next_marker={
+        next_marker: dict[str, Any] = {
             "offset": rebase[0], "inode": chunk.state.inode, "epoch": epoch + 1,
-            "check": rebase[1].hex()})
+            "check": check_of(rebase[1])}
+        if chunk.reason == "shrunk":
+            next_marker["settling"] = True
+        return ScanResult(kind="activity", reason=chunk.reason, next_marker=next_marker)
     if chunk.kind != "lines":
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
     units: list[Unit] = []
@@ -153,11 +168,12 @@ def scan_jsonl(
     if end == offset:
         return ScanResult(kind="no_news", reason="unclassifiable_line")
     turns, newest = count_turns(units, own_hashes)
-    new_check = ((check or b"") + chunk.raw[:end - offset])[-CHECK_BYTES:]
+    consumed = len(chunk.raw) - (chunk.end - offset) + (end - offset)
+    new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
         next_marker={"offset": end, "inode": chunk.state.inode, "epoch": epoch,
-                     "check": new_check.hex()},
+                     "check": new_check},
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
     )

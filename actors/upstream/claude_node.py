@@ -84,7 +84,7 @@ def node_baseline(reader: NodeTranscriptReader, thread_id: str, *,
         return None
     if not items:
         return {"uuid": None}
-    newest = items[0].get("uuid")
+    newest = items[0].get("uuid") if isinstance(items[0], Mapping) else None
     return {"uuid": newest} if isinstance(newest, str) and newest else None
 
 
@@ -102,14 +102,16 @@ def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, An
         logger.warning("the paired-node reader failed", exc_info=True)
         return ScanResult(kind="transient", reason="reader_failed")
     seen = marker.get("uuid")
-    uuids = [item.get("uuid") for item in items]
+    # A row that is not a mapping (a host bug) is kept in place, never classified.
+    uuids = [item.get("uuid") if isinstance(item, Mapping) else None for item in items]
     fresh = items[: uuids.index(seen)] if seen in uuids else items
     if not fresh:
         return ScanResult(kind="no_news", reason="no_new_items")
-    newest = fresh[0].get("uuid")
+    newest = uuids[0]
     if not isinstance(newest, str) or not newest:
         return ScanResult(kind="no_news", reason="newest_item_without_uuid")
-    turns, occurred = count_turns((classify_claude_message(item) for item in fresh), own_hashes)
+    turns, occurred = count_turns((classify_claude_message(item) for item in fresh
+                                   if isinstance(item, Mapping)), own_hashes)
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns, next_marker={"uuid": newest},
         occurred_at=(occurred if occurred is not None else now) if turns else None,

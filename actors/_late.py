@@ -1,0 +1,70 @@
+"""Publishing the notices of commands that committed after their caller gave up."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+import pykka
+
+from actors._base import GatewayActor
+from persistence import AckOutcome, NoticeDescriptor, RecordOutcome, ScanOutcome, SweepOutcome
+
+__all__ = ["LatePublish", "LatePublisher", "late_sink"]
+
+logger = logging.getLogger(__name__)
+
+
+class LatePublish(msgspec.Struct, frozen=True, kw_only=True, tag="late.publish"):
+    """Notices of a command whose requester timed out before it committed."""
+
+    notices: tuple[NoticeDescriptor, ...]
+
+
+def _notices_of(value: Any) -> tuple[NoticeDescriptor, ...]:
+    match value:
+        case RecordOutcome() | AckOutcome() | SweepOutcome():
+            return value.notices
+        case ScanOutcome(record=RecordOutcome() as record):
+            return record.notices
+    return ()
+
+
+def late_sink(ref: pykka.ActorRef[Any]) -> Callable[[Any], None]:
+    """An ``on_late`` callback for ``persistence.submit`` that forwards notices to ``ref``.
+
+    It runs in the persistence actor's thread and only ``tell``s (never blocks).
+    """
+    def forward(value: Any) -> None:
+        notices = _notices_of(value)
+        if notices:
+            try:
+                ref.tell(LatePublish(notices=notices))
+            except pykka.ActorDeadError:
+                logger.debug("a late commit's notices were dropped: the gateway is closing")
+    return forward
+
+
+class LatePublisher(GatewayActor):
+    """Publishes notices of late commits, so none waits for a restart.
+
+    Args:
+        publish: the gateway's notice publisher (asks cursor actors; no actor
+            asks this one, so the ask graph stays acyclic).
+    """
+
+    def __init__(self, publish: Callable[[Iterable[NoticeDescriptor]], None]) -> None:
+        super().__init__()
+        self._publish = publish
+
+    def handle(self, message: Any) -> Any:
+        """Publish the notices (actor thread; blocks on the cursor actors)."""
+        match message:
+            case LatePublish(notices=notices):
+                logger.info("publishing %d notices of a change that committed late",
+                            len(notices))
+                self._publish(notices)
+                return None
+        return super().handle(message)
