@@ -164,6 +164,7 @@ class _StderrHandler(logging.Handler):
     """Writes records to whatever ``sys.stderr`` is at the time (tests swap it)."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Write one formatted record to the current ``sys.stderr``."""
         try:
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # a closed or broken stderr must not break the command
