@@ -14,13 +14,14 @@ import json
 import math
 import re
 from datetime import UTC, datetime, timedelta
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import msgspec
 
 __all__ = [
     "Unit",
     "decode_any",
+    "decode_object",
     "epoch_ms",
     "gateway_envelope_reason",
     "is_utf8",
@@ -143,3 +144,20 @@ def gateway_envelope_reason(text: str) -> str | None:
     if _CHANNEL_ENVELOPE.match(text):
         return "openclaw_envelope"
     return None
+
+
+def decode_object(line: bytes) -> tuple[str, dict[str, Any] | None]:
+    """Decode a line that the fast typed decoders could not: ``(kind, object)``.
+
+    ``kind`` is ``"ok"`` with the decoded JSON object, ``"blank"`` for an
+    empty line, or ``"invalid"`` for anything that is not valid UTF-8 JSON
+    holding an object. Pure; never raises.
+    """
+    if not is_utf8(line):
+        return "invalid", None
+    ok, value = decode_any(line)
+    if not ok:
+        return ("blank" if not line.strip() else "invalid"), None
+    if not isinstance(value, dict):
+        return "invalid", None
+    return "ok", value

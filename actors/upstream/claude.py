@@ -60,7 +60,7 @@ import msgspec
 
 from actors.upstream._common import (
     Unit,
-    decode_any,
+    decode_object,
     epoch_ms,
     gateway_envelope_reason,
     is_utf8,
@@ -358,11 +358,7 @@ def classify_claude_line(line: bytes) -> Unit:
 
 def _classify_generic(line: bytes) -> Unit:
     """The slow path: a line the fast struct cannot hold, or not valid JSON at all."""
-    if not is_utf8(line):
-        return _INVALID
-    ok, value = decode_any(line)
-    if not ok:
-        return _BLANK if not line.strip() else _INVALID
-    if not isinstance(value, dict):
-        return _INVALID
-    return classify_claude_message(value)
+    kind, value = decode_object(line)
+    if value is not None:
+        return classify_claude_message(value)
+    return _BLANK if kind == "blank" else _INVALID

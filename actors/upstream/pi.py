@@ -49,6 +49,7 @@ import msgspec
 from actors.upstream._common import (
     Unit,
     decode_any,
+    decode_object,
     epoch_ms,
     gateway_envelope_reason,
     is_utf8,
@@ -170,14 +171,10 @@ def _classify_mapping(entry: Mapping[str, object]) -> Unit:
 
 def _classify_generic(line: bytes) -> Unit:
     """The slow path: a line the fast structs cannot hold, or not valid JSON at all."""
-    if not is_utf8(line):
-        return _STOP
-    ok, value = decode_any(line)
-    if not ok:
-        return _BLANK if not line.strip() else _STOP
-    if not isinstance(value, dict):
-        return _STOP
-    return _classify_mapping(value)
+    kind, value = decode_object(line)
+    if value is not None:
+        return _classify_mapping(value)
+    return _BLANK if kind == "blank" else _STOP
 
 
 def classify_pi_line(line: bytes) -> Unit:
