@@ -92,10 +92,10 @@ class GatewayCore:
         )
         self._late_ref: pykka.ActorRef[Any] = LatePublisher.start(self._publish)
         self._late = late_sink(self._late_ref)
-        self._handoff = Handoff()
+        self._handoff = Handoff(wait_s=config.ask_timeout_s)
         self._sessions: ActorPool[tuple[str, str]] = ActorPool(
             self._start_session, cap=config.max_session_actors, name="session",
-            join_timeout=config.ask_timeout_s)
+            join_timeout=config.ask_timeout_s, on_retire=self._handoff.expect)
         self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
         self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,

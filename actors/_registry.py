@@ -35,8 +35,12 @@ class ActorPool(Generic[K]):
         name: used in log lines.
         join_timeout: seconds :meth:`get` waits for a stopping predecessor of
             the same key to finish before starting its successor.
+        on_retire: called (under the pool's lock; must not block) with each
+            key whose actor is being stopped.
         join_timeout: seconds :meth:`get` waits for a stopping predecessor of
             the same key to finish before starting its successor.
+        on_retire: called (under the pool's lock; must not block) with each
+            key whose actor is being stopped.
 
     Thread-safe; :meth:`get` blocks only while a new actor thread starts.
     """
@@ -44,8 +48,10 @@ class ActorPool(Generic[K]):
     def __init__(
         self, factory: Callable[[K], pykka.ActorRef[Any]], *, cap: int | None = None,
         name: str = "actor", join_timeout: float = 10.0,
+        on_retire: Callable[[K], None] | None = None,
     ) -> None:
         self._factory = factory
+        self._on_retire = on_retire
         self._join_timeout = join_timeout
         self._cap = cap
         self._name = name
@@ -108,6 +114,8 @@ class ActorPool(Generic[K]):
             return len(self._live)
 
     def _retire(self, key: K, ref: pykka.ActorRef[Any]) -> None:
+        if self._on_retire is not None:
+            self._on_retire(key)
         self._retiring = {k: r for k, r in self._retiring.items() if r.is_alive()}
         self._retiring[key] = ref
         with contextlib.suppress(pykka.ActorDeadError):

@@ -59,32 +59,57 @@ class Handoff:
     A session actor that is stopped to bound the number of live threads
     writes its queue, inbox and version floors here in ``on_stop``; the next
     actor started for the same session takes them in ``__init__``, so nothing
-    queued is lost (architecture notes, "Restart and passivation").
+    queued is lost (architecture notes, "Restart and passivation"). Because
+    Pykka reports an actor dead before its ``on_stop`` has run, the pool
+    announces each retirement with :meth:`expect`, and :meth:`take` waits
+    (bounded) until the retiring actor has handed over.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, wait_s: float = 10.0) -> None:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], SessionState] = {}
+        self._pending: dict[tuple[str, str], threading.Event] = {}
+        self._wait_s = wait_s
 
-    def put(self, key: tuple[str, str], state: SessionState) -> None:
-        """Keep ``state`` for ``key`` (replacing any older one)."""
+    def expect(self, key: tuple[str, str]) -> None:
+        """An actor of ``key`` is stopping: a successor must wait for its hand-over."""
         with self._lock:
-            self._states[key] = state
+            self._pending.setdefault(key, threading.Event())
+
+    def put(self, key: tuple[str, str], state: SessionState | None) -> None:
+        """Hand over ``state`` for ``key`` (``None``: nothing to keep) and release waiters."""
+        with self._lock:
+            if state is not None:
+                self._states[key] = state
+            done = self._pending.pop(key, None)
+        if done is not None:
+            done.set()
 
     def take(self, key: tuple[str, str]) -> SessionState | None:
-        """Remove and return the state kept for ``key``, if any."""
+        """Remove and return the state kept for ``key``, waiting for a pending hand-over.
+
+        Blocks at most ``wait_s`` seconds (then proceeds without it, logged).
+        """
+        with self._lock:
+            pending = self._pending.get(key)
+        if pending is not None and not pending.wait(self._wait_s):
+            logger.warning("a stopping session actor did not hand over within %.1fs",
+                           self._wait_s)
         with self._lock:
             return self._states.pop(key, None)
 
     def has(self, key: tuple[str, str]) -> bool:
-        """Whether state is kept for ``key``."""
+        """Whether state is kept, or being handed over, for ``key``."""
         with self._lock:
-            return key in self._states
+            return key in self._states or key in self._pending
 
     def discard(self, key: tuple[str, str]) -> None:
         """Forget ``key`` (its session was deleted)."""
         with self._lock:
             self._states.pop(key, None)
+            done = self._pending.pop(key, None)
+        if done is not None:
+            done.set()
 
 
 class SessionActor(GatewayActor):
@@ -157,11 +182,13 @@ class SessionActor(GatewayActor):
     def on_stop(self) -> None:
         """Leave queue, inbox and floors to the successor (actor thread)."""
         self._prune_floors()
-        if self._handoff is not None and (len(self._queue) or self._inbox or self._floors):
-            self._handoff.put((self._key, self._agent_id), SessionState(
-                entries=self._queue.entries(), floors=dict(self._floors),
-                floor_all=self._floor_all, inbox=tuple(self._inbox),
-                dropped_notice=self._queue.dropped_notice))
+        if self._handoff is None:
+            return
+        keep = len(self._queue) or self._inbox or self._floors
+        self._handoff.put((self._key, self._agent_id), SessionState(
+            entries=self._queue.entries(), floors=dict(self._floors),
+            floor_all=self._floor_all, inbox=tuple(self._inbox),
+            dropped_notice=self._queue.dropped_notice) if keep else None)
 
     def handle(self, message: Any) -> Any:
         """Dispatch one message (actor thread; may block on persistence)."""

@@ -8,9 +8,10 @@ from typing import Any
 
 import pykka
 
-__all__ = ["Reply"]
+__all__ = ["PENDING", "Reply"]
 
-_UNSET: Any = object()
+PENDING: Any = object()
+"""What :meth:`Reply.abandon` returns when no result had arrived yet."""
 
 
 class Reply:
@@ -30,7 +31,7 @@ class Reply:
     def __init__(self) -> None:
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._value: Any = _UNSET
+        self._value: Any = PENDING
         self._error: BaseException | None = None
         self._on_late: Callable[[Any], None] | None = None
 
@@ -67,10 +68,10 @@ class Reply:
 
         Returns:
             The value if it arrived meanwhile (``on_late`` is then not
-            called), else a sentinel that is not a valid result.
+            called), else :data:`PENDING`.
         """
         with self._lock:
-            if self._value is not _UNSET:
+            if self._value is not PENDING:
                 return self._value
             self._on_late = on_late
-            return _UNSET
+            return PENDING

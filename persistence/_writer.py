@@ -30,8 +30,7 @@ from persistence._messages import (
     UpsertSession,
     WriteRequest,
 )
-from persistence._reply import _UNSET as _UNSET_SENTINEL
-from persistence._reply import Reply
+from persistence._reply import PENDING, Reply
 from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
@@ -401,6 +400,6 @@ def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float,
     except pykka.Timeout as exc:
         if on_late is not None:
             value = reply.abandon(on_late)
-            if value is not _UNSET_SENTINEL:
+            if value is not PENDING:
                 return value  # it arrived just as we gave up
         raise StorageUnavailable(f"no answer from the persistence actor in {timeout}s") from exc

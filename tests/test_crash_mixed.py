@@ -26,7 +26,6 @@ The seed is printed; ``SSA_CRASH_SEED`` replays one. CI runs 50 kills;
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -39,11 +38,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from actors import Gateway
+from scripts import soak
 from tests import _crash_mixed_child as child
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,20 +64,8 @@ PROGRESS_TIMEOUT_S = 20.0
 KILL_TIMEOUT_S = 10.0
 
 
-def load_soak() -> ModuleType:
-    """``scripts/soak.py`` (not a package): the invariant checks live there."""
-    if "ssa_soak" in sys.modules:
-        return sys.modules["ssa_soak"]
-    spec = importlib.util.spec_from_file_location("ssa_soak", ROOT / "scripts" / "soak.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ssa_soak"] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
 
 
-soak = load_soak()
 
 
 def wall_ms() -> int:

@@ -215,7 +215,23 @@ def test_a_change_that_commits_after_its_producer_timed_out_still_notifies(
     assert gw.session_status(CHILD).state_version > 0
 
 
-def test_the_waker_never_keeps_the_process_alive() -> None:
-    from actors._waker import WakerActor
+def test_a_stuck_on_wake_never_keeps_the_process_alive(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    release = threading.Event()
+    entered = threading.Event()
 
-    assert WakerActor.use_daemon_thread is True
+    def stuck(watcher: str) -> None:
+        entered.set()
+        release.wait(TIMEOUT)
+
+    gw = open_gateway(GatewayConfig(ask_timeout_s=0.5), on_wake=stuck)
+    gw.watch(WATCHER, CHILD)
+    try:
+        assert gw.human_message(CHILD, channel="x") is not None  # bounded despite the hang
+        assert entered.wait(TIMEOUT)
+        wakers = [t for t in threading.enumerate() if t.name.startswith("WakerActor")]
+        assert wakers
+        assert all(t.daemon for t in wakers)  # the interpreter may exit under it
+    finally:
+        release.set()

@@ -6,7 +6,6 @@ Fixtures are read from ``../shared`` and copied into ``tmp_path`` at test time.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ import apsw
 import pytest
 
 from actors import Gateway
+from actors.upstream.samples import append_opencode_turn
 from tests._upstream_rows import claude_user, codex_legacy_user, codex_paginated_user, pi_user
 from tests.conftest import WATCHER
 
@@ -35,32 +35,6 @@ def _copy(tmp_path: Path, relative: str) -> Path:
 def _append(path: Path, data: bytes) -> None:
     with path.open("ab") as handle:
         handle.write(data)
-
-
-def _opencode_turn(db: Path, session_id: str, text: str) -> None:
-    """Append a typed user turn the way OpenCode 1.18 writes one (message, part, sequence)."""
-    conn = apsw.Connection(str(db))
-    try:
-        conn.set_busy_timeout(5000)
-        with conn:
-            created = int(conn.execute("SELECT max(time_created) FROM message").get) + 60_000
-            counter = 1
-            message_id = f"msg_{(created * 0x1000 + counter) % (1 << 48):012x}{'e2e' * 4}xy"
-            part_id = f"prt_{(created * 0x1000 + counter + 1) % (1 << 48):012x}{'e2e' * 4}xy"
-            data = {"role": "user", "time": {"created": created}, "agent": "build",
-                    "model": {"providerID": "mock", "modelID": "mock-model"},
-                    "summary": {"diffs": []}}
-            conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data)"
-                         " VALUES (?, ?, ?, ?, ?)",
-                         (message_id, session_id, created, created, json.dumps(data)))
-            conn.execute("INSERT INTO part (id, message_id, session_id, time_created,"
-                         " time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
-                         (part_id, message_id, session_id, created, created,
-                          json.dumps({"type": "text", "text": text})))
-            conn.execute("UPDATE event_sequence SET seq = seq + 3 WHERE aggregate_id = ?",
-                         (session_id,))
-    finally:
-        conn.close()
 
 
 CASES = [
@@ -104,7 +78,7 @@ def test_a_typed_turn_in_a_real_opencode_store_gives_one_event_then_missing(
     assert link is not None
     assert gateway.watch(WATCHER, key)
     assert gateway.scan_upstream() == []
-    _opencode_turn(db, OPENCODE_MAIN, "please also update the changelog")
+    append_opencode_turn(db, OPENCODE_MAIN, "please also update the changelog")
     events = gateway.scan_upstream()
     assert [(e.kind, e.summary) for e in events] == [
         ("human_direct_message", "human message via opencode")]

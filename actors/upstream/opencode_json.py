@@ -30,10 +30,6 @@ class _SessionFile(msgspec.Struct):
     parentID: object = None  # noqa: N815 - OpenCode's field name
 
 
-class _MessageFile(msgspec.Struct):
-    time: object = None
-
-
 def is_json_storage(path: Path) -> bool:
     """Whether ``path`` is a JSON-era ``storage`` directory (or its parent)."""
     return (path / "message").is_dir() or (path / "storage" / "message").is_dir()

@@ -16,7 +16,8 @@ from pathlib import Path
 import apsw
 import msgspec
 
-__all__ = ["SampleSession", "append_typed_turn", "write_sample_catalog"]
+__all__ = ["SampleSession", "append_opencode_turn", "append_typed_turn",
+           "write_sample_catalog"]
 
 _CLAUDE_SESSION = "4f1c8a52-7d1e-4e8b-9a54-2c6f0b3d9e11"
 _CODEX_THREAD = "01a06421-3bf7-7ed2-a618-e42b6c961905"
@@ -128,7 +129,7 @@ def write_sample_catalog(root: Path) -> dict[str, SampleSession]:
                          (_OPENCODE_SESSION,))
     finally:
         conn.close()
-    _opencode_turn(opencode, "Explain the build failure")
+    append_opencode_turn(opencode, _OPENCODE_SESSION, "Explain the build failure")
     return {
         "claude": SampleSession(source="claude", path=str(claude), thread_id=_CLAUDE_SESSION),
         "codex": SampleSession(source="codex", path=str(codex), thread_id=_CODEX_THREAD),
@@ -138,27 +139,39 @@ def write_sample_catalog(root: Path) -> dict[str, SampleSession]:
     }
 
 
-def _opencode_turn(db: Path, text: str) -> None:
+def append_opencode_turn(db: Path, session_id: str, text: str) -> None:
+    """Append a typed user turn to an OpenCode (≥ 1.2) store the way OpenCode writes one.
+
+    One transaction: the user message row, its text part, and the session's
+    ``event_sequence`` advanced (formats doc §4.1-§4.2). Ids follow OpenCode's
+    shape (creation time, then a counter), after every existing message.
+    Blocks on SQLite (busy timeout 5 s).
+
+    Raises:
+        apsw.Error: the store cannot be written.
+    """
     conn = apsw.Connection(str(db))
     try:
         conn.set_busy_timeout(5000)
         with conn:
-            count = int(conn.execute("SELECT count(*) FROM message").get)
-            created = 1_796_030_000_000 + 60_000 * (count + 1)
-            stamp = f"{(created * 0x1000 + count) % (1 << 48):012x}"
-            message_id, part_id = f"msg_{stamp}Demo{count:010d}", f"prt_{stamp}Demo{count:010d}"
+            latest, count = conn.execute(
+                "SELECT coalesce(max(time_created), 1796030000000), count(*) FROM message").get
+            created = int(latest) + 60_000
+            stamp = f"{(created * 0x1000 + int(count)) % (1 << 48):012x}"
+            message_id = f"msg_{stamp}Sample{int(count):08d}"
+            part_id = f"prt_{stamp}Sample{int(count):08d}"
             conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data)"
-                         " VALUES (?, ?, ?, ?, ?)", (message_id, _OPENCODE_SESSION, created,
-                                                     created, json.dumps({
+                         " VALUES (?, ?, ?, ?, ?)", (message_id, session_id, created, created,
+                                                     json.dumps({
                                                          "role": "user",
                                                          "time": {"created": created},
                                                          "agent": "build"})))
             conn.execute("INSERT INTO part (id, message_id, session_id, time_created,"
                          " time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
-                         (part_id, message_id, _OPENCODE_SESSION, created, created,
+                         (part_id, message_id, session_id, created, created,
                           json.dumps({"type": "text", "text": text})))
             conn.execute("UPDATE event_sequence SET seq = seq + 3 WHERE aggregate_id = ?",
-                         (_OPENCODE_SESSION,))
+                         (session_id,))
     finally:
         conn.close()
 
@@ -167,7 +180,7 @@ def append_typed_turn(session: SampleSession, text: str) -> None:
     """Append a turn a person typed, in the session's own tool format."""
     when = "2026-11-30T08:05:00.000Z"
     if session.source == "opencode":
-        _opencode_turn(Path(session.path), text)
+        append_opencode_turn(Path(session.path), session.thread_id, text)
         return
     row = {"claude": _claude_user, "codex": _codex_user, "pi": _pi_user}[session.source]
     with open(session.path, "ab") as handle:
