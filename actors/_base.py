@@ -1,4 +1,4 @@
-"""Base actor: marks our threads and logs unexpected messages."""
+"""Base actor: logs unexpected messages and contains host code's ``BaseException``s."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pykka
 
+from persistence._runtime import Dispatcher, InlineActor, on_our_thread
+
 __all__ = ["GatewayActor", "on_our_thread"]
 
 logger = logging.getLogger(__name__)
-
-_local = threading.local()
 
 
 def _expected(exc: Exception) -> bool:
@@ -22,30 +22,29 @@ def _expected(exc: Exception) -> bool:
     return isinstance(exc, StorageError | pykka.Timeout | pykka.ActorDeadError)
 
 
-def on_our_thread() -> bool:
-    """Whether the calling thread is one of the gateway's actor threads."""
-    return bool(getattr(_local, "ours", False))
+class GatewayActor(InlineActor):
+    """Base of the gateway's actors (session, cursor, waker, monitor, late publisher).
 
+    They run on the actor runtime of :mod:`persistence._runtime`: no thread of
+    their own, handled by the thread that messages them (or a worker of the
+    gateway's dispatcher). Unknown messages become a WARNING instead of an
+    error. Subclasses implement :meth:`handle`.
 
-class GatewayActor(pykka.ThreadingActor):
-    """Base of the gateway's actors.
-
-    Marks its thread so the facade can refuse blocking calls made from it
-    (style anchors §7.3 rule 27), and turns unknown messages into a WARNING
-    instead of an error. Subclasses implement :meth:`handle`.
+    Args:
+        dispatcher: the gateway's dispatcher (``None``: always inline).
     """
 
-    def on_start(self) -> None:
-        """Mark the actor thread as ours (actor thread, non-blocking)."""
-        _local.ours = True
+    def __init__(self, *, dispatcher: Dispatcher | None = None) -> None:
+        super().__init__(dispatcher=dispatcher)
 
     def on_receive(self, message: Any) -> Any:
-        """Dispatch to :meth:`handle` (actor thread).
+        """Dispatch to :meth:`handle` (driving thread).
 
         A ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``
         or ``SystemExit`` raised by host code such as ``on_wake`` or a node
-        reader) is turned into a ``RuntimeError`` for the caller: Pykka would
-        otherwise stop every actor in the process, the host's included.
+        reader) is turned into a ``RuntimeError`` for the caller, except a
+        ``KeyboardInterrupt`` in the main thread, which is the user's Ctrl-C
+        and propagates.
         """
         try:
             return self.handle(message)
@@ -55,6 +54,9 @@ class GatewayActor(pykka.ThreadingActor):
                              type(message).__name__, exc_info=True)
             raise
         except BaseException as exc:
+            if (isinstance(exc, KeyboardInterrupt)
+                    and threading.current_thread() is threading.main_thread()):
+                raise
             logger.error("%s caught %s from host code; the actor keeps running",
                          type(self).__name__, type(exc).__name__)
             raise RuntimeError(f"{type(exc).__name__} raised inside {type(self).__name__}") from exc

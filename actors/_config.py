@@ -35,14 +35,18 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             gives up (logged; producers return ``None``).
         busy_timeout_ms: how long SQLite waits for another process's lock, in ms.
         prune_interval_ms: producer-triggered prunes run at most this often, in ms.
-        max_cursor_actors: cursor actors kept alive at once (idle ones beyond
-            this are stopped and restart from SQLite on demand).
-        max_session_actors: session actors kept alive at once; the least
+        max_cursor_actors: cursor actors kept in memory at once (the least
+            recently used beyond this are stopped and restart from SQLite on
+            demand). Actors have no thread of their own, so this bounds
+            memory (a few KiB each), not threads.
+        max_session_actors: session actors kept in memory at once; the least
             recently used beyond this stop and hand their queue to their
-            successor, so the thread count stays bounded however many keys
-            are used.
-        max_monitor_actors: upstream monitor actors kept alive at once.
+            successor.
+        max_monitor_actors: upstream monitor actors kept in memory at once.
         read_connections: read-only SQLite connections shared by caller threads.
+        worker_threads: most worker threads of the actor runtime's dispatcher
+            (upstream scans, late publishes); every other actor runs on the
+            threads that call the gateway.
         vfs: the SQLite VFS to open the database with (``None``: the default);
             tests use a fault-injecting VFS registered with ``apsw``.
     """
@@ -63,10 +67,11 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     ask_timeout_s: float = 10.0
     busy_timeout_ms: int = 5000
     prune_interval_ms: int = 3_600_000
-    max_cursor_actors: int = 1024
-    max_session_actors: int = 1024
-    max_monitor_actors: int = 256
+    max_cursor_actors: int = 16_384
+    max_session_actors: int = 16_384
+    max_monitor_actors: int = 16_384
     read_connections: int = 4
+    worker_threads: int = 4
     vfs: str | None = None
 
     def __post_init__(self) -> None:
@@ -89,13 +94,15 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidArgument("changes_limit must be between 1 and 200")
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
                      "max_monitor_actors", "max_session_actors",
-                     "read_connections", "own_text_window", "opencode_replay_window",
+                     "read_connections", "worker_threads", "own_text_window",
+                     "opencode_replay_window",
                      "missing_threshold", "scan_cap_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
         limits = {"retention_days": 36_500, "max_rows": 100_000_000, "queue_limit": 10_000,
-                  "scan_cap_bytes": 1 << 30, "read_connections": 64}
+                  "scan_cap_bytes": 1 << 30, "read_connections": 64,
+                  "worker_threads": 64}
         for name, limit in limits.items():
             if getattr(self, name) > limit:
                 raise InvalidArgument(f"{name} must be at most {limit}")

@@ -12,6 +12,7 @@ from actors._base import GatewayActor
 from actors._messages import Enqueue, Publish, Register, Wake
 from actors._notices import notice_text
 from persistence import NoticeDescriptor, RegisterOutcome, RegisterWatch, StorageError, submit
+from persistence._runtime import Dispatcher
 from persistence.keys import is_subagent_key
 
 __all__ = ["CursorActor", "should_wake"]
@@ -47,6 +48,7 @@ class CursorActor(GatewayActor):
         persistence: the persistence actor.
         waker: the waker actor, or ``None`` without ``on_wake``.
         timeout: seconds each request may take.
+        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
 
     Asks the watcher's session actor, the waker and persistence; none of them
     asks a cursor actor.
@@ -62,8 +64,9 @@ class CursorActor(GatewayActor):
         persistence: pykka.ActorRef[Any],
         waker: pykka.ActorRef[Any] | None,
         timeout: float,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(dispatcher=dispatcher)
         self._watcher_key = watcher_key
         self._watcher_agent_id = watcher_agent_id
         self._target = target
@@ -74,7 +77,7 @@ class CursorActor(GatewayActor):
         self._state: NoticeDescriptor | None = None
 
     def handle(self, message: Any) -> Any:
-        """Dispatch one message (actor thread; blocks on the asks it makes)."""
+        """Dispatch one message (driving thread; blocks on the asks it makes)."""
         match message:
             case Publish(descriptor=descriptor):
                 return self._publish(descriptor)

@@ -18,7 +18,6 @@ from typing import Any, Self
 import apsw
 import pykka
 
-from actors._base import on_our_thread
 from actors._config import GatewayConfig
 from actors._cursor import CursorActor
 from actors._late import LatePublisher, late_sink
@@ -44,6 +43,7 @@ from persistence import (
     SessionStateEvent,
     submit,
 )
+from persistence._runtime import Dispatcher, on_our_thread
 from persistence._writer import FATAL_ERRORS
 from persistence.keys import agent_id_of
 
@@ -81,16 +81,19 @@ class GatewayCore:
         self._reads = ReadPool(str(path), size=config.read_connections,
                                busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
         self._fatal = threading.Event()
+        self._dispatcher = Dispatcher("ssa-worker", config.worker_threads)
         self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
             str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
             busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
             max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
-            vfs=config.vfs, fatal=self._fatal,
+            vfs=config.vfs, fatal=self._fatal, dispatcher=self._dispatcher,
         )
         self._waker: pykka.ActorRef[Any] | None = (
-            WakerActor.start(on_wake) if on_wake is not None else None
+            WakerActor.start(on_wake, dispatcher=self._dispatcher) if on_wake is not None
+            else None
         )
-        self._late_ref: pykka.ActorRef[Any] = LatePublisher.start(self._publish)
+        self._late_ref: pykka.ActorRef[Any] = LatePublisher.start(
+            self._publish, dispatcher=self._dispatcher)
         self._late = late_sink(self._late_ref)
         self._handoff = Handoff(wait_s=config.ask_timeout_s)
         self._sessions: ActorPool[tuple[str, str]] = ActorPool(
@@ -100,7 +103,7 @@ class GatewayCore:
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
         self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
                                          config=config, clock=clock, publish=self._publish,
-                                         late=self._late)
+                                         late=self._late, dispatcher=self._dispatcher)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every actor this gateway started, and nothing else.
@@ -122,7 +125,8 @@ class GatewayCore:
             partial(self._sessions.stop_all, timeout)]
         steps += [partial(self._stop_ref, ref, timeout)
                   for ref in (self._late_ref, self._waker, self._persistence) if ref is not None]
-        steps += [self._reads.close, self._lock.release]
+        steps += [partial(self._dispatcher.close, timeout), self._reads.close,
+                  self._lock.release]
         for step in steps:
             try:
                 stuck += step() or 0
@@ -179,13 +183,14 @@ class GatewayCore:
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
             key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
-            timeout=self._timeout, handoff=self._handoff, late=self._late)
+            timeout=self._timeout, handoff=self._handoff, late=self._late,
+            dispatcher=self._dispatcher)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
         return CursorActor.start(
             key[0], (key[1], key[2]), resolve_session=lambda k, a: self._sessions.get((k, a)),
             watcher_agent_id=agent_id_of(key[0]), persistence=self._persistence,
-            waker=self._waker, timeout=self._timeout)
+            waker=self._waker, timeout=self._timeout, dispatcher=self._dispatcher)
 
     def _ask_session(self, key: tuple[str, str], message: object) -> Any:
         return self._ask(self._sessions, key, message)

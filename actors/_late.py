@@ -11,6 +11,7 @@ import pykka
 
 from actors._base import GatewayActor
 from persistence import AckOutcome, NoticeDescriptor, RecordOutcome, ScanOutcome, SweepOutcome
+from persistence._runtime import Dispatcher, scheduling
 
 __all__ = ["LatePublish", "LatePublisher", "late_sink"]
 
@@ -35,13 +36,15 @@ def _notices_of(value: Any) -> tuple[NoticeDescriptor, ...]:
 def late_sink(ref: pykka.ActorRef[Any]) -> Callable[[Any], None]:
     """An ``on_late`` callback for ``persistence.submit`` that forwards notices to ``ref``.
 
-    It runs in the persistence actor's thread and only ``tell``s (never blocks).
+    It runs in the thread that committed the batch and only ``tell``s, onto
+    the dispatcher (never inline, so it never delays that commit).
     """
     def forward(value: Any) -> None:
         notices = _notices_of(value)
         if notices:
             try:
-                ref.tell(LatePublish(notices=notices))
+                with scheduling():
+                    ref.tell(LatePublish(notices=notices))
             except pykka.ActorDeadError:
                 logger.debug("a late commit's notices were dropped: the gateway is closing")
     return forward
@@ -55,12 +58,13 @@ class LatePublisher(GatewayActor):
             asks this one, so the ask graph stays acyclic).
     """
 
-    def __init__(self, publish: Callable[[Iterable[NoticeDescriptor]], None]) -> None:
-        super().__init__()
+    def __init__(self, publish: Callable[[Iterable[NoticeDescriptor]], None], *,
+                 dispatcher: Dispatcher | None = None) -> None:
+        super().__init__(dispatcher=dispatcher)
         self._publish = publish
 
     def handle(self, message: Any) -> Any:
-        """Publish the notices (actor thread; blocks on the cursor actors)."""
+        """Publish the notices (driving thread; blocks on the cursor actors)."""
         match message:
             case LatePublish(notices=notices):
                 logger.info("publishing %d notices of a change that committed late",

@@ -32,6 +32,7 @@ from persistence import (
     read_own_hashes,
     submit,
 )
+from persistence._runtime import Dispatcher
 
 __all__ = [
     "LinkMemory",
@@ -167,8 +168,9 @@ class UpstreamMonitor(GatewayActor):
                  reads: ReadPool, settings: MonitorSettings, memory: LinkMemory,
                  publish: Publish, node_readers: NodeReaders | None = None,
                  clock: Callable[[], int] | None = None,
-                 late: Callable[[Any], None] | None = None) -> None:
-        super().__init__()
+                 late: Callable[[Any], None] | None = None,
+                 dispatcher: Dispatcher | None = None) -> None:
+        super().__init__(dispatcher=dispatcher)
         self._late = late
         self._key = key
         self._agent_id = agent_id
@@ -182,7 +184,7 @@ class UpstreamMonitor(GatewayActor):
         self._clock = clock
 
     def handle(self, message: Any) -> Any:
-        """Run one scan (actor thread; blocks on bounded I/O and persistence)."""
+        """Run one scan (driving thread; blocks on bounded I/O and persistence)."""
         match message:
             case ScanLink(opencode=hint):
                 return self._scan(hint)

@@ -37,12 +37,9 @@ class ActorPool(Generic[K]):
             the same key to finish before starting its successor.
         on_retire: called (under the pool's lock; must not block) with each
             key whose actor is being stopped.
-        join_timeout: seconds :meth:`get` waits for a stopping predecessor of
-            the same key to finish before starting its successor.
-        on_retire: called (under the pool's lock; must not block) with each
-            key whose actor is being stopped.
 
-    Thread-safe; :meth:`get` blocks only while a new actor thread starts.
+    Thread-safe; :meth:`get` blocks only while a predecessor of the same key
+    finishes stopping.
     """
 
     def __init__(
@@ -63,28 +60,46 @@ class ActorPool(Generic[K]):
     def get(self, key: K) -> pykka.ActorRef[Any]:
         """Return the live actor for ``key``, starting it if needed.
 
+        Runs in the caller's thread. Starting an actor costs no thread (see
+        :mod:`persistence._runtime`); evicted actors are stopped after the pool's
+        lock is released, in this thread.
+
         Raises:
             GatewayClosed: the pool was stopped.
         """
         with self._lock:
-            if self._closed:
-                raise GatewayClosed("the gateway is closed")
-            ref = self._live.get(key)
-            if ref is not None and ref.is_alive():
-                self._live.move_to_end(key)
+            ref = self._live_ref(key)
+            if ref is not None:
                 return ref
             retired = self._retiring.pop(key, None)
-            if retired is not None:
-                # Its on_stop must finish (leaving its state) before a successor starts.
-                with contextlib.suppress(pykka.Timeout):
-                    retired.stop(block=True, timeout=self._join_timeout)
+        if retired is not None:
+            # Its on_stop must finish (leaving its state) before a successor starts.
+            with contextlib.suppress(pykka.Timeout):
+                retired.stop(block=True, timeout=self._join_timeout)
+        with self._lock:
+            ref = self._live_ref(key)
+            if ref is not None:
+                return ref
             ref = self._factory(key)
             self._live[key] = ref
+            evicted: list[pykka.ActorRef[Any]] = []
             if self._cap is not None:
                 while len(self._live) > self._cap:
                     old_key, old = self._live.popitem(last=False)
-                    self._retire(old_key, old)
+                    self._mark_retiring(old_key, old)
+                    evicted.append(old)
+        for old in evicted:
+            self._stop_quietly(old)
+        return ref
+
+    def _live_ref(self, key: K) -> pykka.ActorRef[Any] | None:
+        if self._closed:
+            raise GatewayClosed("the gateway is closed")
+        ref = self._live.get(key)
+        if ref is not None and ref.is_alive():
+            self._live.move_to_end(key)
             return ref
+        return None
 
     def peek(self, key: K) -> pykka.ActorRef[Any] | None:
         """Return the live actor for ``key`` without starting one."""
@@ -102,7 +117,9 @@ class ActorPool(Generic[K]):
             keys = [k for k in self._live if predicate(k)]
             refs = [self._live.pop(key) for key in keys]
             for key, ref in zip(keys, refs, strict=True):
-                self._retire(key, ref)
+                self._mark_retiring(key, ref)
+        for ref in refs:
+            self._stop_quietly(ref)
         if wait:
             for ref in refs:
                 with contextlib.suppress(pykka.Timeout):
@@ -113,11 +130,17 @@ class ActorPool(Generic[K]):
         with self._lock:
             return len(self._live)
 
-    def _retire(self, key: K, ref: pykka.ActorRef[Any]) -> None:
+    def _mark_retiring(self, key: K, ref: pykka.ActorRef[Any]) -> None:
+        # Under the lock: announce the retirement (hand-over) before the stop.
         if self._on_retire is not None:
             self._on_retire(key)
-        self._retiring = {k: r for k, r in self._retiring.items() if r.is_alive()}
+        if len(self._retiring) > 64:
+            self._retiring = {k: r for k, r in self._retiring.items() if r.is_alive()}
         self._retiring[key] = ref
+
+    @staticmethod
+    def _stop_quietly(ref: pykka.ActorRef[Any]) -> None:
+        # Not under the lock: an idle actor's stop runs here, inline.
         with contextlib.suppress(pykka.ActorDeadError):
             ref.stop(block=False)
 

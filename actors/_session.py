@@ -33,6 +33,7 @@ from persistence import (
     SweepOutcome,
     submit,
 )
+from persistence._runtime import Dispatcher
 
 __all__ = ["Handoff", "SessionActor", "SessionState"]
 
@@ -125,6 +126,7 @@ class SessionActor(GatewayActor):
             actor leaves its own when stopped.
         late: receives the result of an acknowledgement that committed after
             this actor stopped waiting (its follow-ups are published anyway).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
 
     Asks only the persistence actor, never a cursor or session actor, so the
     ask graph stays acyclic. Queue updates are applied in commit order: each
@@ -141,8 +143,9 @@ class SessionActor(GatewayActor):
         timeout: float,
         handoff: Handoff | None = None,
         late: Callable[[Any], None] | None = None,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(dispatcher=dispatcher)
         self._late = late
         self._key = key
         self._agent_id = agent_id
@@ -161,7 +164,7 @@ class SessionActor(GatewayActor):
         self._handled = 0
 
     def on_failure(self, *args: object) -> None:
-        """Leave the state to the successor after a crash too (actor thread)."""
+        """Leave the state to the successor after a crash too (driving thread)."""
         self.on_stop()
 
     def _set_floor(self, target: tuple[str, str], version: int) -> None:
@@ -180,7 +183,7 @@ class SessionActor(GatewayActor):
             self._floors.pop(target, None)
 
     def on_stop(self) -> None:
-        """Leave queue, inbox and floors to the successor (actor thread)."""
+        """Leave queue, inbox and floors to the successor (driving thread)."""
         self._prune_floors()
         if self._handoff is None:
             return
@@ -191,7 +194,7 @@ class SessionActor(GatewayActor):
             dropped_notice=self._queue.dropped_notice) if keep else None)
 
     def handle(self, message: Any) -> Any:
-        """Dispatch one message (actor thread; may block on persistence)."""
+        """Dispatch one message (driving thread; may block on persistence)."""
         self._handled += 1
         if self._handled % 256 == 0:
             self._prune_floors()

@@ -38,6 +38,7 @@ from persistence import (
     read_link,
     submit,
 )
+from persistence._runtime import Dispatcher, scheduling
 
 __all__ = ["SOURCES", "UpstreamService"]
 
@@ -62,11 +63,14 @@ class UpstreamService:
         clock: epoch-ms clock; the cadence's due times use it.
         publish: the gateway's notice publisher.
         late: ``on_late`` for write commands whose caller timed out.
+        dispatcher: runs the monitors' scans concurrently (bounded threads).
     """
 
     def __init__(self, *, persistence: pykka.ActorRef[Any], reads: ReadPool,
                  config: GatewayConfig, clock: Clock, publish: Publish,
-                 late: Callable[[Any], None] | None = None) -> None:
+                 late: Callable[[Any], None] | None = None,
+                 dispatcher: Dispatcher | None = None) -> None:
+        self._dispatcher = dispatcher
         self._persistence = persistence
         self._reads = reads
         self._config = config
@@ -212,7 +216,8 @@ class UpstreamService:
                                 link.session_key)
                     continue
                 message = ScanLink(opencode=hints.get(ident))
-                future = self._monitors.get(ident).ask(message, block=False)
+                with scheduling():  # scans run concurrently on the dispatcher's workers
+                    future = self._monitors.get(ident).ask(message, block=False)
                 self._inflight[ident] = future
                 pending.append((link, future))
             events: list[SessionStateEvent] = []
@@ -292,7 +297,8 @@ class UpstreamService:
                                      reads=self._reads, settings=self._settings,
                                      memory=self._memory, publish=self._publish,
                                      late=self._late,
-                                     node_readers=self.node_reader, clock=self._clock)
+                                     node_readers=self.node_reader, clock=self._clock,
+                                     dispatcher=self._dispatcher)
 
     # --- cadence -------------------------------------------------------------
 

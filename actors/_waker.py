@@ -8,6 +8,7 @@ from typing import Any
 
 from actors._base import GatewayActor
 from actors._messages import Wake
+from persistence._runtime import Dispatcher
 
 __all__ = ["WakerActor"]
 
@@ -17,25 +18,27 @@ logger = logging.getLogger(__name__)
 class WakerActor(GatewayActor):
     """Calls ``on_wake(watcher_key)`` for main-session watchers (seed, heartbeat wake).
 
-    Host code runs here, in this actor's thread, never inside the persistence
-    actor or under a lock (architecture notes, "Wakes and callbacks"). An
-    exception from ``on_wake`` is logged and survived.
+    Host code runs here and only here, one call at a time, never inside the
+    persistence actor or under a lock (architecture notes, "Wakes and
+    callbacks"). The actor has no thread of its own: ``on_wake`` runs in the
+    thread whose call queued the notice (a producer, a drain, a scan worker),
+    which is what lets a producer return after its wake without a thread
+    hop. An exception from ``on_wake`` is logged and survived.
 
     Args:
-        on_wake: the host's callback; it must not block and must not call back
-            into the gateway (such calls raise ``ReentrantCall``).
+        on_wake: the host's callback; it must not block (it delays the call
+            that caused it) and must not call back into the gateway (such
+            calls raise ``ReentrantCall``).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
     """
 
-    use_daemon_thread = True
-    """Host code may hang here; a stuck ``on_wake`` must not keep the process alive.
-    The waker holds no state, so nothing is lost if the process exits under it."""
-
-    def __init__(self, on_wake: Callable[[str], None]) -> None:
-        super().__init__()
+    def __init__(self, on_wake: Callable[[str], None], *,
+                 dispatcher: Dispatcher | None = None) -> None:
+        super().__init__(dispatcher=dispatcher)
         self._on_wake = on_wake
 
     def handle(self, message: Any) -> Any:
-        """Call ``on_wake`` for a :class:`Wake` (actor thread; blocks on host code)."""
+        """Call ``on_wake`` for a :class:`Wake` (driving thread; blocks on host code)."""
         match message:
             case Wake(watcher_key=watcher_key):
                 try:

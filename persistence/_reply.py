@@ -29,18 +29,29 @@ class Reply:
     """
 
     def __init__(self) -> None:
-        self._done = threading.Event()
+        # A held lock is the cheapest cross-thread signal CPython has: the
+        # waiter blocks in acquire() until set() releases it.
+        self._signal = threading.Lock()
+        self._signal.acquire()
         self._lock = threading.Lock()
         self._value: Any = PENDING
         self._error: BaseException | None = None
         self._on_late: Callable[[Any], None] | None = None
+        self._done = False
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self._signal.release()
 
     def set(self, value: Any = None) -> None:
         """Deliver the result (to the waiter, or to ``on_late`` if it gave up)."""
         with self._lock:
             self._value = value
             late = self._on_late
-        self._done.set()
+        self._release()
         if late is not None:
             late(value)
 
@@ -48,17 +59,18 @@ class Reply:
         """Deliver a failure: ``(type, exception, traceback)`` as Pykka's futures take."""
         with self._lock:
             self._error = exc_info[1] if exc_info else RuntimeError("unknown failure")
-        self._done.set()
+        self._release()
 
     def get(self, *, timeout: float | None = None) -> Any:
-        """Wait for the result.
+        """Wait for the result (caller's thread; blocks up to ``timeout`` seconds).
 
         Raises:
             pykka.Timeout: nothing arrived within ``timeout`` seconds.
             BaseException: the failure that was delivered.
         """
-        if not self._done.wait(timeout):
+        if not self._signal.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             raise pykka.Timeout(f"no result within {timeout}s")
+        self._signal.release()  # later get() calls return at once
         if self._error is not None:
             raise self._error
         return self._value

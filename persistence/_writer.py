@@ -31,6 +31,7 @@ from persistence._messages import (
     WriteRequest,
 )
 from persistence._reply import PENDING, Reply
+from persistence._runtime import Dispatcher, InlineActor
 from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
@@ -64,15 +65,24 @@ class Ping:
     """Ask this to learn that ``on_start`` finished (answers ``True``)."""
 
 
-class PersistenceActor(pykka.ThreadingActor):
+class PersistenceActor(InlineActor):
     """Owns the only APSW write connection and serializes every write.
 
-    Group commit (architecture notes): a :class:`WriteRequest` is queued and,
-    when the queue was empty, a :class:`Flush` is told to self; the flush
-    applies every waiting command in one ``BEGIN IMMEDIATE`` transaction, one
-    savepoint per command (a failing command rolls back alone and its caller
-    gets the error), commits once, then resolves each reply future. A leaf:
-    it answers and resolves futures, it never asks another actor.
+    Group commit (architecture notes): each :class:`WriteRequest` joins the
+    pending batch; when the inbox holds nothing more (or the batch reached
+    :data:`BATCH_LIMIT`, or another kind of message is next) the batch is
+    applied in one ``BEGIN IMMEDIATE`` transaction, one savepoint per command
+    when there are several (a failing command rolls back alone and its
+    caller gets the error), committed once, and each reply resolved. No
+    message is told to self.
+
+    It runs on the actor runtime (:mod:`persistence._runtime`), which makes
+    this a leader/follower group commit: a requester that finds the actor
+    idle commits its own request in its own thread (no thread hop at all);
+    requests that arrive meanwhile queue up, and after each commit the rest
+    of the mailbox goes to a dispatcher worker, which commits them as the
+    next batch. One connection, used by one thread at a time. A leaf: it
+    answers and resolves futures, it never asks another actor.
 
     Args:
         path: database file.
@@ -85,13 +95,15 @@ class PersistenceActor(pykka.ThreadingActor):
         prune_interval_ms: throttle of producer-triggered prunes.
         vfs: SQLite VFS name (``None``: the default), e.g. for fault injection.
         fatal: set by this actor when the database proves unusable.
+        dispatcher: the worker pool that takes over queued requests after a
+            commit (``None``: the committing thread goes on with them).
 
     Storage faults (full disk, a foreign lock held past the busy timeout, a
     read-only or vanished file) fail the affected commands with
     :class:`StorageError` and are logged once per episode; writing resumes
     by itself when the fault clears. A corrupt database is fatal.
 
-    All methods run in the actor's own thread.
+    All methods run in the thread that drives the actor (one at a time).
     """
 
     def __init__(
@@ -107,8 +119,9 @@ class PersistenceActor(pykka.ThreadingActor):
         prune_interval_ms: int = PRUNE_INTERVAL_MS,
         vfs: str | None = None,
         fatal: threading.Event | None = None,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(dispatcher=dispatcher)
         self._path = path
         self._clock = clock
         self._versions = versions
@@ -131,7 +144,7 @@ class PersistenceActor(pykka.ThreadingActor):
         """Set when the database proved unusable (corrupt); the gateway then closes."""
 
     def on_start(self) -> None:
-        """Open the write connection (actor thread; the gateway migrated the schema)."""
+        """Open the write connection (driving thread; the gateway migrated the schema)."""
         self._conn = open_connection(
             self._path, synchronous=self._synchronous, busy_timeout_ms=self._busy_timeout_ms,
             writer=True, vfs=self._vfs,
@@ -140,7 +153,12 @@ class PersistenceActor(pykka.ThreadingActor):
         self._identity = (st.st_dev, st.st_ino)
 
     def on_stop(self) -> None:
-        """Fail requests still waiting, then close the connection (actor thread)."""
+        """Commit the requests already taken, then close the connection (driving thread)."""
+        try:
+            while self._pending and self._conn is not None:
+                self._flush()
+        except Exception:
+            logger.exception("the last batch before stopping failed")
         self._fail_all(self._pending, StorageUnavailable("the persistence actor stopped"))
         self._pending = []
         if self._conn is not None:
@@ -151,30 +169,38 @@ class PersistenceActor(pykka.ThreadingActor):
                 logger.warning("closing the signal-log database failed: %s", exc)
 
     def on_failure(self, *args: object) -> None:
-        """Close the connection after an unexpected error (actor thread)."""
+        """Close the connection after an unexpected error (driving thread)."""
         self.on_stop()
 
     def on_receive(self, message: Any) -> Any:
-        """Dispatch one inbox message (actor thread)."""
+        """Dispatch one inbox message (driving thread)."""
         match message:
             case WriteRequest():
                 self._pending.append(message)
-                if len(self._pending) == 1:
-                    self.actor_ref.tell(Flush())
+                if len(self._pending) >= BATCH_LIMIT or self.actor_inbox.empty():
+                    self._flush()
                 return None
             case Flush():
                 self._flush()
                 return None
             case Ping():
+                self._flush()
                 return True
             case _:
+                self._flush()
                 logger.warning("persistence actor ignored an unexpected %s", type(message).__name__)
                 return None
 
     def _flush(self) -> None:
-        batch, self._pending = self._pending[:BATCH_LIMIT], self._pending[BATCH_LIMIT:]
-        if self._pending:
-            self.actor_ref.tell(Flush())
+        while len(self._pending) > BATCH_LIMIT:
+            batch, self._pending = self._pending[:BATCH_LIMIT], self._pending[BATCH_LIMIT:]
+            self._flush_batch(batch)
+        batch, self._pending = self._pending, []
+        self._flush_batch(batch)
+        self.runtime_yield = True  # queued requests: the next batch, on a worker
+
+
+    def _flush_batch(self, batch: list[WriteRequest]) -> None:
         if not batch:
             return
         if self.fatal.is_set():
@@ -190,7 +216,13 @@ class PersistenceActor(pykka.ThreadingActor):
         changes_before = conn.total_changes()
         try:
             results = self._apply_batch(conn, batch, now)
-        except apsw.Error as exc:
+        except BaseException as exc:
+            if not isinstance(exc, apsw.Error):
+                # Ctrl-C in the committing thread, or a bug: nothing half-done stays.
+                self._rollback(conn)
+                self._fail_all(batch, StorageError(f"write transaction interrupted: "
+                                                   f"{type(exc).__name__}"))
+                raise
             self._rollback(conn)
             if isinstance(exc, FATAL_ERRORS):
                 self._go_fatal(exc)
@@ -218,6 +250,17 @@ class PersistenceActor(pykka.ThreadingActor):
         """One transaction, one savepoint per command; a failing command rolls back alone."""
         results: list[tuple[WriteRequest, Any, BaseException | None]] = []
         conn.execute("BEGIN IMMEDIATE")
+        if len(batch) == 1:
+            # Alone, a command needs no savepoint: its failure rolls back everything.
+            request = batch[0]
+            try:
+                value = self._apply(conn, request.command, now)
+            except Exception as exc:
+                conn.execute("ROLLBACK")
+                self._note_command_error(request, exc)
+                return [(request, None, exc)]
+            conn.execute("COMMIT")
+            return [(request, value, None)]
         for request in batch:
             conn.execute("SAVEPOINT command")
             try:
@@ -225,17 +268,20 @@ class PersistenceActor(pykka.ThreadingActor):
             except Exception as exc:  # one command fails alone, never the actor
                 conn.execute("ROLLBACK TO command")
                 conn.execute("RELEASE command")
-                if isinstance(exc, FATAL_ERRORS):
-                    self._go_fatal(exc)
-                elif not isinstance(exc, apsw.Error | ValueError):
-                    logger.error("a %s command raised unexpectedly",
-                                 type(request.command).__name__, exc_info=True)
+                self._note_command_error(request, exc)
                 results.append((request, None, exc))
             else:
                 conn.execute("RELEASE command")
                 results.append((request, value, None))
         conn.execute("COMMIT")
         return results
+
+    def _note_command_error(self, request: WriteRequest, exc: Exception) -> None:
+        if isinstance(exc, FATAL_ERRORS):
+            self._go_fatal(exc)
+        elif not isinstance(exc, apsw.Error | ValueError):
+            logger.error("a %s command raised unexpectedly",
+                         type(request.command).__name__, exc_info=True)
 
     def _file_problem(self) -> str | None:
         # SQLite keeps writing to an unlinked file; refuse instead, so nothing

@@ -1,6 +1,7 @@
 """The benchmark script and ``ssa bench``: a quick run prints one table of seven sections.
 
-No timing assertions: the goals are printed by the script next to its ratios.
+No timing assertions: the goals are printed by the script next to its ratios. The
+synchronous-peer baseline and the absolute goal are checked for what they do.
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import apsw
 import pytest
 
 from actors import cli
-from scripts import bench
+from scripts import bench, load_twenty
 
 SECTIONS = [1, 2, 3, 4, 5, 6, 7]
 
@@ -30,6 +32,14 @@ def test_a_quick_run_prints_one_table_with_the_seven_sections(
     assert sections == sorted(sections)  # one table, in section order
     assert "calls whose notice/wake was late" in out
     assert all(" MISSED" in line or " ok" in line for line in rows if ">=" in line or "<=" in line)
+    peer = [line for line in rows if "synchronous peer" in line]
+    assert [line.split()[0] for line in peer] == ["1", "1", "3"]
+    assert peer[0].endswith((">= 1.5 ok", ">= 1.5 MISSED"))
+    assert peer[1].endswith((">= 0.7 ok", ">= 0.7 MISSED"))
+    assert peer[2].endswith(("<= 3 ms ok", "<= 3 ms MISSED"))
+    naive = [line for line in rows if line.startswith("1 ") and "naive record_event" in line]
+    assert len(naive) == 2
+    assert not any(line.endswith(("ok", "MISSED")) for line in naive)  # ratio, no goal
 
 
 def test_ssa_bench_runs_the_checkout_script_as_json(
@@ -40,7 +50,58 @@ def test_ssa_bench_runs_the_checkout_script_as_json(
     assert report["mode"] == "quick"
     assert sorted({r["section"] for r in report["rows"]}) == SECTIONS
     assert all(r["baseline"] is not None for r in report["rows"])
+    goals = {(r["section"], r["figure"], r["baseline_figure"]): r["goal"] for r in report["rows"]}
+    assert goals[(1, "events/s, Gateway, 8 threads", "synchronous peer, 8 threads, ev/s")] \
+        == ">= 1.5"
+    assert goals[(1, "events/s, Gateway, 1 thread", "synchronous peer, 1 thread, ev/s")] \
+        == ">= 0.7"
+    assert goals[(3, "producer call p99 ms, 8-thread load",
+                  "synchronous peer call p99 ms, 8 threads")] == "<= 3 ms"
+    assert goals[(1, "events/s, Gateway, 8 threads",
+                  "naive record_event, 1 txn/event, ev/s")] is None
     assert list(tmp_path.iterdir()) == []  # the temporary databases are gone
+
+
+def test_an_absolute_goal_bounds_our_value_whatever_the_ratio() -> None:
+    met = bench.row(3, "p99 ms", 2.5, "peer p99 ms", 10.0, at_most_value=3.0, unit="ms")
+    missed = bench.row(3, "p99 ms", 3.5, "peer p99 ms", 10.0, at_most_value=3.0, unit="ms")
+    assert (met.goal, met.met, met.ratio) == ("<= 3 ms", True, 0.25)
+    assert (missed.goal, missed.met, missed.ratio) == ("<= 3 ms", False, 0.35)
+    lines = bench.table([met, missed]).splitlines()
+    assert lines[1].endswith("<= 3 ms ok")
+    assert lines[2].endswith("<= 3 ms MISSED")
+    with pytest.raises(ValueError, match="at most one goal"):
+        bench.row(3, "p99 ms", 2.5, "peer p99 ms", 10.0, at_least=1, at_most_value=3.0)
+
+
+def test_the_synchronous_peer_records_durably_and_queues_one_waking_notice(
+    tmp_path: Path,
+) -> None:
+    wakes = load_twenty.WakeCounter()
+    path = tmp_path / "peer.sqlite"
+    peer = bench.SyncPeer(path, wakes)
+    watcher, target = bench.pair("peer", 0)
+    try:
+        assert peer.human_message(target) is None  # nobody watches yet: nothing stored
+        peer.register([(watcher, target)])
+        first, second = peer.human_message(target), peer.human_message(target)
+        assert first is not None
+        assert second is not None
+        assert second.sequence > first.sequence
+        assert wakes.counts == {watcher: 1}  # the repeat text is deduplicated: no second wake
+        assert peer.drain(watcher) == [load_twenty.notice_text(target, 0)]
+        assert peer.drain(watcher) == []
+        assert peer.human_message(target) is not None  # not acknowledged: same text, requeued
+        assert wakes.counts == {watcher: 2}
+    finally:
+        peer.close()
+    conn = apsw.Connection(str(path))  # committed: visible from another connection
+    try:
+        assert conn.execute("SELECT count(*) FROM session_state_events").get == 3
+        assert conn.execute("SELECT last_sequence FROM session_state_heads"
+                            " WHERE session_key = ?", (target,)).get == 3
+    finally:
+        conn.close()
 
 
 def test_ssa_bench_outside_a_checkout_is_a_one_line_error(

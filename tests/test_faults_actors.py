@@ -168,20 +168,29 @@ def test_a_stuck_on_wake_times_out_into_a_logged_result_and_no_caller_waits_fore
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
 ) -> None:
     entered, release = threading.Event(), threading.Event()
+    woke: list[str] = []
 
     def on_wake(watcher: str) -> None:
-        entered.set()
-        release.wait(WAIT_S)
+        woke.append(watcher)
+        if watcher == "agent:main:stuck":
+            entered.set()
+            release.wait(WAIT_S)
 
     config = fault_config(ask_timeout_s=1.0)
     gw = open_gateway(config, on_wake=on_wake)
+    other = "agent:main:subagent:other"
+    # on_wake runs in the thread of the call that queued the notice: a host
+    # thread whose wake hangs is stuck with it, but no other caller waits.
+    assert gw.watch("agent:main:stuck", other)
+    stuck = threading.Thread(target=gw.human_message, args=(other,), kwargs={"channel": "s"})
+    stuck.start()
     try:
-        notice = _spawn(gw)
+        assert entered.wait(WAIT_S)
+        notice = _spawn(gw)  # its wake waits behind the stuck one, then gives up
         caplog.set_level(logging.WARNING)
         started = time.monotonic()
         outcome = bounded(partial(gw.human_message, CHILD, channel="x"))
         elapsed = time.monotonic() - started
-        assert entered.wait(WAIT_S)
         assert outcome[0] == "ok"
         assert outcome[1] is not None
         assert elapsed < 4 * config.ask_timeout_s
@@ -190,6 +199,9 @@ def test_a_stuck_on_wake_times_out_into_a_logged_result_and_no_caller_waits_fore
         assert gw.pending_notices(WATCHER) == [notice]
     finally:
         release.set()
+        stuck.join(WAIT_S)
+    assert not stuck.is_alive()
+    assert woke.count(WATCHER) >= 1  # the queued wake still ran once released
     assert gw.drain(WATCHER) == [notice]
     assert gw.human_message(CHILD, channel="y") is not None
     print(f"actor failure waker/stuck: caller answered in {elapsed:.1f}s "

@@ -183,19 +183,24 @@ def test_the_row_cap_keeps_the_newest_rows_and_heads_stay_monotonic(
 
 
 class _GatedPersistence(PersistenceActor):
-    """Counts flushed batches; `Gate` blocks the actor until an event is set."""
+    """Counts flushed batches; a `(entered, gate)` pair of events holds the actor."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.batches: list[int] = []
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, threading.Event):
-            assert message.wait(TIMEOUT)
+        if isinstance(message, tuple):
+            entered, gate = message
+            entered.set()
+            assert gate.wait(TIMEOUT)
             return None
-        if type(message).__name__ == "Flush":
-            self.batches.append(len(self._pending))
         return super().on_receive(message)
+
+    def _flush_batch(self, batch: list[Any]) -> None:
+        if batch:
+            self.batches.append(len(batch))
+        super()._flush_batch(batch)
 
 
 def _start_gated(path: Path) -> pykka.ActorRef[Any]:
@@ -209,9 +214,14 @@ def test_waiting_writes_share_one_transaction_and_a_failing_one_rolls_back_alone
     tmp_path: Path,
 ) -> None:
     ref = _start_gated(tmp_path / "g.sqlite")
+    holder = None
     try:
-        gate = threading.Event()
-        ref.tell(gate)
+        # Another thread drives the actor and is held inside it by the gate,
+        # so the writes below queue up behind it (the runtime is inline).
+        entered, gate = threading.Event(), threading.Event()
+        holder = threading.Thread(target=ref.tell, args=((entered, gate),))
+        holder.start()
+        assert entered.wait(TIMEOUT)
         futures = []
         for i in range(50):
             # Command 7 is broken on purpose: summary is NOT NULL.
@@ -234,4 +244,7 @@ def test_waiting_writes_share_one_transaction_and_a_failing_one_rolls_back_alone
         last = submit(ref, _event(session_key="agent:main:after"), timeout=TIMEOUT)
         assert last.event.sequence == 50
     finally:
+        gate.set()
+        if holder is not None:
+            holder.join(TIMEOUT)
         ref.stop(block=True, timeout=TIMEOUT)

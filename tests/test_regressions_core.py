@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pykka
@@ -196,42 +197,78 @@ def test_overflowed_notices_come_back_after_each_drain_until_none_is_pending(
 
 
 def test_a_change_that_commits_after_its_producer_timed_out_still_notifies(
-    open_gateway: Callable[..., Gateway], db_path: Path,
+    open_gateway: Callable[..., Gateway], db_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import persistence._writer
     from tests._faults_support import LockHolder
 
-    woke = threading.Event()
-    gw = open_gateway(GatewayConfig(busy_timeout_ms=8000, ask_timeout_s=1.0),
-                      on_wake=lambda watcher: woke.set())
+    leading = threading.Event()
+    original = persistence._writer.PersistenceActor._apply_batch
+
+    def apply_batch(self: Any, *args: Any) -> Any:
+        leading.set()
+        return original(self, *args)
+
+    monkeypatch.setattr(persistence._writer.PersistenceActor, "_apply_batch", apply_batch)
+    woke: list[str] = []
+    woken = threading.Event()
+
+    def on_wake(watcher: str) -> None:
+        woke.append(watcher)
+        woken.set()
+
+    gw = open_gateway(GatewayConfig(busy_timeout_ms=8000, ask_timeout_s=1.0), on_wake=on_wake)
     gw.watch(WATCHER, CHILD)
     holder = LockHolder(db_path)
     holder.acquire()
+    leader_result: list[object] = []
+    # Another producer leads the group commit and waits for the foreign lock
+    # (up to the busy timeout); ours queues behind it and gives up after 1 s.
+    leader = threading.Thread(target=lambda: leader_result.append(
+        gw.compacted(WATCHER, operation_id="lead")))
+    leader.start()
     try:
+        assert leading.wait(TIMEOUT)
         assert gw.human_message(CHILD, channel="x") is None  # gave up after 1 s
+        assert woke == []
     finally:
         holder.release()  # the queued command now commits
-    assert woke.wait(TIMEOUT)  # and its notice is published without a restart
+        leader.join(TIMEOUT)
+    assert not leader.is_alive()
+    assert leader_result
+    assert leader_result[0] is not None
+    assert woken.wait(TIMEOUT)  # and its notice is published without a restart
+    assert woke == [WATCHER]
     assert len(gw.pending_notices(WATCHER)) == 1
     assert gw.session_status(CHILD).state_version > 0
 
 
-def test_a_stuck_on_wake_never_keeps_the_process_alive(
+def test_a_stuck_on_wake_blocks_only_the_call_that_ran_it_and_no_gateway_thread(
     open_gateway: Callable[..., Gateway],
 ) -> None:
     release = threading.Event()
     entered = threading.Event()
+    ran_in: list[threading.Thread] = []
 
     def stuck(watcher: str) -> None:
+        ran_in.append(threading.current_thread())
         entered.set()
         release.wait(TIMEOUT)
 
     gw = open_gateway(GatewayConfig(ask_timeout_s=0.5), on_wake=stuck)
     gw.watch(WATCHER, CHILD)
+    before = set(threading.enumerate())
+    producer = threading.Thread(target=gw.human_message, args=(CHILD,),
+                                kwargs={"channel": "x"}, name="host-producer")
+    producer.start()
     try:
-        assert gw.human_message(CHILD, channel="x") is not None  # bounded despite the hang
         assert entered.wait(TIMEOUT)
-        wakers = [t for t in threading.enumerate() if t.name.startswith("WakerActor")]
-        assert wakers
-        assert all(t.daemon for t in wakers)  # the interpreter may exit under it
+        assert ran_in == [producer]  # the host's own thread, not one of ours
+        assert set(threading.enumerate()) - before == {producer}
+        # Everything else still answers while on_wake hangs.
+        assert len(gw.pending_notices(WATCHER)) == 1
+        assert gw.session_status(CHILD).state_version > 0
     finally:
         release.set()
+        producer.join(TIMEOUT)
+    assert not producer.is_alive()
