@@ -157,8 +157,10 @@ def record_event(
         apsw.Error: SQLite failed; the caller rolls the savepoint back.
     """
     target = (cmd.session_key, cmd.agent_id)
+    entry_read, entry = False, None
     if cmd.shape != "none" or cmd.session_id is None:
-        cmd = shape_record(cmd, read_entry(conn, *target))
+        entry_read, entry = True, read_entry(conn, *target)
+        cmd = shape_record(cmd, entry)
     if cmd.ambient_watcher is not None:
         _register(conn, cmd.ambient_watcher, target, "ambient-group", now)
     target_rows = {
@@ -167,14 +169,14 @@ def record_event(
     }
     if cmd.only_if_watched and not cmd.watcher_keys and not target_rows:
         return RecordOutcome(event=None, inserted=False)
+    occurred_at = clamp_occurred_at(cmd.occurred_at, now)
     sequence = conn.execute(
         "INSERT INTO session_state_events (dedupe_key, session_key, agent_id, session_id, kind,"
         " actor_type, actor_id, run_id, occurred_at, summary, payload_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (session_key, agent_id, dedupe_key) DO NOTHING RETURNING sequence",
         (cmd.dedupe_key, cmd.session_key, cmd.agent_id, cmd.session_id, cmd.kind,
-         cmd.actor_type, cmd.actor_id, cmd.run_id, clamp_occurred_at(cmd.occurred_at, now),
-         cmd.summary, cmd.payload_json),
+         cmd.actor_type, cmd.actor_id, cmd.run_id, occurred_at, cmd.summary, cmd.payload_json),
     ).get
     if sequence is None:
         existing = (event_by_dedupe_key(conn, cmd.session_key, cmd.agent_id, cmd.dedupe_key)
@@ -186,22 +188,23 @@ def record_event(
         " last_sequence = excluded.last_sequence, updated_at = excluded.updated_at",
         (cmd.session_key, cmd.agent_id, sequence, now),
     )
-    conn.execute(
-        "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, created_at,"
-        " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, agent_id) DO UPDATE"
-        " SET session_id = coalesce(excluded.session_id, session_id),"
-        " spawned_by = coalesce(excluded.spawned_by, spawned_by)",
-        (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, now, now),
-    )
+    unchanged_entry = entry_read and entry is not None and (
+        cmd.session_id in (None, entry.session_id)
+        and cmd.spawned_by in (None, entry.spawned_by))
+    if not unchanged_entry:  # the upsert below would be a no-op otherwise
+        conn.execute(
+            "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, agent_id) DO"
+            " UPDATE SET session_id = coalesce(excluded.session_id, session_id),"
+            " spawned_by = coalesce(excluded.spawned_by, spawned_by)",
+            (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, now, now),
+        )
     notices = _touch_cursors(conn, cmd, target, target_rows, int(sequence), now, version)
-    row = conn.execute(
-        "SELECT sequence, session_key, agent_id, session_id, kind, actor_type, actor_id,"
-        " run_id, occurred_at, summary, payload_json FROM session_state_events"
-        " WHERE sequence = ?",
-        (sequence,),
-    ).fetchone()
-    assert row is not None
-    return RecordOutcome(event=event_from_row(row), inserted=True, notices=notices)
+    # The stored row is exactly these values: build the event without reading it back.
+    event = event_from_row((int(sequence), cmd.session_key, cmd.agent_id, cmd.session_id,
+                            cmd.kind, cmd.actor_type, cmd.actor_id, cmd.run_id, occurred_at,
+                            cmd.summary, cmd.payload_json))
+    return RecordOutcome(event=event, inserted=True, notices=notices)
 
 
 def _touch_cursors(

@@ -1,0 +1,253 @@
+"""The actor runtime: calling-thread dispatch, the dispatcher, and Pykka's life cycle.
+
+Deterministic: races are created on purpose with events (an actor is held
+inside a handler while other messages queue behind it); every wait has its
+own timeout.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pykka
+import pytest
+
+from persistence._runtime import (
+    BUDGET,
+    Dispatcher,
+    InlineActor,
+    InlineFuture,
+    on_our_thread,
+    scheduling,
+)
+
+TIMEOUT = 5.0
+
+
+class Recorder(InlineActor):
+    """Records which thread handled each message; a tuple ``(entered, gate)`` holds it."""
+
+    def __init__(self, dispatcher: Dispatcher | None = None) -> None:
+        super().__init__(dispatcher=dispatcher)
+        self.seen: list[tuple[object, str]] = []
+        self.started_in: str | None = None
+        self.stopped_in: str | None = None
+
+    def on_start(self) -> None:
+        self.started_in = threading.current_thread().name
+
+    def on_stop(self) -> None:
+        self.stopped_in = threading.current_thread().name
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            entered, gate = message
+            entered.set()
+            assert gate.wait(TIMEOUT)
+            return "released"
+        if message == "boom":
+            raise ValueError("boom")
+        if message == "interrupt":
+            raise KeyboardInterrupt
+        if message == "ours?":
+            return on_our_thread()
+        self.seen.append((message, threading.current_thread().name))
+        return message
+
+
+@pytest.fixture
+def dispatcher() -> Iterator[Dispatcher]:
+    pool = Dispatcher("test-worker", 2)
+    yield pool
+    assert pool.close(TIMEOUT) == 0
+
+
+def _hold(ref: pykka.ActorRef[Any]) -> tuple[threading.Thread, threading.Event]:
+    """Have another thread drive ``ref`` and stay inside a handler until released."""
+    entered, gate = threading.Event(), threading.Event()
+    holder = threading.Thread(target=ref.ask, args=((entered, gate),), name="holder")
+    holder.start()
+    assert entered.wait(TIMEOUT)
+    return holder, gate
+
+
+def test_an_idle_actor_handles_a_message_in_the_calling_thread_before_ask_returns() -> None:
+    before = set(threading.enumerate())
+    ref = Recorder.start()
+    try:
+        me = threading.current_thread().name
+        assert ref.ask("a", timeout=TIMEOUT) == "a"
+        ref.tell("b")
+        actor = ref._actor_weakref()
+        assert actor is not None
+        assert actor.seen == [("a", me), ("b", me)]  # the tell was handled before it returned
+        assert actor.started_in == me
+        assert set(threading.enumerate()) == before  # no thread was started for it
+    finally:
+        assert ref.stop(block=True, timeout=TIMEOUT) is True
+    assert not ref.is_alive()
+
+
+def test_messages_sent_while_another_thread_drives_the_actor_are_handled_there_in_order(
+) -> None:
+    ref = Recorder.start()
+    holder, gate = _hold(ref)
+    try:
+        futures = [ref.ask(i, block=False) for i in range(5)]
+        assert all(not f._result for f in futures)  # queued behind the held handler
+        gate.set()
+        assert [f.get(timeout=TIMEOUT) for f in futures] == list(range(5))
+        actor = ref._actor_weakref()
+        assert actor is not None
+        assert [m for m, _ in actor.seen] == list(range(5))
+        assert {t for _, t in actor.seen} == {"holder"}  # the driving thread handled them
+    finally:
+        gate.set()
+        holder.join(TIMEOUT)
+        ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_a_scheduled_fan_out_runs_on_the_dispatcher_workers(dispatcher: Dispatcher) -> None:
+    refs = [Recorder.start(dispatcher) for _ in range(3)]
+    try:
+        with scheduling():
+            futures = [ref.ask("x", block=False) for ref in refs]
+        assert [f.get(timeout=TIMEOUT) for f in futures] == ["x"] * 3
+        threads = {t for ref in refs for _, t in ref._actor_weakref().seen}  # type: ignore[union-attr]
+        assert threads <= {"test-worker-0", "test-worker-1"}
+        assert 1 <= dispatcher.thread_count <= 2
+    finally:
+        for ref in refs:
+            ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_a_caller_takes_over_a_scheduled_mailbox_instead_of_waiting_for_a_worker() -> None:
+    # One worker, held busy: the scheduled mailbox would wait for it forever.
+    pool = Dispatcher("busy-worker", 1)
+    blocker, other = Recorder.start(pool), Recorder.start(pool)
+    entered, gate = threading.Event(), threading.Event()
+    try:
+        with scheduling():
+            held = blocker.ask((entered, gate), block=False)
+            assert entered.wait(TIMEOUT)
+            queued = other.ask("early", block=False)  # scheduled; the only worker is busy
+        assert other.ask("late", timeout=TIMEOUT) == "late"  # this thread drives it
+        assert queued.get(timeout=TIMEOUT) == "early"
+        actor = other._actor_weakref()
+        assert actor is not None
+        assert [t for _, t in actor.seen] == [threading.current_thread().name] * 2
+    finally:
+        gate.set()
+        assert held.get(timeout=TIMEOUT) == "released"
+        blocker.stop(block=True, timeout=TIMEOUT)
+        other.stop(block=True, timeout=TIMEOUT)
+        assert pool.close(TIMEOUT) == 0
+
+
+def test_a_long_mailbox_is_handed_to_a_worker_after_the_budget(dispatcher: Dispatcher) -> None:
+    ref = Recorder.start(dispatcher)
+    holder, gate = _hold(ref)
+    try:
+        futures = [ref.ask(i, block=False) for i in range(BUDGET + 10)]
+        gate.set()
+        assert [f.get(timeout=TIMEOUT) for f in futures] == list(range(BUDGET + 10))
+        actor = ref._actor_weakref()
+        assert actor is not None
+        by_thread = [t for _, t in actor.seen]
+        assert by_thread[:BUDGET - 1] == ["holder"] * (BUDGET - 1)
+        assert set(by_thread[BUDGET:]) <= {"test-worker-0", "test-worker-1"}
+    finally:
+        gate.set()
+        holder.join(TIMEOUT)
+        ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_failures_follow_pykka_semantics() -> None:
+    ref = Recorder.start()
+    with pytest.raises(ValueError, match="boom"):
+        ref.ask("boom", timeout=TIMEOUT)
+    assert ref.is_alive()  # an ask's exception goes to the caller only
+    ref.tell("boom")  # a tell's exception stops the actor (logged at ERROR)
+    assert not ref.is_alive()
+    with pytest.raises(pykka.ActorDeadError):
+        ref.ask("after", timeout=TIMEOUT)
+    assert ref.stop(block=True, timeout=TIMEOUT) is False
+
+
+def test_messages_queued_behind_a_stop_are_answered_with_actor_dead() -> None:
+    ref = Recorder.start()
+    holder, gate = _hold(ref)
+    try:
+        stopped = ref.stop(block=False)
+        late = ref.ask("late", block=False)
+        gate.set()
+        assert stopped.get(timeout=TIMEOUT) is True
+        with pytest.raises(pykka.ActorDeadError):
+            late.get(timeout=TIMEOUT)
+        actor = ref._actor_weakref()
+        assert actor is None or actor.stopped_in == "holder"
+    finally:
+        gate.set()
+        holder.join(TIMEOUT)
+
+
+def test_a_keyboard_interrupt_reaches_the_driving_thread_and_the_actor_keeps_working() -> None:
+    ref = Recorder.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ref.ask("interrupt", timeout=TIMEOUT)
+        assert ref.is_alive()
+        assert ref.ask("next", timeout=TIMEOUT) == "next"
+    finally:
+        ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_handlers_know_they_run_on_a_gateway_thread() -> None:
+    ref = Recorder.start()
+    try:
+        assert on_our_thread() is False
+        assert ref.ask("ours?", timeout=TIMEOUT) is True
+        assert on_our_thread() is False
+    finally:
+        ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_an_inline_future_times_out_resolves_once_and_wakes_a_waiter() -> None:
+    future = InlineFuture()
+    with pytest.raises(pykka.Timeout):
+        future.get(timeout=0.01)
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(future.get(timeout=TIMEOUT)))
+    waiter.start()
+    future.set(7)
+    waiter.join(TIMEOUT)
+    assert got == [7]
+    assert future.get(timeout=0) == 7
+    with pytest.raises(queue.Full):
+        future.set(8)
+    failed = InlineFuture()
+    try:
+        raise RuntimeError("x")
+    except RuntimeError:
+        failed.set_exception()
+    with pytest.raises(RuntimeError, match="x"):
+        failed.get(timeout=0)
+
+
+def test_a_dispatcher_needs_a_worker_and_runs_work_inline_after_close() -> None:
+    with pytest.raises(ValueError, match="at least one worker"):
+        Dispatcher("none", 0)
+    pool = Dispatcher("closing", 1)
+    assert pool.close(TIMEOUT) == 0
+    ref = Recorder.start(pool)
+    try:
+        with scheduling():
+            assert ref.ask("after-close", timeout=TIMEOUT) == "after-close"
+        actor = ref._actor_weakref()
+        assert actor is not None
+        assert actor.seen == [("after-close", threading.current_thread().name)]
+    finally:
+        ref.stop(block=True, timeout=TIMEOUT)
