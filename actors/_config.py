@@ -47,6 +47,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         worker_threads: most worker threads of the actor runtime's dispatcher
             (upstream scans, late publishes); every other actor runs on the
             threads that call the gateway.
+        upstream_notifications: with ``monitor=True``, also scan a link as soon
+            as file notifications say its transcript changed (see
+            ``Gateway.start_upstream_notifications``).
         vfs: the SQLite VFS to open the database with (``None``: the default);
             tests use a fault-injecting VFS registered with ``apsw``.
     """
@@ -72,6 +75,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_monitor_actors: int = 16_384
     read_connections: int = 4
     worker_threads: int = 4
+    upstream_notifications: bool = True
     vfs: str | None = None
 
     def __post_init__(self) -> None:

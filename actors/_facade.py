@@ -20,6 +20,7 @@ import pykka
 
 from actors._config import GatewayConfig
 from actors._cursor import CursorActor
+from actors._filefeed import ChangeFeed
 from actors._late import LatePublisher, late_sink
 from actors._messages import Publish
 from actors._registry import ActorPool
@@ -66,6 +67,9 @@ class GatewayCore:
 
     Thread-safe; see :class:`actors.Gateway` for the public contract.
     """
+
+    _feed_factory: Callable[..., ChangeFeed] | None = None
+    """Builds the file-notification feed (``None``: ``watchfiles``); tests inject one."""
 
     def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
                  on_wake: Callable[[str], None] | None, lock: OwnerLock) -> None:

@@ -12,6 +12,8 @@ import msgspec
 import pykka
 
 from actors._base import GatewayActor
+from actors.upstream._changes import Fingerprint, fingerprint
+from actors.upstream._files import file_state
 from actors.upstream._scan import (
     OpenCodeHint,
     ScanResult,
@@ -40,6 +42,8 @@ __all__ = [
     "MonitorReport",
     "MonitorSettings",
     "ScanLink",
+    "ScanSoon",
+    "SoonSet",
     "UpstreamMonitor",
     "scan_source",
 ]
@@ -54,6 +58,10 @@ class ScanLink(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan"):
     """Scan the link once now (answers a :class:`MonitorReport`)."""
 
     opencode: OpenCodeHint | None = None
+
+
+class ScanSoon(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan-soon"):
+    """Scan the link once now, without an answer (a file event asked for it)."""
 
 
 class MonitorReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,11 +80,15 @@ class LinkState:
         token: the link's ``updated_at`` the streak belongs to.
         logged: ``(reason, position)`` of the last condition logged, so a
             blocked or stopped cursor is reported once, not every cadence.
+        settled: ``(fingerprint, updated_at)`` of the source and link as of
+            the last scan that settled them; a cycle skips the link while
+            both are unchanged (see :mod:`actors.upstream._changes`).
     """
 
     streak: int = 0
     token: int | None = None
     logged: tuple[str, object] | None = None
+    settled: tuple[Fingerprint, int] | None = None
 
 
 class LinkMemory:
@@ -91,10 +103,36 @@ class LinkMemory:
         with self._lock:
             return self._states.setdefault(key, LinkState())
 
+    def peek(self, key: tuple[str, str]) -> LinkState | None:
+        """The state of ``key`` if any (never creates one)."""
+        with self._lock:
+            return self._states.get(key)
+
     def forget(self, key: tuple[str, str]) -> None:
         """Drop the state of a link that is gone."""
         with self._lock:
             self._states.pop(key, None)
+
+
+class SoonSet:
+    """Links with a :class:`ScanSoon` queued and not yet started (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idents: set[tuple[str, str]] = set()
+
+    def add(self, ident: tuple[str, str]) -> bool:
+        """Mark ``ident`` queued; ``False`` if it already was."""
+        with self._lock:
+            if ident in self._idents:
+                return False
+            self._idents.add(ident)
+            return True
+
+    def discard(self, ident: tuple[str, str]) -> None:
+        """The queued scan of ``ident`` starts (or was dropped)."""
+        with self._lock:
+            self._idents.discard(ident)
 
 
 class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,6 +175,53 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
                       own_hashes=own_hashes)
 
 
+def _settles(result: ScanResult, hint: OpenCodeHint | None, seen: Fingerprint,
+             start: object, cap: int) -> bool:
+    """Whether a scan's outcome holds until the source changes (then cycles may skip it).
+
+    Not after a failure, a source found gone, a re-baseline that must be
+    followed by a settling one, or a scan that stopped at the byte cap with
+    more complete lines possibly left.
+    """
+    if result.kind in ("transient", "missing"):
+        return False
+    if hint is not None and hint.state != "ok":
+        return False
+    if result.kind == "no_news" and result.reason in (
+            "sequence_query_failed", "no_node_reader", "no_local_path", "unknown_source",
+            "invalid_marker"):
+        return False
+    if (result.next_marker or {}).get("settling"):
+        return False
+    # A JSONL scan reads at most `cap` bytes from where it started: with more
+    # than that left, complete lines may remain for the next scan.
+    return not (result.kind == "activity" and isinstance(start, int)
+                and seen[2] - start > cap)
+
+
+def opencode_hint(link: UpstreamLink, busy_timeout_ms: int) -> OpenCodeHint:
+    """The sequence hint of one OpenCode link, queried on its own (never raises)."""
+    path = link.upstream_ref.get("path")
+    if not isinstance(path, str):
+        return OpenCodeHint(state="failed")
+    from actors.upstream import opencode  # noqa: PLC0415
+
+    try:
+        if file_state(path).kind == "missing":
+            return OpenCodeHint(state="gone")
+        conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            sequences = opencode.read_sequences(conn, [link.thread_id])
+        finally:
+            conn.close()
+    except Exception as exc:  # apsw errors, undecodable rows: proves nothing
+        logger.debug("OpenCode sequence query on %s failed: %s", path, exc)
+        return OpenCodeHint(state="failed")
+    if link.thread_id in sequences:
+        return OpenCodeHint(state="ok", seq=sequences[link.thread_id])
+    return OpenCodeHint(state="gone")
+
+
 class UpstreamMonitor(GatewayActor):
     """Scans one adopted session's upstream source for direct human turns.
 
@@ -162,6 +247,8 @@ class UpstreamMonitor(GatewayActor):
         node_readers: looks up the host's reader of a paired node by node id.
         clock: epoch-ms clock (fallback time of paired-node turns).
         late: ``on_late`` for a scan commit that lands after this actor gave up.
+        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
+        soon: where queued :class:`ScanSoon` requests are marked (cleared here).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
@@ -169,8 +256,10 @@ class UpstreamMonitor(GatewayActor):
                  publish: Publish, node_readers: NodeReaders | None = None,
                  clock: Callable[[], int] | None = None,
                  late: Callable[[Any], None] | None = None,
-                 dispatcher: Dispatcher | None = None) -> None:
+                 dispatcher: Dispatcher | None = None,
+                 soon: SoonSet | None = None) -> None:
         super().__init__(dispatcher=dispatcher)
+        self._soon = soon
         self._late = late
         self._key = key
         self._agent_id = agent_id
@@ -188,6 +277,18 @@ class UpstreamMonitor(GatewayActor):
         match message:
             case ScanLink(opencode=hint):
                 return self._scan(hint)
+            case ScanSoon():
+                if self._soon is not None:
+                    self._soon.discard((self._key, self._agent_id))
+                try:
+                    report = self._scan(None)
+                except Exception as exc:  # a told scan must not stop the actor
+                    logger.warning("upstream scan of %s after a file event failed: %s: %s",
+                                   self._key, type(exc).__name__, exc)
+                    return None
+                if report.dropped:
+                    self._memory.forget((self._key, self._agent_id))
+                return None
         return super().handle(message)
 
     def _log_once(self, level: int, reason: str, position: object, text: str,
@@ -197,18 +298,26 @@ class UpstreamMonitor(GatewayActor):
             logger.log(level, text, self._key, *args)
 
     def _scan(self, hint: OpenCodeHint | None) -> MonitorReport:
+        self._state.settled = None  # until this scan settles the link again
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
             own = read_own_hashes(conn, self._key, self._agent_id)
         if link is None:
             self._memory.forget((self._key, self._agent_id))
             return MonitorReport(dropped=True)
+        if link.source == "opencode" and hint is None:
+            hint = opencode_hint(link, self._settings.busy_timeout_ms)
+        seen = fingerprint(link)  # before reading: a later append changes it
         result = scan_source(link, hint, settings=self._settings, own_hashes=own,
                              node_readers=self._node_readers,
                              now=self._clock() if self._clock else 0)
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0
+        start = link.marker.get("offset")
+        if seen is not None and _settles(result, hint, seen, start,
+                                         self._settings.scan_cap_bytes):
+            self._state.settled = (seen, link.updated_at)
         position = link.marker.get("offset", link.marker.get("seq"))
         if result.kind == "blocked":
             self._log_once(logging.WARNING, result.reason, position,
@@ -280,7 +389,12 @@ class UpstreamMonitor(GatewayActor):
                                       on_late=self._late)
         if not outcome.applied:
             logger.info("upstream link of %s changed during its scan; result dropped", self._key)
+            self._state.settled = None
             return MonitorReport()
+        settled = self._state.settled
+        if settled is not None:
+            self._state.settled = ((settled[0], outcome.updated_at)
+                                   if outcome.updated_at is not None else None)
         recorded = outcome.record
         if recorded is not None and recorded.notices:
             self._publish(recorded.notices)

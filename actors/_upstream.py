@@ -12,15 +12,20 @@ import msgspec
 import pykka
 
 from actors._config import GatewayConfig
+from actors._filefeed import ChangeFeed, FileIndex, WatchfilesFeed
 from actors._monitor import (
     LinkMemory,
     MonitorReport,
     MonitorSettings,
     ScanLink,
+    ScanSoon,
+    SoonSet,
     UpstreamMonitor,
 )
 from actors._registry import ActorPool
+from actors.errors import GatewayClosed
 from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_key_of
+from actors.upstream._changes import fingerprint
 from actors.upstream._common import text_hash
 from actors.upstream._files import file_state
 from actors.upstream._scan import OpenCodeHint
@@ -94,6 +99,9 @@ class UpstreamService:
         self._failing_stores: set[str] = set()
         self._node_readers: dict[str, NodeTranscriptReader] = {}
         self._node_lock = threading.Lock()
+        self._soon = SoonSet()
+        self._files = FileIndex()
+        self._feed: ChangeFeed | None = None
 
     # --- adoption ------------------------------------------------------------
 
@@ -181,6 +189,20 @@ class UpstreamService:
             session_key=key, agent_id=agent_id, text_hash=text_hash(text),
             window=self._config.own_text_window), timeout=self._timeout)
 
+    def track_link(self, key: str, agent_id: str) -> None:
+        """Follow the files of ``(key, agent_id)``'s link with notifications (if on).
+
+        Called after a watch is registered, so a newly watched adopted
+        session is notified without waiting for the next cycle. Caller's
+        thread; one indexed read when notifications are on, else nothing.
+        """
+        if self._feed is None:
+            return
+        with self._reads.connection(self._timeout) as conn:
+            link = read_link(conn, key, agent_id)
+        if link is not None:
+            self._files.add(link)
+
     def has_link(self, key: str, agent_id: str) -> bool:
         """Whether ``(key, agent_id)`` has an upstream link (one indexed read)."""
         with self._reads.connection(self._timeout) as conn:
@@ -194,10 +216,15 @@ class UpstreamService:
     # --- scanning ------------------------------------------------------------
 
     def scan_cycle(self) -> list[SessionStateEvent]:
-        """One cadence: scan every watched link once, publish notices, return new events.
+        """One cadence: scan every watched link whose source changed, publish, return new events.
 
-        Blocks until every monitor answered or timed out (logged). Never
-        overlaps another cycle.
+        A link is scanned only when its fingerprint (one ``stat``) or its
+        ``updated_at`` differs from the last scan that settled it, so an idle
+        cycle costs about one ``stat`` per link and touches no actor
+        (:mod:`actors.upstream._changes`). Scans run concurrently on the
+        dispatcher's workers; each publishes its notices as soon as its own
+        commit lands. Blocks until every scan answered or timed out (logged).
+        Never overlaps another cycle.
         """
         with self._cycle_lock:
             with self._reads.connection(self._timeout) as conn:
@@ -207,9 +234,11 @@ class UpstreamService:
                     self._ambiguous_logged.add(key)
                     logger.warning("not scanning %s: it is adopted under more than one agent",
                                    key)
-            hints = self._opencode_hints(links)
+            self._files.track(links)
+            due = [link for link in links if self._due(link)]
+            hints = self._opencode_hints(due)
             pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
-            for link in links:
+            for link in due:
                 ident = (link.session_key, link.agent_id)
                 if self._still_scanning(ident):
                     logger.info("upstream scan of %s is still running; skipped this cadence",
@@ -234,6 +263,54 @@ class UpstreamService:
                 if report.dropped:
                     self.forget(link.session_key, link.agent_id)
             return events
+
+    def _due(self, link: UpstreamLink) -> bool:
+        state = self._memory.peek((link.session_key, link.agent_id))
+        settled = state.settled if state is not None else None
+        if settled is None:
+            return True
+        seen = fingerprint(link)
+        return seen is None or (seen, link.updated_at) != settled
+
+    def scan_soon(self, idents: Iterable[tuple[str, str]]) -> int:
+        """Scan these links once more, soon, on the dispatcher (any thread; non-blocking).
+
+        A link whose scan is already queued is not queued again, so a burst
+        of file events costs one scan (plus at most one for what arrived
+        during it). Each scan publishes its own notices. Returns how many
+        scans were queued.
+        """
+        queued = 0
+        for ident in idents:
+            if not self._soon.add(ident):
+                continue
+            try:
+                with scheduling():
+                    self._monitors.get(ident).tell(ScanSoon())
+            except (pykka.ActorDeadError, GatewayClosed):
+                self._soon.discard(ident)
+                continue
+            queued += 1
+        return queued
+
+    def on_files_changed(self, paths: set[str] | None) -> None:
+        """The file-notification feed saw ``paths`` change (``None``: events were lost).
+
+        Runs in the feed's thread. It queues scans of the links those files
+        belong to (non-blocking); for lost events it runs a whole cycle
+        (blocking, cheap when little changed).
+        """
+        if paths is None:
+            self._request_cycle()
+            return
+        self.scan_soon(self._files.links_of(paths))
+
+    def _request_cycle(self) -> None:
+        # In the feed's thread: events buffer meanwhile; a cycle is cheap when idle.
+        try:
+            self.scan_cycle()
+        except Exception:
+            logger.exception("an upstream rescan after lost file events failed")
 
     def _still_scanning(self, ident: tuple[str, str]) -> bool:
         future = self._inflight.get(ident)
@@ -298,7 +375,7 @@ class UpstreamService:
                                      memory=self._memory, publish=self._publish,
                                      late=self._late,
                                      node_readers=self.node_reader, clock=self._clock,
-                                     dispatcher=self._dispatcher)
+                                     dispatcher=self._dispatcher, soon=self._soon)
 
     # --- cadence -------------------------------------------------------------
 
@@ -325,10 +402,49 @@ class UpstreamService:
                 logger.exception("an upstream scan cycle failed")
             due = self._clock() + interval_ms
 
+    def start_notifications(self, feed: Callable[..., ChangeFeed] | None = None) -> bool:
+        """Scan a link as soon as its files change (file notifications; idempotent).
+
+        Args:
+            feed: builds the :class:`~actors._filefeed.ChangeFeed` from an
+                ``on_change`` callback (default: ``watchfiles``); tests pass
+                their own.
+
+        Returns:
+            ``False`` when no feed could be started (``watchfiles`` missing
+            or failing; logged): the periodic scan still finds everything.
+
+        Caller's thread; non-blocking apart from one read of the links.
+        """
+        if self._feed is not None:
+            return True
+        try:
+            self._feed = (feed or WatchfilesFeed)(self.on_files_changed)
+        except Exception as exc:
+            logger.warning("file notifications are unavailable (%s: %s); relying on the "
+                           "periodic scan", type(exc).__name__, exc)
+            return False
+        with self._reads.connection(self._timeout) as conn:
+            links, _ambiguous = list_watched_links(conn)
+        self._files.track(links)
+        self._files.attach(self._feed)
+        return True
+
+    def track_links(self) -> None:
+        """Re-read which files to watch (after adoptions; caller's thread; one read)."""
+        if self._feed is None:
+            return
+        with self._reads.connection(self._timeout) as conn:
+            links, _ambiguous = list_watched_links(conn)
+        self._files.track(links)
+
     def stop(self, timeout: float) -> int:
-        """Stop the cadence and every monitor; returns how many did not stop in time."""
+        """Stop the feed, the cadence and every monitor; returns how many did not stop in time."""
         self._stop.set()
-        stuck = self._monitors.stop_all(timeout)
+        stuck = 0
+        if self._feed is not None:
+            stuck += self._feed.close(timeout)
+        stuck += self._monitors.stop_all(timeout)
         if self._ticker is not None:
             self._ticker.join(timeout)
             if self._ticker.is_alive():

@@ -135,12 +135,42 @@ class UpstreamApi(GatewayCore):
         self._best_effort(partial(self._upstream.note_own_text, key, agent_id_of(key), text),
                           "note_own_text")
 
+    def start_upstream_notifications(self) -> bool:
+        """Scan an adopted session as soon as its transcript changes (file notifications).
+
+        Watches the directories of every watched link's files with
+        ``watchfiles`` (inotify, FSEvents, ...) in one daemon thread; a burst
+        of writes to one transcript triggers one scan of that link alone, on
+        the gateway's worker threads, and its notice is queued (and
+        ``on_wake`` called) as soon as its turn commits. Links watched later
+        are followed from their :meth:`watch` on (or the next scan cycle).
+        Notifications can be lost, so keep calling :meth:`scan_upstream`
+        (or open with ``monitor=True``) as the fallback: unchanged sources
+        cost one ``stat`` each. ``Gateway.open(monitor=True)`` calls this when
+        ``config.upstream_notifications`` is set. Idempotent.
+
+        Returns:
+            ``False`` when notifications are unavailable (logged); polling
+            still works.
+
+        Caller's thread; non-blocking apart from one read of the links.
+        """
+        self._guard()
+        try:
+            return self._upstream.start_notifications(self._feed_factory)
+        except Exception as exc:
+            logger.warning("start_upstream_notifications failed: %s: %s", type(exc).__name__,
+                           exc)
+            return False
+
     def scan_upstream(self) -> list[SessionStateEvent]:
         """Run one monitor cadence now over every link some watcher watches.
 
-        Blocks until every scan finished (bounded by the configured timeouts);
-        notices are queued before it returns. Never raises for storage or
-        source faults (they are logged).
+        Only links whose source changed since the scan that last settled them
+        are read (one ``stat`` each decides). Blocks until every scan
+        finished (bounded by the configured timeouts); notices are queued
+        before it returns. Never raises for storage or source faults (they
+        are logged).
 
         Returns:
             The events this cadence recorded (``human_direct_message``,

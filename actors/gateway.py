@@ -174,6 +174,8 @@ class Gateway(UpstreamApi):
             raise
         if monitor:
             gateway._upstream.start_cadence()
+            if config.upstream_notifications:
+                gateway.start_upstream_notifications()
         return gateway
 
     # --- sessions ------------------------------------------------------------
@@ -453,6 +455,8 @@ class Gateway(UpstreamApi):
             return False
         pair = (watcher_key, target_key, agent)
         result = self._best_effort(lambda: self._ask_cursor(pair, Register()), "watch")
+        if result is True:
+            self._best_effort(partial(self._upstream.track_link, target_key, agent), "watch")
         return result is True
 
     def session_status(self, key: str, *, changes_since: int | None = None,

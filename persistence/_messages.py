@@ -258,6 +258,8 @@ class ScanOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     applied: bool
     record: RecordOutcome | None = None
+    updated_at: int | None = None
+    """The link's ``updated_at`` after a marker advance (``None``: dropped or not applied)."""
 
 
 class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):

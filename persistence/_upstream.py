@@ -143,11 +143,14 @@ def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int) 
     elif cmd.marker_json is not None:
         # Never equal to the old value: a scan in the same millisecond as the
         # previous write must still invalidate a concurrent compare-and-set.
-        conn.execute(
+        updated = conn.execute(
             "UPDATE session_upstream_links SET marker_json = ?, last_scanned_at = ?,"
-            " updated_at = max(?, updated_at + 1) WHERE session_key = ? AND agent_id = ?",
+            " updated_at = max(?, updated_at + 1) WHERE session_key = ? AND agent_id = ?"
+            " RETURNING updated_at",
             (cmd.marker_json, now, now, cmd.session_key, cmd.agent_id),
-        )
+        ).get
+        return ScanOutcome(applied=True, record=recorded,
+                           updated_at=int(updated) if updated is not None else None)
     return ScanOutcome(applied=True, record=recorded)
 
 

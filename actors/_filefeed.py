@@ -1,0 +1,214 @@
+"""File notifications for upstream links: which files to watch, and the watching thread.
+
+Where the OS offers file notifications (Linux inotify, macOS FSEvents,
+Windows), a change to an adopted transcript triggers a scan of that link
+alone, within about ``step_ms`` of the write, instead of waiting for the next
+cadence. The watching is done by ``watchfiles`` (Rust's ``notify``), not by
+us. Notifications can be lost (network file systems, an overflowed kernel
+queue, a directory re-created while its watch was being set up), so the
+periodic fallback scan still runs; it is cheap because unchanged sources
+are skipped after one ``stat`` (:mod:`actors.upstream._changes`).
+
+:class:`FileIndex` maps files to links (pure bookkeeping, thread-safe);
+:class:`WatchfilesFeed` is the default :class:`ChangeFeed`. Tests inject
+their own feed to drive the notification path deterministically.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from actors.upstream._changes import watch_paths
+from persistence import UpstreamLink
+
+__all__ = ["ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
+
+logger = logging.getLogger(__name__)
+
+OnChange = Callable[[set[str] | None], None]
+"""Called with the paths that changed, or ``None`` when events may have been lost."""
+
+Ident = tuple[str, str]
+
+
+class ChangeFeed(Protocol):
+    """A source of file-change events for a set of directories."""
+
+    def watch(self, directories: frozenset[str]) -> None:
+        """Watch exactly these directories from now on (any thread; non-blocking)."""
+
+    def close(self, timeout: float) -> int:
+        """Stop watching; returns how many threads did not stop in time (blocks)."""
+
+
+class FileIndex:
+    """Which links each file belongs to, and the directories that hold them.
+
+    :meth:`track` is called with the watched links at each scan cycle (and
+    after adoptions); when the set of directories changes, the feed is told
+    to watch the new set. Thread-safe; non-blocking.
+
+    Args:
+        feed: the notification feed, or ``None`` (then only the map is kept).
+    """
+
+    def __init__(self, feed: ChangeFeed | None = None) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[str, frozenset[Ident]] = {}
+        self._directories: frozenset[str] = frozenset()
+        self._feed = feed
+
+    def attach(self, feed: ChangeFeed | None) -> None:
+        """Use ``feed`` from now on and tell it what to watch."""
+        with self._lock:
+            self._feed = feed
+            directories = self._directories
+        if feed is not None:
+            feed.watch(directories)
+
+    def track(self, links: Iterable[UpstreamLink]) -> None:
+        """Replace the map with the files of ``links``."""
+        by_path: dict[str, set[Ident]] = {}
+        for link in links:
+            for path in watch_paths(link):
+                by_path.setdefault(os.path.abspath(path), set()).add(
+                    (link.session_key, link.agent_id))
+        directories = frozenset(os.path.dirname(p) for p in by_path)
+        with self._lock:
+            self._by_path = {p: frozenset(i) for p, i in by_path.items()}
+            changed = directories != self._directories
+            self._directories = directories
+            feed = self._feed
+        if changed and feed is not None:
+            feed.watch(directories)
+
+    def add(self, link: UpstreamLink) -> None:
+        """Also follow ``link``'s files (until the next :meth:`track`)."""
+        ident = (link.session_key, link.agent_id)
+        paths = [os.path.abspath(p) for p in watch_paths(link)]
+        with self._lock:
+            for path in paths:
+                self._by_path[path] = self._by_path.get(path, frozenset()) | {ident}
+            directories = self._directories | {os.path.dirname(p) for p in paths}
+            changed = directories != self._directories
+            self._directories = directories
+            feed = self._feed
+        if changed and feed is not None:
+            feed.watch(directories)
+
+    def links_of(self, paths: Iterable[str]) -> set[Ident]:
+        """The links whose files are among ``paths`` (absolute or relative)."""
+        with self._lock:
+            found: set[Ident] = set()
+            for path in paths:
+                found |= self._by_path.get(os.path.abspath(path), frozenset())
+            return found
+
+    @property
+    def directories(self) -> frozenset[str]:
+        """The directories that hold tracked files."""
+        with self._lock:
+            return self._directories
+
+
+class WatchfilesFeed:
+    """Watches directories (not recursively) with ``watchfiles`` in one thread.
+
+    A burst of writes is delivered as one call after ``step_ms`` without
+    new events (at most ``debounce_ms`` after the first). When the set of
+    directories changes the watch restarts and ``on_change(None)`` follows,
+    since events during the restart may be lost; so does any watch error
+    (logged once per episode; retried after ``retry_s``).
+
+    Args:
+        on_change: called in the feed's thread; must not block for long.
+        step_ms: quiet time that ends a burst, in ms.
+        debounce_ms: longest burst, in ms.
+        retry_s: wait before re-watching after an error, in s.
+
+    Thread-safe. The thread is a daemon that holds no state: stopping it
+    never loses a change (the fallback scan finds everything).
+    """
+
+    def __init__(self, on_change: OnChange, *, step_ms: int = 50, debounce_ms: int = 500,
+                 retry_s: float = 5.0) -> None:
+        self._on_change = on_change
+        self._step_ms = step_ms
+        self._debounce_ms = debounce_ms
+        self._retry_s = retry_s
+        self._lock = threading.Lock()
+        self._directories: frozenset[str] = frozenset()
+        self._changed = threading.Event()
+        self._restart = threading.Event()
+        self._closed = threading.Event()
+        self._failing = False
+        self._thread = threading.Thread(target=self._run, name="ssa-file-feed", daemon=True)
+        self._thread.start()
+
+    def watch(self, directories: frozenset[str]) -> None:
+        """Watch these directories from now on (any thread; non-blocking)."""
+        with self._lock:
+            if directories == self._directories:
+                return
+            self._directories = directories
+        self._restart.set()  # ends the current watch
+        self._changed.set()
+
+    def close(self, timeout: float) -> int:
+        """Stop the thread (blocks up to ``timeout`` s); returns 1 if it is still running."""
+        self._closed.set()
+        self._restart.set()
+        self._changed.set()
+        self._thread.join(timeout)
+        return int(self._thread.is_alive())
+
+    def _run(self) -> None:
+        from persistence._runtime import mark_thread  # noqa: PLC0415
+
+        mark_thread(inline=True)
+        first = True
+        while not self._closed.is_set():
+            with self._lock:
+                directories = frozenset(d for d in self._directories if os.path.isdir(d))
+            self._restart.clear()
+            self._changed.clear()
+            if not first:
+                self._deliver(None)  # events during the restart may be lost
+            first = False
+            if not directories:
+                self._changed.wait()
+                continue
+            try:
+                self._watch(directories)
+            except Exception as exc:
+                if not self._failing:
+                    self._failing = True
+                    logger.warning("file notifications failed (%s: %s); relying on the "
+                                   "periodic scan", type(exc).__name__, exc)
+                self._closed.wait(self._retry_s)
+            else:
+                if self._failing:
+                    self._failing = False
+                    logger.info("file notifications work again")
+
+    def _watch(self, directories: frozenset[str]) -> None:
+        import watchfiles  # noqa: PLC0415
+
+        for changes in watchfiles.watch(
+                *sorted(directories), watch_filter=None, debounce=self._debounce_ms,
+                step=self._step_ms, stop_event=self._restart, rust_timeout=1000,
+                yield_on_timeout=False, raise_interrupt=False, recursive=False,
+                ignore_permission_denied=True):
+            self._deliver({path for _, path in changes})
+            if self._restart.is_set():
+                return
+
+    def _deliver(self, paths: set[str] | None) -> None:
+        try:
+            self._on_change(paths)
+        except Exception:
+            logger.exception("handling file notifications failed")

@@ -1,0 +1,80 @@
+"""Change detection before any monitor is touched: one ``stat`` per link (pure, no threads).
+
+A scan cycle over thousands of adopted sessions must cost about what it
+costs to look at each file, not a scan of each. So every link carries the
+*fingerprint* of its source as of the last scan that settled it (device,
+inode, size and modification time of the transcript; of the OpenCode
+database and its WAL) together with the link's ``updated_at``. A cycle
+scans a link only when either differs; anything that could make a scan
+find news (bytes appended, the file replaced, rotated, truncated or
+rewritten, the marker rebased by a re-adoption) changes one of them.
+
+A source that cannot be stat'ed has no fingerprint and is always scanned
+(that is how a vanished source is counted as missing). Paired-node links
+are read through the host's reader and are always scanned.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from persistence import UpstreamLink
+
+__all__ = ["Fingerprint", "fingerprint", "watch_paths"]
+
+Fingerprint = tuple[int, ...]
+"""``(st_dev, st_ino, st_size, st_mtime_ns, ...)`` of the files a scan reads."""
+
+
+def _stat_key(path: str) -> Fingerprint | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def fingerprint(link: UpstreamLink) -> Fingerprint | None:
+    """The fingerprint of ``link``'s source now, or ``None`` (always scan it).
+
+    Args:
+        link: an upstream link as stored.
+
+    Returns:
+        A tuple that changes whenever the source could hold news; ``None``
+        for paired-node links, links without a local path, and sources that
+        are missing or not regular files.
+
+    Any thread; blocks for one or two ``stat`` calls; never raises.
+    """
+    if link.host_id.startswith("node:"):
+        return None
+    path = link.upstream_ref.get("path")
+    if not isinstance(path, str):
+        return None
+    main = _stat_key(path)
+    if main is None:
+        return None
+    if link.source != "opencode":
+        return main
+    wal = _stat_key(path + "-wal")
+    return main + (wal if wal is not None else (0, 0, 0, 0))
+
+
+def watch_paths(link: UpstreamLink) -> tuple[str, ...]:
+    """The files whose change events should trigger a scan of ``link`` (may be empty).
+
+    A JSONL transcript is its own file; an OpenCode store is the database
+    and its WAL. Pure; any thread.
+    """
+    if link.host_id.startswith("node:"):
+        return ()
+    path = link.upstream_ref.get("path")
+    if not isinstance(path, str):
+        return ()
+    if link.source == "opencode":
+        return (path, path + "-wal")
+    return (path,)
