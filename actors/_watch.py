@@ -7,8 +7,10 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -27,19 +29,23 @@ NOTICE_PATTERN = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since
 """Finds the target and base version in a notice line."""
 
 SOURCES = ("claude", "codex", "opencode", "pi")
+ADOPT_THREADS = 8
+"""Threads adopting at once: enough for their commits to share group commits."""
 _NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
                   "opencode": "OpenCode child session"}
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set ``stop`` (main thread only); previous handlers come back after."""
+def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set ``stop`` and ``also`` (main thread only); old handlers come back after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        for event in also:
+            event.set()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -73,6 +79,7 @@ class _Adopter:
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
+        self.tally = {"adopted": self.adopted, "skipped": self.skipped}
 
     def _key(self, candidate: Candidate) -> str:
         key = f"agent:{self.agent}:{candidate.source}:{candidate.thread_id}"
@@ -82,39 +89,55 @@ class _Adopter:
         return key
 
     def adopt(self, candidates: list[Candidate], *, progress: bool) -> int:
-        """Adopt each candidate not seen before; returns how many were new."""
+        """Adopt each candidate not seen before; returns how many were new.
+
+        Adoptions run on :data:`ADOPT_THREADS` threads, so their commits (and
+        those of the watch registrations) share group commits; blocks until
+        all are done or ``stop`` is set.
+        """
         fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
-        for index, candidate in enumerate(fresh, 1):
-            if self.stop.is_set():
-                break
+        keyed: list[tuple[Candidate, str]] = []
+        for candidate in fresh:  # keys first, in discovery order (duplicates get a suffix)
             self.seen.add((candidate.source, candidate.path + "\0" + candidate.thread_id))
-            self._adopt_one(candidate)
-            if progress:
-                self.err.write(f"\radopting {index}/{len(fresh)}")
-                self.err.flush()
+            key = self._key(candidate)
+            self.keys.add(key)
+            keyed.append((candidate, key))
+        done = 0
+        with ThreadPoolExecutor(max_workers=ADOPT_THREADS,
+                                thread_name_prefix="ssa-watch-adopt") as pool:
+            futures = [pool.submit(self._adopt_one, c, k) for c, k in keyed]
+            for future in as_completed(futures):
+                outcome = future.result()
+                self.tally[outcome[0]][outcome[1]] += 1
+                done += 1
+                if self.stop.is_set():
+                    for other in futures:
+                        other.cancel()
+                    break
+                if progress and (done % 100 == 0 or done == len(keyed)):
+                    self.err.write(f"\radopting {done}/{len(keyed)}")
+                    self.err.flush()
         if progress and fresh:
             self.err.write("\n")
         return len(fresh)
 
-    def _adopt_one(self, candidate: Candidate) -> None:
-        key = self._key(candidate)
+    def _adopt_one(self, candidate: Candidate, key: str) -> tuple[str, str]:
+        """Adopt and watch one session (a pool thread); returns ``(tally, reason)``."""
+        if self.stop.is_set():
+            return "skipped", "interrupted"
         if key_problem(key) is not None:
-            self.skipped["unusable session id"] += 1
-            return
+            return "skipped", "unusable session id"
         try:
             link = self.gw.adopt(key, source=candidate.source, path=candidate.path,
                                  thread_id=candidate.thread_id)
         except (SessionStateError, ValueError, TypeError):
-            self.skipped["unusable file name"] += 1  # e.g. not valid UTF-8
-            return
-        self.keys.add(key)
+            return "skipped", "unusable file name"  # e.g. not valid UTF-8
         if link is not None:
             self.gw.watch(self.watcher, key)
-            self.adopted[candidate.source] += 1
-        elif self.gw.session_status(key).state_version:
-            self.skipped[_NOT_MONITORED.get(candidate.source, "not monitorable")] += 1
-        else:
-            self.skipped["unreadable"] += 1
+            return "adopted", candidate.source
+        if self.gw.session_status(key).state_version:
+            return "skipped", _NOT_MONITORED.get(candidate.source, "not monitorable")
+        return "skipped", "unreadable"
 
 
 def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
@@ -157,10 +180,13 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     """Run ``ssa watch`` with parsed ``args``; returns the exit code (0).
 
     Adopts every session found, then before each scan looks for sessions
-    that appeared since and adopts them too. Blocks the calling thread until
-    ``--scans`` scans are done or SIGINT/SIGTERM arrives (handled only when
-    called from the main thread); the gateway is closed cleanly either way.
-    With ``--json`` every line on stdout is one JSON object.
+    that appeared since and adopts them too. A notice is printed as soon as
+    its turn commits: file notifications scan a changed transcript at once
+    (``on_wake`` wakes this loop), and every ``--interval`` a fallback scan
+    covers whatever notifications missed. Blocks the calling thread until
+    ``--scans`` fallback scans are done or SIGINT/SIGTERM arrives (handled
+    only when called from the main thread); the gateway is closed cleanly
+    either way. With ``--json`` every line on stdout is one JSON object.
     """
     catalogs, looked, given = _catalogs(args)
     if not catalogs:
@@ -173,18 +199,32 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             out.write("Point it elsewhere with --claude DIR, --codex DIR, --opencode DB or "
                       "--pi DIR.\n")
         return 0
-    stop = threading.Event()
-    with _stop_on_signals(stop), Gateway.open(args.db, monitor=False) as gw:
+    stop, attention = threading.Event(), threading.Event()
+
+    def wake(watcher: str) -> None:  # in whichever thread queued the notice
+        attention.set()
+
+    with _stop_on_signals(stop, attention), \
+            Gateway.open(args.db, monitor=False, on_wake=wake) as gw:
         adopter = _Adopter(gw, args.watcher, stop, err)
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
         _summary(adopter, args, out, looked)
+        if not getattr(args, "poll_only", False):
+            gw.start_upstream_notifications()
         scans = 0
+        next_scan = time.monotonic() + args.interval
         while not stop.is_set() and (args.scans is None or scans < args.scans):
-            if stop.wait(args.interval):
-                break
+            remaining = next_scan - time.monotonic()
+            if remaining > 0:
+                if attention.wait(remaining):
+                    attention.clear()
+                    if not stop.is_set():
+                        _report(gw, args.watcher, args.json, out)  # notified turns, at once
+                continue
             adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False)
             gw.scan_upstream()
             scans += 1
+            next_scan = time.monotonic() + args.interval
             _report(gw, args.watcher, args.json, out)
     return 0
 

@@ -55,8 +55,11 @@ def _parser() -> argparse.ArgumentParser:
                            help=f"{source} catalog (repeatable; default: its standard location)")
     watch.add_argument("--watcher", default="agent:main:main", help="watcher session key")
     watch.add_argument("--interval", type=float, default=10.0, metavar="S",
-                       help="seconds between scans (default 10)")
-    watch.add_argument("--scans", type=int, metavar="N", help="stop after N scans")
+                       help="seconds between fallback scans (default 10); with file "
+                       "notifications a typed turn is reported within a second anyway")
+    watch.add_argument("--scans", type=int, metavar="N", help="stop after N fallback scans")
+    watch.add_argument("--poll-only", action="store_true",
+                       help="no file notifications: report turns at the fallback scans only")
     watch.add_argument("--json", action="store_true", help="JSON lines instead of text")
     classify = sub.add_parser(
         "classify", help="show why each unit of an upstream transcript does or does not count")

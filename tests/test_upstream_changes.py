@@ -1,0 +1,308 @@
+"""Pay per change: idle cycles touch no monitor, file events scan one link, fallbacks cover losses.
+
+The notification path is driven by an injected feed (``ManualFeed``): the
+test says which files changed, the scan runs on the gateway's workers, and
+the test waits (bounded) for the ``on_wake`` it causes. One test uses the
+real ``watchfiles`` feed the same way. No sleeps: every wait is an event
+with its own timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import actors._monitor
+from actors import Gateway
+from actors._filefeed import OnChange
+from actors._notices import notice_text
+from tests._upstream_rows import claude_assistant, claude_user
+from tests.conftest import WATCHER
+
+TIMEOUT = 10.0
+
+
+class Wakes:
+    """``on_wake`` that lets a test wait for the n-th call (bounded)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, watcher: str) -> None:
+        with self._cond:
+            self.calls.append(watcher)
+            self._cond.notify_all()
+
+    def wait_for(self, count: int, timeout: float = TIMEOUT) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.calls) >= count, timeout)
+
+
+class ManualFeed:
+    """A change feed the test drives: it records what it was told to watch."""
+
+    def __init__(self, on_change: OnChange) -> None:
+        self.on_change = on_change
+        self.directories: frozenset[str] = frozenset()
+        self.closed = False
+
+    def watch(self, directories: frozenset[str]) -> None:
+        self.directories = directories
+
+    def close(self, timeout: float) -> int:
+        self.closed = True
+        return 0
+
+    def emit(self, paths: set[str] | None) -> None:
+        """Deliver an event as the feed's thread would (here: the test's thread)."""
+        self.on_change(paths)
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts real source scans per session key."""
+    counted: Counter[str] = Counter()
+    original = actors._monitor.scan_source
+
+    def counting(link: Any, *args: Any, **kwargs: Any) -> Any:
+        counted[link.session_key] += 1
+        return original(link, *args, **kwargs)
+
+    monkeypatch.setattr(actors._monitor, "scan_source", counting)
+    return counted
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> list[Path]:
+    folder = tmp_path / "projects" / "-work"
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(5):
+        path = folder / f"s{i}.jsonl"
+        path.write_bytes(claude_user(f"old {i}") + claude_assistant("ok"))
+        paths.append(path)
+    return paths
+
+
+def _key(i: int) -> str:
+    return f"agent:main:claude:s{i}"
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+@pytest.fixture
+def watched(open_gateway: Callable[..., Gateway], home: list[Path]
+            ) -> Iterator[tuple[Gateway, Wakes, ManualFeed]]:
+    wakes = Wakes()
+    gw = open_gateway(on_wake=wakes)
+    for i, path in enumerate(home):
+        assert gw.adopt(_key(i), source="claude", path=path) is not None
+        assert gw.watch(WATCHER, _key(i))
+    feeds: list[ManualFeed] = []
+
+    def factory(on_change: OnChange) -> ManualFeed:
+        feeds.append(ManualFeed(on_change))
+        return feeds[-1]
+
+    gw._feed_factory = factory
+    assert gw.start_upstream_notifications() is True
+    assert gw.start_upstream_notifications() is True  # idempotent
+    assert len(feeds) == 1
+    return gw, wakes, feeds[0]
+
+
+def test_an_idle_cycle_scans_no_source_and_a_change_scans_only_its_link(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], scans: Counter[str],
+) -> None:
+    gw, wakes, _feed = watched
+    gw.scan_upstream()  # first cycle: every link is read once and settles
+    assert sorted(scans) == sorted(_key(i) for i in range(5))
+    scans.clear()
+    for _ in range(3):
+        assert gw.scan_upstream() == []
+    assert scans == Counter()  # nothing changed: no monitor was asked to read anything
+    base = gw.session_status(_key(3)).state_version
+    _append(home[3], claude_user("typed by a person"))
+    events = gw.scan_upstream()
+    assert [e.session_key for e in events] == [_key(3)]
+    assert scans == Counter({_key(3): 1})
+    assert gw.pending_notices(WATCHER) == [notice_text(_key(3), base)]
+    assert wakes.calls == [WATCHER]
+
+
+def test_a_file_event_scans_that_link_at_once_and_queues_its_notice(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], scans: Counter[str],
+) -> None:
+    gw, wakes, feed = watched
+    assert str(home[0].parent) in feed.directories
+    gw.scan_upstream()
+    scans.clear()
+    _append(home[1], claude_user("typed by a person"))
+    feed.emit({str(home[1])})
+    assert wakes.wait_for(1)  # the scan ran on a worker and its notice woke the watcher
+    assert wakes.calls == [WATCHER]
+    assert scans == Counter({_key(1): 1})
+    assert len(gw.pending_notices(WATCHER)) == 1
+    # Events for files nobody adopted, or for an unchanged file, change nothing.
+    feed.emit({str(home[0].parent / "unrelated.jsonl")})
+    assert gw.scan_upstream() == []  # the fallback agrees: nothing new anywhere
+    assert len(gw.pending_notices(WATCHER)) == 1
+
+
+def test_a_burst_of_events_for_one_link_queues_one_scan(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path],
+) -> None:
+    gw, _wakes, _feed = watched
+    ident = (_key(2), "main")
+    service = gw._upstream
+    assert service._soon.add(ident) is True  # as if a scan were already queued
+    try:
+        assert service.scan_soon([ident, ident, ident]) == 0
+    finally:
+        service._soon.discard(ident)
+    assert service.scan_soon([ident, ident]) == 1
+
+
+def test_a_lost_notification_is_found_by_the_fallback_scan(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path],
+) -> None:
+    gw, wakes, _feed = watched
+    gw.scan_upstream()
+    _append(home[4], claude_user("typed, but the event was lost"))
+    assert gw.pending_notices(WATCHER) == []  # no event arrived: nothing yet
+    events = gw.scan_upstream()
+    assert [e.session_key for e in events] == [_key(4)]
+    assert wakes.calls == [WATCHER]
+
+
+def test_an_overflowed_feed_triggers_one_whole_cycle(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], scans: Counter[str],
+) -> None:
+    gw, wakes, feed = watched
+    gw.scan_upstream()
+    scans.clear()
+    _append(home[0], claude_user("first"))
+    _append(home[2], claude_user("second"))
+    feed.emit(None)  # the kernel queue overflowed: which files changed is unknown
+    assert wakes.wait_for(2)
+    assert scans == Counter({_key(0): 1, _key(2): 1})  # still only the changed ones
+    assert len(gw.pending_notices(WATCHER)) == 2
+
+
+@pytest.mark.parametrize("how", ["replaced", "rotated"])
+def test_a_file_replaced_or_rotated_while_watched_rebaselines_then_counts_new_turns(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], how: str,
+) -> None:
+    gw, wakes, feed = watched
+    gw.scan_upstream()
+    path = home[1]
+    if how == "replaced":  # an editor's save: write a new file, rename it over
+        fresh = path.with_suffix(".tmp")
+        fresh.write_bytes(claude_user("old 1") + claude_assistant("ok") + claude_user("x"))
+        os.replace(fresh, path)
+    else:  # log rotation: move the old file away, start a new one
+        path.rename(path.with_suffix(".1"))
+        path.write_bytes(claude_user("history copied into the new file"))
+    feed.emit({str(path)})
+    assert gw.scan_upstream() == []  # re-baselined, nothing counted
+    assert wakes.calls == []
+    _append(path, claude_user("typed after the swap"))
+    feed.emit({str(path)})
+    assert wakes.wait_for(1)
+    assert len(gw.pending_notices(WATCHER)) == 1
+    assert gw.scan_upstream() == []  # counted once, not again by the fallback
+
+
+def test_a_link_watched_after_notifications_started_is_followed(
+    watched: tuple[Gateway, Wakes, ManualFeed], tmp_path: Path,
+) -> None:
+    gw, wakes, feed = watched
+    other = tmp_path / "elsewhere" / "late.jsonl"
+    other.parent.mkdir()
+    other.write_bytes(claude_user("history"))
+    assert gw.adopt("agent:main:claude:late", source="claude", path=other) is not None
+    assert str(other.parent) not in feed.directories  # adopted, not yet watched
+    assert gw.watch(WATCHER, "agent:main:claude:late")
+    assert str(other.parent) in feed.directories
+    _append(other, claude_user("typed"))
+    feed.emit({str(other)})
+    assert wakes.wait_for(1)
+
+
+def test_closing_the_gateway_closes_the_feed(
+    watched: tuple[Gateway, Wakes, ManualFeed],
+) -> None:
+    gw, _wakes, feed = watched
+    gw.close()
+    assert feed.closed
+
+
+def test_the_real_watchfiles_feed_reports_an_append(
+    open_gateway: Callable[..., Gateway], home: list[Path],
+) -> None:
+    wakes = Wakes()
+    gw = open_gateway(on_wake=wakes)
+    assert gw.adopt(_key(0), source="claude", path=home[0]) is not None
+    assert gw.watch(WATCHER, _key(0))
+    gw.scan_upstream()
+    if not gw.start_upstream_notifications():
+        pytest.skip("file notifications are not available here")
+    feed = gw._upstream._feed
+    assert feed is not None
+    # The watch is set up asynchronously; keep appending one turn per attempt
+    # until the first notification arrives (each wait is bounded).
+    for attempt in range(20):
+        _append(home[0], claude_user(f"typed {attempt}"))
+        if wakes.wait_for(1, timeout=0.5):
+            break
+    assert wakes.calls == [WATCHER]
+    assert len(gw.pending_notices(WATCHER)) == 1
+
+
+def test_ten_thousand_pairs_touched_leave_the_thread_count_bounded(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    gw = open_gateway()
+    before = set(threading.enumerate())
+    targets = [f"agent:t{t}:main" for t in range(10)]
+    watchers = [f"agent:w{w}:main" for w in range(1000)]
+    barrier = threading.Barrier(8, timeout=TIMEOUT)
+    seen: set[threading.Thread] = set()
+    lock = threading.Lock()
+
+    def note_threads() -> None:
+        with lock:
+            seen.update(threading.enumerate())
+
+    def register(part: int) -> None:
+        barrier.wait()
+        for i, watcher in enumerate(watchers[part::8]):
+            for target in targets:
+                assert gw.watch(watcher, target)
+            if i % 25 == 0:
+                note_threads()
+
+    producers = [threading.Thread(target=register, args=(p,)) for p in range(8)]
+    for thread in producers:
+        thread.start()
+    for thread in producers:
+        thread.join(60)
+    assert not any(t.is_alive() for t in producers)
+    for target in targets:  # each change touches the target's 1,000 pairs
+        assert gw.human_message(target, channel="t") is not None
+        note_threads()
+    assert all(len(gw.pending_notices(w)) == 10 for w in watchers[::97])
+    assert len(gw._cursors) == 10_000
+    ours = {t for t in seen - before if t not in producers}
+    # No thread per actor: 10,000 cursor and 1,000 session actors, at most the worker pool.
+    assert len(ours) <= gw.config.worker_threads, sorted(t.name for t in ours)
