@@ -5,9 +5,10 @@ producers record typed events into a durable signal log, watchers get one
 notice per watcher/target pair however many changes land, and
 ``session_status(changes_since=N)`` reconciles cheaply.
 
-Internally each session, each watcher cursor and the single SQLite writer
-run as Pykka actors exchanging frozen msgspec messages; no Pykka type leaks
-through the public API.
+Internally each session, each watcher cursor, each upstream monitor and the
+single SQLite writer run as Pykka actors exchanging frozen msgspec messages,
+on a runtime that gives them no thread of their own (``persistence._runtime``);
+no Pykka type leaks through the public API.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from actors._types import (
     StateChanges,
     UpstreamLink,
 )
+from actors._upstream import AdoptRequest
 from actors.gateway import Gateway, default_state_path
 
 __all__ = [
+    "AdoptRequest",
     "Gateway",
     "GatewayConfig",
     "SendResult",

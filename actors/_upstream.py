@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -42,14 +43,30 @@ from persistence import (
     list_watched_links,
     read_link,
     submit,
+    submit_many,
 )
+from persistence._messages import Command
 from persistence._runtime import Dispatcher, scheduling
+from persistence.keys import agent_id_of
 
-__all__ = ["SOURCES", "UpstreamService"]
+__all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
 
 logger = logging.getLogger(__name__)
 
 SOURCES = frozenset({"claude", "codex", "opencode", "pi"})
+ADOPT_CHUNK = 256
+"""Sessions whose baselines are read before their commands are committed together."""
+
+
+class AdoptRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One session to adopt with :meth:`actors.Gateway.adopt_many` (fields as for ``adopt``)."""
+
+    key: str
+    source: str
+    path: str | os.PathLike[str]
+    thread_id: str | None = None
+    agent_id: str | None = None
+    from_start: bool = False
 Publish = Callable[[Iterable[NoticeDescriptor]], None]
 Clock = Callable[[], int]
 
@@ -113,6 +130,59 @@ class UpstreamService:
         source that cannot be trusted; ``None`` without recording anything
         for an unreadable one.
         """
+        command = self._adoption(key, agent_id, source=source, path=path, thread_id=thread_id,
+                                 from_start=from_start)
+        if command is None:
+            return None
+        return self._adopted(command, submit(self._persistence, command, timeout=self._timeout))
+
+    def adopt_many(self, requests: list[AdoptRequest], *, watcher: str | None
+                   ) -> list[UpstreamLink | None]:
+        """Adopt many sessions, sharing group commits; optionally watch each linked one.
+
+        Baselines are read in this thread, :data:`ADOPT_CHUNK` at a time, and
+        each chunk's commands (link upsert, ``adopted`` and the watch in one
+        command per session) are committed together. Returns one entry per
+        request, as :meth:`adopt` would (``None`` also for a storage fault,
+        logged). Caller's thread; blocks on disk.
+        """
+        results: list[UpstreamLink | None] = []
+        for start in range(0, len(requests), ADOPT_CHUNK):
+            chunk = requests[start:start + ADOPT_CHUNK]
+            commands = [self._adoption(r.key, r.agent_id or agent_id_of(r.key),
+                                       source=r.source, path=os.fspath(r.path),
+                                       thread_id=r.thread_id,
+                                       from_start=r.from_start, watcher=watcher)
+                        for r in chunk]
+            todo: list[Command] = [c for c in commands if c is not None]
+            outcomes = iter(submit_many(self._persistence, todo, timeout=self._timeout))
+            for command in commands:
+                if command is None:
+                    results.append(None)
+                    continue
+                outcome = next(outcomes)
+                if isinstance(outcome, Exception):
+                    logger.debug("adopting %s failed: %s", command.session_key, outcome)
+                    results.append(None)
+                    continue
+                results.append(self._adopted(command, outcome))
+        return results
+
+    def _adopted(self, command: UpsertLink | RecordEvent, outcome: Any) -> UpstreamLink | None:
+        if not isinstance(command, UpsertLink):
+            return None  # adopted without a link (a refused source)
+        assert isinstance(outcome, LinkOutcome)
+        if outcome.rebased:
+            ident = (command.session_key, command.agent_id)
+            self._monitors.discard_where(lambda k: k == ident)
+        if command.watcher_key is not None and self._feed is not None:
+            self._files.add(outcome.link)
+        return outcome.link
+
+    def _adoption(self, key: str, agent_id: str, *, source: str, path: str,
+                  thread_id: str | None, from_start: bool, watcher: str | None = None,
+                  ) -> UpsertLink | RecordEvent | None:
+        """The command that adopts one session (``None``: its source is unreadable)."""
         if source == "opencode":
             assert thread_id is not None
             baseline = opencode_baseline(path, session_id=thread_id, from_start=from_start)
@@ -129,17 +199,13 @@ class UpstreamService:
             payload_json=msgspec.json.encode({"channel": source}).decode())
         if baseline.refusal is not None:
             logger.info("adopted %s without an upstream link: %s", key, baseline.refusal)
-            submit(self._persistence, adopted, timeout=self._timeout)
-            return None
-        outcome: LinkOutcome = submit(self._persistence, UpsertLink(
+            return adopted
+        return UpsertLink(
             session_key=key, agent_id=agent_id, source=source, host_id=baseline.host_id,
             thread_id=baseline.thread_id,
             upstream_ref_json=msgspec.json.encode(baseline.upstream_ref, order="sorted").decode(),
             source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
-            adopted=adopted), timeout=self._timeout)
-        if outcome.rebased:
-            self._monitors.discard_where(lambda k: k == (key, agent_id))
-        return outcome.link
+            adopted=adopted, watcher_key=watcher)
 
     def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
         """Use ``reader`` for every paired-node link of ``node_id`` (replaces any other)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from functools import partial
+
+import msgspec
 
 from actors import _validate as v
 from actors._facade import GatewayCore
-from actors._upstream import SOURCES
+from actors._upstream import SOURCES, AdoptRequest
 from actors.errors import (
     InvalidArgument,
 )
@@ -17,11 +20,39 @@ from persistence import (
     SessionStateEvent,
     UpstreamLink,
 )
-from persistence.keys import agent_id_of
+from persistence.keys import agent_id_of, is_agent_qualified
 
-__all__ = ["UpstreamApi"]
+__all__ = ["AdoptRequest", "UpstreamApi"]
 
 logger = logging.getLogger("actors.gateway")
+
+
+def _checked(request: AdoptRequest) -> AdoptRequest:
+    """Validate one adoption request; returns it normalized (agent id and path filled).
+
+    Raises:
+        ArgumentTypeError, InvalidArgument, InvalidSessionKey: a bad field.
+    """
+    if not isinstance(request, AdoptRequest):
+        raise v.ArgumentTypeError("each session must be an AdoptRequest")
+    key, source, path = request.key, request.source, request.path
+    v.check_key(key, "key")
+    agent = v.check_agent_id(request.agent_id) or agent_id_of(key)
+    if not isinstance(source, str):
+        raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
+    if source not in SOURCES:
+        raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+    if not isinstance(path, str | os.PathLike):
+        raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
+    file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
+    if "\x00" in file_path:
+        raise InvalidArgument("path contains a NUL character")
+    v.check_optional_key(request.thread_id, "thread_id")
+    if not isinstance(request.from_start, bool):
+        raise v.ArgumentTypeError("from_start must be a bool")
+    if source == "opencode" and request.thread_id is None:
+        raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
+    return msgspec.structs.replace(request, agent_id=agent, path=file_path)
 
 
 class UpstreamApi(GatewayCore):
@@ -60,26 +91,48 @@ class UpstreamApi(GatewayCore):
             ArgumentTypeError: ``path`` is not a path.
         """
         self._guard()
-        v.check_key(key, "key")
-        agent = v.check_agent_id(agent_id) or agent_id_of(key)
-        if not isinstance(source, str):
-            raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
-        if source not in SOURCES:
-            raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
-        if not isinstance(path, str | os.PathLike):
-            raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
-        file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
-        if "\x00" in file_path:
-            raise InvalidArgument("path contains a NUL character")
-        v.check_optional_key(thread_id, "thread_id")
-        if not isinstance(from_start, bool):
-            raise v.ArgumentTypeError("from_start must be a bool")
-        if source == "opencode" and thread_id is None:
-            raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
+        request = _checked(AdoptRequest(key=key, source=source, path=path,
+                                        thread_id=thread_id, agent_id=agent_id,
+                                        from_start=from_start))
+        agent, file_path = str(request.agent_id), os.fspath(request.path)
         result = self._best_effort(partial(
             self._upstream.adopt, key, agent, source=source, path=file_path,
             thread_id=thread_id, from_start=from_start), "adopt")
         return result if isinstance(result, UpstreamLink) else None
+
+    def adopt_many(self, sessions: Iterable[AdoptRequest], *,
+                   watcher: str | None = None) -> list[UpstreamLink | None]:
+        """Adopt many sessions at once (and watch them), sharing group commits.
+
+        The same as calling :meth:`adopt` for each (and :meth:`watch` by
+        ``watcher`` for each one that got a link), but the baselines are read
+        in chunks and each chunk commits together: adopting thousands of
+        sessions costs about their file reads, not two durable commits each.
+
+        Args:
+            sessions: :class:`AdoptRequest` items (``key``, ``source``,
+                ``path``, optional ``thread_id``, ``agent_id``, ``from_start``).
+            watcher: an agent-qualified session key that explicitly watches
+                every linked session (registered in the same transaction).
+
+        Returns:
+            One entry per request, in order, as :meth:`adopt` returns.
+
+        Raises:
+            InvalidArgument, ArgumentTypeError, InvalidSessionKey: a bad
+                request (nothing is adopted then).
+
+        Caller's thread; blocks on file reads and disk.
+        """
+        self._guard()
+        requests = [_checked(r) for r in sessions]
+        if watcher is not None:
+            v.check_key(watcher, "watcher")
+            if not is_agent_qualified(watcher):
+                raise InvalidArgument("watcher must be an agent-qualified session key")
+        result = self._best_effort(partial(self._upstream.adopt_many, requests,
+                                           watcher=watcher), "adopt_many")
+        return result if isinstance(result, list) else [None] * len(requests)
 
     def adopt_remote(self, key: str, *, node_id: str, thread_id: str,
                      reader: NodeTranscriptReader,

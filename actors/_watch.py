@@ -10,7 +10,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -18,6 +17,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors._upstream import AdoptRequest
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream.catalog import Candidate, default_catalogs, discover
@@ -29,8 +29,8 @@ NOTICE_PATTERN = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since
 """Finds the target and base version in a notice line."""
 
 SOURCES = ("claude", "codex", "opencode", "pi")
-ADOPT_THREADS = 8
-"""Threads adopting at once: enough for their commits to share group commits."""
+ADOPT_BATCH = 512
+"""Candidates handed to ``Gateway.adopt_many`` at once (progress is shown per batch)."""
 _NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
                   "opencode": "OpenCode child session"}
 
@@ -79,7 +79,6 @@ class _Adopter:
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
-        self.tally = {"adopted": self.adopted, "skipped": self.skipped}
 
     def _key(self, candidate: Candidate) -> str:
         key = f"agent:{self.agent}:{candidate.source}:{candidate.thread_id}"
@@ -89,11 +88,11 @@ class _Adopter:
         return key
 
     def adopt(self, candidates: list[Candidate], *, progress: bool) -> int:
-        """Adopt each candidate not seen before; returns how many were new.
+        """Adopt and watch each candidate not seen before; returns how many were new.
 
-        Adoptions run on :data:`ADOPT_THREADS` threads, so their commits (and
-        those of the watch registrations) share group commits; blocks until
-        all are done or ``stop`` is set.
+        Uses ``Gateway.adopt_many`` in chunks, so the adoptions and their
+        watch registrations share group commits. Blocks until done or
+        ``stop`` is set.
         """
         fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
         keyed: list[tuple[Candidate, str]] = []
@@ -101,43 +100,47 @@ class _Adopter:
             self.seen.add((candidate.source, candidate.path + "\0" + candidate.thread_id))
             key = self._key(candidate)
             self.keys.add(key)
+            if key_problem(key) is not None:
+                self.skipped["unusable session id"] += 1
+                continue
             keyed.append((candidate, key))
         done = 0
-        with ThreadPoolExecutor(max_workers=ADOPT_THREADS,
-                                thread_name_prefix="ssa-watch-adopt") as pool:
-            futures = [pool.submit(self._adopt_one, c, k) for c, k in keyed]
-            for future in as_completed(futures):
-                outcome = future.result()
-                self.tally[outcome[0]][outcome[1]] += 1
-                done += 1
-                if self.stop.is_set():
-                    for other in futures:
-                        other.cancel()
-                    break
-                if progress and (done % 100 == 0 or done == len(keyed)):
-                    self.err.write(f"\radopting {done}/{len(keyed)}")
-                    self.err.flush()
+        for start in range(0, len(keyed), ADOPT_BATCH):
+            if self.stop.is_set():
+                break
+            chunk = keyed[start:start + ADOPT_BATCH]
+            for (candidate, key), link in zip(chunk, self._adopt_chunk(chunk), strict=True):
+                if link is False:
+                    self.skipped["unusable file name"] += 1  # e.g. not valid UTF-8
+                elif link is not None:
+                    self.adopted[candidate.source] += 1
+                elif self.gw.session_status(key).state_version:
+                    self.skipped[_NOT_MONITORED.get(candidate.source, "not monitorable")] += 1
+                else:
+                    self.skipped["unreadable"] += 1
+            done += len(chunk)
+            if progress:
+                self.err.write(f"\radopting {done}/{len(keyed)}")
+                self.err.flush()
         if progress and fresh:
             self.err.write("\n")
         return len(fresh)
 
-    def _adopt_one(self, candidate: Candidate, key: str) -> tuple[str, str]:
-        """Adopt and watch one session (a pool thread); returns ``(tally, reason)``."""
-        if self.stop.is_set():
-            return "skipped", "interrupted"
-        if key_problem(key) is not None:
-            return "skipped", "unusable session id"
+    def _adopt_chunk(self, chunk: list[tuple[Candidate, str]]) -> list[object]:
+        """Links (or ``None``) per candidate; ``False`` for one the gateway refused."""
+        requests = [AdoptRequest(key=key, source=c.source, path=c.path, thread_id=c.thread_id)
+                    for c, key in chunk]
         try:
-            link = self.gw.adopt(key, source=candidate.source, path=candidate.path,
-                                 thread_id=candidate.thread_id)
+            return list(self.gw.adopt_many(requests, watcher=self.watcher))
         except (SessionStateError, ValueError, TypeError):
-            return "skipped", "unusable file name"  # e.g. not valid UTF-8
-        if link is not None:
-            self.gw.watch(self.watcher, key)
-            return "adopted", candidate.source
-        if self.gw.session_status(key).state_version:
-            return "skipped", _NOT_MONITORED.get(candidate.source, "not monitorable")
-        return "skipped", "unreadable"
+            # One bad request refuses the whole call: adopt these one by one.
+            results: list[object] = []
+            for request in requests:
+                try:
+                    results.append(self.gw.adopt_many([request], watcher=self.watcher)[0])
+                except (SessionStateError, ValueError, TypeError):
+                    results.append(False)
+            return results
 
 
 def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:

@@ -43,7 +43,7 @@ from persistence._reads import (
 )
 from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
 from persistence._upstream import list_watched_links, read_link, read_own_hashes
-from persistence._writer import PersistenceActor, Ping, submit
+from persistence._writer import PersistenceActor, Ping, submit, submit_many
 from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
 from persistence.records import (
     SessionRow,
@@ -99,6 +99,7 @@ __all__ = [
     "read_version",
     "read_versions",
     "submit",
+    "submit_many",
 ]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -144,6 +144,8 @@ class UpsertLink(_Message, frozen=True, tag="upsert-link"):
     source_key: str
     marker_json: str
     adopted: RecordEvent | None = None
+    watcher_key: str | None = None
+    """Also register this explicit watch of the session, in the same transaction."""
 
 
 class CommitScan(_Message, frozen=True, tag="commit-scan"):

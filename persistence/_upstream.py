@@ -12,11 +12,12 @@ from persistence._messages import (
     CommitScan,
     LinkOutcome,
     NoteOwnText,
+    RegisterWatch,
     ScanOutcome,
     UpsertLink,
 )
 from persistence._reads import snapshot
-from persistence._writes import record_event
+from persistence._writes import record_event, register_watch
 from persistence.records import UpstreamLink
 
 __all__ = [
@@ -118,6 +119,10 @@ def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) 
              cmd.marker_json, now, cmd.session_key, cmd.agent_id),
         )
     adopted = record_event(conn, cmd.adopted, now, version) if cmd.adopted else None
+    if cmd.watcher_key is not None and cmd.watcher_key != cmd.session_key:
+        register_watch(conn, RegisterWatch(
+            watcher_key=cmd.watcher_key, target_key=cmd.session_key,
+            target_agent_id=cmd.agent_id), now, version)
     link = read_link(conn, cmd.session_key, cmd.agent_id)
     assert link is not None
     return LinkOutcome(link=link, created=existing is None,

@@ -31,11 +31,11 @@ from persistence._messages import (
     WriteRequest,
 )
 from persistence._reply import PENDING, Reply
-from persistence._runtime import Dispatcher, InlineActor
+from persistence._runtime import Dispatcher, InlineActor, scheduling
 from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
-__all__ = ["BATCH_LIMIT", "PersistenceActor", "submit"]
+__all__ = ["BATCH_LIMIT", "PersistenceActor", "submit", "submit_many"]
 
 logger = logging.getLogger(__name__)
 
@@ -433,6 +433,48 @@ class PersistenceActor(InlineActor):
             error.__cause__ = cause
         for request in batch:
             request.reply.set_exception((StorageError, error, None))
+
+
+def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: float,
+                on_late: Callable[[Any], None] | None = None) -> list[Any]:
+    """Send several commands at once so they share group commits; wait for all of them.
+
+    The commands are queued together (on the dispatcher, not run one by one
+    in this thread), so up to :data:`BATCH_LIMIT` of them commit in one
+    transaction, each in its own savepoint when one fails.
+
+    Args:
+        ref: the persistence actor.
+        commands: the write commands, applied in this order.
+        timeout: seconds to wait for all of them.
+        on_late: as for :func:`submit`, for each command still pending at the timeout.
+
+    Returns:
+        One entry per command, in order: its result, or the
+        :class:`StorageError` it failed with (a timed-out command gets a
+        :class:`StorageUnavailable`; it may still be applied later).
+
+    Caller's thread; blocks until all committed or ``timeout``.
+    """
+    replies = [Reply() for _ in commands]
+    try:
+        with scheduling():
+            for command, reply in zip(commands, replies, strict=True):
+                ref.tell(WriteRequest(command=command, reply=reply))
+    except pykka.ActorDeadError as exc:
+        raise StorageUnavailable("the persistence actor is not running") from exc
+    deadline = time.monotonic() + timeout
+    results: list[Any] = []
+    for reply in replies:
+        try:
+            results.append(reply.get(timeout=max(0.0, deadline - time.monotonic())))
+        except StorageError as exc:
+            results.append(exc)
+        except pykka.Timeout:
+            value = reply.abandon(on_late) if on_late is not None else PENDING
+            results.append(value if value is not PENDING else StorageUnavailable(
+                f"no answer from the persistence actor in {timeout}s"))
+    return results
 
 
 def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float,
