@@ -40,12 +40,14 @@ from persistence import (
     SessionStateEvent,
     UpsertLink,
     UpstreamLink,
+    collect,
     list_watched_links,
     read_link,
+    send_many,
     submit,
-    submit_many,
 )
 from persistence._messages import Command
+from persistence._reply import Reply
 from persistence._runtime import Dispatcher, scheduling
 from persistence.keys import agent_id_of
 
@@ -147,25 +149,32 @@ class UpstreamService:
         logged). Caller's thread; blocks on disk.
         """
         results: list[UpstreamLink | None] = []
+        # Measured: overlapping a chunk's reads with the previous chunk's commit
+        # is slower here (both hold the GIL most of the time), so chunks go in turn.
         for start in range(0, len(requests), ADOPT_CHUNK):
-            chunk = requests[start:start + ADOPT_CHUNK]
             commands = [self._adoption(r.key, r.agent_id or agent_id_of(r.key),
                                        source=r.source, path=os.fspath(r.path),
-                                       thread_id=r.thread_id,
-                                       from_start=r.from_start, watcher=watcher)
-                        for r in chunk]
+                                       thread_id=r.thread_id, from_start=r.from_start,
+                                       watcher=watcher)
+                        for r in requests[start:start + ADOPT_CHUNK]]
             todo: list[Command] = [c for c in commands if c is not None]
-            outcomes = iter(submit_many(self._persistence, todo, timeout=self._timeout))
-            for command in commands:
-                if command is None:
-                    results.append(None)
-                    continue
-                outcome = next(outcomes)
-                if isinstance(outcome, Exception):
-                    logger.debug("adopting %s failed: %s", command.session_key, outcome)
-                    results.append(None)
-                    continue
-                results.append(self._adopted(command, outcome))
+            results += self._finish_chunk(commands, send_many(self._persistence, todo))
+        return results
+
+    def _finish_chunk(self, commands: list[UpsertLink | RecordEvent | None],
+                      replies: list[Reply]) -> list[UpstreamLink | None]:
+        outcomes = iter(collect(replies, timeout=self._timeout))
+        results: list[UpstreamLink | None] = []
+        for command in commands:
+            if command is None:
+                results.append(None)
+                continue
+            outcome = next(outcomes)
+            if isinstance(outcome, Exception):
+                logger.debug("adopting %s failed: %s", command.session_key, outcome)
+                results.append(None)
+                continue
+            results.append(self._adopted(command, outcome))
         return results
 
     def _adopted(self, command: UpsertLink | RecordEvent, outcome: Any) -> UpstreamLink | None:

@@ -43,7 +43,14 @@ from persistence._reads import (
 )
 from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
 from persistence._upstream import list_watched_links, read_link, read_own_hashes
-from persistence._writer import PersistenceActor, Ping, submit, submit_many
+from persistence._writer import (
+    PersistenceActor,
+    Ping,
+    collect,
+    send_many,
+    submit,
+    submit_many,
+)
 from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
 from persistence.records import (
     SessionRow,
@@ -88,6 +95,7 @@ __all__ = [
     "UpsertLink",
     "UpsertSession",
     "UpstreamLink",
+    "collect",
     "list_sessions",
     "list_watched_links",
     "open_connection",
@@ -98,6 +106,7 @@ __all__ = [
     "read_own_hashes",
     "read_version",
     "read_versions",
+    "send_many",
     "submit",
     "submit_many",
 ]

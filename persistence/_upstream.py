@@ -120,11 +120,22 @@ def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) 
         )
     adopted = record_event(conn, cmd.adopted, now, version) if cmd.adopted else None
     if cmd.watcher_key is not None and cmd.watcher_key != cmd.session_key:
+        head = (adopted.event.sequence
+                if adopted is not None and adopted.inserted and adopted.event else None)
         register_watch(conn, RegisterWatch(
             watcher_key=cmd.watcher_key, target_key=cmd.session_key,
-            target_agent_id=cmd.agent_id), now, version)
-    link = read_link(conn, cmd.session_key, cmd.agent_id)
-    assert link is not None
+            target_agent_id=cmd.agent_id), now, version, head=head)
+    if existing is None:  # exactly what was inserted: no need to read it back
+        link = UpstreamLink(
+            session_key=cmd.session_key, agent_id=cmd.agent_id, source=cmd.source,
+            host_id=cmd.host_id, thread_id=cmd.thread_id,
+            upstream_ref=_json_object.decode(cmd.upstream_ref_json), source_key=cmd.source_key,
+            marker=_json_object.decode(cmd.marker_json), created_at=now, updated_at=now,
+            last_scanned_at=None)
+    else:
+        found = read_link(conn, cmd.session_key, cmd.agent_id)
+        assert found is not None
+        link = found
     return LinkOutcome(link=link, created=existing is None,
                        rebased=existing is not None and not same_source, adopted=adopted)
 

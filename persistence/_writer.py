@@ -35,7 +35,7 @@ from persistence._runtime import Dispatcher, InlineActor, scheduling
 from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
-__all__ = ["BATCH_LIMIT", "PersistenceActor", "submit", "submit_many"]
+__all__ = ["BATCH_LIMIT", "PersistenceActor", "collect", "send_many", "submit", "submit_many"]
 
 logger = logging.getLogger(__name__)
 
@@ -455,6 +455,20 @@ def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: f
         :class:`StorageUnavailable`; it may still be applied later).
 
     Caller's thread; blocks until all committed or ``timeout``.
+
+    Raises:
+        StorageUnavailable: the actor is not running.
+    """
+    return collect(send_many(ref, commands), timeout=timeout, on_late=on_late)
+
+
+def send_many(ref: pykka.ActorRef[Any], commands: list[Command]) -> list[Reply]:
+    """Queue ``commands`` for one group commit without waiting (see :func:`collect`).
+
+    Caller's thread; non-blocking (the commit runs on a dispatcher worker).
+
+    Raises:
+        StorageUnavailable: the actor is not running.
     """
     replies = [Reply() for _ in commands]
     try:
@@ -463,6 +477,15 @@ def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: f
                 ref.tell(WriteRequest(command=command, reply=reply))
     except pykka.ActorDeadError as exc:
         raise StorageUnavailable("the persistence actor is not running") from exc
+    return replies
+
+
+def collect(replies: list[Reply], *, timeout: float,
+            on_late: Callable[[Any], None] | None = None) -> list[Any]:
+    """Wait for the replies of :func:`send_many`; results or errors as :func:`submit_many`.
+
+    Caller's thread; blocks up to ``timeout`` seconds in all.
+    """
     deadline = time.monotonic() + timeout
     results: list[Any] = []
     for reply in replies:

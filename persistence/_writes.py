@@ -242,7 +242,8 @@ def _touch_cursors(
 
 
 def _register(
-    conn: apsw.Connection, watcher: str, target: tuple[str, str], provenance: str, now: int
+    conn: apsw.Connection, watcher: str, target: tuple[str, str], provenance: str, now: int,
+    head: int | None = None,
 ) -> bool:
     row = conn.execute(_SELECT_CURSOR, (watcher, *target)).fetchone()
     if row is not None:
@@ -256,22 +257,26 @@ def _register(
                 (now, watcher, *target),
             )
         return False
-    head = _head(conn, *target)
+    if head is None:
+        head = _head(conn, *target)
     _write_cursor(conn, watcher, target, cursors.seed(head), provenance, now)
     _ensure_session(conn, watcher, agent_id_of(watcher), now)
     return True
 
 
 def register_watch(
-    conn: apsw.Connection, cmd: RegisterWatch, now: int, version: int
+    conn: apsw.Connection, cmd: RegisterWatch, now: int, version: int, *,
+    head: int | None = None,
 ) -> RegisterOutcome:
     """Register a watch at the target's current head (anchor §3.11, §3.12).
 
     Re-registration keeps the existing cursor (a pending notice survives); an
     explicit registration promotes an ambient one, an ambient one never
-    downgrades an explicit one. Returns ``registered=True`` either way.
+    downgrades an explicit one. Returns ``registered=True`` either way. ``head``:
+    the target's head if the caller knows it (it just recorded its newest event).
     """
-    _register(conn, cmd.watcher_key, (cmd.target_key, cmd.target_agent_id), cmd.provenance, now)
+    _register(conn, cmd.watcher_key, (cmd.target_key, cmd.target_agent_id), cmd.provenance, now,
+              head)
     return RegisterOutcome(registered=True, version=version)
 
 

@@ -65,6 +65,8 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
         return f"{what} must not be empty"
     if len(key) > MAX_KEY_LENGTH:
         return f"{what} is longer than {MAX_KEY_LENGTH} characters"
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return None  # the common case, exactly: ASCII holds no other refused character
     previous = ""
     for ch in key:
         if ch in _QUOTE_LOOKALIKES or ch in _INVISIBLE:

@@ -306,3 +306,42 @@ def test_ten_thousand_pairs_touched_leave_the_thread_count_bounded(
     ours = {t for t in seen - before if t not in producers}
     # No thread per actor: 10,000 cursor and 1,000 session actors, at most the worker pool.
     assert len(ours) <= gw.config.worker_threads, sorted(t.name for t in ours)
+
+
+def test_adopt_many_adopts_watches_and_answers_in_order(
+    open_gateway: Callable[..., Gateway], home: list[Path], tmp_path: Path,
+) -> None:
+    from actors import AdoptRequest
+    from actors.errors import InvalidArgument
+
+    gw = open_gateway()
+    legacy_pi = tmp_path / "legacy.jsonl"
+    legacy_pi.write_bytes(b'{"type":"session","id":"x","timestamp":"2025-01-01T00:00:00Z"}\n')
+    requests = [AdoptRequest(key=_key(i), source="claude", path=p) for i, p in enumerate(home)]
+    requests.insert(2, AdoptRequest(key="agent:main:gone", source="claude",
+                                    path=str(tmp_path / "missing.jsonl")))
+    requests.append(AdoptRequest(key="agent:main:pi:legacy", source="pi", path=legacy_pi))
+    links = gw.adopt_many(requests, watcher=WATCHER)
+    assert [link.session_key if link else None for link in links] == [
+        _key(0), _key(1), None, _key(2), _key(3), _key(4), None]
+    # Each linked session is watched (its cursor starts at the adopted event) ...
+    for i in range(5):
+        status = gw.session_status(_key(i), changes_since=0)
+        assert status.state_changes is not None
+        assert [e.kind for e in status.state_changes.events] == ["adopted"]
+    assert gw.session_status("agent:main:pi:legacy").state_version > 0  # adopted, no link
+    assert gw.session_status("agent:main:gone").state_version == 0  # unreadable: nothing
+    _append(home[4], claude_user("typed"))
+    assert [e.session_key for e in gw.scan_upstream()] == [_key(4)]
+    assert gw.pending_notices(WATCHER) == [
+        notice_text(_key(4), gw.session_status(_key(4), changes_since=0)
+                    .state_changes.events[0].sequence)]  # type: ignore[union-attr]
+    # Adopting again keeps scan progress and records nothing new.
+    again = gw.adopt_many(requests[:1], watcher=WATCHER)
+    assert again[0] is not None
+    assert again[0].marker == links[0].marker  # type: ignore[union-attr]
+    with pytest.raises(InvalidArgument):
+        gw.adopt_many([AdoptRequest(key=_key(9), source="vim", path=home[0])])
+    with pytest.raises(InvalidArgument):
+        gw.adopt_many(requests[:1], watcher="global")
+    assert gw.session_status(_key(9)).state_version == 0  # a bad request adopts nothing
