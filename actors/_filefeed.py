@@ -25,9 +25,13 @@ from typing import Protocol
 from actors.upstream._changes import watch_paths
 from persistence import UpstreamLink
 
-__all__ = ["ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
+__all__ = ["READY_MS", "ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
 
 logger = logging.getLogger(__name__)
+
+READY_MS = 250
+"""Idle wake-up of the watching thread, in ms: it bounds how soon a new watch
+is known to be established (then one whole cycle covers the gap before it)."""
 
 OnChange = Callable[[set[str] | None], None]
 """Called with the paths that changed, or ``None`` when events may have been lost."""
@@ -119,10 +123,11 @@ class WatchfilesFeed:
     """Watches directories (not recursively) with ``watchfiles`` in one thread.
 
     A burst of writes is delivered as one call after ``step_ms`` without
-    new events (at most ``debounce_ms`` after the first). When the set of
-    directories changes the watch restarts and ``on_change(None)`` follows,
-    since events during the restart may be lost; so does any watch error
-    (logged once per episode; retried after ``retry_s``).
+    new events (at most ``debounce_ms`` after the first). Each time a watch
+    is established (at start, and after the set of directories changed) one
+    ``on_change(None)`` follows, since changes made before the watch existed
+    were never reported. A watch error is logged once per episode and the
+    watch retried after ``retry_s``; meanwhile the fallback scan covers.
 
     Args:
         on_change: called in the feed's thread; must not block for long.
@@ -146,6 +151,8 @@ class WatchfilesFeed:
         self._restart = threading.Event()
         self._closed = threading.Event()
         self._failing = False
+        self.ready = threading.Event()
+        """Set once the first watch is established (tests and ``ssa watch`` may wait on it)."""
         self._thread = threading.Thread(target=self._run, name="ssa-file-feed", daemon=True)
         self._thread.start()
 
@@ -170,15 +177,11 @@ class WatchfilesFeed:
         from persistence._runtime import mark_thread  # noqa: PLC0415
 
         mark_thread(inline=True)
-        first = True
         while not self._closed.is_set():
             with self._lock:
                 directories = frozenset(d for d in self._directories if os.path.isdir(d))
             self._restart.clear()
             self._changed.clear()
-            if not first:
-                self._deliver(None)  # events during the restart may be lost
-            first = False
             if not directories:
                 self._changed.wait()
                 continue
@@ -198,12 +201,21 @@ class WatchfilesFeed:
     def _watch(self, directories: frozenset[str]) -> None:
         import watchfiles  # noqa: PLC0415
 
+        established = False
         for changes in watchfiles.watch(
                 *sorted(directories), watch_filter=None, debounce=self._debounce_ms,
-                step=self._step_ms, stop_event=self._restart, rust_timeout=1000,
-                yield_on_timeout=False, raise_interrupt=False, recursive=False,
+                step=self._step_ms, stop_event=self._restart, rust_timeout=READY_MS,
+                yield_on_timeout=True, raise_interrupt=False, recursive=False,
                 ignore_permission_denied=True):
-            self._deliver({path for _, path in changes})
+            if changes:
+                self._deliver({path for _, path in changes})
+            if not established:
+                # The first yield proves the watches exist; whatever changed
+                # before they did (since this watch was asked for) is found by
+                # one whole cycle now.
+                established = True
+                self.ready.set()
+                self._deliver(None)
             if self._restart.is_set():
                 return
 

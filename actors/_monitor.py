@@ -21,7 +21,7 @@ from actors.upstream._scan import (
     scan_jsonl,
     scan_opencode,
 )
-from actors.upstream.claude_node import NodeTranscriptReader, scan_node
+from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
 from persistence import (
     CommitScan,
     NoticeDescriptor,
@@ -148,7 +148,7 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
                 own_hashes: frozenset[str], node_readers: NodeReaders | None = None,
-                now: int = 0) -> ScanResult:
+                now: int = 0, node_pool: ReaderPool | None = None) -> ScanResult:
     """Scan ``link``'s source once (blocking, bounded reads; never raises).
 
     Paired-node links (``host_id`` ``node:<id>``) are read through the host's
@@ -159,7 +159,7 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
         if reader is None:
             return ScanResult(kind="no_news", reason="no_node_reader")
         return scan_node(reader, link.thread_id, link.marker, own_hashes=own_hashes, now=now,
-                         timeout=settings.timeout)
+                         timeout=settings.timeout, pool=node_pool)
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return ScanResult(kind="no_news", reason="no_local_path")
@@ -249,6 +249,7 @@ class UpstreamMonitor(GatewayActor):
         late: ``on_late`` for a scan commit that lands after this actor gave up.
         dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
         soon: where queued :class:`ScanSoon` requests are marked (cleared here).
+        node_pool: the threads that run paired-node readers.
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
@@ -257,9 +258,11 @@ class UpstreamMonitor(GatewayActor):
                  clock: Callable[[], int] | None = None,
                  late: Callable[[Any], None] | None = None,
                  dispatcher: Dispatcher | None = None,
-                 soon: SoonSet | None = None) -> None:
+                 soon: SoonSet | None = None,
+                 node_pool: ReaderPool | None = None) -> None:
         super().__init__(dispatcher=dispatcher)
         self._soon = soon
+        self._node_pool = node_pool
         self._late = late
         self._key = key
         self._agent_id = agent_id
@@ -310,7 +313,7 @@ class UpstreamMonitor(GatewayActor):
         seen = fingerprint(link)  # before reading: a later append changes it
         result = scan_source(link, hint, settings=self._settings, own_hashes=own,
                              node_readers=self._node_readers,
-                             now=self._clock() if self._clock else 0)
+                             now=self._clock() if self._clock else 0, node_pool=self._node_pool)
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0

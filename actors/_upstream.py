@@ -30,7 +30,7 @@ from actors.upstream._changes import fingerprint
 from actors.upstream._common import text_hash
 from actors.upstream._files import file_state
 from actors.upstream._scan import OpenCodeHint
-from actors.upstream.claude_node import NodeTranscriptReader, node_baseline
+from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, node_baseline
 from persistence import (
     LinkOutcome,
     NoteOwnText,
@@ -119,6 +119,7 @@ class UpstreamService:
         self._node_readers: dict[str, NodeTranscriptReader] = {}
         self._node_lock = threading.Lock()
         self._soon = SoonSet()
+        self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
 
@@ -243,7 +244,7 @@ class UpstreamService:
             summary="session adopted from claude",
             dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
             payload_json=msgspec.json.encode({"channel": "claude", "node": node_id}).decode())
-        marker = node_baseline(reader, thread_id, timeout=self._timeout)
+        marker = node_baseline(reader, thread_id, timeout=self._timeout, pool=self._node_pool)
         if marker is None:
             logger.info("adopted %s without an upstream link: no anchoring uuid", key)
             submit(self._persistence, adopted, timeout=self._timeout)
@@ -450,7 +451,8 @@ class UpstreamService:
                                      memory=self._memory, publish=self._publish,
                                      late=self._late,
                                      node_readers=self.node_reader, clock=self._clock,
-                                     dispatcher=self._dispatcher, soon=self._soon)
+                                     dispatcher=self._dispatcher, soon=self._soon,
+                                     node_pool=self._node_pool)
 
     # --- cadence -------------------------------------------------------------
 
@@ -520,6 +522,7 @@ class UpstreamService:
         if self._feed is not None:
             stuck += self._feed.close(timeout)
         stuck += self._monitors.stop_all(timeout)
+        self._node_pool.close()
         if self._ticker is not None:
             self._ticker.join(timeout)
             if self._ticker.is_alive():

@@ -92,18 +92,20 @@ def read_own_hashes(conn: apsw.Connection, key: str, agent_id: str) -> frozenset
 
 def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) -> LinkOutcome:
     """Create or refresh a link; a changed source rebases its marker (anchor §3.15 step 2)."""
-    existing = read_link(conn, cmd.session_key, cmd.agent_id)
+    inserted = conn.execute(
+        "INSERT INTO session_upstream_links (session_key, agent_id, source, host_id,"
+        " thread_id, upstream_ref_json, source_key, marker_json, last_scanned_at,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)"
+        " ON CONFLICT (session_key, agent_id) DO NOTHING RETURNING 1",
+        (cmd.session_key, cmd.agent_id, cmd.source, cmd.host_id, cmd.thread_id,
+         cmd.upstream_ref_json, cmd.source_key, cmd.marker_json, now, now),
+    ).get
+    existing = None if inserted is not None else read_link(conn, cmd.session_key, cmd.agent_id)
     same_source = existing is not None and (
         existing.source, existing.host_id, existing.thread_id, existing.source_key,
     ) == (cmd.source, cmd.host_id, cmd.thread_id, cmd.source_key)
-    if existing is None:
-        conn.execute(
-            "INSERT INTO session_upstream_links (session_key, agent_id, source, host_id,"
-            " thread_id, upstream_ref_json, source_key, marker_json, last_scanned_at,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-            (cmd.session_key, cmd.agent_id, cmd.source, cmd.host_id, cmd.thread_id,
-             cmd.upstream_ref_json, cmd.source_key, cmd.marker_json, now, now),
-        )
+    if existing is None:  # a new link: inserted above
+        pass
     elif same_source:
         conn.execute(
             "UPDATE session_upstream_links SET upstream_ref_json = ?, updated_at = ?"

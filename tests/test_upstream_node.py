@@ -84,3 +84,22 @@ def test_a_remote_turn_reaches_the_watcher_and_deletion_is_never_reported(
     node.fail = True
     for _ in range(4):
         assert gateway.scan_upstream() == []
+
+
+def test_scans_of_paired_node_links_reuse_the_reader_threads(gateway: Gateway) -> None:
+    import threading
+
+    node = FakeNode()
+    node.items = [_row(claude_user("old"), "item-1")]
+    keys = [f"{KEY}:{i}" for i in range(3)]
+    for key in keys:
+        assert gateway.adopt_remote(key, node_id="laptop", thread_id="t", reader=node)
+        assert gateway.watch(WATCHER, key)
+    gateway.scan_upstream()
+    readers = {t for t in threading.enumerate() if t.name.startswith("ssa-node-reader")}
+    for _ in range(5):  # paired-node links are read every cycle: no thread per read
+        gateway.scan_upstream()
+    after = {t for t in threading.enumerate() if t.name.startswith("ssa-node-reader")}
+    assert readers
+    assert after == readers
+    assert len(node.calls) == 3 + 3 * 6
