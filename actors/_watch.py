@@ -211,9 +211,9 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             Gateway.open(args.db, monitor=False, on_wake=wake) as gw:
         adopter = _Adopter(gw, args.watcher, stop, err)
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
-        _summary(adopter, args, out, looked)
         if not getattr(args, "poll_only", False):
-            gw.start_upstream_notifications()
+            gw.start_upstream_notifications()  # before the summary says we are watching
+        _summary(adopter, args, out, looked)
         scans = 0
         next_scan = time.monotonic() + args.interval
         while not stop.is_set() and (args.scans is None or scans < args.scans):
