@@ -195,8 +195,8 @@ class PersistenceActor(InlineActor):
     def _nothing_queued(self) -> bool:
         if not self.actor_inbox.empty():
             return False
-        if self._last_batch < 2:
-            return True  # no sign of concurrent producers: commit at once
+        if self._last_batch < 2 or len(self._pending) >= self._last_batch:
+            return True  # no sign of other producers, or all of them are already in
         # Several producers are active: let those about to submit run first, so
         # they join this batch instead of each paying a commit of its own.
         os.sched_yield()
