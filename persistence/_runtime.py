@@ -234,6 +234,11 @@ class Dispatcher:
         self._idle = 0
         self._closed = False
 
+    def has_capacity(self) -> bool:
+        """Whether a worker is idle or could be started (any thread; non-blocking)."""
+        with self._lock:
+            return not self._closed and (self._idle > 0 or len(self._threads) < self._max)
+
     @property
     def thread_count(self) -> int:
         """Worker threads started so far."""
@@ -379,8 +384,9 @@ class Mailbox:
                     if not self._queue:
                         self._state = _IDLE
                         return
-                    if handled >= BUDGET and self._dispatcher is not None:
-                        self._state = _SCHEDULED
+                    if (handled >= BUDGET and self._dispatcher is not None
+                            and self._dispatcher.has_capacity()):
+                        self._state = _SCHEDULED  # the rest goes to a free worker
                         break
                     envelope = self._queue.popleft()
                 handled += 1
@@ -390,8 +396,9 @@ class Mailbox:
                     return
                 if actor.runtime_yield:
                     actor.runtime_yield = False
-                    if not _flags.worker and self._dispatcher is not None:
-                        handled = BUDGET  # hand the rest to a worker (below)
+                    if (not _flags.worker and self._dispatcher is not None
+                            and self._dispatcher.has_capacity()):
+                        handled = BUDGET  # hand the rest to a free worker (below)
         except BaseException:
             # A KeyboardInterrupt in the thread that drove us: leave the
             # mailbox consistent (the rest to a worker, or for the next put).
@@ -441,9 +448,10 @@ class InlineActor(pykka.Actor):
 
     runtime_yield: bool = False
     """Set by a handler to have a calling thread (not a worker) hand the rest
-    of the mailbox to the dispatcher after this message, so the caller
-    returns as soon as its own work is done (the persistence actor sets it
-    after each commit)."""
+    of the mailbox to the dispatcher after this message, when a worker is
+    free, so the caller returns as soon as its own work is done (the
+    persistence actor sets it after each commit). With every worker busy the
+    calling thread goes on, so queued work never waits for a worker."""
 
     def __init__(self, *, dispatcher: Dispatcher | None = None) -> None:
         super().__init__()

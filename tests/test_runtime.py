@@ -251,3 +251,27 @@ def test_a_dispatcher_needs_a_worker_and_runs_work_inline_after_close() -> None:
         assert actor.seen == [("after-close", threading.current_thread().name)]
     finally:
         ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_with_every_worker_busy_the_driving_thread_goes_on_past_the_budget() -> None:
+    pool = Dispatcher("one-worker", 1)
+    blocker, ref = Recorder.start(pool), Recorder.start(pool)
+    entered, gate = threading.Event(), threading.Event()
+    try:
+        with scheduling():
+            held = blocker.ask((entered, gate), block=False)
+        assert entered.wait(TIMEOUT)  # the only worker is stuck in a handler
+        holder, release = _hold(ref)
+        futures = [ref.ask(i, block=False) for i in range(BUDGET + 10)]
+        release.set()
+        assert [f.get(timeout=TIMEOUT) for f in futures] == list(range(BUDGET + 10))
+        holder.join(TIMEOUT)
+        actor = ref._actor_weakref()
+        assert actor is not None
+        assert {t for _, t in actor.seen} == {"holder"}  # nothing waited for the busy worker
+    finally:
+        gate.set()
+        assert held.get(timeout=TIMEOUT) == "released"
+        blocker.stop(block=True, timeout=TIMEOUT)
+        ref.stop(block=True, timeout=TIMEOUT)
+        assert pool.close(TIMEOUT) == 0
