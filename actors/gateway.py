@@ -86,10 +86,14 @@ class Gateway(UpstreamApi):
     """Session state awareness for one gateway process (``api-contract.md``).
 
     Create it with :meth:`open`; close it with :meth:`close` or a ``with``
-    block (its actor threads are not daemons, so an unclosed gateway keeps
-    the process alive). Every method may be called from many threads at
-    once. Methods block the calling thread until their work is committed and
-    published, for at most about twice ``config.ask_timeout_s``; none may be
+    block (its worker threads, once started, are not daemons, so an unclosed
+    gateway may keep the process alive). Every method may be called from
+    many threads at once; the gateway's actors run on those calling threads
+    and on at most ``config.worker_threads`` workers. Methods block the
+    calling thread until their work is committed and published, for at most
+    about twice ``config.ask_timeout_s`` (a producer that leads a group
+    commit: until SQLite answers, at most ``busy_timeout_ms`` behind a
+    foreign lock); none may be
     called from ``on_wake`` (:class:`~actors.errors.ReentrantCall`).
 
     Ordering guarantee (read your writes): when a producer returns, every
