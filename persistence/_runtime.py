@@ -491,7 +491,11 @@ class InlineActor(pykka.Actor):
                     self.on_failure(*info)
                 except Exception:
                     self._handle_failure(*sys.exc_info())
-        except BaseException:
+        except BaseException as exc:
+            # Ctrl-C (or SystemExit) in the driving thread: it propagates there;
+            # the message's requester, maybe another thread, gets a plain error.
             if reply is not None:
-                reply.set_exception()
+                failure = RuntimeError(f"{type(exc).__name__} interrupted the handling of "
+                                       f"this message in the thread that drove {self}")
+                reply.set_exception(exc_info=(RuntimeError, failure, None))
             raise

@@ -275,3 +275,30 @@ def test_with_every_worker_busy_the_driving_thread_goes_on_past_the_budget() -> 
         blocker.stop(block=True, timeout=TIMEOUT)
         ref.stop(block=True, timeout=TIMEOUT)
         assert pool.close(TIMEOUT) == 0
+
+
+def test_ctrl_c_while_driving_another_threads_message_reaches_only_the_driving_thread() -> None:
+    ref = Recorder.start()
+    entered, gate = threading.Event(), threading.Event()
+    theirs: list[Any] = []
+
+    def other_caller() -> None:
+        assert entered.wait(TIMEOUT)
+        theirs.append(ref.ask("interrupt", block=False))  # queued behind our handler
+        gate.set()
+
+    other = threading.Thread(target=other_caller)
+    other.start()
+    try:
+        # We drive the actor; after our message we handle theirs, which raises
+        # KeyboardInterrupt here, in the driving thread.
+        with pytest.raises(KeyboardInterrupt):
+            ref.ask((entered, gate), timeout=TIMEOUT)
+        other.join(TIMEOUT)
+        with pytest.raises(RuntimeError, match="KeyboardInterrupt interrupted"):
+            theirs[0].get(timeout=TIMEOUT)  # a plain error for them, not a Ctrl-C
+        assert ref.ask("after", timeout=TIMEOUT) == "after"
+    finally:
+        gate.set()
+        other.join(TIMEOUT)
+        ref.stop(block=True, timeout=TIMEOUT)
