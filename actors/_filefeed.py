@@ -40,7 +40,12 @@ Ident = tuple[str, str]
 
 
 class ChangeFeed(Protocol):
-    """A source of file-change events for a set of directories."""
+    """A source of file-change events for a set of directories.
+
+    Built by a factory called as ``factory(on_change, on_tick=...)``: it
+    reports changes to ``on_change`` and calls ``on_tick`` now and then for
+    timed work (or never; the cadence also calls it).
+    """
 
     def watch(self, directories: frozenset[str]) -> None:
         """Watch exactly these directories from now on (any thread; non-blocking)."""
@@ -131,6 +136,8 @@ class WatchfilesFeed:
 
     Args:
         on_change: called in the feed's thread; must not block for long.
+        on_tick: called in the feed's thread after every wake-up (at least
+            every :data:`READY_MS` ms while watching), for timed work.
         step_ms: quiet time that ends a burst, in ms.
         debounce_ms: longest burst, in ms.
         retry_s: wait before re-watching after an error, in s.
@@ -139,9 +146,10 @@ class WatchfilesFeed:
     never loses a change (the fallback scan finds everything).
     """
 
-    def __init__(self, on_change: OnChange, *, step_ms: int = 50, debounce_ms: int = 500,
-                 retry_s: float = 5.0) -> None:
+    def __init__(self, on_change: OnChange, *, on_tick: Callable[[], object] | None = None,
+                 step_ms: int = 50, debounce_ms: int = 500, retry_s: float = 5.0) -> None:
         self._on_change = on_change
+        self._on_tick = on_tick
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._retry_s = retry_s
@@ -209,6 +217,11 @@ class WatchfilesFeed:
                 ignore_permission_denied=True):
             if changes:
                 self._deliver({path for _, path in changes})
+            if self._on_tick is not None:
+                try:
+                    self._on_tick()
+                except Exception:
+                    logger.exception("the file feed's timed work failed")
             if not established:
                 # The first yield proves the watches exist; whatever changed
                 # before they did (since this watch was asked for) is found by

@@ -250,6 +250,8 @@ class UpstreamMonitor(GatewayActor):
         dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
         soon: where queued :class:`ScanSoon` requests are marked (cleared here).
         node_pool: the threads that run paired-node readers.
+        settle_later: asks for a soon scan of a link whose marker now awaits
+            settling (its file was seen cut short).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
@@ -259,8 +261,10 @@ class UpstreamMonitor(GatewayActor):
                  late: Callable[[Any], None] | None = None,
                  dispatcher: Dispatcher | None = None,
                  soon: SoonSet | None = None,
-                 node_pool: ReaderPool | None = None) -> None:
+                 node_pool: ReaderPool | None = None,
+                 settle_later: Callable[[tuple[str, str]], None] | None = None) -> None:
         super().__init__(dispatcher=dispatcher)
+        self._settle_later = settle_later
         self._soon = soon
         self._node_pool = node_pool
         self._late = late
@@ -360,7 +364,8 @@ class UpstreamMonitor(GatewayActor):
         return self._commit(link, CommitScan(
             session_key=self._key, agent_id=self._agent_id,
             expected_updated_at=link.updated_at, source_key=link.source_key,
-            marker_json=msgspec.json.encode(result.next_marker).decode(), record=record))
+            marker_json=msgspec.json.encode(result.next_marker).decode(), record=record),
+            settling=bool(result.next_marker.get("settling")))
 
     def _missed(self, link: UpstreamLink, result: ScanResult) -> MonitorReport:
         state = self._state
@@ -387,13 +392,16 @@ class UpstreamMonitor(GatewayActor):
         state.streak = 0
         return report
 
-    def _commit(self, link: UpstreamLink, command: CommitScan) -> MonitorReport:
+    def _commit(self, link: UpstreamLink, command: CommitScan, *,
+                settling: bool = False) -> MonitorReport:
         outcome: ScanOutcome = submit(self._persistence, command, timeout=self._settings.timeout,
                                       on_late=self._late)
         if not outcome.applied:
             logger.info("upstream link of %s changed during its scan; result dropped", self._key)
             self._state.settled = None
             return MonitorReport()
+        if settling and self._settle_later is not None:
+            self._settle_later((self._key, self._agent_id))
         settled = self._state.settled
         if settled is not None:
             self._state.settled = ((settled[0], outcome.updated_at)

@@ -56,6 +56,8 @@ __all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
 logger = logging.getLogger(__name__)
 
 SOURCES = frozenset({"claude", "codex", "opencode", "pi"})
+SETTLE_MS = 500
+"""How soon after a transcript was seen cut short its settling scan runs, in ms."""
 ADOPT_CHUNK = 256
 """Sessions whose baselines are read before their commands are committed together."""
 
@@ -119,6 +121,8 @@ class UpstreamService:
         self._node_readers: dict[str, NodeTranscriptReader] = {}
         self._node_lock = threading.Lock()
         self._soon = SoonSet()
+        self._settle_lock = threading.Lock()
+        self._settles: dict[tuple[str, str], int] = {}
         self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
@@ -369,6 +373,31 @@ class UpstreamService:
             queued += 1
         return queued
 
+    def settle_later(self, ident: tuple[str, str]) -> None:
+        """Scan ``ident`` again :data:`SETTLE_MS` from now (its file shrank: see below).
+
+        A transcript cut short may be mid-rewrite, so the scan after the one
+        that saw it shrink re-baselines once more without counting (never
+        counting old turns written back twice). Run that scan soon, before a
+        person could plausibly type into the file, instead of on the next
+        event (which would be the person's turn). Any thread; non-blocking.
+        """
+        with self._settle_lock:
+            self._settles[ident] = self._clock() + SETTLE_MS
+
+    def tick(self) -> int:
+        """Queue the settling scans that are due (feed or cadence thread; non-blocking).
+
+        Returns:
+            How many were queued.
+        """
+        now = self._clock()
+        with self._settle_lock:
+            due = [ident for ident, at in self._settles.items() if at <= now]
+            for ident in due:
+                del self._settles[ident]
+        return self.scan_soon(due) if due else 0
+
     def on_files_changed(self, paths: set[str] | None) -> None:
         """The file-notification feed saw ``paths`` change (``None``: events were lost).
 
@@ -452,7 +481,7 @@ class UpstreamService:
                                      late=self._late,
                                      node_readers=self.node_reader, clock=self._clock,
                                      dispatcher=self._dispatcher, soon=self._soon,
-                                     node_pool=self._node_pool)
+                                     node_pool=self._node_pool, settle_later=self.settle_later)
 
     # --- cadence -------------------------------------------------------------
 
@@ -467,6 +496,7 @@ class UpstreamService:
         poll = min(1.0, self._config.upstream_interval_s)
         last = self._clock()
         while not self._stop.wait(poll):
+            self.tick()
             now = self._clock()
             if last <= now < due:
                 continue  # not due yet (a clock that went backwards makes it due now)
@@ -496,7 +526,7 @@ class UpstreamService:
         if self._feed is not None:
             return True
         try:
-            self._feed = (feed or WatchfilesFeed)(self.on_files_changed)
+            self._feed = (feed or WatchfilesFeed)(self.on_files_changed, on_tick=self.tick)
         except Exception as exc:
             logger.warning("file notifications are unavailable (%s: %s); relying on the "
                            "periodic scan", type(exc).__name__, exc)

@@ -110,7 +110,7 @@ def watched(open_gateway: Callable[..., Gateway], home: list[Path]
         assert gw.watch(WATCHER, _key(i))
     feeds: list[ManualFeed] = []
 
-    def factory(on_change: OnChange) -> ManualFeed:
+    def factory(on_change: OnChange, **_: object) -> ManualFeed:
         feeds.append(ManualFeed(on_change))
         return feeds[-1]
 
@@ -345,3 +345,36 @@ def test_adopt_many_adopts_watches_and_answers_in_order(
     with pytest.raises(InvalidArgument):
         gw.adopt_many(requests[:1], watcher="global")
     assert gw.session_status(_key(9)).state_version == 0  # a bad request adopts nothing
+
+
+def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from actors._upstream import SETTLE_MS
+
+    gw, wakes, feed = watched
+    gw.scan_upstream()
+    committed = threading.Semaphore(0)
+    original = actors._monitor.UpstreamMonitor._commit
+
+    def commit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            committed.release()
+
+    monkeypatch.setattr(actors._monitor.UpstreamMonitor, "_commit", commit)
+    path = home[2]
+    path.write_bytes(claude_user("old 2"))  # truncated: shorter than the marker
+    feed.emit({str(path)})
+    assert committed.acquire(timeout=TIMEOUT)  # re-baselined; a settling scan is due
+    assert gw._upstream.tick() == 0  # not yet
+    clock.advance(SETTLE_MS)
+    assert gw._upstream.tick() == 1  # the settling scan runs now, before anyone types
+    assert committed.acquire(timeout=TIMEOUT)
+    assert wakes.calls == []
+    _append(path, claude_user("typed after the truncation"))
+    feed.emit({str(path)})
+    assert wakes.wait_for(1)  # counted, not swallowed by the settling re-baseline
+    assert len(gw.pending_notices(WATCHER)) == 1
