@@ -117,7 +117,13 @@ class GatewayCore:
 
         Idempotent; safe from any thread but the gateway's own. Pending
         notices are durable and come back at the next :meth:`open`.
+
+        Raises:
+            ReentrantCall: called from ``on_wake`` or another gateway thread
+                (it would wait for itself); hand it to another thread.
         """
+        if on_our_thread() and not self._fatal.is_set():
+            raise ReentrantCall("close() must not be called from on_wake or our actors")
         with self._close_lock:
             if self._closed:
                 return

@@ -170,14 +170,15 @@ class WatchfilesFeed:
             if directories == self._directories:
                 return
             self._directories = directories
-        self._restart.set()  # ends the current watch
-        self._changed.set()
+            self._restart.set()  # ends the current watch
+            self._changed.set()
 
     def close(self, timeout: float) -> int:
         """Stop the thread (blocks up to ``timeout`` s); returns 1 if it is still running."""
-        self._closed.set()
-        self._restart.set()
-        self._changed.set()
+        with self._lock:
+            self._closed.set()
+            self._restart.set()
+            self._changed.set()
         self._thread.join(timeout)
         return int(self._thread.is_alive())
 
@@ -185,16 +186,20 @@ class WatchfilesFeed:
         from persistence._runtime import mark_thread  # noqa: PLC0415
 
         mark_thread(inline=True)
-        while not self._closed.is_set():
+        while True:
             with self._lock:
+                if self._closed.is_set():
+                    return
+                # A fresh stop event per watch: a close() or watch() that lands
+                # at any moment sets the current one, so none is ever lost.
+                self._restart = stop = threading.Event()
+                self._changed.clear()
                 directories = frozenset(d for d in self._directories if os.path.isdir(d))
-            self._restart.clear()
-            self._changed.clear()
             if not directories:
                 self._changed.wait()
                 continue
             try:
-                self._watch(directories)
+                self._watch(directories, stop)
             except Exception as exc:
                 if not self._failing:
                     self._failing = True
@@ -206,13 +211,13 @@ class WatchfilesFeed:
                     self._failing = False
                     logger.info("file notifications work again")
 
-    def _watch(self, directories: frozenset[str]) -> None:
+    def _watch(self, directories: frozenset[str], stop: threading.Event) -> None:
         import watchfiles  # noqa: PLC0415
 
         established = False
         for changes in watchfiles.watch(
                 *sorted(directories), watch_filter=None, debounce=self._debounce_ms,
-                step=self._step_ms, stop_event=self._restart, rust_timeout=READY_MS,
+                step=self._step_ms, stop_event=stop, rust_timeout=READY_MS,
                 yield_on_timeout=True, raise_interrupt=False, recursive=False,
                 ignore_permission_denied=True):
             if changes:
@@ -229,7 +234,7 @@ class WatchfilesFeed:
                 established = True
                 self.ready.set()
                 self._deliver(None)
-            if self._restart.is_set():
+            if stop.is_set():
                 return
 
     def _deliver(self, paths: set[str] | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,10 @@ class WakerActor(GatewayActor):
             case Wake(watcher_key=watcher_key):
                 try:
                     self._on_wake(watcher_key)
+                except KeyboardInterrupt:
+                    if threading.current_thread() is threading.main_thread():
+                        raise  # the user's Ctrl-C, in the thread that ran on_wake
+                    logger.exception("on_wake raised; the notice stays queued")
                 except BaseException:  # host code: even SystemExit must not stop our actors
                     logger.exception("on_wake raised; the notice stays queued")
                 return None

@@ -144,7 +144,16 @@ class _Adopter:
 
 
 def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
-    notices = gw.drain(watcher)
+    # Print before acknowledging: a kill between the two prints a notice
+    # again after the restart instead of losing it (at least once).
+    shown = gw.pending_notices(watcher)
+    _print_notices(gw, shown, as_json, out)
+    drained = gw.drain(watcher)
+    _print_notices(gw, [t for t in drained if t not in shown], as_json, out)
+    return len(set(shown) | set(drained))
+
+
+def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO) -> None:
     for text in notices:
         match = NOTICE_PATTERN.search(text)
         if match is None:
@@ -164,7 +173,6 @@ def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
             out.write(f"  #{event.sequence} {event.kind} by {event.actor_type}: "
                       f"{event.summary}{turns}\n")
     out.flush()
-    return len(notices)
 
 
 def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool

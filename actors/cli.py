@@ -26,7 +26,7 @@ from actors.errors import SessionStateError
 from actors.gateway import default_state_path
 from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
 from persistence._schema import APPLICATION_ID
-from persistence.keys import agent_id_of
+from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["main"]
 
@@ -108,8 +108,12 @@ def _watch(args: argparse.Namespace) -> int:
     from actors._watch import run_watch  # noqa: PLC0415
 
     v.check_key(args.watcher, "--watcher")
+    if not is_agent_qualified(args.watcher):
+        raise SessionStateError("--watcher must be an agent-qualified session key "
+                                "(agent:<agent id>:<rest>, e.g. agent:main:main)")
     if not (math.isfinite(args.interval) and 0 < args.interval <= 86_400):
-        raise SessionStateError("--interval must be a number of seconds between 0 and 86400")
+        raise SessionStateError("--interval must be a number of seconds, more than 0 and "
+                                "at most 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
     return run_watch(args)

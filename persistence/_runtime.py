@@ -197,6 +197,12 @@ class InlineFuture(pykka.Future[Any]):
         self._result = (None, exc_info)
         self._signal.release()
 
+    def release_waiters(self) -> None:
+        """Wake waiters of a future whose ``set`` was interrupted after storing its result."""
+        if self._result is not None and self._signal.locked():
+            with contextlib.suppress(RuntimeError):
+                self._signal.release()
+
     def set_get_hook(self, func: Any) -> None:
         """Have ``get`` return ``func(timeout)`` (Pykka's converted futures).
 
@@ -378,8 +384,10 @@ class Mailbox:
         assert actor is not None
         _flags.depth += 1
         handled = 0
+        envelope: Envelope[Any] | None = None
         try:
             while True:
+                envelope = None
                 with self._lock:
                     if not self._queue:
                         self._state = _IDLE
@@ -391,6 +399,7 @@ class Mailbox:
                     envelope = self._queue.popleft()
                 handled += 1
                 actor._process(envelope)
+                envelope = None
                 if actor.actor_stopped.is_set():
                     self._teardown()
                     return
@@ -402,6 +411,11 @@ class Mailbox:
         except BaseException:
             # A KeyboardInterrupt in the thread that drove us: leave the
             # mailbox consistent (the rest to a worker, or for the next put).
+            if envelope is not None and envelope.reply_to is not None:
+                reply = envelope.reply_to  # popped but maybe not answered: answer it
+                with contextlib.suppress(queue.Full):
+                    reply.set_exception(exc_info=(RuntimeError, RuntimeError(
+                        "interrupted in the thread that drove the actor"), None))
             with self._lock:
                 resume = bool(self._queue) and self._dispatcher is not None
                 self._state = _SCHEDULED if resume else _IDLE
@@ -497,5 +511,9 @@ class InlineActor(pykka.Actor):
             if reply is not None:
                 failure = RuntimeError(f"{type(exc).__name__} interrupted the handling of "
                                        f"this message in the thread that drove {self}")
-                reply.set_exception(exc_info=(RuntimeError, failure, None))
+                try:
+                    reply.set_exception(exc_info=(RuntimeError, failure, None))
+                except queue.Full:  # interrupted inside set(): the result is there
+                    if isinstance(reply, InlineFuture):
+                        reply.release_waiters()
             raise

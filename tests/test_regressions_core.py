@@ -54,12 +54,25 @@ def test_keyboard_interrupt_in_on_wake_does_not_stop_other_actors(
 
         gw = open_gateway(on_wake=wake)
         gw.spawn_subagent(WATCHER, CHILD, run_id="r")
+        results: list[object] = []
+        # Off the main thread a KeyboardInterrupt from on_wake is host code:
+        # logged (in the main thread it is the user's Ctrl-C and propagates).
+        worker = threading.Thread(target=lambda: results.append(
+            gw.human_message(CHILD, channel="x")))
         with caplog.at_level(logging.ERROR, logger="actors"):
-            assert gw.human_message(CHILD, channel="x") is not None
+            worker.start()
+            worker.join(TIMEOUT)
+        assert results
+        assert results[0] is not None
         assert bystander.is_alive()
         assert "on_wake raised" in caplog.text
         gw.drain(WATCHER)
-        assert gw.human_message(CHILD, channel="y") is not None
+        again = threading.Thread(target=lambda: results.append(
+            gw.human_message(CHILD, channel="y")))
+        again.start()
+        again.join(TIMEOUT)
+        assert len(results) == 2
+        assert results[1] is not None
         assert len(gw.pending_notices(WATCHER)) == 1
     finally:
         bystander.stop(block=True, timeout=TIMEOUT)
@@ -272,3 +285,55 @@ def test_a_stuck_on_wake_blocks_only_the_call_that_ran_it_and_no_gateway_thread(
         release.set()
         producer.join(TIMEOUT)
     assert not producer.is_alive()
+
+
+def test_close_from_inside_on_wake_is_refused_not_a_stall(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    from actors.errors import ReentrantCall
+
+    errors: list[BaseException] = []
+
+    def wake(watcher: str) -> None:
+        try:
+            gw.close()
+        except ReentrantCall as exc:
+            errors.append(exc)
+
+    gw = open_gateway(on_wake=wake)
+    gw.watch(WATCHER, CHILD)
+    assert gw.human_message(CHILD, channel="x") is not None
+    assert len(errors) == 1
+    assert len(gw.pending_notices(WATCHER)) == 1  # still open and working
+
+
+def test_ctrl_c_inside_on_wake_in_the_main_thread_reaches_the_user(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    def wake(watcher: str) -> None:
+        raise KeyboardInterrupt
+
+    gw = open_gateway(on_wake=wake)
+    gw.watch(WATCHER, CHILD)
+    with pytest.raises(KeyboardInterrupt):
+        gw.human_message(CHILD, channel="x")
+    assert len(gw.pending_notices(WATCHER)) == 1  # the change and its notice stand
+    gw.drain(WATCHER)
+    results: list[object] = []
+    worker = threading.Thread(target=lambda: results.append(
+        gw.human_message(CHILD, channel="y")))  # elsewhere it is host code: logged
+    worker.start()
+    worker.join(TIMEOUT)
+    assert results
+    assert results[0] is not None
+
+
+def test_an_interrupted_future_set_still_wakes_its_waiter() -> None:
+    from persistence._runtime import InlineFuture
+
+    future = InlineFuture()
+    future._result = ("value", None)  # as if set() stopped before releasing
+    future.release_waiters()
+    assert future.get(timeout=1.0) == "value"
+    future.release_waiters()  # idempotent
+    assert future.get(timeout=0) == "value"

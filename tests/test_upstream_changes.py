@@ -378,3 +378,14 @@ def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
     feed.emit({str(path)})
     assert wakes.wait_for(1)  # counted, not swallowed by the settling re-baseline
     assert len(gw.pending_notices(WATCHER)) == 1
+
+
+def test_the_watchfiles_feed_closes_promptly_right_after_it_was_told_to_watch(
+    tmp_path: Path,
+) -> None:
+    from actors._filefeed import WatchfilesFeed
+
+    for _ in range(20):  # close() racing the start of a watch is never lost
+        feed = WatchfilesFeed(lambda paths: None)
+        feed.watch(frozenset({str(tmp_path)}))
+        assert feed.close(TIMEOUT) == 0

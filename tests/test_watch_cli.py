@@ -248,3 +248,32 @@ def test_library_warnings_reach_the_terminal(tmp_path: Path,
     assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
     assert "notice:" not in out.getvalue()  # the cursor is blocked, never skipped
     assert "larger than the 1048576-byte scan cap" in capsys.readouterr().err
+
+
+def test_watch_refuses_a_watcher_that_is_not_agent_qualified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    from actors.cli import main
+
+    assert main(["watch", "--db", str(tmp_path / "s.sqlite"), "--watcher", "main"]) == 1
+    err = capsys.readouterr().err
+    assert "--watcher must be an agent-qualified session key" in err
+    assert err.count("\n") == 1
+
+
+def test_a_notice_is_printed_before_it_is_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from actors import _watch
+
+    claude, session = _catalog(tmp_path)
+    out = AppendOnAdopt(session, claude_user("typed while watched"))
+
+    def dying_drain(self: Gateway, watcher: str) -> list[str]:
+        raise KeyboardInterrupt  # as if killed between printing and acknowledging
+
+    monkeypatch.setattr(_watch.Gateway, "drain", dying_drain)
+    with pytest.raises(KeyboardInterrupt):
+        run_watch(_args(tmp_path, claude=[str(claude)], poll_only=True), out=out,
+                  err=io.StringIO())
+    assert "notice: " in out.getvalue()  # already on stdout: a restart repeats, never loses
