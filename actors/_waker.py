@@ -50,5 +50,8 @@ class WakerActor(GatewayActor):
                     logger.exception("on_wake raised; the notice stays queued")
                 except BaseException:  # host code: even SystemExit must not stop our actors
                     logger.exception("on_wake raised; the notice stays queued")
+                # Wakes queued meanwhile (other callers') go to a free worker, so
+                # this caller returns after its own wake, not after everyone's.
+                self.runtime_yield = True
                 return None
         return super().handle(message)

@@ -66,6 +66,12 @@ def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
     return found, looked, False
 
 
+def _all_default_catalogs() -> list[tuple[str, Path]]:
+    """Every standard location, whether or not it exists (rediscovery looks at all)."""
+    defaults = default_catalogs()
+    return [(s, p) for s in SOURCES for p in defaults[s]]
+
+
 class _Adopter:
     """Adopts newly discovered sessions; remembers what it adopted and skipped."""
 
@@ -232,7 +238,9 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                     if not stop.is_set():
                         _report(gw, args.watcher, args.json, out)  # notified turns, at once
                 continue
-            adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False)
+            # Default locations that did not exist at start may appear later.
+            later = catalogs if given else _all_default_catalogs()
+            adopter.adopt(_discover_all(later, err, warn=False), progress=False)
             gw.scan_upstream()
             scans += 1
             next_scan = time.monotonic() + args.interval

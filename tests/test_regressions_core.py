@@ -337,3 +337,53 @@ def test_an_interrupted_future_set_still_wakes_its_waiter() -> None:
     assert future.get(timeout=1.0) == "value"
     future.release_waiters()  # idempotent
     assert future.get(timeout=0) == "value"
+
+
+def test_wakes_queued_behind_a_slow_on_wake_do_not_all_run_on_its_thread(
+    open_gateway: Callable[..., Gateway], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from persistence._runtime import Mailbox
+    entered, gate = threading.Event(), threading.Event()
+    ran: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def wake(watcher: str) -> None:
+        with lock:
+            ran[watcher] = threading.current_thread().name
+        if watcher == "agent:slow:main":
+            entered.set()
+            assert gate.wait(TIMEOUT)
+
+    gw = open_gateway(on_wake=wake)
+    watchers = ["agent:slow:main", "agent:b:main", "agent:c:main"]
+    for i, watcher in enumerate(watchers):
+        assert gw.watch(watcher, f"agent:t{i}:x")
+    slow = threading.Thread(target=gw.human_message, args=("agent:t0:x",),
+                            kwargs={"channel": "x"}, name="slow-caller")
+    slow.start()
+    assert entered.wait(TIMEOUT)
+    waker_inbox = gw._waker.actor_inbox  # type: ignore[union-attr]
+    queued = threading.Semaphore(0)
+    original_put = Mailbox.put
+
+    def counting_put(self: Mailbox, envelope: Any) -> None:
+        original_put(self, envelope)
+        if self is waker_inbox:
+            queued.release()
+
+    monkeypatch.setattr(Mailbox, "put", counting_put)
+    others = [threading.Thread(target=gw.human_message, args=(f"agent:t{i}:x",),
+                               kwargs={"channel": "x"}, name=f"caller-{i}") for i in (1, 2)]
+    for thread in others:
+        thread.start()
+    assert queued.acquire(timeout=TIMEOUT)  # both wakes wait behind the slow one
+    assert queued.acquire(timeout=TIMEOUT)
+    gate.set()
+    for thread in [slow, *others]:
+        thread.join(TIMEOUT)
+    assert ran["agent:slow:main"] == "slow-caller"
+    assert sorted(ran) == sorted(watchers)  # every wake ran once
+    # The slow caller returned after its own wake; the others' wakes ran on
+    # their own threads or a worker, not all on the slow caller's thread.
+    assert ran["agent:b:main"] != "slow-caller"
+    assert ran["agent:c:main"] != "slow-caller"
