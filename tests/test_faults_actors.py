@@ -169,9 +169,12 @@ def test_a_stuck_on_wake_times_out_into_a_logged_result_and_no_caller_waits_fore
 ) -> None:
     entered, release = threading.Event(), threading.Event()
     woke: list[str] = []
+    watcher_woke = threading.Event()
 
     def on_wake(watcher: str) -> None:
         woke.append(watcher)
+        if watcher == WATCHER:
+            watcher_woke.set()
         if watcher == "agent:main:stuck":
             entered.set()
             release.wait(WAIT_S)
@@ -201,7 +204,8 @@ def test_a_stuck_on_wake_times_out_into_a_logged_result_and_no_caller_waits_fore
         release.set()
         stuck.join(WAIT_S)
     assert not stuck.is_alive()
-    assert woke.count(WATCHER) >= 1  # the queued wake still ran once released
+    assert watcher_woke.wait(WAIT_S)  # the queued wake still ran once released (on a worker)
+    assert woke.count(WATCHER) == 1
     assert gw.drain(WATCHER) == [notice]
     assert gw.human_message(CHILD, channel="y") is not None
     print(f"actor failure waker/stuck: caller answered in {elapsed:.1f}s "
