@@ -39,6 +39,11 @@ OnChange = Callable[[set[str] | None], None]
 Ident = tuple[str, str]
 
 
+def _absolute(path: str) -> str:
+    # Adopted paths are stored absolute; only relative ones need the (costly) fix-up.
+    return path if os.path.isabs(path) else os.path.abspath(path)
+
+
 class ChangeFeed(Protocol):
     """A source of file-change events for a set of directories.
 
@@ -84,8 +89,7 @@ class FileIndex:
         by_path: dict[str, set[Ident]] = {}
         for link in links:
             for path in watch_paths(link):
-                by_path.setdefault(os.path.abspath(path), set()).add(
-                    (link.session_key, link.agent_id))
+                by_path.setdefault(_absolute(path), set()).add((link.session_key, link.agent_id))
         directories = frozenset(os.path.dirname(p) for p in by_path)
         with self._lock:
             self._by_path = {p: frozenset(i) for p, i in by_path.items()}
@@ -98,7 +102,7 @@ class FileIndex:
     def add(self, link: UpstreamLink) -> None:
         """Also follow ``link``'s files (until the next :meth:`track`)."""
         ident = (link.session_key, link.agent_id)
-        paths = [os.path.abspath(p) for p in watch_paths(link)]
+        paths = [_absolute(p) for p in watch_paths(link)]
         with self._lock:
             for path in paths:
                 self._by_path[path] = self._by_path.get(path, frozenset()) | {ident}
@@ -114,7 +118,7 @@ class FileIndex:
         with self._lock:
             found: set[Ident] = set()
             for path in paths:
-                found |= self._by_path.get(os.path.abspath(path), frozenset())
+                found |= self._by_path.get(_absolute(path), frozenset())
             return found
 
     @property

@@ -314,7 +314,8 @@ class UpstreamService:
                     self._ambiguous_logged.add(key)
                     logger.warning("not scanning %s: it is adopted under more than one agent",
                                    key)
-            self._files.track(links)
+            if self._feed is not None:
+                self._files.track(links)  # which files the notifications follow
             due = [link for link in links if self._due(link)]
             hints = self._opencode_hints(due)
             pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
