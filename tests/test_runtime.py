@@ -7,6 +7,7 @@ own timeout.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator
@@ -74,6 +75,29 @@ def _hold(ref: pykka.ActorRef[Any]) -> tuple[threading.Thread, threading.Event]:
     return holder, gate
 
 
+@contextlib.contextmanager
+def _busy_pool(name: str) -> Iterator[tuple[Dispatcher, pykka.ActorRef[Any]]]:
+    """A one-worker dispatcher whose only worker is held inside a handler.
+
+    Yields ``(pool, ref)`` with ``ref`` a fresh actor on that pool; at exit the
+    worker is released, both actors stopped and the pool closed (all bounded).
+    """
+    pool = Dispatcher(name, 1)
+    blocker, ref = Recorder.start(pool), Recorder.start(pool)
+    entered, gate = threading.Event(), threading.Event()
+    try:
+        with scheduling():
+            held = blocker.ask((entered, gate), block=False)
+        assert entered.wait(TIMEOUT)  # the only worker is stuck in a handler
+        yield pool, ref
+    finally:
+        gate.set()
+        assert held.get(timeout=TIMEOUT) == "released"
+        blocker.stop(block=True, timeout=TIMEOUT)
+        ref.stop(block=True, timeout=TIMEOUT)
+        assert pool.close(TIMEOUT) == 0
+
+
 def test_an_idle_actor_handles_a_message_in_the_calling_thread_before_ask_returns() -> None:
     before = set(threading.enumerate())
     ref = Recorder.start()
@@ -126,25 +150,14 @@ def test_a_scheduled_fan_out_runs_on_the_dispatcher_workers(dispatcher: Dispatch
 
 def test_a_caller_takes_over_a_scheduled_mailbox_instead_of_waiting_for_a_worker() -> None:
     # One worker, held busy: the scheduled mailbox would wait for it forever.
-    pool = Dispatcher("busy-worker", 1)
-    blocker, other = Recorder.start(pool), Recorder.start(pool)
-    entered, gate = threading.Event(), threading.Event()
-    try:
+    with _busy_pool("busy-worker") as (_pool, other):
         with scheduling():
-            held = blocker.ask((entered, gate), block=False)
-            assert entered.wait(TIMEOUT)
             queued = other.ask("early", block=False)  # scheduled; the only worker is busy
         assert other.ask("late", timeout=TIMEOUT) == "late"  # this thread drives it
         assert queued.get(timeout=TIMEOUT) == "early"
         actor = other._actor_weakref()
         assert actor is not None
         assert [t for _, t in actor.seen] == [threading.current_thread().name] * 2
-    finally:
-        gate.set()
-        assert held.get(timeout=TIMEOUT) == "released"
-        blocker.stop(block=True, timeout=TIMEOUT)
-        other.stop(block=True, timeout=TIMEOUT)
-        assert pool.close(TIMEOUT) == 0
 
 
 def test_a_long_mailbox_is_handed_to_a_worker_after_the_budget(dispatcher: Dispatcher) -> None:
@@ -254,13 +267,7 @@ def test_a_dispatcher_needs_a_worker_and_runs_work_inline_after_close() -> None:
 
 
 def test_with_every_worker_busy_the_driving_thread_goes_on_past_the_budget() -> None:
-    pool = Dispatcher("one-worker", 1)
-    blocker, ref = Recorder.start(pool), Recorder.start(pool)
-    entered, gate = threading.Event(), threading.Event()
-    try:
-        with scheduling():
-            held = blocker.ask((entered, gate), block=False)
-        assert entered.wait(TIMEOUT)  # the only worker is stuck in a handler
+    with _busy_pool("one-worker") as (_pool, ref):
         holder, release = _hold(ref)
         futures = [ref.ask(i, block=False) for i in range(BUDGET + 10)]
         release.set()
@@ -269,12 +276,6 @@ def test_with_every_worker_busy_the_driving_thread_goes_on_past_the_budget() -> 
         actor = ref._actor_weakref()
         assert actor is not None
         assert {t for _, t in actor.seen} == {"holder"}  # nothing waited for the busy worker
-    finally:
-        gate.set()
-        assert held.get(timeout=TIMEOUT) == "released"
-        blocker.stop(block=True, timeout=TIMEOUT)
-        ref.stop(block=True, timeout=TIMEOUT)
-        assert pool.close(TIMEOUT) == 0
 
 
 def test_ctrl_c_while_driving_another_threads_message_reaches_only_the_driving_thread() -> None:
