@@ -45,6 +45,8 @@ __all__ = [
     "ScanSoon",
     "SoonSet",
     "UpstreamMonitor",
+    "hint_of",
+    "opencode_sequences",
     "scan_source",
 ]
 
@@ -199,27 +201,49 @@ def _settles(result: ScanResult, hint: OpenCodeHint | None, seen: Fingerprint,
                 and seen[2] - start > cap)
 
 
+def opencode_sequences(path: str, thread_ids: list[str], busy_timeout_ms: int
+                       ) -> dict[str, int]:
+    """The current sequence of each of these OpenCode sessions in the store at ``path``.
+
+    A missing store holds none of them (empty result). Caller's thread;
+    blocks on one read-only query (at most ``busy_timeout_ms`` behind a lock).
+
+    Raises:
+        Exception: the store cannot be opened or queried (apsw errors,
+            undecodable rows); that proves nothing about the sessions.
+    """
+    if file_state(path).kind == "missing":
+        return {}
+    from actors.upstream import opencode  # noqa: PLC0415
+
+    conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
+    try:
+        return opencode.read_sequences(conn, thread_ids)
+    finally:
+        conn.close()
+
+
+def hint_of(sequences: dict[str, int] | None, thread_id: str) -> OpenCodeHint:
+    """A session's hint from :func:`opencode_sequences` (``None``: the query failed). Pure."""
+    if sequences is None:
+        return OpenCodeHint(state="failed")
+    if thread_id in sequences:
+        return OpenCodeHint(state="ok", seq=sequences[thread_id])
+    return OpenCodeHint(state="gone")
+
+
 def opencode_hint(link: UpstreamLink, busy_timeout_ms: int) -> OpenCodeHint:
     """The sequence hint of one OpenCode link, queried on its own (never raises)."""
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return OpenCodeHint(state="failed")
-    from actors.upstream import opencode  # noqa: PLC0415
-
     try:
-        if file_state(path).kind == "missing":
-            return OpenCodeHint(state="gone")
-        conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
-        try:
-            sequences = opencode.read_sequences(conn, [link.thread_id])
-        finally:
-            conn.close()
+        sequences: dict[str, int] | None = opencode_sequences(
+            path, [link.thread_id], busy_timeout_ms)
     except Exception as exc:  # apsw errors, undecodable rows: proves nothing
         logger.debug("OpenCode sequence query on %s failed: %s", path, exc)
-        return OpenCodeHint(state="failed")
-    if link.thread_id in sequences:
-        return OpenCodeHint(state="ok", seq=sequences[link.thread_id])
-    return OpenCodeHint(state="gone")
+        sequences = None
+    return hint_of(sequences, link.thread_id)
 
 
 class UpstreamMonitor(GatewayActor):

@@ -22,13 +22,14 @@ from actors._monitor import (
     ScanSoon,
     SoonSet,
     UpstreamMonitor,
+    hint_of,
+    opencode_sequences,
 )
 from actors._registry import ActorPool
 from actors.errors import GatewayClosed
 from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_key_of
 from actors.upstream._changes import fingerprint
 from actors.upstream._common import text_hash
-from actors.upstream._files import file_state
 from actors.upstream._scan import OpenCodeHint
 from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, node_baseline
 from persistence import (
@@ -439,22 +440,11 @@ class UpstreamService:
             path = link.upstream_ref.get("path")
             if link.source == "opencode" and isinstance(path, str):
                 by_db.setdefault(path, []).append(link)
-        if not by_db:
-            return {}
-        from actors.upstream import opencode  # noqa: PLC0415
-
         hints: dict[tuple[str, str], OpenCodeHint] = {}
         for path, db_links in by_db.items():
             try:
-                if file_state(path).kind == "missing":
-                    sequences: dict[str, int] | None = {}
-                else:
-                    conn = opencode.open_opencode_db(
-                        path, busy_timeout_ms=self._settings.busy_timeout_ms)
-                    try:
-                        sequences = opencode.read_sequences(conn, [x.thread_id for x in db_links])
-                    finally:
-                        conn.close()
+                sequences: dict[str, int] | None = opencode_sequences(
+                    path, [x.thread_id for x in db_links], self._settings.busy_timeout_ms)
             except Exception as exc:  # apsw errors, undecodable rows: proves nothing
                 level = logging.DEBUG if path in self._failing_stores else logging.WARNING
                 self._failing_stores.add(path)
@@ -466,13 +456,7 @@ class UpstreamService:
                     self._failing_stores.discard(path)
                     logger.info("OpenCode sequence query on %s works again", path)
             for link in db_links:
-                ident = (link.session_key, link.agent_id)
-                if sequences is None:
-                    hints[ident] = OpenCodeHint(state="failed")
-                elif link.thread_id in sequences:
-                    hints[ident] = OpenCodeHint(state="ok", seq=sequences[link.thread_id])
-                else:
-                    hints[ident] = OpenCodeHint(state="gone")
+                hints[(link.session_key, link.agent_id)] = hint_of(sequences, link.thread_id)
         return hints
 
     def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
@@ -537,14 +521,6 @@ class UpstreamService:
         self._files.track(links)
         self._files.attach(self._feed)
         return True
-
-    def track_links(self) -> None:
-        """Re-read which files to watch (after adoptions; caller's thread; one read)."""
-        if self._feed is None:
-            return
-        with self._reads.connection(self._timeout) as conn:
-            links, _ambiguous = list_watched_links(conn)
-        self._files.track(links)
 
     def stop(self, timeout: float) -> int:
         """Stop the feed, the cadence and every monitor; returns how many did not stop in time."""
