@@ -20,7 +20,6 @@ __all__ = [
     "CommitScan",
     "DeleteOutcome",
     "DeleteSession",
-    "Flush",
     "LinkOutcome",
     "NoteOwnText",
     "NoticeDescriptor",
@@ -269,7 +268,3 @@ class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, tag="write"):
 
     command: Command
     reply: Any  # persistence._reply.Reply (or any object with set/set_exception)
-
-
-class Flush(msgspec.Struct, frozen=True, tag="flush"):
-    """Self-message: apply every pending write request in one transaction."""

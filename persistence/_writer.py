@@ -19,7 +19,6 @@ from persistence._messages import (
     Command,
     CommitScan,
     DeleteSession,
-    Flush,
     NoteOwnText,
     Prune,
     RecordEvent,
@@ -180,9 +179,6 @@ class PersistenceActor(InlineActor):
                 self._pending.append(message)
                 if len(self._pending) >= BATCH_LIMIT or self._nothing_queued():
                     self._flush()
-                return None
-            case Flush():
-                self._flush()
                 return None
             case Ping():
                 self._flush()
