@@ -163,8 +163,6 @@ class WatchfilesFeed:
         self._restart = threading.Event()
         self._closed = threading.Event()
         self._failing = False
-        self.ready = threading.Event()
-        """Set once the first watch is established (tests and ``ssa watch`` may wait on it)."""
         self._thread = threading.Thread(target=self._run, name="ssa-file-feed", daemon=True)
         self._thread.start()
 
@@ -236,7 +234,6 @@ class WatchfilesFeed:
                 # before they did (since this watch was asked for) is found by
                 # one whole cycle now.
                 established = True
-                self.ready.set()
                 self._deliver(None)
             if stop.is_set():
                 return
