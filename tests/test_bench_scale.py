@@ -11,7 +11,6 @@ import json
 import os
 import re
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -34,12 +33,14 @@ def _children() -> list[str]:
     return out
 
 
-def _settled_thread_count(at_most: int, timeout_s: float = 5.0) -> int:
-    """Live threads, waiting up to ``timeout_s`` for them to fall to ``at_most``."""
-    deadline = time.monotonic() + timeout_s
-    while threading.active_count() > at_most and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return threading.active_count()
+def _still_running(before: set[threading.Thread], timeout_s: float = 5.0) -> list[str]:
+    """Threads started since ``before`` that do not end within ``timeout_s`` each (joined)."""
+    left = []
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout_s)
+        if thread.is_alive():
+            left.append(thread.name)
+    return left
 
 
 @pytest.mark.timeout(60)
@@ -47,7 +48,7 @@ def test_a_quick_run_prints_every_section_and_cleans_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--quick``: sections 1-5 in one table, every goal judged, nothing left behind."""
-    threads_before = threading.active_count()
+    threads_before = set(threading.enumerate())
     children_before = _children()
     assert bench_scale.main(["--quick", "--dir", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
@@ -64,7 +65,7 @@ def test_a_quick_run_prints_every_section_and_cleans_up(
     assert "thread starts per idle scan" in out
     assert "detection p95 s" in out
     assert list(tmp_path.iterdir()) == []  # the homes and databases are gone
-    assert _settled_thread_count(threads_before) <= threads_before
+    assert _still_running(threads_before) == []
     assert _children() == children_before  # no ssa subprocess left behind
 
 
