@@ -52,6 +52,13 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             ``Gateway.start_upstream_notifications``).
         vfs: the SQLite VFS to open the database with (``None``: the default);
             tests use a fault-injecting VFS registered with ``apsw``.
+        lease_ms: how long a hosting or upstream-scan lease lasts without
+            renewal, in ms (by the gateway's clock): the longest a dead
+            process keeps a watcher's wakes or a link's scans from the others.
+            Hosting leases are renewed every third of it.
+        probe_interval_ms: how often a process that hosts watchers checks
+            the database for wakes other processes addressed to it, in ms
+            (one ``PRAGMA data_version``; see ``Gateway.host``).
     """
 
     scope: Literal["per-sender", "global"] = "per-sender"
@@ -77,6 +84,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     worker_threads: int = 4
     upstream_notifications: bool = True
     vfs: str | None = None
+    lease_ms: int = 10_000
+    probe_interval_ms: int = 10
 
     def __post_init__(self) -> None:
         """Validate field values.
@@ -100,13 +109,14 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
                      "max_monitor_actors", "max_session_actors",
                      "read_connections", "worker_threads", "own_text_window",
                      "opencode_replay_window",
-                     "missing_threshold", "scan_cap_bytes"):
+                     "missing_threshold", "scan_cap_bytes", "lease_ms",
+                     "probe_interval_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
         limits = {"retention_days": 36_500, "max_rows": 100_000_000, "queue_limit": 10_000,
                   "scan_cap_bytes": 1 << 30, "read_connections": 64,
-                  "worker_threads": 64}
+                  "worker_threads": 64, "lease_ms": 86_400_000, "probe_interval_ms": 60_000}
         for name, limit in limits.items():
             if getattr(self, name) > limit:
                 raise InvalidArgument(f"{name} must be at most {limit}")

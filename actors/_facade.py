@@ -19,10 +19,11 @@ import apsw
 import pykka
 
 from actors._config import GatewayConfig
-from actors._cursor import CursorActor
+from actors._cursor import CursorActor, should_wake
 from actors._filefeed import ChangeFeed
+from actors._hosting import Hosting
 from actors._late import LatePublisher, late_sink
-from actors._messages import Publish
+from actors._messages import Wake
 from actors._registry import ActorPool
 from actors._session import Handoff, SessionActor
 from actors._upstream import UpstreamService
@@ -36,17 +37,17 @@ from actors.errors import (
 )
 from persistence import (
     NoticeDescriptor,
-    OwnerLock,
     PersistenceActor,
+    PresenceLock,
     ReadPool,
     RecordEvent,
     RecordOutcome,
+    ReleaseLeases,
     SessionStateEvent,
     submit,
 )
 from persistence._runtime import Dispatcher, on_our_thread
 from persistence._writer import FATAL_ERRORS
-from persistence.keys import agent_id_of
 
 __all__ = ["GatewayCore", "wall_clock"]
 
@@ -72,9 +73,12 @@ class GatewayCore:
     """Builds the file-notification feed (``None``: ``watchfiles``); tests inject one."""
 
     def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
-                 on_wake: Callable[[str], None] | None, lock: OwnerLock) -> None:
+                 on_wake: Callable[[str], None] | None, lock: PresenceLock,
+                 host_id: str) -> None:
         """Internal: use :meth:`open`."""
         self._lock = lock
+        self.host_id = host_id
+        """This gateway's id in hosting and scan leases (random per open)."""
         self.path = path
         self.config = config
         self._clock = clock
@@ -90,7 +94,7 @@ class GatewayCore:
             str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
             busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
             max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
-            vfs=config.vfs, fatal=self._fatal, dispatcher=self._dispatcher,
+            vfs=config.vfs, fatal=self._fatal, dispatcher=self._dispatcher, host_id=host_id,
         )
         self._waker: pykka.ActorRef[Any] | None = (
             WakerActor.start(on_wake, dispatcher=self._dispatcher) if on_wake is not None
@@ -107,7 +111,13 @@ class GatewayCore:
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
         self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
                                          config=config, clock=clock, publish=self._publish,
-                                         late=self._late, dispatcher=self._dispatcher)
+                                         late=self._late, dispatcher=self._dispatcher,
+                                         lease_owner=host_id)
+        self._hosting = Hosting(
+            path=str(path), persistence=self._persistence, host_id=host_id, clock=clock,
+            lease_ms=config.lease_ms, probe_interval_ms=config.probe_interval_ms,
+            timeout=self._timeout, wake=self._wake, busy_timeout_ms=config.busy_timeout_ms,
+            vfs=config.vfs)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every actor this gateway started, and nothing else.
@@ -131,7 +141,8 @@ class GatewayCore:
         stuck = 0
         # Each step is isolated: one failing step never skips the others.
         steps: list[Callable[[], int | None]] = [
-            partial(self._upstream.stop, timeout), partial(self._cursors.stop_all, timeout),
+            partial(self._hosting.stop, timeout), partial(self._upstream.stop, timeout),
+            self._release_leases, partial(self._cursors.stop_all, timeout),
             partial(self._sessions.stop_all, timeout)]
         steps += [partial(self._stop_ref, ref, timeout)
                   for ref in (self._late_ref, self._waker, self._persistence) if ref is not None]
@@ -144,6 +155,17 @@ class GatewayCore:
                 logger.exception("a step of close() failed; continuing")
         if stuck:
             logger.error("%d gateway actors were still running after close()", stuck)
+
+    def _release_leases(self) -> None:
+        # Others take over this process's watchers and links at once, not after lease_ms.
+        if self._fatal.is_set() or not self._persistence.is_alive():
+            return
+        try:
+            submit(self._persistence, ReleaseLeases(host_id=self.host_id),
+                   timeout=min(self._timeout, 2.0))
+        except Exception as exc:  # they lapse by themselves
+            logger.info("releasing leases at close failed (they lapse in %d ms): %s",
+                        self.config.lease_ms, exc)
 
     @staticmethod
     def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:
@@ -192,15 +214,15 @@ class GatewayCore:
 
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
-            key[0], key[1], persistence=self._persistence, queue_limit=self.config.queue_limit,
+            key[0], key[1], persistence=self._persistence, reads=self._reads,
+            queue_limit=self.config.queue_limit,
             timeout=self._timeout, handoff=self._handoff, late=self._late,
             dispatcher=self._dispatcher)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
         return CursorActor.start(
-            key[0], (key[1], key[2]), resolve_session=lambda k, a: self._sessions.get((k, a)),
-            watcher_agent_id=agent_id_of(key[0]), persistence=self._persistence,
-            waker=self._waker, timeout=self._timeout, dispatcher=self._dispatcher)
+            key[0], (key[1], key[2]), persistence=self._persistence, timeout=self._timeout,
+            dispatcher=self._dispatcher)
 
     def _ask_session(self, key: tuple[str, str], message: object) -> Any:
         return self._ask(self._sessions, key, message)
@@ -249,22 +271,19 @@ class GatewayCore:
         return outcome.event
 
     def _publish(self, notices: Iterable[NoticeDescriptor]) -> None:
-        pending = []
-        for descriptor in notices:
-            key = (descriptor.watcher_key, descriptor.target_key, descriptor.target_agent_id)
-            message = Publish(descriptor=descriptor)
-            try:
-                future = self._cursors.get(key).ask(message, block=False)
-            except pykka.ActorDeadError:
-                future = None
-            pending.append((key, message, future))
-        for key, message, future in pending:
-            try:
-                if future is None:
-                    raise pykka.ActorDeadError("retry")
-                future.get(timeout=2 * self._timeout)
-            except pykka.ActorDeadError:
-                self._best_effort(partial(self._ask_cursor, key, message), "publishing a notice")
-            except Exception as exc:  # the durable cursor stays pending; a drain/restart heals
-                logger.warning("publishing a notice failed: %s: %s", type(exc).__name__, exc)
+        """Run the wakes of committed notices that this process runs (calling thread).
 
+        The notices themselves need no publishing: they are the durable open
+        cursors, read by every process's session actors.
+        """
+        for descriptor in notices:
+            if should_wake(descriptor):
+                self._wake(descriptor.watcher_key)
+
+    def _wake(self, watcher_key: str) -> None:
+        if self._waker is None:
+            return
+        try:
+            self._waker.ask(Wake(watcher_key=watcher_key), timeout=2 * self._timeout)
+        except Exception as exc:  # the notice stays open; the watcher sees it next turn
+            logger.warning("waking %s failed: %s: %s", watcher_key, type(exc).__name__, exc)

@@ -17,17 +17,14 @@ __all__ = [
     "Deliver",
     "Drain",
     "DrainOutcome",
-    "Enqueue",
     "EnqueueEvent",
     "PendingTexts",
-    "Publish",
     "Register",
     "Reset",
     "SessionMessage",
     "TakeMessages",
     "Wake",
     "WakerMessage",
-    "Withdraw",
 ]
 
 class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -37,25 +34,11 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # --- session actor -----------------------------------------------------------
 
 
-class Enqueue(_Message, frozen=True, tag="session.enqueue"):
-    """Put a committed notice state into this watcher's queue (answers ``bool``: newly queued)."""
-
-    descriptor: NoticeDescriptor
-    text: str
-
-
 class EnqueueEvent(_Message, frozen=True, tag="session.enqueue-event"):
     """Queue an ordinary system event (answers ``bool``: newly queued)."""
 
     text: str
     context_key: str | None = None
-
-
-class Withdraw(_Message, frozen=True, tag="session.withdraw"):
-    """Withdraw queued notices about a target that is gone (answers ``None``)."""
-
-    target: tuple[str, str]
-    version: int
 
 
 class PendingTexts(_Message, frozen=True, tag="session.pending"):
@@ -83,24 +66,15 @@ class TakeMessages(_Message, frozen=True, tag="session.take-messages"):
 
 
 class DrainOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """What a drain consumed and the follow-up notices the gateway must publish."""
+    """What a drain consumed, and the follow-up notices whose wakes the gateway runs."""
 
     texts: tuple[str, ...]
     follow_ups: tuple[NoticeDescriptor, ...]
 
 
-SessionMessage = (
-    Enqueue | EnqueueEvent | Withdraw | PendingTexts | Drain | Reset
-    | Deliver | TakeMessages
-)
+SessionMessage = EnqueueEvent | PendingTexts | Drain | Reset | Deliver | TakeMessages
 
 # --- cursor actor ------------------------------------------------------------
-
-
-class Publish(_Message, frozen=True, tag="cursor.publish"):
-    """Publish a committed notice state of this pair (answers ``bool``: newly queued)."""
-
-    descriptor: NoticeDescriptor
 
 
 class Register(_Message, frozen=True, tag="cursor.register"):
@@ -109,7 +83,7 @@ class Register(_Message, frozen=True, tag="cursor.register"):
     provenance: Literal["explicit", "ambient-group"] = "explicit"
 
 
-CursorMessage = Publish | Register
+CursorMessage = Register
 
 # --- waker actor -------------------------------------------------------------
 

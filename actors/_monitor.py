@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from actors.upstream._scan import (
 )
 from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
 from persistence import (
+    ClaimLink,
     CommitScan,
     NoticeDescriptor,
     ReadPool,
@@ -34,6 +36,7 @@ from persistence import (
     read_own_hashes,
     submit,
 )
+from persistence._leases import link_lease
 from persistence._runtime import Dispatcher
 
 __all__ = [
@@ -146,6 +149,9 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
     human_shape: str
     timeout: float
     busy_timeout_ms: int
+    lease_owner: str | None = None
+    """This process's id for scan leases (``None``: no leases)."""
+    lease_ms: int = 10_000
 
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
@@ -333,9 +339,13 @@ class UpstreamMonitor(GatewayActor):
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
             own = read_own_hashes(conn, self._key, self._agent_id)
+            lease = (link_lease(conn, self._key, self._agent_id)
+                     if self._settings.lease_owner is not None else (None, 0))
         if link is None:
             self._memory.forget((self._key, self._agent_id))
             return MonitorReport(dropped=True)
+        if not self._hold_lease(lease):
+            return MonitorReport()  # another live process scans it; retried next time
         if link.source == "opencode" and hint is None:
             hint = opencode_hint(link, self._settings.busy_timeout_ms)
         seen = fingerprint(link)  # before reading: a later append changes it
@@ -388,8 +398,36 @@ class UpstreamMonitor(GatewayActor):
         return self._commit(link, CommitScan(
             session_key=self._key, agent_id=self._agent_id,
             expected_updated_at=link.updated_at, source_key=link.source_key,
-            marker_json=msgspec.json.encode(result.next_marker).decode(), record=record),
+            marker_json=msgspec.json.encode(result.next_marker).decode(), record=record,
+            lease_owner=self._settings.lease_owner,
+            lease_expires_at=self._now() + self._settings.lease_ms),
             settling=bool(result.next_marker.get("settling")))
+
+    def _now(self) -> int:
+        return self._clock() if self._clock is not None else time.time_ns() // 1_000_000
+
+    def _hold_lease(self, lease: tuple[str | None, int]) -> bool:
+        """Whether this process may scan the link now, taking its lease if needed.
+
+        A live lease of another process means it scans the link; a lapsed
+        one (its holder died, maybe mid-scan) is taken over. The scan's
+        compare-and-set commit keeps a turn from counting twice regardless.
+        """
+        owner = self._settings.lease_owner
+        if owner is None:
+            return True
+        holder, expires_at = lease
+        now = self._now()
+        if holder == owner and expires_at - now > self._settings.lease_ms // 2:
+            return True
+        if holder is not None and holder != owner and expires_at > now:
+            self._log_once(logging.DEBUG, "leased", holder,
+                           "upstream link of %s is scanned by another process")
+            return False
+        granted: bool = submit(self._persistence, ClaimLink(
+            session_key=self._key, agent_id=self._agent_id, owner=owner,
+            expires_at=now + self._settings.lease_ms), timeout=self._settings.timeout)
+        return granted
 
     def _missed(self, link: UpstreamLink, result: ScanResult) -> MonitorReport:
         state = self._state

@@ -36,35 +36,51 @@ class QueueEntry:
         target: ``(target_key, target_agent_id)`` for session-state notices,
             ``None`` for other system events.
         context_key: the host's dedupe context for other system events.
+        last_seen: a notice's ``changesSince`` base (``None`` for other events).
     """
 
     text: str
     target: tuple[str, str] | None = None
     context_key: str | None = None
+    last_seen: int | None = None
+
+
+OpenNotice = tuple[tuple[str, str], int]
+"""A durable open notice: ``((target_key, target_agent_id), last_seen)``."""
 
 
 class NoticeQueue:
-    """A watcher's in-memory system-event queue (anchor §3.5, queue semantics).
+    """A watcher's system-event queue in one process (anchor §3.5, queue semantics).
 
-    At most ``limit`` entries; on overflow the oldest is dropped. Session-state
-    notices hold one slot per target: an identical text is a no-op, a changed
-    text replaces the old entry and moves to the end. Other events are
-    deduplicated on identical text and context key (with no context key, only
-    against the last entry).
+    Session-state notices are durable (the open cursors of the signal log,
+    shared by every process); this queue places them among the process's
+    own system events. :meth:`reconcile` brings it in line with the durable
+    open notices: a notice consumed or replaced elsewhere leaves, a new one
+    joins at the end. At most ``limit`` entries; on overflow the oldest is
+    dropped, and a dropped notice stays out (it is still open in the log)
+    until the next :meth:`drain` makes room. A notice holds one slot per
+    target: an identical text is a no-op, a changed text replaces the old
+    entry and moves to the end. Other events are deduplicated on identical
+    text and context key (with no context key, only against the last entry).
 
-    Not thread-safe: one session actor owns each queue.
+    Not thread-safe: one session actor owns each queue. Pure: no I/O.
     """
 
-    def __init__(self, limit: int = 20, entries: tuple[QueueEntry, ...] = ()) -> None:
+    def __init__(self, limit: int = 20, entries: tuple[QueueEntry, ...] = (),
+                 evicted: dict[tuple[tuple[str, str], str], int] | None = None) -> None:
         self._limit = limit
         self._entries: deque[QueueEntry] = deque(entries)
-        self.dropped_notice = False
-        """Set when overflow dropped a session-state notice; cleared by the owner."""
+        self.evicted: dict[tuple[tuple[str, str], str], int] = dict(evicted or {})
+        """``(target, text)`` of open notices overflow dropped, with the pair's material
+        sequence then; kept out until a drain or a newer material event (anchor
+        §4.1 item 11: a lost notice heals itself on the next material event)."""
+        self._material: dict[tuple[str, str], int] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def enqueue_notice(self, text: str, target: tuple[str, str]) -> bool:
+    def enqueue_notice(self, text: str, target: tuple[str, str],
+                       last_seen: int | None = None) -> bool:
         """Queue ``text`` as the notice for ``target``.
 
         Returns:
@@ -76,8 +92,35 @@ class NoticeQueue:
             return False
         if same:
             self._entries = deque(e for e in self._entries if e.target != target)
-        self._append(QueueEntry(text=text, target=target))
+        self._append(QueueEntry(text=text, target=target, last_seen=last_seen))
         return True
+
+    def reconcile(self, open_notices: list[tuple[tuple[str, str], int, int, str]]) -> None:
+        """Make the queued notices those of ``open_notices``.
+
+        Args:
+            open_notices: ``(target, last_seen, material, text)`` of every open
+                notice, oldest first.
+
+        Queued notices whose pair is no longer open with that text are
+        removed; open ones not queued are appended in the given order, except
+        those overflow dropped while no material event came since (see
+        :attr:`evicted`). Other events stay.
+        """
+        current = {target: text for target, _ls, _mt, text in open_notices}
+        self._material = {target: mt for target, _ls, mt, _text in open_notices}
+        self.evicted = {item: mt for item, mt in self.evicted.items()
+                        if current.get(item[0]) == item[1]
+                        and self._material.get(item[0], 0) <= mt}
+        kept = deque(e for e in self._entries
+                     if e.target is None or current.get(e.target) == e.text)
+        if len(kept) != len(self._entries):
+            self._entries = kept
+        queued = {e.target for e in self._entries if e.target is not None}
+        for target, last_seen, _material, text in open_notices:
+            if target not in queued and (target, text) not in self.evicted:
+                self._append(QueueEntry(text=text, target=target, last_seen=last_seen))
+                queued.add(target)
 
     def enqueue_event(self, text: str, context_key: str | None = None) -> bool:
         """Queue an ordinary system event; returns whether it was newly queued."""
@@ -103,12 +146,14 @@ class NoticeQueue:
         """Remove every session-state notice; returns how many were removed."""
         before = len(self._entries)
         self._entries = deque(e for e in self._entries if e.target is None)
+        self.evicted.clear()
         return before - len(self._entries)
 
     def drain(self) -> list[QueueEntry]:
-        """Consume and return every entry, oldest first."""
+        """Consume and return every entry, oldest first; dropped notices may come back."""
         entries = list(self._entries)
         self._entries.clear()
+        self.evicted.clear()
         return entries
 
     def texts(self) -> list[str]:
@@ -122,5 +167,7 @@ class NoticeQueue:
     def _append(self, entry: QueueEntry) -> None:
         self._entries.append(entry)
         while len(self._entries) > self._limit:
-            if self._entries.popleft().target is not None:
-                self.dropped_notice = True
+            dropped = self._entries.popleft()
+            if dropped.target is not None:
+                material = self._material.get(dropped.target, 0)
+                self.evicted[(dropped.target, dropped.text)] = material

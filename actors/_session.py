@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import apsw
 import pykka
 
 from actors._base import GatewayActor
@@ -16,31 +16,26 @@ from actors._messages import (
     Deliver,
     Drain,
     DrainOutcome,
-    Enqueue,
     EnqueueEvent,
     PendingTexts,
     Reset,
     TakeMessages,
-    Withdraw,
 )
-from actors._notices import NoticeQueue, QueueEntry
+from actors._notices import NoticeQueue, QueueEntry, notice_text
 from persistence import (
     Acknowledge,
     AckOutcome,
+    ReadPool,
     ResetWatcher,
     StorageError,
-    Sweep,
-    SweepOutcome,
     submit,
 )
+from persistence._reads import pending_cursors
 from persistence._runtime import Dispatcher
 
 __all__ = ["Handoff", "SessionActor", "SessionState"]
 
 logger = logging.getLogger(__name__)
-
-FLOOR_TTL_S = 120.0
-"""How long a target's version floor is kept once nothing is queued for it, in s."""
 
 
 @dataclass(frozen=True)
@@ -48,10 +43,8 @@ class SessionState:
     """What a stopping session actor leaves for its successor (passivation)."""
 
     entries: tuple[QueueEntry, ...] = ()
-    floors: dict[tuple[str, str], int] = field(default_factory=dict)
-    floor_all: int = 0
+    evicted: tuple[tuple[tuple[tuple[str, str], str], int], ...] = ()
     inbox: tuple[str, ...] = ()
-    dropped_notice: bool = False
 
 
 class Handoff:
@@ -114,23 +107,33 @@ class Handoff:
 
 
 class SessionActor(GatewayActor):
-    """One session: its notice queue as a watcher, and its inbox.
+    """One session in this process: its place in the notice queue, and its inbox.
+
+    A watcher's session-state notices are durable: the open cursors of the
+    signal log, which every process sees (``persistence.pending_cursors``).
+    This actor keeps the process's own system events and orders the notices
+    among them; before it answers :class:`PendingTexts`, :class:`Drain` or
+    :class:`EnqueueEvent` it reads the open cursors again (one indexed
+    query), so a notice another process queued shows here and one another
+    process drained is gone here. A drain acknowledges, in one transaction,
+    only the notices it returns and only while they are still the open ones
+    (compare-and-set), so exactly one drain in all processes consumes each.
 
     Args:
         key: the session key.
         agent_id: its agent.
         persistence: the persistence actor (asked; a leaf).
+        reads: read connections to the signal log.
         queue_limit: most queued entries.
         timeout: seconds any request to persistence may take.
         handoff: where a stopped predecessor left its state, and where this
             actor leaves its own when stopped.
         late: receives the result of an acknowledgement that committed after
-            this actor stopped waiting (its follow-ups are published anyway).
+            this actor stopped waiting (its follow-up wakes run anyway).
         dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
 
     Asks only the persistence actor, never a cursor or session actor, so the
-    ask graph stays acyclic. Queue updates are applied in commit order: each
-    notice state carries a version and older ones are ignored.
+    ask graph stays acyclic.
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class SessionActor(GatewayActor):
         agent_id: str,
         *,
         persistence: pykka.ActorRef[Any],
+        reads: ReadPool,
         queue_limit: int,
         timeout: float,
         handoff: Handoff | None = None,
@@ -150,83 +154,47 @@ class SessionActor(GatewayActor):
         self._key = key
         self._agent_id = agent_id
         self._persistence = persistence
+        self._reads = reads
         self._timeout = timeout
         self._handoff = handoff
         state = handoff.take((key, agent_id)) if handoff else None
         state = state or SessionState()
-        self._queue = NoticeQueue(queue_limit, state.entries)
-        self._queue.dropped_notice = state.dropped_notice
-        self._floors: dict[tuple[str, str], int] = dict(state.floors)
-        self._floor_all = state.floor_all
+        self._queue = NoticeQueue(queue_limit, state.entries, dict(state.evicted))
         self._inbox: list[str] = list(state.inbox)
-        now = time.monotonic()
-        self._floor_set_at: dict[tuple[str, str], float] = dict.fromkeys(self._floors, now)
-        self._handled = 0
+        self._sync_failed = False
 
     def on_failure(self, *args: object) -> None:
         """Leave the state to the successor after a crash too (driving thread)."""
         self.on_stop()
 
-    def _set_floor(self, target: tuple[str, str], version: int) -> None:
-        self._floors[target] = max(self._floors.get(target, 0), version)
-        self._floor_set_at[target] = time.monotonic()
-
-    def _prune_floors(self) -> None:
-        # A floor only has to outlive the notice states still in flight for its
-        # target (bounded by the ask timeouts); older floors of targets with
-        # nothing queued are dropped, so memory does not grow with every target.
-        horizon = time.monotonic() - FLOOR_TTL_S
-        queued = {e.target for e in self._queue.entries()}
-        for target in [t for t, at in self._floor_set_at.items()
-                       if at < horizon and t not in queued]:
-            del self._floor_set_at[target]
-            self._floors.pop(target, None)
-
     def on_stop(self) -> None:
-        """Leave queue, inbox and floors to the successor (driving thread)."""
-        self._prune_floors()
+        """Leave queue and inbox to the successor (driving thread)."""
         if self._handoff is None:
             return
-        keep = len(self._queue) or self._inbox or self._floors
+        keep = len(self._queue) or self._inbox or self._queue.evicted
         self._handoff.put((self._key, self._agent_id), SessionState(
-            entries=self._queue.entries(), floors=dict(self._floors),
-            floor_all=self._floor_all, inbox=tuple(self._inbox),
-            dropped_notice=self._queue.dropped_notice) if keep else None)
+            entries=self._queue.entries(), evicted=tuple(self._queue.evicted.items()),
+            inbox=tuple(self._inbox)) if keep else None)
 
     def handle(self, message: Any) -> Any:
-        """Dispatch one message (driving thread; may block on persistence)."""
-        self._handled += 1
-        if self._handled % 256 == 0:
-            self._prune_floors()
+        """Dispatch one message (driving thread; may block on persistence and reads)."""
         match message:
-            case Enqueue(descriptor=d, text=text):
-                target = (d.target_key, d.target_agent_id)
-                if d.version < max(self._floors.get(target, 0), self._floor_all):
-                    return False  # an older state than one already applied
-                self._set_floor(target, d.version)
-                if not d.pending:
-                    self._queue.withdraw(target)
-                    return False
-                return self._queue.enqueue_notice(text, target)
             case EnqueueEvent(text=text, context_key=context_key):
+                self._sync()  # notices committed before this event come first
                 return self._queue.enqueue_event(text, context_key)
-            case Withdraw(target=target, version=version):
-                self._set_floor(target, version)
-                self._queue.withdraw(target)
-                return None
             case PendingTexts():
+                self._sync()
                 return tuple(self._queue.texts())
             case Drain():
                 return self._drain()
             case Reset(session_id=session_id):
                 try:
-                    version = submit(self._persistence, ResetWatcher(
+                    submit(self._persistence, ResetWatcher(
                         session_key=self._key, agent_id=self._agent_id,
                         session_id=session_id), timeout=self._timeout)
                 except StorageError as exc:  # logged once per episode by the writer
                     logger.debug("reset failed: %s", exc)
                     return None
-                self._floor_all = max(self._floor_all, int(version))
                 self._queue.withdraw_all_notices()
                 return None
             case Deliver(text=text):
@@ -237,33 +205,40 @@ class SessionActor(GatewayActor):
                 return taken
         return super().handle(message)
 
+    def _sync(self) -> None:
+        """Bring the queued notices in line with the durable open cursors."""
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                rows = pending_cursors(conn, self._key)
+        except (StorageError, apsw.Error) as exc:
+            # Degrade to what this process last saw; the log still holds them.
+            level = logging.DEBUG if self._sync_failed else logging.WARNING
+            self._sync_failed = True
+            logger.log(level, "reading the open notices failed (showing the last known): %s",
+                       exc)
+            return
+        self._sync_failed = False
+        self._queue.reconcile([((k, a), ls, mt, notice_text(k, ls)) for k, a, ls, mt in rows])
+
     def _drain(self) -> DrainOutcome:
+        self._sync()
         entries = self._queue.drain()
-        targets = tuple(dict.fromkeys(e.target for e in entries if e.target is not None))
+        shown = [e for e in entries if e.target is not None and e.last_seen is not None]
         follow_ups: tuple[Any, ...] = ()
-        if targets:
+        consumed: set[tuple[str, str]] | None = None
+        if shown:
             try:
                 ack: AckOutcome = submit(self._persistence, Acknowledge(
-                    watcher_key=self._key, targets=targets), timeout=self._timeout,
-                    on_late=self._late)
+                    watcher_key=self._key, targets=tuple(e.target for e in shown
+                                                         if e.target is not None),
+                    last_seen=tuple(e.last_seen for e in shown if e.last_seen is not None)),
+                    timeout=self._timeout, on_late=self._late)
             except Exception as exc:
-                # The durable cursors stay pending; the restart sweep or the
-                # next material event brings the notice back.
-                logger.warning("acknowledging %d drained notices failed: %s", len(targets), exc)
+                # The durable cursors stay open: the notices show again next turn.
+                logger.warning("acknowledging %d drained notices failed: %s", len(shown), exc)
             else:
-                for target in targets:
-                    self._set_floor(target, ack.version)
+                consumed = set(ack.acknowledged)
                 follow_ups = ack.notices
-        if self._queue.dropped_notice:
-            # Overflow dropped notices of pairs that are still pending: bring
-            # them back now that there is room (at most queue_limit per turn).
-            try:
-                swept: SweepOutcome = submit(self._persistence, Sweep(watcher_key=self._key),
-                                             timeout=self._timeout)
-            except Exception as exc:
-                logger.warning("re-queueing overflowed notices failed: %s", exc)
-            else:
-                self._queue.dropped_notice = False
-                follow_ups = (*follow_ups, *swept.notices)
-        return DrainOutcome(texts=tuple(e.text for e in entries), follow_ups=follow_ups)
-
+        texts = tuple(e.text for e in entries
+                      if e.target is None or consumed is None or e.target in consumed)
+        return DrainOutcome(texts=texts, follow_ups=follow_ups)

@@ -91,12 +91,15 @@ class UpstreamService:
         publish: the gateway's notice publisher.
         late: ``on_late`` for write commands whose caller timed out.
         dispatcher: runs the monitors' scans concurrently (bounded threads).
+        lease_owner: this gateway's id for upstream scan leases (``None``: scan
+            without leases, e.g. a test that drives one process only).
     """
 
     def __init__(self, *, persistence: pykka.ActorRef[Any], reads: ReadPool,
                  config: GatewayConfig, clock: Clock, publish: Publish,
                  late: Callable[[Any], None] | None = None,
-                 dispatcher: Dispatcher | None = None) -> None:
+                 dispatcher: Dispatcher | None = None,
+                 lease_owner: str | None = None) -> None:
         self._dispatcher = dispatcher
         self._persistence = persistence
         self._reads = reads
@@ -109,7 +112,8 @@ class UpstreamService:
             scan_cap_bytes=config.scan_cap_bytes, missing_threshold=config.missing_threshold,
             opencode_replay_window=config.opencode_replay_window,
             human_shape="human-per-group" if config.group_scope == "per-group" else "human",
-            timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000))
+            timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000),
+            lease_owner=lease_owner, lease_ms=config.lease_ms)
         self._monitors: ActorPool[tuple[str, str]] = ActorPool(
             self._start_monitor, cap=config.max_monitor_actors, name="monitor")
         self._cycle_lock = threading.Lock()
@@ -220,7 +224,14 @@ class UpstreamService:
             thread_id=baseline.thread_id,
             upstream_ref_json=msgspec.json.encode(baseline.upstream_ref, order="sorted").decode(),
             source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
-            adopted=adopted, watcher_key=watcher)
+            adopted=adopted, watcher_key=watcher, **self._new_lease())
+
+    def _new_lease(self) -> dict[str, Any]:
+        """The scan lease a link this process creates starts with (no claim write later)."""
+        if self._settings.lease_owner is None:
+            return {}
+        return {"lease_owner": self._settings.lease_owner,
+                "lease_expires_at": self._clock() + self._settings.lease_ms}
 
     def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
         """Use ``reader`` for every paired-node link of ``node_id`` (replaces any other)."""
@@ -259,7 +270,7 @@ class UpstreamService:
             thread_id=thread_id,
             upstream_ref_json=msgspec.json.encode(ref, order="sorted").decode(),
             source_key=source_key, marker_json=msgspec.json.encode(marker).decode(),
-            adopted=adopted), timeout=self._timeout)
+            adopted=adopted, **self._new_lease()), timeout=self._timeout)
         if outcome.rebased:
             self._monitors.discard_where(lambda k: k == (key, agent_id))
         return outcome.link

@@ -18,7 +18,7 @@ from actors.errors import (
     InvalidOutcome,
     InvalidSessionKey,
 )
-from persistence.keys import key_problem
+from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "check_actor_type",
     "check_agent_id",
     "check_changes_since",
+    "check_hosts",
     "check_int",
     "check_key",
     "check_kind",
@@ -66,6 +67,28 @@ def check_key(value: object, what: str = "session_key") -> str:
 def check_optional_key(value: object, what: str) -> str | None:
     """Like :func:`check_key`, but ``None`` passes."""
     return None if value is None else check_key(value, what)
+
+
+def check_hosts(value: object, on_wake: object) -> tuple[str, ...]:
+    """Return the hosted watcher keys of ``hosts=`` / :meth:`Gateway.host`, deduplicated.
+
+    Raises:
+        ArgumentTypeError: ``value`` is a ``str`` (one key: pass a tuple) or
+            not iterable, or a key is not a ``str``.
+        InvalidSessionKey: a key is invalid or not agent-qualified.
+        InvalidArgument: keys were given but there is no ``on_wake`` to call.
+    """
+    if isinstance(value, str) or not hasattr(value, "__iter__"):
+        raise ArgumentTypeError("hosts must be an iterable of watcher keys, not a "
+                                f"{type(value).__name__}")
+    keys = tuple(dict.fromkeys(check_key(k, "watcher_key") for k in value))
+    for key in keys:
+        if not is_agent_qualified(key):
+            raise InvalidSessionKey(f"watcher_key {key!r} must be agent-qualified "
+                                    "(agent:<agent>:<rest>)")
+    if keys and on_wake is None:
+        raise InvalidArgument("hosting a watcher needs on_wake: open the gateway with one")
+    return keys
 
 
 def check_agent_id(value: object, what: str = "agent_id") -> str | None:

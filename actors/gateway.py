@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
@@ -24,8 +25,8 @@ from actors._messages import (
     Register,
     Reset,
     TakeMessages,
-    Withdraw,
 )
+from actors._notices import notice_text
 from actors._types import SendResult, SessionStateEventInput
 from actors._upstream_api import UpstreamApi
 from actors.errors import (
@@ -35,24 +36,26 @@ from actors.errors import (
 from persistence import (
     DeleteOutcome,
     DeleteSession,
-    OwnerLock,
     Ping,
+    PresenceLock,
     Prune,
     RecordEvent,
     SessionRow,
     SessionStateEvent,
     SessionStatus,
     StateChanges,
-    Sweep,
     SweepOutcome,
     UpsertSession,
     list_sessions,
     open_connection,
+    pending_cursors,
     prepare_path,
     read_changes,
     read_version,
     submit,
 )
+from persistence._leases import clear_all_leases
+from persistence._writes import sweep as sweep_cursors
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["Gateway", "default_state_path"]
@@ -69,6 +72,43 @@ _RUN_SUMMARIES = {
     "cancelled": "child run cancelled",
 }
 _CHAT_TYPES = frozenset({"direct", "group", "channel"})
+def sane_now(clock: Clock) -> int:
+    """``clock()`` if it answers epoch ms, else the system clock (as the writer does)."""
+    try:
+        now = clock()
+    except Exception:
+        return wall_clock()
+    return now if type(now) is int and 0 <= now < 1 << 53 else wall_clock()
+
+
+def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str,
+          now: int) -> SweepOutcome:
+    """Migrate, join the presence lock and, when alone, run the restart sweep.
+
+    All inside one ``BEGIN IMMEDIATE``: two gateways opening at once serialize
+    here, so at most one of them finds itself alone.
+    """
+    conn = open_connection(str(db_path), synchronous=config.synchronous,
+                           busy_timeout_ms=config.busy_timeout_ms, writer=True,
+                           migrate=True, vfs=config.vfs)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if lock.join():
+                # Nobody else has the log open: leases and unclaimed wakes are stale.
+                clear_all_leases(conn)
+                sweep = sweep_cursors(conn, None, now, 0, host=host_id)
+            else:
+                sweep = SweepOutcome(notices=())
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return sweep
+
+
 def default_state_path() -> Path:
     """The embedded default database path (``api-contract.md``, ``Gateway.open``).
 
@@ -118,8 +158,12 @@ class Gateway(UpstreamApi):
         clock: Clock | None = None,
         on_wake: Callable[[str], None] | None = None,
         monitor: bool = True,
+        hosts: Iterable[str] = (),
     ) -> Gateway:
         """Open (creating if needed) the database and start the gateway's actors.
+
+        Any number of gateways, in any number of processes, may have one
+        database open at once (see the README's "Deployment").
 
         Args:
             path: the SQLite file; ``None`` means :func:`default_state_path`.
@@ -134,13 +178,18 @@ class Gateway(UpstreamApi):
                 after ``upstream_initial_delay_s``, then every
                 ``upstream_interval_s``); tests pass ``False`` and call
                 :meth:`scan_upstream`.
+            hosts: watcher keys whose agent loop runs in this process: their
+                wakes run here whichever process caused them (see
+                :meth:`host`). Needs ``on_wake``.
 
-        Runs the restart sweep (every pending notice is re-queued from the
-        durable cursors) and a forced prune before returning. Blocks on disk.
+        When no other gateway has the database open, runs the restart sweep
+        (every open notice is re-frozen to cover all pending work and woken
+        once, anchor §3.8); beside running gateways it leaves their cursors
+        alone (open notices are durable and show here anyway). Then a forced
+        prune. Blocks on disk (behind another process's write lock for at
+        most ``busy_timeout_ms``).
 
         Raises:
-            DatabaseBusy: another gateway (in any process) has the file open;
-                one gateway process owns a database.
             SchemaError: the file is not a session-state database or is newer.
             StorageError: the file cannot be opened or set up.
             OSError: the directory or file cannot be created.
@@ -153,24 +202,26 @@ class Gateway(UpstreamApi):
             raise v.ArgumentTypeError("clock must be a callable returning epoch milliseconds")
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
+        hosted = v.check_hosts(hosts, on_wake)
         db_path = Path(path) if path is not None else default_state_path()
         prepare_path(db_path)
-        lock = OwnerLock(db_path)
+        clock = clock or wall_clock
+        host_id = uuid.uuid4().hex
+        lock = PresenceLock(db_path)
         try:
-            open_connection(str(db_path), synchronous=config.synchronous,
-                            busy_timeout_ms=config.busy_timeout_ms, writer=True,
-                            migrate=True, vfs=config.vfs).close()
+            sweep = _join(db_path, config, lock, host_id, sane_now(clock))
         except BaseException as exc:
             lock.release()
             if isinstance(exc, apsw.Error):
                 raise StorageError(f"cannot open {db_path}: {exc}") from exc
             raise
-        gateway = cls(db_path, config, clock or wall_clock, on_wake, lock)
+        gateway = cls(db_path, config, clock, on_wake, lock, host_id)
         try:
             gateway._persistence.ask(Ping(), timeout=gateway._timeout)
-            sweep: SweepOutcome = submit(gateway._persistence, Sweep(), timeout=gateway._timeout)
             gateway._publish(sweep.notices)
             submit(gateway._persistence, Prune(force=True), timeout=gateway._timeout)
+            if hosted:
+                gateway._hosting.host(hosted)
         except BaseException as exc:
             gateway.close()
             if isinstance(exc, pykka.ActorDeadError | pykka.Timeout):
@@ -288,10 +339,7 @@ class Gateway(UpstreamApi):
             timeout=self._timeout), "delete_session")
         if not isinstance(outcome, DeleteOutcome):
             return
-        withdraw = Withdraw(target=(key, agent), version=outcome.version)
-        for watcher in outcome.watchers:
-            self._best_effort(partial(self._ask_session, (watcher, agent_id_of(watcher)),
-                                      withdraw), "delete_session")
+        # The watchers' notices about it went with its cursors, in every process.
         self._cursors.discard_where(lambda k: k[0] == key or k[1:] == (key, agent))
         self._upstream.forget(key, agent)
         if agent == agent_id_of(key):
@@ -520,8 +568,10 @@ class Gateway(UpstreamApi):
         self._guard()
         v.check_key(watcher_key, "watcher_key")
         key = (watcher_key, agent_id_of(watcher_key))
-        if not self._has_session_state(key):
-            return []  # nothing was ever queued for it: no actor needed
+        if not self._has_session_state(key) and not self._open_notice_texts(watcher_key):
+            return []  # nothing queued here and no open notice: no actor needed
+        # The session actor places the open notices among this process's events
+        # and keeps them to show during a read fault.
         return list(self._ask_session(key, PendingTexts()))
 
     def drain(self, watcher_key: str) -> list[str]:
@@ -537,11 +587,72 @@ class Gateway(UpstreamApi):
         self._guard()
         v.check_key(watcher_key, "watcher_key")
         key = (watcher_key, agent_id_of(watcher_key))
-        if not self._has_session_state(key):
-            return []
+        if not self._has_session_state(key) and not self._open_notice_texts(watcher_key):
+            return []  # nothing to consume: no actor needed
         outcome: DrainOutcome = self._ask_session(key, Drain())
         self._publish(outcome.follow_ups)
         return list(outcome.texts)
+
+    def _open_notice_texts(self, watcher_key: str) -> list[str]:
+        """The watcher's open notices as the queue would show them (no local events)."""
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                rows = pending_cursors(conn, watcher_key)
+        except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc, "pending_notices")
+            return []
+        self._note_read_ok()
+        limit = self.config.queue_limit
+        return [notice_text(k, ls) for k, _a, ls, _mt in rows[-limit:]]
+
+    # --- hosting -------------------------------------------------------------
+
+    def host(self, *watcher_keys: str) -> None:
+        """Declare that these watchers' agent loops run in this process.
+
+        While this gateway is open its ``on_wake`` receives every wake of
+        these watchers, whichever process (or thread) caused the notice:
+        another process that opens a notice for a hosted watcher addresses
+        the wake to the hosts, and this process finds it within about
+        ``config.probe_interval_ms`` (plus one commit). Several processes
+        may host one watcher; each wake then runs in exactly one of them.
+        The lease behind it is renewed every third of ``config.lease_ms``;
+        if this process dies it lapses after at most ``lease_ms`` and wakes
+        run where they are caused again. Wakes addressed to these watchers
+        that a dead host never took are delivered now. Idempotent.
+
+        Args:
+            watcher_keys: agent-qualified watcher session keys.
+
+        Raises:
+            InvalidSessionKey, InvalidArgument: a bad key, or no ``on_wake``
+                was given to :meth:`open`.
+            StorageError: the lease could not be written.
+
+        Blocks on one or two writes; calling thread.
+        """
+        self._guard()
+        hosted = v.check_hosts(watcher_keys, self._waker)
+        if hosted:
+            self._hosting.host(hosted)
+
+    def unhost(self, *watcher_keys: str) -> None:
+        """Stop hosting these watchers (their wakes run where caused, or at another host).
+
+        Raises:
+            InvalidSessionKey: a bad key.
+            StorageError: the lease could not be written.
+        """
+        self._guard()
+        for key in watcher_keys:
+            v.check_key(key, "watcher_key")
+        if watcher_keys:
+            self._hosting.unhost(tuple(watcher_keys))
+
+    @property
+    def hosted(self) -> frozenset[str]:
+        """The watchers this process hosts (non-blocking)."""
+        return self._hosting.watchers
 
     def enqueue_system_event(self, key: str, text: str, *,
                              context_key: str | None = None) -> bool:

@@ -1,4 +1,4 @@
-"""The single-owner lock: one gateway process owns a signal-log database at a time."""
+"""The presence lock: which gateways have a signal-log database open, across processes."""
 
 from __future__ import annotations
 
@@ -8,26 +8,31 @@ import fcntl
 import os
 from pathlib import Path
 
-from persistence.errors import DatabaseBusy
+__all__ = ["PresenceLock"]
 
-__all__ = ["OwnerLock"]
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
-class OwnerLock:
-    """An exclusive ``flock`` on ``<database>.lock`` (created 0600), held until released.
+class PresenceLock:
+    """A shared ``flock`` on ``<database>.lock`` (created 0600) held while a gateway is open.
 
-    Notice delivery assumes one gateway owns the database (seed, "Current
-    limits"): a second owner's restart sweep would re-freeze the first's
-    pending cursors. The kernel drops the lock when the process dies, so a
-    ``kill -9`` never leaves it stale. Readers (``ssa status``/``ssa list``)
-    take no lock.
+    Any number of gateways (in any processes) hold it shared. The one thing
+    it answers is whether the opening gateway is *alone*: only then is the
+    restart sweep safe (it re-freezes every open notice, which must not
+    happen while another process may be between showing a notice and
+    acknowledging it). Call :meth:`join` while holding the database's write
+    lock (inside ``BEGIN IMMEDIATE``): two openers then never test at once,
+    so the exclusive probe's release-and-share step cannot race another's
+    probe. The kernel drops the lock when the process dies, so a ``kill -9``
+    never leaves it stale.
 
     Args:
-        database: the SQLite file the lock guards.
+        database: the SQLite file the lock belongs to.
 
     Raises:
-        DatabaseBusy: another gateway (in this or another process) holds it.
         OSError: the lock file cannot be created.
+
+    Runs in the caller's thread; never blocks.
     """
 
     def __init__(self, database: Path) -> None:
@@ -35,16 +40,25 @@ class OwnerLock:
         real = Path(os.path.realpath(database))
         self.path = real.with_name(real.name + ".lock")
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def join(self) -> bool:
+        """Hold the lock shared; returns whether no other gateway holds it.
+
+        Raises:
+            OSError: ``flock`` failed for another reason than contention.
+        """
+        assert self._fd is not None, "join() after release()"
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            os.close(self._fd)
-            self._fd = None
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise DatabaseBusy(
-                    f"{database} is already open in another gateway; one gateway process owns "
-                    "a database (read it with `ssa status`/`ssa list` instead)") from None
-            raise
+            if exc.errno not in _BUSY:
+                raise
+            alone = False
+        else:
+            alone = True
+        # Openers hold the database's write lock here, so nobody probes meanwhile.
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        return alone
 
     def release(self) -> None:
         """Release the lock (idempotent)."""

@@ -16,10 +16,13 @@ from persistence.records import SessionStateEvent, UpstreamLink
 __all__ = [
     "AckOutcome",
     "Acknowledge",
+    "ClaimLink",
+    "ClaimWakes",
     "Command",
     "CommitScan",
     "DeleteOutcome",
     "DeleteSession",
+    "HostWatchers",
     "LinkOutcome",
     "NoteOwnText",
     "NoticeDescriptor",
@@ -28,6 +31,8 @@ __all__ = [
     "RecordOutcome",
     "RegisterOutcome",
     "RegisterWatch",
+    "ReleaseLeases",
+    "RenewLeases",
     "ResetWatcher",
     "ScanOutcome",
     "Sweep",
@@ -88,6 +93,10 @@ class Acknowledge(_Message, frozen=True, tag="ack"):
 
     watcher_key: str
     targets: tuple[tuple[str, str], ...]
+    last_seen: tuple[int, ...] = ()
+    """Per target, the ``last_seen`` of the notice text the watcher was shown: a
+    target whose open notice changed since (another process drained it, a
+    reset dropped it) is not acknowledged. Empty: acknowledge whatever is open."""
 
 
 class Sweep(_Message, frozen=True, tag="sweep"):
@@ -145,6 +154,9 @@ class UpsertLink(_Message, frozen=True, tag="upsert-link"):
     adopted: RecordEvent | None = None
     watcher_key: str | None = None
     """Also register this explicit watch of the session, in the same transaction."""
+    lease_owner: str | None = None
+    """A new link starts with this process's scan lease (until ``lease_expires_at``)."""
+    lease_expires_at: int = 0
 
 
 class CommitScan(_Message, frozen=True, tag="commit-scan"):
@@ -164,6 +176,46 @@ class CommitScan(_Message, frozen=True, tag="commit-scan"):
     marker_json: str | None = None
     record: RecordEvent | None = None
     drop_link: bool = False
+    lease_owner: str | None = None
+    """Renew this owner's scan lease to ``lease_expires_at`` with the marker."""
+    lease_expires_at: int = 0
+
+
+class HostWatchers(_Message, frozen=True, tag="host"):
+    """Take (``release``: drop) this process's hosting leases on ``watchers``."""
+
+    host_id: str
+    watchers: tuple[str, ...]
+    expires_at: int
+    release: bool = False
+
+
+class RenewLeases(_Message, frozen=True, tag="renew"):
+    """Extend every hosting lease of ``host_id`` to ``expires_at``."""
+
+    host_id: str
+    expires_at: int
+
+
+class ClaimWakes(_Message, frozen=True, tag="claim-wakes"):
+    """Take the wakes other processes addressed to watchers ``host_id`` hosts."""
+
+    host_id: str
+
+
+class ClaimLink(_Message, frozen=True, tag="claim-link"):
+    """Take or renew the scan lease of one upstream link; answers whether it is held."""
+
+    session_key: str
+    agent_id: str
+    owner: str
+    expires_at: int
+
+
+class ReleaseLeases(_Message, frozen=True, tag="release-leases"):
+    """Drop every hosting and scan lease of ``host_id`` (a clean close)."""
+
+    host_id: str
 
 
 class NoteOwnText(_Message, frozen=True, tag="own-text"):
@@ -178,6 +230,7 @@ class NoteOwnText(_Message, frozen=True, tag="own-text"):
 Command = (
     RecordEvent | RegisterWatch | Acknowledge | Sweep | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
+    | HostWatchers | RenewLeases | ClaimWakes | ClaimLink | ReleaseLeases
 )
 
 
@@ -195,10 +248,11 @@ class NoticeDescriptor(msgspec.Struct, frozen=True, kw_only=True):
         last_seen: the cursor's acknowledged position: the notice says
             ``changesSince <last_seen>``.
         queue_only: ambient notice: replace in the queue, never wake.
-        pending: ``False`` means the pair no longer has an open notice and any
-            queued one should be withdrawn.
-        version: commit-order stamp; a session actor ignores descriptors older
-            than the newest state it has applied for the pair.
+        pending: ``False`` means the pair no longer has an open notice.
+        version: commit-order stamp of the command within this process.
+        wake: this transaction opened the notice, it is eligible for a wake
+            and this process runs that wake (no live other process hosts the
+            watcher; otherwise a wake row was addressed to the hosts).
     """
 
     watcher_key: str
@@ -208,6 +262,7 @@ class NoticeDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     queue_only: bool
     pending: bool
     version: int
+    wake: bool = False
 
 
 class RecordOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,6 +285,8 @@ class AckOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     version: int
     notices: tuple[NoticeDescriptor, ...]
+    acknowledged: tuple[tuple[str, str], ...] = ()
+    """The targets whose open notice this acknowledgement consumed."""
 
 
 class SweepOutcome(msgspec.Struct, frozen=True, kw_only=True):

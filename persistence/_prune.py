@@ -58,4 +58,8 @@ def prune(
         (cutoff,),
     )
     cursors_deleted = conn.changes()
+    # Wakes nobody claimed (their hosts died and none took over) and long
+    # lapsed hosting leases: bounded by retention like everything else.
+    conn.execute("DELETE FROM session_wakes WHERE created_at < ?", (cutoff,))
+    conn.execute("DELETE FROM session_hosts WHERE expires_at < ?", (cutoff,))
     return deleted, cursors_deleted

@@ -22,6 +22,7 @@ __all__ = [
     "event_by_dedupe_key",
     "event_from_row",
     "list_sessions",
+    "pending_cursors",
     "read_changes",
     "read_entry",
     "read_version",
@@ -96,6 +97,24 @@ def event_by_dedupe_key(
         (key, agent_id, dedupe_key),
     ).fetchone()
     return event_from_row(row) if row is not None else None
+
+
+def pending_cursors(conn: apsw.Connection, watcher: str) -> list[tuple[str, str, int, int]]:
+    """The watcher's open notices as ``(target_key, target_agent_id, last_seen, material)``.
+
+    Durable truth shared by every process: a pair has an open notice while
+    ``material_sequence > last_seen_sequence``, and its text is fixed by
+    ``last_seen`` (the frozen watermark). Ordered by the frozen watermark
+    (the change the notice first covered), then by target. A watcher whose
+    session entry does not exist has none (anchor §3.8 step 2).
+    """
+    return [(str(k), str(a), int(ls), int(mt)) for k, a, ls, mt in conn.execute(
+        "SELECT target_session_key, target_agent_id, last_seen_sequence, material_sequence"
+        " FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND material_sequence > last_seen_sequence"
+        " AND EXISTS (SELECT 1 FROM sessions WHERE session_key = ?)"
+        " ORDER BY notified_sequence, target_session_key, target_agent_id",
+        (watcher, watcher))]
 
 
 def read_version(conn: apsw.Connection, key: str, agent_id: str) -> int:

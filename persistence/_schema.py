@@ -16,7 +16,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "open_connection", "prepare_path"
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -102,7 +102,28 @@ CREATE TABLE session_own_texts (
 ) STRICT, WITHOUT ROWID;
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_SCHEMA_V3 = """
+CREATE TABLE session_hosts (
+    watcher_session_key TEXT NOT NULL,
+    host_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (watcher_session_key, host_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_session_hosts_host ON session_hosts (host_id);
+
+CREATE TABLE session_wakes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    watcher_session_key TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX idx_session_wakes_watcher ON session_wakes (watcher_session_key);
+
+ALTER TABLE session_upstream_links ADD COLUMN lease_owner TEXT;
+ALTER TABLE session_upstream_links ADD COLUMN lease_expires_at INTEGER NOT NULL DEFAULT 0;
+"""
+"""Version 3 (many processes): hosting leases, wakes addressed to hosts, scan leases."""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def prepare_path(path: Path) -> None:

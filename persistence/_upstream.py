@@ -90,15 +90,18 @@ def read_own_hashes(conn: apsw.Connection, key: str, agent_id: str) -> frozenset
     )
 
 
-def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) -> LinkOutcome:
+def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int, *,
+                host: str | None = None) -> LinkOutcome:
     """Create or refresh a link; a changed source rebases its marker (anchor §3.15 step 2)."""
     inserted = conn.execute(
         "INSERT INTO session_upstream_links (session_key, agent_id, source, host_id,"
         " thread_id, upstream_ref_json, source_key, marker_json, last_scanned_at,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)"
+        " created_at, updated_at, lease_owner, lease_expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)"
         " ON CONFLICT (session_key, agent_id) DO NOTHING RETURNING 1",
         (cmd.session_key, cmd.agent_id, cmd.source, cmd.host_id, cmd.thread_id,
-         cmd.upstream_ref_json, cmd.source_key, cmd.marker_json, now, now),
+         cmd.upstream_ref_json, cmd.source_key, cmd.marker_json, now, now, cmd.lease_owner,
+         cmd.lease_expires_at),
     ).get
     existing = None if inserted is not None else read_link(conn, cmd.session_key, cmd.agent_id)
     same_source = existing is not None and (
@@ -120,7 +123,8 @@ def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) 
             (cmd.source, cmd.host_id, cmd.thread_id, cmd.upstream_ref_json, cmd.source_key,
              cmd.marker_json, now, cmd.session_key, cmd.agent_id),
         )
-    adopted = record_event(conn, cmd.adopted, now, version) if cmd.adopted else None
+    adopted = (record_event(conn, cmd.adopted, now, version, host=host) if cmd.adopted
+               else None)
     if cmd.watcher_key is not None and cmd.watcher_key != cmd.session_key:
         head = (adopted.event.sequence
                 if adopted is not None and adopted.inserted and adopted.event else None)
@@ -142,8 +146,14 @@ def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int) 
                        rebased=existing is not None and not same_source, adopted=adopted)
 
 
-def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int) -> ScanOutcome:
-    """Apply a scan result if the link is unchanged (compare-and-set, anchor §3.16)."""
+def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int, *,
+                host: str | None = None) -> ScanOutcome:
+    """Apply a scan result if the link is unchanged (compare-and-set, anchor §3.16).
+
+    The compare-and-set is what keeps two processes that scanned the same
+    bytes from counting a turn twice: the second commit finds ``updated_at``
+    moved and changes nothing. ``cmd.lease_owner`` renews its scan lease.
+    """
     current = conn.execute(
         "SELECT updated_at, source_key FROM session_upstream_links"
         " WHERE session_key = ? AND agent_id = ?",
@@ -152,7 +162,7 @@ def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int) 
     if current is None or (int(current[0]), str(current[1])) != (
             cmd.expected_updated_at, cmd.source_key):
         return ScanOutcome(applied=False)
-    recorded = record_event(conn, cmd.record, now, version) if cmd.record else None
+    recorded = record_event(conn, cmd.record, now, version, host=host) if cmd.record else None
     if cmd.drop_link:
         conn.execute(
             "DELETE FROM session_upstream_links WHERE session_key = ? AND agent_id = ?",
@@ -163,9 +173,12 @@ def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int) 
         # previous write must still invalidate a concurrent compare-and-set.
         updated = conn.execute(
             "UPDATE session_upstream_links SET marker_json = ?, last_scanned_at = ?,"
-            " updated_at = max(?, updated_at + 1) WHERE session_key = ? AND agent_id = ?"
-            " RETURNING updated_at",
-            (cmd.marker_json, now, now, cmd.session_key, cmd.agent_id),
+            " updated_at = max(?, updated_at + 1),"
+            " lease_owner = coalesce(?, lease_owner),"
+            " lease_expires_at = CASE WHEN ? IS NULL THEN lease_expires_at ELSE ? END"
+            " WHERE session_key = ? AND agent_id = ? RETURNING updated_at",
+            (cmd.marker_json, now, now, cmd.lease_owner, cmd.lease_owner, cmd.lease_expires_at,
+             cmd.session_key, cmd.agent_id),
         ).get
         return ScanOutcome(applied=True, record=recorded,
                            updated_at=int(updated) if updated is not None else None)

@@ -13,16 +13,21 @@ from typing import Any, Literal
 import apsw
 import pykka
 
-from persistence import _prune, _upstream, _writes
+from persistence import _leases, _prune, _upstream, _writes
 from persistence._messages import (
     Acknowledge,
+    ClaimLink,
+    ClaimWakes,
     Command,
     CommitScan,
     DeleteSession,
+    HostWatchers,
     NoteOwnText,
     Prune,
     RecordEvent,
     RegisterWatch,
+    ReleaseLeases,
+    RenewLeases,
     ResetWatcher,
     Sweep,
     UpsertLink,
@@ -96,6 +101,8 @@ class PersistenceActor(InlineActor):
         fatal: set by this actor when the database proves unusable.
         dispatcher: the worker pool that takes over queued requests after a
             commit (``None``: the committing thread goes on with them).
+        host_id: this process's id for hosting and scan leases (``None``:
+            every wake runs here unless another process hosts the watcher).
 
     Storage faults (full disk, a foreign lock held past the busy timeout, a
     read-only or vanished file) fail the affected commands with
@@ -119,8 +126,10 @@ class PersistenceActor(InlineActor):
         vfs: str | None = None,
         fatal: threading.Event | None = None,
         dispatcher: Dispatcher | None = None,
+        host_id: str | None = None,
     ) -> None:
         super().__init__(dispatcher=dispatcher)
+        self._host_id = host_id
         self._path = path
         self._clock = clock
         self._versions = versions
@@ -349,13 +358,13 @@ class PersistenceActor(InlineActor):
         version = next(self._versions)
         match command:
             case RecordEvent():
-                return _writes.record_event(conn, command, now, version)
+                return _writes.record_event(conn, command, now, version, host=self._host_id)
             case RegisterWatch():
                 return _writes.register_watch(conn, command, now, version)
             case Acknowledge():
-                return _writes.acknowledge(conn, command, now, version)
+                return _writes.acknowledge(conn, command, now, version, host=self._host_id)
             case Sweep(watcher_key=watcher_key):
-                return _writes.sweep(conn, watcher_key, now, version)
+                return _writes.sweep(conn, watcher_key, now, version, host=self._host_id)
             case UpsertSession():
                 return _writes.upsert_session(conn, command, now)
             case ResetWatcher():
@@ -364,9 +373,21 @@ class PersistenceActor(InlineActor):
             case DeleteSession():
                 return _writes.delete_session(conn, command, version)
             case UpsertLink():
-                return _upstream.upsert_link(conn, command, now, version)
+                return _upstream.upsert_link(conn, command, now, version, host=self._host_id)
             case CommitScan():
-                return _upstream.commit_scan(conn, command, now, version)
+                return _upstream.commit_scan(conn, command, now, version, host=self._host_id)
+            case HostWatchers(host_id=host_id, watchers=watchers, expires_at=expires_at,
+                              release=release):
+                return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release)
+            case RenewLeases(host_id=host_id, expires_at=expires_at):
+                return _leases.renew_hosts(conn, host_id, expires_at)
+            case ClaimWakes(host_id=host_id):
+                return _leases.claim_wakes(conn, host_id, now)
+            case ClaimLink(session_key=key, agent_id=agent, owner=owner,
+                           expires_at=expires_at):
+                return _leases.claim_link(conn, key, agent, owner, now, expires_at)
+            case ReleaseLeases(host_id=host_id):
+                return _leases.release_leases(conn, host_id)
             case NoteOwnText():
                 return _upstream.note_own_text(conn, command)
             case Prune(force=force):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import apsw
 
 from persistence import cursors
+from persistence._leases import route_wake
 from persistence._messages import (
     Acknowledge,
     AckOutcome,
@@ -25,7 +26,7 @@ from persistence._messages import (
     UpsertSession,
 )
 from persistence._reads import event_by_dedupe_key, event_from_row, read_entry
-from persistence.keys import agent_id_of
+from persistence.keys import agent_id_of, is_subagent_key
 from persistence.kinds import NOTIFY_BY_KIND
 from persistence.shaping import shape_record
 
@@ -39,6 +40,7 @@ __all__ = [
     "reset_watcher",
     "sweep",
     "upsert_session",
+    "wake_eligible",
 ]
 
 OCCURRED_AT_MAX_SKEW_MS = 24 * 60 * 60 * 1000
@@ -104,9 +106,17 @@ def _head(conn: apsw.Connection, key: str, agent_id: str) -> int:
     return int(value) if value is not None else 0
 
 
+def wake_eligible(watcher: str, provenance: str) -> bool:
+    """Whether a newly opened notice wakes its watcher (seed; anchor §3.5).
+
+    Ambient (queue-only) notices and nested ``subagent:`` watchers never wake.
+    """
+    return provenance != "ambient-group" and not is_subagent_key(watcher)
+
+
 def _descriptor(
     watcher: str, target: tuple[str, str], last_seen: int, provenance: str, version: int,
-    *, pending: bool = True,
+    *, pending: bool = True, wake: bool = False,
 ) -> NoticeDescriptor:
     return NoticeDescriptor(
         watcher_key=watcher,
@@ -116,7 +126,15 @@ def _descriptor(
         queue_only=provenance == "ambient-group",
         pending=pending,
         version=version,
+        wake=wake,
     )
+
+
+def _opened(conn: apsw.Connection, watcher: str, target: tuple[str, str], last_seen: int,
+            provenance: str, version: int, host: str | None, now: int) -> NoticeDescriptor:
+    """The descriptor of a notice this transaction opened, with its wake routed."""
+    wake = wake_eligible(watcher, provenance) and route_wake(conn, watcher, host, now)
+    return _descriptor(watcher, target, last_seen, provenance, version, wake=wake)
 
 
 def upsert_session(conn: apsw.Connection, cmd: UpsertSession, now: int) -> None:
@@ -134,7 +152,7 @@ def upsert_session(conn: apsw.Connection, cmd: UpsertSession, now: int) -> None:
 
 
 def record_event(
-    conn: apsw.Connection, cmd: RecordEvent, now: int, version: int
+    conn: apsw.Connection, cmd: RecordEvent, now: int, version: int, *, host: str | None = None,
 ) -> RecordOutcome:
     """Insert an event, bump the head and update cursors as one unit (anchor §3.2).
 
@@ -144,6 +162,8 @@ def record_event(
             shapes it first (``cmd.shape``).
         now: the clock, epoch ms.
         version: commit-order stamp for the notices this produces.
+        host: this process's host id, for routing wakes (``None``: wake here
+            unless another process hosts the watcher).
 
     Returns:
         The stored event (or the session's existing one on a ``dedupe_key``
@@ -199,7 +219,7 @@ def record_event(
             " spawned_by = coalesce(excluded.spawned_by, spawned_by)",
             (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, now, now),
         )
-    notices = _touch_cursors(conn, cmd, target, target_rows, int(sequence), now, version)
+    notices = _touch_cursors(conn, cmd, target, target_rows, int(sequence), now, version, host)
     # The stored row is exactly these values: build the event without reading it back.
     event = event_from_row((int(sequence), cmd.session_key, cmd.agent_id, cmd.session_id,
                             cmd.kind, cmd.actor_type, cmd.actor_id, cmd.run_id, occurred_at,
@@ -215,6 +235,7 @@ def _touch_cursors(
     sequence: int,
     now: int,
     version: int,
+    host: str | None,
 ) -> tuple[NoticeDescriptor, ...]:
     notices: list[NoticeDescriptor] = []
     if cmd.kind == "child_spawned":
@@ -237,7 +258,10 @@ def _touch_cursors(
         _write_cursor(conn, watcher, target, updated, provenance, now)
         if previous is None:
             _ensure_session(conn, watcher, agent_id_of(watcher), now)
-        notices.append(_descriptor(watcher, target, updated.last_seen, provenance, version))
+        if current is not None and cursors.is_pending(current):
+            continue  # the open notice covers it: its text (and wake) stay as they are
+        notices.append(_opened(conn, watcher, target, updated.last_seen, provenance, version,
+                               host, now))
     return tuple(notices)
 
 
@@ -281,34 +305,50 @@ def register_watch(
 
 
 def acknowledge(
-    conn: apsw.Connection, cmd: Acknowledge, now: int, version: int
+    conn: apsw.Connection, cmd: Acknowledge, now: int, version: int, *,
+    host: str | None = None,
 ) -> AckOutcome:
     """Acknowledge drained notices of ``cmd.watcher_key`` (anchor §3.7).
 
     Each named cursor moves ``last_seen`` to its frozen watermark; a pair that
     received material events in between gets exactly one follow-up
-    descriptor. Missing cursors are skipped.
+    descriptor. Missing cursors are skipped, and so are cursors whose open
+    notice is no longer the one the watcher was shown (``cmd.last_seen``):
+    the cursor is read inside this transaction, so two processes draining
+    one watcher at once never both consume a notice.
     """
     notices: list[NoticeDescriptor] = []
+    acknowledged: list[tuple[str, str]] = []
+    expected = dict(zip(cmd.targets, cmd.last_seen, strict=False)) if cmd.last_seen else {}
     for target in dict.fromkeys(cmd.targets):
         row = conn.execute(_SELECT_CURSOR, (cmd.watcher_key, *target)).fetchone()
         if row is None:
             continue
         current = cursors.Cursor(int(row[0]), int(row[1]), int(row[2]))
+        if expected and (current.last_seen != expected.get(target)
+                         or not cursors.is_pending(current)):
+            continue  # consumed (or replaced) elsewhere since it was shown
         updated, follow_up = cursors.acknowledge(current)
         _write_cursor(conn, cmd.watcher_key, target, updated, str(row[3]), now)
+        acknowledged.append(target)
         if follow_up is not None:
-            notices.append(_descriptor(cmd.watcher_key, target, follow_up, str(row[3]), version))
-    return AckOutcome(version=version, notices=tuple(notices))
+            notices.append(_opened(conn, cmd.watcher_key, target, follow_up, str(row[3]),
+                                   version, host, now))
+    return AckOutcome(version=version, notices=tuple(notices),
+                      acknowledged=tuple(acknowledged))
 
 
 def sweep(
-    conn: apsw.Connection, watcher_key: str | None, now: int, version: int
+    conn: apsw.Connection, watcher_key: str | None, now: int, version: int, *,
+    host: str | None = None,
 ) -> SweepOutcome:
     """Re-freeze every pending cursor and describe its notice (anchor §3.8).
 
     Only cursors whose watcher session still exists are swept. With
-    ``watcher_key`` only that watcher's cursors are considered.
+    ``watcher_key`` only that watcher's cursors are considered. Each
+    descriptor counts as newly opened (the restart sweep wakes, §3.8 step
+    4), so run it only when no other process has the log open: another
+    process may be between showing a notice and acknowledging it.
     """
     sql = (
         "SELECT c.watcher_session_key, c.target_session_key, c.target_agent_id,"
@@ -327,7 +367,8 @@ def sweep(
         target = (str(tkey), str(tagent))
         updated = cursors.refreeze(cursors.Cursor(int(ls), int(nt), int(mt)))
         _write_cursor(conn, str(watcher), target, updated, str(prov), now)
-        notices.append(_descriptor(str(watcher), target, updated.last_seen, str(prov), version))
+        notices.append(_opened(conn, str(watcher), target, updated.last_seen, str(prov),
+                               version, host, now))
     return SweepOutcome(notices=tuple(notices))
 
 

@@ -359,7 +359,9 @@ def test_a_lost_notice_heals_itself_on_the_next_material_event(
 
     assert _notices(gateway.pending_notices(WATCHER)) == [_notice(CHILD, seed)]
     assert gateway.pending_notices(WATCHER)[-1] == _notice(CHILD, seed)
-    assert wakes.calls == [WATCHER, WATCHER]
+    # Wakes are decided by the transaction that opened the notice, once across all
+    # processes; re-queueing it here after an overflow is not a new notice.
+    assert wakes.calls == [WATCHER]
 
 
 def test_pruning_by_row_cap_keeps_the_newest_rows_and_sequences_monotonic(

@@ -51,12 +51,13 @@ class Injected(RuntimeError):
 
 # name: (patch target, attribute, the call that hits it, ERROR line expected on `actors`)
 INJECTIONS: dict[str, tuple[object, str, str, str]] = {
-    "session-enqueue": (NoticeQueue, "enqueue_notice", "human_message",
-                        "SessionActor failed handling Enqueue"),
-    "cursor-publish": (actors._cursor, "notice_text", "human_message",
-                       "CursorActor failed handling Publish"),
+    "session-pending": (NoticeQueue, "reconcile", "pending",
+                        "SessionActor failed handling PendingTexts"),
+    "cursor-register": (actors._cursor, "submit", "watch",
+                        "CursorActor failed handling Register"),
     "session-drain": (NoticeQueue, "drain", "drain", "SessionActor failed handling Drain"),
 }
+OTHER_WATCHER = "agent:main:other-watcher"
 
 
 @pytest.fixture
@@ -74,10 +75,12 @@ def _spawn(gw: Gateway) -> str:
 
 
 def _trigger(gw: Gateway, how: str) -> tuple[str, Any]:
+    assert gw.human_message(CHILD, channel="before") is not None
     if how == "drain":
-        assert gw.human_message(CHILD, channel="before") is not None
         return bounded(partial(gw.drain, WATCHER))
-    return bounded(partial(gw.human_message, CHILD, channel="injected"))
+    if how == "pending":
+        return bounded(partial(gw.pending_notices, WATCHER))
+    return bounded(partial(gw.watch, OTHER_WATCHER, CHILD))
 
 
 def _errors(caplog: pytest.LogCaptureFixture, logger: str = "actors") -> list[str]:
@@ -100,15 +103,17 @@ def test_an_injected_actor_failure_is_logged_and_the_notice_comes_back(
     assert any(line in text for text in _errors(caplog)), _errors(caplog)
     assert outcome[0] in ("ok", "raised")
     assert gw.session_status(CHILD).state_version >= 2  # the event itself is durable
-    # The watcher's session actor still answers; a failed drain consumed nothing.
-    assert gw.pending_notices(WATCHER) == ([notice] if how == "drain" else [])
-    if recovery == "next_call" and how == "drain":
+    # The watcher's session actor still answers; a failed call consumed nothing.
+    assert gw.pending_notices(WATCHER) == [notice]
+    assert wakes.calls == [WATCHER]  # the producer's wake ran before the failure
+    if recovery == "next_call" and how == "watch":
+        assert gw.watch(OTHER_WATCHER, CHILD) is True  # the retried watch works
+        assert gw.human_message(CHILD, channel="later") is not None
+        assert len(gw.pending_notices(OTHER_WATCHER)) == 1
+    elif recovery == "next_call":
         assert gw.drain(WATCHER) == [notice]  # the retried drain works
         assert gw.human_message(CHILD, channel="later") is not None
         assert len(gw.pending_notices(WATCHER)) == 1
-    elif recovery == "next_call":
-        assert gw.human_message(CHILD, channel="later") is not None
-        assert gw.pending_notices(WATCHER) == [notice]  # the next material event
         assert wakes.calls[-1:] == [WATCHER]
     else:
         gw.close()
@@ -127,10 +132,11 @@ def test_an_injected_actor_failure_reaches_the_caller_only_as_a_documented_resul
     with raise_once(target, name, Injected(where), monkeypatch):
         how_it_ended, value = _trigger(gw, how)
     print(f"actor failure {where}: caller got {how_it_ended} {type(value).__name__}")
-    if how == "drain":
+    if how in ("drain", "pending"):
         assert how_it_ended == "ok" or isinstance(value, SessionStateError), value
-    else:  # producers never raise: they return the event or None
+    else:  # watch never raises for an internal failure: it answers False
         assert how_it_ended == "ok", value
+        assert value is False
 
 
 @pytest.mark.parametrize("error", [RuntimeError, SystemExit])
@@ -197,7 +203,7 @@ def test_a_stuck_on_wake_times_out_into_a_logged_result_and_no_caller_waits_fore
         assert outcome[0] == "ok"
         assert outcome[1] is not None
         assert elapsed < 4 * config.ask_timeout_s
-        assert any("publishing a notice failed" in text
+        assert any("waking agent:main:main failed" in text
                    for text in log_lines(caplog, "actors"))
         assert gw.pending_notices(WATCHER) == [notice]
     finally:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
-import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput
-from actors._messages import Enqueue, PendingTexts
 from actors._notices import notice_text
-from actors._session import SessionActor
 from actors.errors import (
     ArgumentTypeError,
     GatewayClosed,
@@ -23,7 +19,6 @@ from actors.errors import (
     InvalidSessionKey,
     ReentrantCall,
 )
-from persistence import NoticeDescriptor
 from tests.conftest import CHILD, GROUP, WATCHER, FakeClock, WakeRecorder
 
 TIMEOUT = 5.0
@@ -220,26 +215,6 @@ def test_evicted_cursor_actors_restart_without_losing_notices(
     assert sorted(gw.pending_notices(WATCHER)) == sorted(notice_text(t, 0) for t in targets)
     assert len(gw.drain(WATCHER)) == 6
     assert len(gw.pending_notices(WATCHER)) == 6  # one follow-up per pair
-
-
-def test_the_session_actor_ignores_a_notice_state_older_than_one_it_applied() -> None:
-    dummy: Any = pykka.ThreadingFuture()
-    ref = SessionActor.start(WATCHER, "main", persistence=dummy, queue_limit=20,
-                             timeout=TIMEOUT)
-    try:
-        def state(version: int, last_seen: int, pending: bool = True) -> Enqueue:
-            d = NoticeDescriptor(watcher_key=WATCHER, target_key=PEER, target_agent_id="main",
-                                 last_seen=last_seen, queue_only=False, pending=pending,
-                                 version=version)
-            return Enqueue(descriptor=d, text=notice_text(PEER, last_seen))
-
-        assert ref.ask(state(5, 9), timeout=TIMEOUT) is True
-        assert ref.ask(state(3, 4), timeout=TIMEOUT) is False  # stale: older commit
-        assert ref.ask(PendingTexts(), timeout=TIMEOUT) == (notice_text(PEER, 9),)
-        assert ref.ask(state(6, 9, pending=False), timeout=TIMEOUT) is False
-        assert ref.ask(PendingTexts(), timeout=TIMEOUT) == ()
-    finally:
-        ref.stop(block=True, timeout=TIMEOUT)
 
 
 def test_producers_from_many_threads_each_return_their_own_event(gateway: Gateway) -> None:

@@ -31,7 +31,7 @@ def test_the_command_union_covers_every_persistence_command() -> None:
 
 
 def test_messages_are_frozen_and_round_trip_through_their_decoder() -> None:
-    message = am.Withdraw(target=("agent:main:x", "main"), version=3)
+    message = am.EnqueueEvent(text="Cron completed", context_key="cron:1")
     assert am.session_decoder.decode(msgspec.json.encode(message)) == message
     command = pm.Acknowledge(watcher_key="agent:main:main", targets=(("agent:main:x", "main"),))
     assert pm.command_decoder.decode(msgspec.json.encode(command)) == command

@@ -21,7 +21,7 @@ import pytest
 
 from actors import Gateway, GatewayConfig
 from actors._notices import notice_text
-from actors.errors import ArgumentTypeError, DatabaseBusy, InvalidSessionKey
+from actors.errors import ArgumentTypeError, InvalidSessionKey
 from persistence import prepare_path
 from tests.conftest import CHILD, DAY_MS, WATCHER, FakeClock
 
@@ -78,25 +78,45 @@ def test_keyboard_interrupt_in_on_wake_does_not_stop_other_actors(
         bystander.stop(block=True, timeout=TIMEOUT)
 
 
-def test_a_second_gateway_on_the_same_database_is_refused(
+def _cursor_row(db_path: Path) -> tuple[int, int, int]:
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        row = conn.execute(
+            "SELECT last_seen_sequence, notified_sequence, material_sequence"
+            " FROM session_watch_cursors WHERE watcher_session_key = ?", (WATCHER,)).fetchone()
+    finally:
+        conn.close()
+    assert row is not None
+    return (int(row[0]), int(row[1]), int(row[2]))
+
+
+def test_a_second_gateway_beside_the_first_never_refreezes_its_cursors(
     open_gateway: Callable[..., Gateway], db_path: Path,
 ) -> None:
+    # Once the fix was an owner lock (DatabaseBusy); now any number of gateways
+    # may open one database, and only one that finds itself alone sweeps.
     gw = open_gateway()
-    gw.spawn_subagent(WATCHER, CHILD, run_id="r")
+    spawned = gw.spawn_subagent(WATCHER, CHILD, run_id="r")
+    assert spawned is not None
     for _ in range(4):
         gw.human_message(CHILD, channel="c")
-    with pytest.raises(DatabaseBusy):
-        Gateway.open(db_path, monitor=False)
-    code = (f"from actors import Gateway\nfrom actors.errors import DatabaseBusy\n"
-            f"try:\n    Gateway.open({str(db_path)!r}, monitor=False)\n"
-            f"except DatabaseBusy:\n    raise SystemExit(7)\n")
+    shown = gw.pending_notices(WATCHER)
+    before = _cursor_row(db_path)
+    assert before[1] < before[2]  # the frozen watermark is behind the material one
+    second = Gateway.open(db_path, monitor=False)
+    try:
+        assert second.pending_notices(WATCHER) == shown
+    finally:
+        second.close()
+    code = (f"from actors import Gateway\n"
+            f"Gateway.open({str(db_path)!r}, monitor=False).close()\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     assert subprocess.run([sys.executable, "-c", code], env=env, timeout=TIMEOUT,
-                          check=False).returncode == 7
-    gw.drain(WATCHER)
+                          check=False).returncode == 0
+    assert _cursor_row(db_path) == before
+    assert gw.drain(WATCHER) == shown
     assert len(gw.pending_notices(WATCHER)) == 1  # the follow-up survived
     gw.close()
-    open_gateway().close()  # the lock is released on close
 
 
 def test_querying_many_unknown_keys_starts_no_threads(gateway: Gateway) -> None:

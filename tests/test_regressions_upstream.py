@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors.errors import ArgumentTypeError, DatabaseBusy, InvalidArgument, InvalidSessionKey
+from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
 from actors.upstream._classify import classify_units
 from tests._upstream_rows import claude_user, pi_header, pi_user
 from tests.conftest import DAY_MS, WATCHER, FakeClock
@@ -238,10 +238,17 @@ def test_pending_watches_survive_expiry_and_dormant_ones_do_not(
     assert gw.human_message("agent:main:quiet", channel="x") is None  # its watch expired
 
 
-def test_an_alias_of_an_open_database_is_refused(open_gateway: Callable[..., Gateway],
-                                                 db_path: Path) -> None:
-    open_gateway()
+def test_an_alias_of_an_open_database_finds_the_gateway_already_there(
+        open_gateway: Callable[..., Gateway], db_path: Path) -> None:
+    gw = open_gateway()
+    spawned = gw.spawn_subagent("agent:main:main", "agent:main:subagent:c", run_id="r")
+    assert spawned is not None
+    for _ in range(3):
+        gw.human_message("agent:main:subagent:c", channel="c")
     alias = db_path.with_name("alias.sqlite")
     os.symlink(db_path, alias)
-    with pytest.raises(DatabaseBusy):
-        Gateway.open(alias, monitor=False)
+    other = Gateway.open(alias, monitor=False)  # the same presence lock: not alone
+    other.close()
+    gw.drain("agent:main:main")
+    # Not re-frozen by the alias's open: the drain leaves exactly one follow-up.
+    assert len(gw.pending_notices("agent:main:main")) == 1

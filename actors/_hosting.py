@@ -1,0 +1,202 @@
+"""Hosting: which watchers this process runs, and the change probe that wakes them.
+
+A process declares the watchers whose agent loop it runs (``Gateway.open(...,
+hosts=...)`` or ``Gateway.host``). Each is a durable lease in the signal log,
+renewed every third of ``lease_ms``. A producer in another process that opens
+a notice for a hosted watcher addresses a wake row to it instead of waking
+locally (:mod:`persistence._leases`); this process finds the row with a cheap
+probe (``PRAGMA data_version`` on its own connection, then the wake table's
+newest id, never a table scan), claims it in one transaction and calls
+``on_wake``. Claiming deletes the row, so exactly one host gets each wake.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+import pykka
+
+from persistence import ClaimWakes, HostWatchers, RenewLeases, StorageError, submit
+from persistence._leases import wake_high_water
+from persistence._schema import open_connection
+
+__all__ = ["Hosting"]
+
+logger = logging.getLogger(__name__)
+
+_PROBE_ERRORS = (StorageError, apsw.Error, pykka.Timeout, pykka.ActorDeadError)
+
+
+class Hosting:
+    """This process's hosting leases and the probe that delivers wakes addressed to them.
+
+    Args:
+        path: the database file (the probe opens one read-only connection).
+        persistence: the persistence actor (leases and claims are writes).
+        host_id: this gateway's id in the leases.
+        clock: ``() -> int`` epoch ms; lease expiries use it.
+        lease_ms: lease duration in ms.
+        probe_interval_ms: probe period of the background thread, in ms.
+        timeout: seconds each write may take.
+        wake: calls ``on_wake`` for a watcher (through the waker actor).
+        busy_timeout_ms, vfs: as for the gateway's connections.
+
+    Thread-safe. The probe thread (``ssa-hosting``, a daemon) starts with the
+    first hosted watcher and stops in :meth:`stop`.
+    """
+
+    def __init__(self, *, path: str, persistence: pykka.ActorRef[Any], host_id: str,
+                 clock: Callable[[], int], lease_ms: int, probe_interval_ms: int,
+                 timeout: float, wake: Callable[[str], None], busy_timeout_ms: int = 5000,
+                 vfs: str | None = None) -> None:
+        self._path = path
+        self._persistence = persistence
+        self.host_id = host_id
+        self._clock = clock
+        self._lease_ms = lease_ms
+        self._interval_s = probe_interval_ms / 1000
+        self._timeout = timeout
+        self._wake = wake
+        self._busy_timeout_ms = busy_timeout_ms
+        self._vfs = vfs
+        self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()
+        self._watchers: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: apsw.Connection | None = None
+        self._data_version: int | None = None
+        self._high_water = 0
+        self._failing = False
+        self.probes = 0
+        """Probes run so far (for benchmarks and tests)."""
+
+    @property
+    def watchers(self) -> frozenset[str]:
+        """The watchers this process hosts (any thread; non-blocking)."""
+        with self._lock:
+            return frozenset(self._watchers)
+
+    def host(self, watchers: tuple[str, ...]) -> int:
+        """Take the hosting leases of ``watchers`` and deliver wakes left for them.
+
+        Wakes addressed to these watchers that no live host claimed (their
+        host died) are claimed and woken now. Blocks on one or two writes.
+
+        Returns:
+            How many such left-over wakes were delivered.
+
+        Raises:
+            StorageError: the lease could not be written.
+        """
+        submit(self._persistence, HostWatchers(
+            host_id=self.host_id, watchers=watchers,
+            expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
+        with self._lock:
+            self._watchers.update(watchers)
+            start = self._thread is None and not self._stop.is_set()
+            if start:
+                self._thread = threading.Thread(target=self._run, name="ssa-hosting",
+                                                daemon=True)
+        if start and self._thread is not None:
+            self._thread.start()
+        return self.claim()
+
+    def unhost(self, watchers: tuple[str, ...]) -> None:
+        """Drop the hosting leases of ``watchers`` (their wakes then run where caused).
+
+        Raises:
+            StorageError: the lease could not be written.
+        """
+        with self._lock:
+            self._watchers.difference_update(watchers)
+        submit(self._persistence, HostWatchers(
+            host_id=self.host_id, watchers=watchers, expires_at=0, release=True),
+            timeout=self._timeout)
+
+    def probe(self) -> int:
+        """One probe: if another connection committed and a wake row is new, claim.
+
+        Returns:
+            How many wakes were delivered. Blocks on one read (and a write
+            when there is something to claim). Any thread.
+        """
+        with self._probe_lock:
+            if self._conn is None:
+                self._conn = open_connection(self._path, busy_timeout_ms=self._busy_timeout_ms,
+                                             vfs=self._vfs)
+            self.probes += 1
+            version = int(self._conn.pragma("data_version"))
+            if version == self._data_version:
+                return 0
+            self._data_version = version
+            high = wake_high_water(self._conn)
+            if high <= self._high_water:
+                return 0
+            self._high_water = high
+        return self.claim()
+
+    def claim(self) -> int:
+        """Claim and wake every wake addressed to a watcher this process hosts.
+
+        Returns:
+            How many wakes were delivered (one ``on_wake`` each).
+        """
+        if not self.watchers:
+            return 0
+        claimed: tuple[str, ...] = submit(self._persistence, ClaimWakes(host_id=self.host_id),
+                                          timeout=self._timeout)
+        for watcher in claimed:
+            self._wake(watcher)
+        return len(claimed)
+
+    def renew(self) -> None:
+        """Extend every hosting lease of this process by ``lease_ms`` (blocks on a write)."""
+        submit(self._persistence, RenewLeases(
+            host_id=self.host_id, expires_at=self._clock() + self._lease_ms),
+            timeout=self._timeout)
+
+    def _run(self) -> None:
+        renew_every = self._lease_ms / 3000
+        next_renew = time.monotonic() + renew_every
+        while not self._stop.wait(self._interval_s):
+            try:
+                self.probe()
+                if time.monotonic() >= next_renew:
+                    next_renew = time.monotonic() + renew_every
+                    self.renew()
+            except _PROBE_ERRORS as exc:
+                level = logging.DEBUG if self._failing else logging.WARNING
+                self._failing = True
+                logger.log(level, "the hosting probe failed (retrying): %s: %s",
+                           type(exc).__name__, exc)
+                continue
+            except Exception:
+                logger.exception("the hosting probe failed (retrying)")
+                continue
+            if self._failing:
+                self._failing = False
+                logger.info("the hosting probe works again")
+
+    def stop(self, timeout: float) -> int:
+        """Stop the probe thread and close its connection; returns 1 if it was stuck.
+
+        The leases stay in the log until :class:`~persistence.ReleaseLeases`
+        drops them (``close`` does) or they lapse.
+        """
+        self._stop.set()
+        thread = self._thread
+        stuck = 0
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            stuck = int(thread.is_alive())
+        with self._probe_lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        return stuck

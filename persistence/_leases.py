@@ -1,0 +1,137 @@
+"""Leases shared by the processes of one signal log: hosting, wakes, upstream scans.
+
+Plain functions over an APSW connection, run inside a write transaction the
+caller opened (or, for the ``read_*`` helpers, in any connection). A lease
+is a row with an owner and an expiry in epoch ms (the gateway's clock); a
+process that dies simply stops renewing it, so it lapses in bounded time.
+
+* **Hosting** (``session_hosts``): a process that runs a watcher's agent
+  loop declares it with a lease per watcher. A producer that opens a notice
+  for a watcher hosted by a *live other* process does not wake locally: it
+  adds a row to ``session_wakes`` in the same transaction, and one host
+  claims it (``DELETE ... RETURNING``, so exactly one claimant gets it).
+* **Scans** (``session_upstream_links.lease_owner``): at most one process
+  scans a link at a time; the scan's compare-and-set commit keeps a turn
+  from counting twice even if two processes raced anyway.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+__all__ = [
+    "claim_link",
+    "claim_wakes",
+    "clear_all_leases",
+    "link_lease",
+    "release_leases",
+    "renew_hosts",
+    "route_wake",
+    "set_hosts",
+    "wake_high_water",
+]
+
+
+def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int) -> bool:
+    """Decide where the wake of a newly opened notice for ``watcher`` runs.
+
+    Args:
+        conn: the write connection, inside the transaction that opened it.
+        watcher: the watcher session key.
+        host: this process's host id (``None``: it hosts nothing).
+        now: epoch ms.
+
+    Returns:
+        ``True`` when this process calls ``on_wake`` (it hosts the watcher, or
+        no live process does); ``False`` when a wake row was added for the
+        live hosts of another process to claim.
+    """
+    hosts = [str(h) for (h,) in conn.execute(
+        "SELECT host_id FROM session_hosts WHERE watcher_session_key = ? AND expires_at > ?",
+        (watcher, now))]
+    if not hosts or host in hosts:
+        return True
+    conn.execute("INSERT INTO session_wakes (watcher_session_key, created_at) VALUES (?, ?)",
+                 (watcher, now))
+    return False
+
+
+def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expires_at: int,
+              *, release: bool = False) -> None:
+    """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``."""
+    for watcher in dict.fromkeys(watchers):
+        if release:
+            conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
+                         " AND host_id = ?", (watcher, host))
+        else:
+            conn.execute(
+                "INSERT INTO session_hosts (watcher_session_key, host_id, expires_at)"
+                " VALUES (?, ?, ?) ON CONFLICT (watcher_session_key, host_id)"
+                " DO UPDATE SET expires_at = excluded.expires_at", (watcher, host, expires_at))
+
+
+def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
+    """Extend every hosting lease of ``host`` to ``expires_at``; returns how many."""
+    conn.execute("UPDATE session_hosts SET expires_at = ? WHERE host_id = ?",
+                 (expires_at, host))
+    return conn.changes()
+
+
+def claim_wakes(conn: apsw.Connection, host: str, now: int) -> tuple[str, ...]:
+    """Take every wake addressed to a watcher ``host`` holds a live lease on.
+
+    Returns:
+        One watcher key per claimed wake, oldest first (a watcher appears once
+        per newly opened notice). Each row is claimed by exactly one process.
+    """
+    rows = conn.execute(
+        "DELETE FROM session_wakes WHERE watcher_session_key IN (SELECT watcher_session_key"
+        " FROM session_hosts WHERE host_id = ? AND expires_at > ?)"
+        " RETURNING id, watcher_session_key", (host, now)).fetchall()
+    return tuple(str(w) for _id, w in sorted(rows))
+
+
+def wake_high_water(conn: apsw.Connection) -> int:
+    """The newest wake row's id (0 when there is none): a cheap "anything new?" probe."""
+    value = conn.execute("SELECT max(id) FROM session_wakes").get
+    return int(value) if value is not None else 0
+
+
+def claim_link(conn: apsw.Connection, key: str, agent_id: str, owner: str, now: int,
+               expires_at: int) -> bool:
+    """Take or renew the scan lease of a link: free, lapsed or already ``owner``'s.
+
+    Returns:
+        Whether ``owner`` now holds it (``False`` also when the link is gone).
+    """
+    conn.execute(
+        "UPDATE session_upstream_links SET lease_owner = ?, lease_expires_at = ?"
+        " WHERE session_key = ? AND agent_id = ?"
+        " AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
+        (owner, expires_at, key, agent_id, owner, now))
+    return conn.changes() > 0
+
+
+def link_lease(conn: apsw.Connection, key: str, agent_id: str) -> tuple[str | None, int]:
+    """``(owner, expires_at)`` of a link's scan lease (``(None, 0)``: free or no link)."""
+    row = conn.execute(
+        "SELECT lease_owner, lease_expires_at FROM session_upstream_links"
+        " WHERE session_key = ? AND agent_id = ?", (key, agent_id)).fetchone()
+    if row is None or row[0] is None:
+        return None, 0
+    return str(row[0]), int(row[1])
+
+
+def release_leases(conn: apsw.Connection, host: str) -> None:
+    """Drop every lease ``host`` holds (a clean close: others take over at once)."""
+    conn.execute("DELETE FROM session_hosts WHERE host_id = ?", (host,))
+    conn.execute("UPDATE session_upstream_links SET lease_owner = NULL, lease_expires_at = 0"
+                 " WHERE lease_owner = ?", (host,))
+
+
+def clear_all_leases(conn: apsw.Connection) -> None:
+    """Forget every lease and unclaimed wake: only when no other process has the log open."""
+    conn.execute("DELETE FROM session_hosts")
+    conn.execute("DELETE FROM session_wakes")
+    conn.execute("UPDATE session_upstream_links SET lease_owner = NULL, lease_expires_at = 0"
+                 " WHERE lease_owner IS NOT NULL")
