@@ -1,0 +1,371 @@
+"""Many gateway processes on one SQLite signal log (issue 9), with real processes.
+
+Each child is a ``spawn``-started process holding its own ``Gateway`` on the
+same file (:mod:`tests._proc_worker`); the test sends it one call at a time,
+so every interleaving below is exact. Every wait is bounded (the worker's
+``REPLY_TIMEOUT_S``, below pytest-timeout's limit), and every child is closed
+or killed and joined before the test ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from actors._notices import notice_text
+from tests._proc_worker import Worker
+from tests._upstream_rows import claude_assistant, claude_user
+
+WATCHER = "agent:main:main"
+TARGET = "agent:main:worker"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "state.sqlite"
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.close()
+    assert not any(w.process.is_alive() for w in started)
+
+
+def _start(workers: list[Worker], db: Path, **options: object) -> Worker:
+    worker = Worker(db, **options)
+    workers.append(worker)
+    return worker
+
+
+def _cursor(db: Path, watcher: str, target: str) -> tuple[int, int, int] | None:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        row = conn.execute(
+            "SELECT last_seen_sequence, notified_sequence, material_sequence"
+            " FROM session_watch_cursors WHERE watcher_session_key = ?"
+            " AND target_session_key = ?", (watcher, target)).fetchone()
+    finally:
+        conn.close()
+    return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+
+def test_three_producer_processes_give_one_notice_and_one_wake_in_the_hosting_process(
+    db: Path, workers: list[Worker],
+) -> None:
+    host = _start(workers, db, hosts=[WATCHER])
+    assert host.call("watch", WATCHER, TARGET) is True
+    base = host.call("version", TARGET)
+    producers = [_start(workers, db) for _ in range(3)]
+    for producer in producers:
+        producer.send("burst", TARGET, 20)  # twenty rapid changes each, all at once
+    returned = [s for p in producers for s in p.recv()[1]]
+    assert None not in returned
+    assert len(set(returned)) == 60
+    notice = notice_text(TARGET, base)
+
+    # One notice, the same bytes, in every process; one wake, in the host.
+    for worker in (host, *producers):
+        assert worker.call("pending", WATCHER) == [notice]
+    assert [w for w, _t in host.call("wait_wakes", 1, 10.0)] == [WATCHER]
+    assert all(p.call("wakes") == [] for p in producers)
+
+    # changesSince from any process returns every event.
+    for worker in (host, *producers):
+        assert worker.call("status", TARGET, base) == sorted(returned)
+
+    # Drain in the host: the changes after the first one interleaved (the notice
+    # froze at the first), so exactly one follow-up opens, seen everywhere.
+    assert host.call("drain", WATCHER) == [notice]
+    follow_up = notice_text(TARGET, min(returned))
+    for worker in (host, *producers):
+        assert worker.call("pending", WATCHER) == [follow_up]
+
+    # A process opened afterwards drains it; no process shows it again.
+    late = _start(workers, db)
+    assert late.call("drain", WATCHER) == [follow_up]
+    for worker in (host, *producers, late):
+        assert worker.call("pending", WATCHER) == []
+        assert worker.call("drain", WATCHER) == []
+
+    # More changes from another process: exactly one new notice, everywhere.
+    again = producers[0].call("burst", TARGET, 5)
+    for worker in (host, *producers, late):
+        assert worker.call("pending", WATCHER) == [notice_text(TARGET, max(returned))]
+    assert len(again) == 5
+    # Three notices were opened in all (the first, the follow-up, the last): one
+    # wake each, all in the hosting process.
+    woken = [w for w, _t in host.call("wait_wakes", 3, 10.0)]
+    assert woken == [WATCHER] * 3
+    assert all(w.call("wakes") == [] for w in (*producers, late))
+    print("processes: 3 producers x 20 changes -> 1 notice, 1 follow-up, 1 more notice, "
+          "3 wakes, all in the hosting process")
+
+
+def test_a_drain_in_one_process_is_gone_from_every_other_at_once(
+    db: Path, workers: list[Worker],
+) -> None:
+    a, b = _start(workers, db), _start(workers, db)
+    assert a.call("watch", WATCHER, TARGET)
+    first = b.call("human", TARGET)
+    for _ in range(2):
+        assert b.call("human", TARGET) is not None
+    shown = a.call("pending", WATCHER)
+    assert shown == [notice_text(TARGET, 0)]
+    assert b.call("drain", WATCHER) == shown
+    # The very next call in A (no wait at all) shows only the follow-up.
+    assert a.call("pending", WATCHER) == [notice_text(TARGET, first)]
+
+
+def test_concurrent_drains_in_two_processes_consume_each_notice_once(
+    db: Path, workers: list[Worker],
+) -> None:
+    a, b = _start(workers, db), _start(workers, db)
+    targets = [f"agent:main:t{i}" for i in range(6)]
+    for target in targets:
+        assert a.call("watch", WATCHER, target)
+    consumed: list[str] = []
+    for _round in range(15):
+        for target in targets:
+            assert (a if _round % 2 else b).call("human", target) is not None
+        a.send("drain", WATCHER)
+        b.send("drain", WATCHER)  # both drains race for the same open notices
+        for worker in (a, b):
+            status, texts = worker.recv()
+            assert status == "ok"
+            consumed.extend(texts)
+    consumed.extend(a.call("drain", WATCHER))
+    assert len(consumed) == len(set(consumed)), "a notice was consumed twice"
+    assert a.call("pending", WATCHER) == b.call("pending", WATCHER) == []
+    print(f"processes: 2 racing drains x 15 rounds x 6 pairs: {len(consumed)} notices, "
+          "each consumed once")
+
+
+def test_killing_a_producer_mid_burst_loses_nothing_it_returned(
+    db: Path, workers: list[Worker],
+) -> None:
+    watcher = _start(workers, db)
+    assert watcher.call("watch", WATCHER, TARGET)
+    base = watcher.call("version", TARGET)
+    victim = Worker(db)
+    victim.send("burst_report", TARGET, 500)
+    seen: list[int] = []
+    while len(seen) < 25:
+        kind, value = victim.recv()
+        assert kind == "seq"
+        seen.append(value)
+    victim.kill()
+    stored = watcher.call("status", TARGET, base)
+    assert set(seen) <= set(stored)
+    assert watcher.call("pending", WATCHER) == [notice_text(TARGET, base)]
+    other = _start(workers, db)  # a process opened after the kill sees the same
+    assert other.call("pending", WATCHER) == [notice_text(TARGET, base)]
+    print(f"processes: SIGKILL after {len(seen)} returned records ({len(stored)} stored): "
+          "none lost, one notice")
+
+
+def test_wakes_follow_the_hosting_lease_and_return_to_the_producer_when_it_lapses(
+    db: Path, workers: list[Worker],
+) -> None:
+    host = Worker(db, hosts=[WATCHER])
+    producer = _start(workers, db)
+    assert producer.call("watch", WATCHER, TARGET)
+    assert producer.call("human", TARGET) is not None
+    assert [w for w, _t in host.call("wait_wakes", 1, 10.0)] == [WATCHER]
+    assert producer.call("wakes") == []
+    assert producer.call("drain", WATCHER) != []
+    host.kill()  # its lease stays in the log until it lapses
+    # A producer whose clock is past the lease's expiry wakes locally again.
+    later = _start(workers, db, clock_offset_ms=60_000)
+    assert later.call("human", TARGET) is not None
+    assert [w for w, _t in later.call("wakes")] == [WATCHER]
+    # A producer that still sees the dead host's lease addresses the wake to it;
+    # the next process that hosts the watcher takes that wake over.
+    assert later.call("drain", WATCHER) != []
+    assert producer.call("human", TARGET) is not None
+    assert producer.call("wakes") == []
+    successor = _start(workers, db, hosts=[WATCHER])
+    assert [w for w, _t in successor.call("wait_wakes", 1, 10.0)] == [WATCHER]
+
+
+def test_an_unhosted_watcher_is_woken_in_the_process_of_the_producer(
+    db: Path, workers: list[Worker],
+) -> None:
+    a, b = _start(workers, db), _start(workers, db)
+    assert a.call("watch", WATCHER, TARGET)
+    assert b.call("human", TARGET) is not None
+    assert [w for w, _t in b.call("wakes")] == [WATCHER]
+    assert a.call("wakes") == []
+
+
+def test_two_monitoring_processes_count_each_typed_turn_once(
+    db: Path, workers: list[Worker], tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "projects" / "-work" / "0b6c2a3e-5f0a-4c1e-9a57-3f1f7c1a2b3c.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    key = "agent:main:claude:one"
+    # Leases of 1 ms lapse before the other monitor looks, so both scan nearly
+    # every time: only the compare-and-set commit keeps a turn from counting twice.
+    a = _start(workers, db, config={"lease_ms": 1})
+    b = _start(workers, db, config={"lease_ms": 1})
+    a.call("adopt", key, "claude", str(transcript), WATCHER)
+    b.call("adopt", key, "claude", str(transcript), WATCHER)
+    turns = 12
+    counted: list[int] = []
+    for i in range(turns):
+        with transcript.open("ab") as handle:
+            handle.write(claude_user(f"typed {i}") + claude_assistant("ok"))
+        a.send("scan")
+        b.send("scan")
+        for worker in (a, b):
+            status, events = worker.recv()
+            assert status == "ok"
+            counted.extend(events)
+    counted.extend(a.call("scan"))
+    counted.extend(b.call("scan"))
+    assert len(counted) == len(set(counted)) == turns
+    stored = a.call("status", key, 0)
+    assert len(stored) == turns + 1  # the adoption event, then one per typed turn
+    print(f"processes: 2 monitors racing over {turns} typed turns: counted {len(counted)}")
+
+
+def test_a_scan_lease_keeps_the_second_monitor_off_the_link(
+    db: Path, workers: list[Worker], tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "projects" / "-work" / "1c7d3b4f-6a1b-4d2f-8b68-4a2a8d2b3c4d.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    key = "agent:main:claude:two"
+    a, b = _start(workers, db), _start(workers, db)
+    a.call("adopt", key, "claude", str(transcript), WATCHER)  # a holds the new link's lease
+    b.call("adopt", key, "claude", str(transcript), WATCHER)
+    with transcript.open("ab") as handle:
+        handle.write(claude_user("typed") + claude_assistant("ok"))
+    assert b.call("scan") == []  # leased to a, which is alive
+    assert len(a.call("scan")) == 1
+    assert b.call("scan") == []
+    # a dies mid-life holding the lease; once it lapses, b takes the link over.
+    a.kill()
+    workers.remove(a)
+    c = _start(workers, db, clock_offset_ms=3_600_000)
+    with transcript.open("ab") as handle:
+        handle.write(claude_user("typed again") + claude_assistant("ok"))
+    assert len(c.call("scan")) == 1
+    assert len(c.call("status", key, 0)) == 3
+
+
+OPS = st.lists(st.tuples(
+    st.sampled_from(["record", "record", "record", "drain", "drain", "reset", "delete",
+                     "watch"]),
+    st.integers(0, 2),  # which process
+    st.integers(0, 1),  # which watcher
+    st.integers(0, 1),  # which target
+), min_size=1, max_size=30)
+
+
+class _Model:
+    """What the property test checks after every step, from the database itself."""
+
+    def __init__(self, db: Path, prefix: str) -> None:
+        self.db = db
+        self.watchers = [f"agent:main:{prefix}w{i}" for i in range(2)]
+        self.targets = [f"agent:main:{prefix}t{i}" for i in range(2)]
+        self.acked: dict[tuple[str, str], int] = {}
+        self.drained: set[tuple[str, str]] = set()
+        """``(watcher, text)`` drained so far: a second drain of one is a double delivery."""
+
+    def forget_watcher(self, watcher: str) -> None:
+        for pair in [p for p in self.acked if p[0] == watcher]:
+            del self.acked[pair]
+        self.drained = {d for d in self.drained if d[0] != watcher}
+
+    def forget_target(self, target: str) -> None:
+        # Its history is gone: a new watch may start from version 0 again.
+        for pair in [p for p in self.acked if p[1] == target]:
+            del self.acked[pair]
+        self.drained = {d for d in self.drained if f'"{target}"' not in d[1]}
+
+    def check(self, procs: list[Worker]) -> None:
+        for watcher in self.watchers:
+            for proc in procs:
+                texts = proc.call("pending", watcher)
+                per_target = [t for t in self.targets
+                              if any(f'"{t}"' in text for text in texts)]
+                assert len(texts) == len(per_target), texts  # at most one per pair
+            for target in self.targets:
+                cursor = _cursor(self.db, watcher, target)
+                if cursor is None:
+                    continue
+                before = self.acked.get((watcher, target), 0)
+                assert cursor[0] >= before, "an acknowledged position went back"
+                self.acked[(watcher, target)] = cursor[0]
+
+
+@pytest.fixture(scope="module")
+def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Worker]]]:
+    db = tmp_path_factory.mktemp("property") / "state.sqlite"
+    procs = [Worker(db) for _ in range(3)]
+    yield db, procs
+    for proc in procs:
+        proc.close()
+
+
+_examples = iter(range(1_000_000))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_random_interleavings_across_processes_keep_the_cursor_invariants(
+    trio: tuple[Path, list[Worker]], ops: list[tuple[str, int, int, int]],
+) -> None:
+    db, procs = trio
+    model = _Model(db, f"p{next(_examples)}")
+    for watcher, target in zip(model.watchers, model.targets, strict=True):
+        assert procs[0].call("watch", watcher, target)
+    for verb, which, w, t in ops:
+        proc, watcher, target = procs[which], model.watchers[w], model.targets[t]
+        if verb == "record":
+            assert proc.call("human", target) is not None
+        elif verb == "drain":
+            drained = {(watcher, text) for text in proc.call("drain", watcher)}
+            assert not drained & model.drained, "a notice was drained twice"
+            model.drained |= drained
+        elif verb == "reset":
+            proc.call("reset", watcher)
+            model.forget_watcher(watcher)
+        elif verb == "delete":
+            proc.call("delete", target)
+            model.forget_target(target)
+        else:
+            proc.call("watch", watcher, target)
+        model.check(procs)
+
+
+def test_a_watch_race_between_processes_registers_one_cursor(
+    db: Path, workers: list[Worker],
+) -> None:
+    procs = [_start(workers, db) for _ in range(3)]
+    barrier = threading.Barrier(3, timeout=10)
+    answers: list[object] = []
+
+    def watch(proc: Worker) -> None:
+        barrier.wait()
+        answers.append(proc.call("watch", WATCHER, TARGET))
+
+    threads = [threading.Thread(target=watch, args=(p,)) for p in procs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert answers == [True, True, True]
+    assert _cursor(db, WATCHER, TARGET) == (0, 0, 0)
