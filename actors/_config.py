@@ -58,7 +58,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             Hosting leases are renewed every third of it.
         probe_interval_ms: how often a process that hosts watchers checks
             the database for wakes other processes addressed to it, in ms
-            (one ``PRAGMA data_version``; see ``Gateway.host``).
+            (one ``PRAGMA data_version``; see ``Gateway.host``), while the
+            log changes; while it is idle the period backs off to three times
+            this, which bounds how late a wake is found.
     """
 
     scope: Literal["per-sender", "global"] = "per-sender"

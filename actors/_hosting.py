@@ -29,6 +29,8 @@ __all__ = ["Hosting"]
 
 logger = logging.getLogger(__name__)
 
+IDLE_FACTOR = 3
+"""While the log is idle the probe period grows to this many ``probe_interval_ms``."""
 _PROBE_ERRORS = (StorageError, apsw.Error, pykka.Timeout, pykka.ActorDeadError)
 
 
@@ -47,7 +49,10 @@ class Hosting:
         busy_timeout_ms, vfs: as for the gateway's connections.
 
     Thread-safe. The probe thread (``ssa-hosting``, a daemon) starts with the
-    first hosted watcher and stops in :meth:`stop`.
+    first hosted watcher and stops in :meth:`stop`. It probes every
+    ``probe_interval_ms`` while other connections commit and backs off to
+    :data:`IDLE_FACTOR` times that while none do, so a wake is found at most
+    ``IDLE_FACTOR * probe_interval_ms`` after its commit.
     """
 
     def __init__(self, *, path: str, persistence: pykka.ActorRef[Any], host_id: str,
@@ -164,9 +169,16 @@ class Hosting:
     def _run(self) -> None:
         renew_every = self._lease_ms / 3000
         next_renew = time.monotonic() + renew_every
-        while not self._stop.wait(self._interval_s):
+        interval = self._interval_s
+        while not self._stop.wait(interval):
             try:
+                # Probe every probe_interval while the log changes; while nothing
+                # does, back off to IDLE_FACTOR times it (the wake-up, not the probe,
+                # is what idling costs).
+                before = self._data_version
                 self.probe()
+                interval = (self._interval_s if self._data_version != before
+                            else min(interval * 1.5, self._interval_s * IDLE_FACTOR))
                 if time.monotonic() >= next_renew:
                     next_renew = time.monotonic() + renew_every
                     self.renew()

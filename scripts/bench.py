@@ -100,6 +100,7 @@ from persistence._prune import DAY_MS, prune  # noqa: E402
 from persistence._writes import record_event, register_watch, upsert_session  # noqa: E402
 from persistence.keys import agent_id_of  # noqa: E402
 from scripts import load_twenty  # noqa: E402
+from scripts.procs import Worker  # noqa: E402
 
 THREADS = 8
 """Producer threads of the concurrent runs."""
@@ -141,16 +142,21 @@ class Sizes:
     load_targets: int
     scale_watchers: int
     scale_targets: int
+    proc_events_per_thread: int
+    latency_rounds: int
+    idle_s: float
 
 
 FULL = Sizes(naive_events=8000, one_thread_events=4000, events_per_thread=1000,
              wake_rounds_per_thread=300, status_rows_small=1000, status_rows_large=50_000,
              status_calls=2000, prune_rows=50_000, prune_repeat=3, load_watchers=50,
-             load_targets=20, scale_watchers=1000, scale_targets=10)
+             load_targets=20, scale_watchers=1000, scale_targets=10,
+             proc_events_per_thread=400, latency_rounds=200, idle_s=5.0)
 QUICK = Sizes(naive_events=200, one_thread_events=100, events_per_thread=25,
               wake_rounds_per_thread=10, status_rows_small=1000, status_rows_large=5000,
               status_calls=100, prune_rows=5000, prune_repeat=1, load_watchers=5,
-              load_targets=4, scale_watchers=20, scale_targets=10)
+              load_targets=4, scale_watchers=20, scale_targets=10,
+              proc_events_per_thread=10, latency_rounds=8, idle_s=0.5)
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,7 @@ def row(section: int, figure: str, ours: float, baseline_figure: str,
     """Build one table row; at most one goal.
 
     Args:
-        section: the section number (1-7).
+        section: the section number (1-8).
         figure, ours: what we measured and its value.
         baseline_figure, baseline: the baseline measured in the same run.
         at_least, at_most: a goal on the ratio ``ours / baseline``.
@@ -831,6 +837,141 @@ def scale(directory: Path, watchers: int, targets: int) -> ScaleRun:
 # --- the run ---------------------------------------------------------------------------
 
 
+PROC_THREADS = 4
+"""Producer threads per process in section 8 (4 processes x 4 threads vs 1 x 16)."""
+ALL_THREADS = 16
+
+
+def process_recording(directory: Path, processes: int, threads: int,
+                      per_thread: int) -> Recording:
+    """Section 8: ``processes`` gateway processes on one file, ``threads`` producers each.
+
+    Every process is a ``spawn``-started child (:class:`scripts.procs.Worker`)
+    holding its own ``Gateway``; each thread records on its own watched pair.
+    All threads start at one agreed wall time; the figure runs from it to the
+    last thread's end. Blocks until every child answered (bounded).
+
+    Raises:
+        BenchError: a call recorded nothing.
+    """
+    path = directory / f"procs-{processes}x{threads}.sqlite"
+    workers: list[Worker] = []
+    try:
+        workers = [Worker(path) for _ in range(processes)]
+        go = time.time() + 0.5  # after every child set its pairs up
+        for i, worker in enumerate(workers):
+            worker.send("record_threads", f"p{i}", threads, per_thread, go)
+        results = []
+        for worker in workers:
+            status, value = worker.recv(timeout=WAIT_S)
+            if status != "ok":
+                raise BenchError(f"a recording process failed: {value}")
+            results.append(value)
+    finally:
+        for worker in workers:
+            worker.close()
+        remove_db(path)
+    events = sum(r[0] for r in results)
+    if events != processes * threads * per_thread:
+        raise BenchError(f"{processes} processes recorded {events} events, not "
+                         f"{processes * threads * per_thread}")
+    return Recording(events, max(r[2] for r in results) - go, [])
+
+
+@dataclass(frozen=True)
+class CrossRun:
+    """Section 8 latencies across processes, in seconds, one entry per round."""
+
+    wakes: list[float]
+    notices: list[float]
+    withdrawals: list[float]
+    stale_reads: list[int]
+    round_trips: list[float]
+
+
+def cross_latency(directory: Path, rounds: int) -> CrossRun:
+    """Section 8: a notice and its wake crossing from a producer process to others.
+
+    Three children on one file: a host (``hosts=[watcher]``, its ``on_wake``
+    stamps the wall time), a producer and an observer. Each round the
+    observer spins on ``pending_notices``, the producer records one change
+    (wall time before the call), the observer stamps when the notice shows
+    and the host when ``on_wake`` runs; then the observer drains and the host
+    reads until the notice is gone (withdrawal: drain's return to that read).
+    Baseline: a bare pipe round trip to a child. Blocks (bounded).
+    """
+    path = directory / "cross.sqlite"
+    watcher, target = pair("cross", 0)
+    host = producer = observer = None
+    result = CrossRun([], [], [], [], [])
+    try:
+        host = Worker(path, hosts=[watcher])
+        producer, observer = Worker(path), Worker(path)
+        if not host.call("watch", watcher, target):
+            raise BenchError("the cross-process watch failed")
+        for r in range(rounds):
+            observer.send("spin_until_visible", watcher, 10.0)
+            started, _returned, _seq = producer.call("timed_record", target)
+            seen, _reads = observer.recv()[1]
+            woke = host.call("await_wake", r + 1, 10.0)
+            if seen is None or woke is None:
+                raise BenchError(f"round {r}: the notice or its wake never crossed")
+            _before, drained_at, texts = observer.call("timed_drain", watcher)
+            if len(texts) != 1:
+                raise BenchError(f"round {r}: the observer drained {texts!r}")
+            gone_at, stale = host.call("first_without", watcher, texts[0])
+            ping = time.perf_counter()
+            host.call("pid")
+            result.round_trips.append(time.perf_counter() - ping)
+            result.wakes.append(woke - started)
+            result.notices.append(seen - started)
+            result.withdrawals.append(max(0.0, gone_at - drained_at))
+            result.stale_reads.append(stale)
+        if len(host.call("wakes")) != rounds or producer.call("wakes") \
+                or observer.call("wakes"):
+            raise BenchError("a cross-process notice did not wake exactly once, in the host")
+    finally:
+        for worker in (host, producer, observer):
+            if worker is not None:
+                worker.close()
+        remove_db(path)
+    return result
+
+
+@dataclass(frozen=True)
+class IdleRun:
+    """Section 8: CPU share of an idle process, hosting (probe running) or not."""
+
+    hosting: float
+    plain: float
+    probes_per_s: float
+
+
+def idle_probe(directory: Path, seconds: float) -> IdleRun:
+    """Section 8: idle CPU of a hosting process (its change probe) next to a plain one.
+
+    Both are gateway children on one file, idle side by side for ``seconds``;
+    the figure is process CPU time over wall time (all threads). Blocks.
+    """
+    path = directory / "idle.sqlite"
+    hosting = plain = None
+    try:
+        hosting = Worker(path, hosts=["agent:bench:idle-host"])
+        plain = Worker(path)
+        probes = hosting.call("probes")
+        hosting.send("idle_cpu", seconds)
+        plain.send("idle_cpu", seconds)
+        (_s1, (cpu_h, wall_h)), (_s2, (cpu_p, wall_p)) = (
+            hosting.recv(timeout=seconds + WAIT_S), plain.recv(timeout=seconds + WAIT_S))
+        probed = hosting.call("probes") - probes
+    finally:
+        for worker in (hosting, plain):
+            if worker is not None:
+                worker.close()
+        remove_db(path)
+    return IdleRun(cpu_h / wall_h, cpu_p / wall_p, probed / wall_h)
+
+
 def measure(directory: Path, sizes: Sizes) -> list[Row]:
     """Run every section (7 first, so its peak RSS is its own) and build the rows."""
     big = scale(directory, sizes.scale_watchers, sizes.scale_targets)
@@ -846,6 +987,13 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
     large_p50 = status_latency(directory, sizes.status_rows_large, sizes.status_calls)
     pruned = prune_times(directory, sizes.prune_rows, sizes.prune_repeat)
     load = load_burst(directory, sizes.load_watchers, sizes.load_targets)
+    per = sizes.proc_events_per_thread
+    per_all = per * PROC_THREADS * 4 // ALL_THREADS
+    peer_all = peer_recording(directory, ALL_THREADS, per_all)
+    one_proc = process_recording(directory, 1, ALL_THREADS, per_all)
+    four_procs = process_recording(directory, 4, PROC_THREADS, per)
+    cross = cross_latency(directory, sizes.latency_rounds)
+    idle = idle_probe(directory, sizes.idle_s)
 
     naive_what = "naive record_event, 1 txn/event"
     p = f"{sizes.prune_rows:,}"
@@ -890,6 +1038,28 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
             "live threads before open", big.threads_before),
         row(7, "peak RSS KiB after touching", big.rss_after_kib,
             "peak RSS KiB before open", big.rss_before_kib),
+        row(8, f"events/s, 4 processes x {PROC_THREADS} threads", four_procs.rate,
+            f"1 process x {ALL_THREADS} threads, ev/s", one_proc.rate),
+        row(8, f"events/s, 4 processes x {PROC_THREADS} threads", four_procs.rate,
+            f"synchronous peer, {ALL_THREADS} threads, ev/s", peer_all.rate),
+        row(8, "cross-process wake p50 ms (call start to on_wake)", ms(pct(cross.wakes, 50)),
+            "pipe round trip p50 ms", ms(pct(cross.round_trips, 50))),
+        row(8, "cross-process wake p99 ms (call start to on_wake)", ms(pct(cross.wakes, 99)),
+            "pipe round trip p99 ms", ms(pct(cross.round_trips, 99)),
+            at_most_value=50.0, unit="ms"),
+        row(8, "cross-process notice p50 ms (call start to seen)", ms(pct(cross.notices, 50)),
+            "pipe round trip p50 ms", ms(pct(cross.round_trips, 50))),
+        row(8, "cross-process notice p99 ms (call start to seen)", ms(pct(cross.notices, 99)),
+            "pipe round trip p99 ms", ms(pct(cross.round_trips, 99))),
+        row(8, "withdrawal p99 ms (drain return to gone elsewhere)",
+            ms(pct(cross.withdrawals, 99)), "pipe round trip p99 ms",
+            ms(pct(cross.round_trips, 99)), at_most_value=50.0, unit="ms"),
+        row(8, f"reads still showing a drained notice, of {len(cross.wakes)}",
+            sum(cross.stale_reads), "the contract: none", 0, equal=True),
+        row(8, "idle CPU % of a core, hosting (change probe)", 100 * idle.hosting,
+            "idle CPU %, not hosting", 100 * idle.plain),
+        row(8, "change probes per second while idle", idle.probes_per_s,
+            "configured: 1000 / probe_interval_ms", 1000 / GatewayConfig().probe_interval_ms),
     ]
 
 

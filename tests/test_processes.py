@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors._notices import notice_text
-from tests._proc_worker import Worker
+from scripts.procs import Worker
 from tests._upstream_rows import claude_assistant, claude_user
 
 WATCHER = "agent:main:main"

@@ -1,9 +1,11 @@
-"""A gateway in a child process, driven over a pipe (real-process tests of issue 9).
+"""A gateway in a child process, driven over a pipe (real-process tests and benchmarks).
 
-The parent starts :func:`serve` with the ``spawn`` start method and sends
-``(verb, *args)`` tuples; the child answers each with ``("ok", value)`` or
-``("error", "ExceptionType: message")``. Every verb runs one gateway call, so
-a test chooses the exact interleaving of calls across processes.
+The parent starts :func:`serve` with the ``spawn`` start method (through
+:class:`Worker`) and sends ``(verb, *args)`` tuples; the child answers each
+with ``("ok", value)`` or ``("error", "ExceptionType: message")``. Every verb
+runs one gateway call (or one measured loop), so a test chooses the exact
+interleaving of calls across processes and a benchmark times them. Used by
+``tests/test_processes.py`` and section 8 of ``scripts/bench.py``.
 """
 
 from __future__ import annotations
@@ -83,6 +85,14 @@ def serve(conn: Connection, db: str, options: dict[str, Any]) -> None:
         "start_feed": gw.start_upstream_notifications,
         "probes": lambda: gw._hosting.probes,
         "cpu": time.process_time,
+        "record_threads": lambda prefix, threads, per_thread, go: _record_threads(
+            gw, prefix, threads, per_thread, go),
+        "timed_record": lambda key: _timed(lambda: gw.record(_event(key, None))),
+        "await_wake": lambda count, timeout: _await_wake(wakes, count, timeout),
+        "spin_until_visible": lambda watcher, timeout: _spin(gw, watcher, timeout),
+        "timed_drain": lambda watcher: _timed(lambda: gw.drain(watcher)),
+        "first_without": lambda watcher, text: _first_without(gw, watcher, text),
+        "idle_cpu": _idle_cpu,
     }
     try:
         conn.send(("ok", "ready"))
@@ -99,6 +109,80 @@ def serve(conn: Connection, db: str, options: dict[str, Any]) -> None:
     finally:
         gw.close()
         conn.send(("ok", "closed"))
+
+
+def _timed(call: Callable[[], Any]) -> tuple[float, float, Any]:
+    """``(wall time before, wall time after, result)`` of one call (``time.time()``)."""
+    before = time.time()
+    result = call()
+    return before, time.time(), _seq(result) if hasattr(result, "sequence") else result
+
+
+def _record_threads(gw: Gateway, prefix: str, threads: int, per_thread: int,
+                    go: float) -> tuple[int, float, float]:
+    """Record ``per_thread`` events from each of ``threads`` threads, each on its own pair.
+
+    Each thread waits for the wall time ``go`` first, so several processes
+    start together. Returns ``(events recorded, first start, last end)`` in
+    wall seconds.
+    """
+    targets = [f"agent:bench:{prefix}-t{i}" for i in range(threads)]
+    for i, target in enumerate(targets):
+        if not gw.watch(f"agent:bench:{prefix}-w{i}", target):
+            raise RuntimeError(f"watch of {target} failed")
+        gw.record(_event(target, None))  # warm-up
+    counts = [0] * threads
+    ends = [0.0] * threads
+
+    def produce(i: int) -> None:
+        delay = go - time.time()
+        if delay > 0:
+            threading.Event().wait(delay)
+        for _ in range(per_thread):
+            if gw.record(_event(targets[i], None)) is not None:
+                counts[i] += 1
+        ends[i] = time.time()
+
+    workers = [threading.Thread(target=produce, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return sum(counts), go, max(ends)
+
+
+def _await_wake(wakes: Wakes, count: int, timeout: float) -> float | None:
+    """Wait until ``count`` wakes happened in all; the wall time of wake number ``count``."""
+    calls = wakes.wait_for(count, timeout)
+    return calls[count - 1][1] if len(calls) >= count else None
+
+
+def _spin(gw: Gateway, watcher: str, timeout: float) -> tuple[float | None, int]:
+    """Read ``pending_notices`` until one shows: ``(wall time seen, reads)`` (benchmark)."""
+    deadline = time.monotonic() + timeout
+    reads = 0
+    while time.monotonic() < deadline:
+        reads += 1
+        if gw.pending_notices(watcher):
+            return time.time(), reads
+    return None, reads
+
+
+def _first_without(gw: Gateway, watcher: str, text: str) -> tuple[float, int]:
+    """Read until ``text`` is gone from ``pending_notices``: ``(wall time, stale reads)``."""
+    stale = 0
+    while text in gw.pending_notices(watcher):
+        stale += 1
+        if stale > 100_000:
+            break
+    return time.time(), stale
+
+
+def _idle_cpu(seconds: float) -> tuple[float, float]:
+    """CPU seconds this process spent while idle for ``seconds`` wall seconds, and the wall."""
+    cpu, wall = time.process_time(), time.monotonic()
+    threading.Event().wait(seconds)
+    return time.process_time() - cpu, time.monotonic() - wall
 
 
 def _request(key: str, source: str, path: str) -> Any:
