@@ -33,7 +33,7 @@ def test_a_quick_run_prints_one_table_with_the_eight_sections(
     assert "calls whose notice/wake was late" in out
     assert all(" MISSED" in line or " ok" in line for line in rows if ">=" in line or "<=" in line)
     peer = [line for line in rows if "synchronous peer" in line]
-    assert [line.split()[0] for line in peer] == ["1", "1", "3"]
+    assert [line.split()[0] for line in peer] == ["1", "1", "3", "8"]
     assert peer[0].endswith((">= 1.5 ok", ">= 1.5 MISSED"))
     assert peer[1].endswith((">= 0.7 ok", ">= 0.7 MISSED"))
     assert peer[2].endswith(("<= 3 ms ok", "<= 3 ms MISSED"))
