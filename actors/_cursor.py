@@ -1,4 +1,4 @@
-"""The cursor actor: one per watcher/target pair, publishing its notices."""
+"""The cursor actor: one per watcher/target pair, registering its watch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Publishing the notices of commands that committed after their caller gave up."""
+"""The wakes of commands that committed after their caller gave up.
+
+Their notices need nothing: they are durable open cursors, shown by every
+process as soon as the commit lands. Only the wakes this process owes are run.
+"""
 
 from __future__ import annotations
 
@@ -51,11 +55,11 @@ def late_sink(ref: pykka.ActorRef[Any]) -> Callable[[Any], None]:
 
 
 class LatePublisher(GatewayActor):
-    """Publishes notices of late commits, so none waits for a restart.
+    """Runs the wakes of late commits, so none is lost with the caller that gave up.
 
     Args:
-        publish: the gateway's notice publisher (asks cursor actors; no actor
-            asks this one, so the ask graph stays acyclic).
+        publish: the gateway's wake runner (asks the waker; no actor asks
+            this one, so the ask graph stays acyclic).
     """
 
     def __init__(self, publish: Callable[[Iterable[NoticeDescriptor]], None], *,
@@ -64,7 +68,7 @@ class LatePublisher(GatewayActor):
         self._publish = publish
 
     def handle(self, message: Any) -> Any:
-        """Publish the notices (driving thread; blocks on the cursor actors)."""
+        """Run the wakes (driving thread; blocks on the waker)."""
         match message:
             case LatePublish(notices=notices):
                 logger.info("publishing %d notices of a change that committed late",

@@ -51,7 +51,7 @@ class Handoff:
     """Thread-safe store of the state of stopped session actors, by session.
 
     A session actor that is stopped to bound the number of live threads
-    writes its queue, inbox and version floors here in ``on_stop``; the next
+    writes its queue and inbox here in ``on_stop``; the next
     actor started for the same session takes them in ``__init__``, so nothing
     queued is lost (architecture notes, "Restart and passivation"). Because
     Pykka reports an actor dead before its ``on_stop`` has run, the pool

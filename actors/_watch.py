@@ -222,7 +222,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         attention.set()
 
     with _stop_on_signals(stop, attention), \
-            Gateway.open(args.db, monitor=False, on_wake=wake) as gw:
+            Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
         adopter = _Adopter(gw, args.watcher, stop, err)
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
         if not getattr(args, "poll_only", False):

@@ -22,4 +22,8 @@ class SchemaError(StorageError):
 
 
 class DatabaseBusy(StorageError):
-    """Another gateway already owns this database (see ``OwnerLock``)."""
+    """Formerly: another gateway owned the database. No longer raised.
+
+    Any number of gateways, in any processes, may open one database since
+    schema version 3; the name stays so code that catches it still imports.
+    """

@@ -68,3 +68,51 @@ def test_drain_consumes_everything_in_order() -> None:
     entries = queue.drain()
     assert [e.target for e in entries] == [None, TARGET]
     assert len(queue) == 0
+
+
+def _open(target: tuple[str, str], last_seen: int, material: int
+          ) -> tuple[tuple[str, str], int, int, str]:
+    return target, last_seen, material, notice_text(target[0], last_seen)
+
+
+OTHER = ("agent:main:other", "main")
+
+
+def test_reconcile_adds_open_notices_after_local_events_and_drops_consumed_ones() -> None:
+    queue = NoticeQueue()
+    queue.enqueue_event("cron done", "cron:1")
+    queue.reconcile([_open(TARGET, 3, 4), _open(OTHER, 0, 5)])
+    assert queue.texts() == ["cron done", notice_text(TARGET[0], 3), notice_text(OTHER[0], 0)]
+    # Another process drained TARGET (no follow-up) and OTHER (follow-up at 5).
+    queue.reconcile([_open(OTHER, 5, 6)])
+    assert queue.texts() == ["cron done", notice_text(OTHER[0], 5)]
+    queue.reconcile([])
+    assert queue.texts() == ["cron done"]
+
+
+def test_reconcile_keeps_the_place_of_a_notice_whose_text_is_unchanged() -> None:
+    queue = NoticeQueue()
+    queue.reconcile([_open(TARGET, 3, 4)])
+    queue.enqueue_event("later event")
+    queue.reconcile([_open(TARGET, 3, 9)])  # more material, same frozen text
+    assert queue.texts() == [notice_text(TARGET[0], 3), "later event"]
+    assert queue.entries()[0].last_seen == 3
+
+
+def test_an_overflowed_notice_stays_out_until_a_drain_or_newer_material() -> None:
+    queue = NoticeQueue(limit=3)
+    queue.reconcile([_open(TARGET, 3, 4)])
+    for i in range(3):
+        queue.enqueue_event(f"filler {i}", f"f:{i}")
+    assert notice_text(TARGET[0], 3) not in queue.texts()
+    queue.reconcile([_open(TARGET, 3, 4)])  # still open, nothing new: stays out
+    assert notice_text(TARGET[0], 3) not in queue.texts()
+    queue.reconcile([_open(TARGET, 3, 5)])  # a newer material event heals it
+    assert queue.texts()[-1] == notice_text(TARGET[0], 3)
+    for i in range(3, 6):
+        queue.enqueue_event(f"filler {i}", f"f:{i}")
+    assert queue.evicted
+    queue.drain()
+    assert not queue.evicted
+    queue.reconcile([_open(TARGET, 3, 5)])  # after a drain it is back
+    assert queue.texts() == [notice_text(TARGET[0], 3)]

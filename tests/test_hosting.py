@@ -1,0 +1,116 @@
+"""Hosting leases and wakes between two gateways on one file, in one process (issue 9).
+
+Deterministic: the probe thread's period is set to a minute, so the tests run
+each probe themselves (``gw._hosting.probe()``), and the clock is the fake one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from actors import Gateway, GatewayConfig
+from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
+from tests.conftest import CHILD, WATCHER, FakeClock, WakeRecorder
+
+QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=10_000)
+
+
+def _pair(open_gateway: Callable[..., Gateway]) -> tuple[Gateway, WakeRecorder,
+                                                           Gateway, WakeRecorder]:
+    host_wakes, producer_wakes = WakeRecorder(), WakeRecorder()
+    host = open_gateway(QUIET, on_wake=host_wakes, hosts=[WATCHER])
+    producer = open_gateway(QUIET, on_wake=producer_wakes)
+    assert producer.watch(WATCHER, CHILD)
+    return host, host_wakes, producer, producer_wakes
+
+
+def test_a_notice_caused_elsewhere_wakes_the_host_once_at_its_next_probe(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, host_wakes, producer, producer_wakes = _pair(open_gateway)
+    for _ in range(20):
+        assert producer.human_message(CHILD, channel="c") is not None
+    assert producer_wakes.calls == []  # not here: a live process hosts the watcher
+    assert host_wakes.calls == []
+    assert host._hosting.probe() == 1
+    assert host_wakes.calls == [WATCHER]
+    assert host._hosting.probe() == 0  # nothing new: no claim, no wake
+    assert host_wakes.calls == [WATCHER]
+
+
+def test_a_notice_the_host_causes_itself_wakes_it_directly(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, host_wakes, _producer, producer_wakes = _pair(open_gateway)
+    assert host.human_message(CHILD, channel="c") is not None
+    assert host_wakes.calls == [WATCHER]
+    assert host._hosting.probe() == 0
+    assert producer_wakes.calls == []
+
+
+def test_a_lapsed_lease_sends_wakes_back_to_the_producer(
+    open_gateway: Callable[..., Gateway], clock: FakeClock,
+) -> None:
+    host, host_wakes, producer, producer_wakes = _pair(open_gateway)
+    clock.advance(QUIET.lease_ms)  # the host stopped renewing (as if it died)
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert producer_wakes.calls == [WATCHER]
+    assert host._hosting.probe() == 0
+    host._hosting.renew()  # it lives after all: the next notice goes to it again
+    assert producer.drain(WATCHER)
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert host._hosting.probe() == 1
+    assert host_wakes.calls == [WATCHER]
+    assert producer_wakes.calls == [WATCHER]
+
+
+def test_closing_the_host_releases_its_lease_at_once(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, _host_wakes, producer, producer_wakes = _pair(open_gateway)
+    host.close()
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert producer_wakes.calls == [WATCHER]
+
+
+def test_a_new_host_takes_the_wakes_a_dead_host_left(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    assert producer.human_message(CHILD, channel="c") is not None  # addressed to host
+    successor_wakes = WakeRecorder()
+    successor = open_gateway(QUIET, on_wake=successor_wakes)
+    successor.host(WATCHER)
+    assert successor_wakes.calls == [WATCHER]  # taken when it started hosting
+    assert host._hosting.probe() == 0
+    assert host_wakes.calls == []
+    assert successor.hosted == frozenset({WATCHER})
+
+
+def test_unhost_sends_wakes_back_to_where_they_are_caused(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, _host_wakes, producer, producer_wakes = _pair(open_gateway)
+    host.unhost(WATCHER)
+    assert host.hosted == frozenset()
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert producer_wakes.calls == [WATCHER]
+
+
+def test_hosting_arguments_are_checked(open_gateway: Callable[..., Gateway]) -> None:
+    with pytest.raises(InvalidArgument, match="on_wake"):
+        open_gateway(QUIET, on_wake=None, hosts=[WATCHER])
+    with pytest.raises(ArgumentTypeError):
+        open_gateway(QUIET, hosts=WATCHER)  # a str, not an iterable of keys
+    gw = open_gateway(QUIET)
+    with pytest.raises(InvalidSessionKey):
+        gw.host("global")  # not agent-qualified
+    with pytest.raises(InvalidSessionKey):
+        gw.host('agent:main:"forged"')
+    quiet = open_gateway(QUIET, on_wake=None)
+    with pytest.raises(InvalidArgument, match="on_wake"):
+        quiet.host(WATCHER)
+    gw.host(WATCHER, WATCHER)  # idempotent, duplicates folded
+    assert gw.hosted == frozenset({WATCHER})
