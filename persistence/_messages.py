@@ -35,7 +35,6 @@ __all__ = [
     "RenewLeases",
     "ResetWatcher",
     "ScanOutcome",
-    "Sweep",
     "SweepOutcome",
     "UpsertLink",
     "UpsertSession",
@@ -97,12 +96,6 @@ class Acknowledge(_Message, frozen=True, tag="ack"):
     """Per target, the ``last_seen`` of the notice text the watcher was shown: a
     target whose open notice changed since (another process drained it, a
     reset dropped it) is not acknowledged. Empty: acknowledge whatever is open."""
-
-
-class Sweep(_Message, frozen=True, tag="sweep"):
-    """Re-freeze and re-publish pending notices (all watchers, or one)."""
-
-    watcher_key: str | None = None
 
 
 class Prune(_Message, frozen=True, tag="prune"):
@@ -228,7 +221,7 @@ class NoteOwnText(_Message, frozen=True, tag="own-text"):
 
 
 Command = (
-    RecordEvent | RegisterWatch | Acknowledge | Sweep | Prune | UpsertSession
+    RecordEvent | RegisterWatch | Acknowledge | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
     | HostWatchers | RenewLeases | ClaimWakes | ClaimLink | ReleaseLeases
 )
@@ -290,7 +283,7 @@ class AckOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SweepOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """Result of :class:`Sweep`: one descriptor per pending pair."""
+    """Result of the restart sweep (``_writes.sweep``): one descriptor per pending pair."""
 
     notices: tuple[NoticeDescriptor, ...]
 

@@ -35,7 +35,7 @@ import queue
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pykka
@@ -370,6 +370,24 @@ class Mailbox:
         """Whether no envelope is waiting."""
         with self._lock:
             return not self._queue
+
+    def take_told(self, accept: Callable[[Any], bool], limit: int) -> list[Any]:
+        """Remove and return the messages at the front that were told and ``accept`` takes.
+
+        Lets the actor that is handling a message fold the next ones into the
+        same piece of work (the writer's group commit, once it holds the
+        write lock). Stops at the first envelope that was asked (it needs
+        its own answer) or that ``accept`` refuses, and after ``limit``.
+        Thread-safe; never blocks on anything but the mailbox lock.
+        """
+        taken: list[Any] = []
+        with self._lock:
+            while self._queue and len(taken) < limit:
+                head = self._queue[0]
+                if head.reply_to is not None or not accept(head.message):
+                    break
+                taken.append(self._queue.popleft().message)
+        return taken
 
     def run_scheduled(self) -> None:
         """Drive the mailbox if it is still scheduled (a worker's entry point; blocks)."""

@@ -303,3 +303,23 @@ def test_ctrl_c_while_driving_another_threads_message_reaches_only_the_driving_t
         gate.set()
         other.join(TIMEOUT)
         ref.stop(block=True, timeout=TIMEOUT)
+
+
+def test_take_told_takes_only_told_messages_from_the_front() -> None:
+    from pykka._envelope import Envelope
+
+    from persistence._runtime import Mailbox
+
+    mailbox = Mailbox()
+    asked: Any = pykka.ThreadingFuture()
+    for envelope in (Envelope("a"), Envelope(1), Envelope("b", reply_to=asked),
+                     Envelope("c")):
+        with mailbox._lock:  # queue without driving: no actor is bound
+            mailbox._queue.append(envelope)
+    assert mailbox.take_told(lambda m: isinstance(m, str), 10) == ["a"]  # 1 refused
+    assert mailbox.get().message == 1
+    assert mailbox.take_told(lambda m: True, 10) == []  # an asked envelope stops it
+    assert mailbox.get().message == "b"
+    assert mailbox.take_told(lambda m: True, 0) == []  # the limit
+    assert mailbox.take_told(lambda m: True, 5) == ["c"]
+    assert mailbox.empty()
