@@ -171,9 +171,13 @@ class Gateway(UpstreamApi):
             config: settings; defaults to ``GatewayConfig()``.
             clock: ``() -> int`` epoch milliseconds used for every timestamp,
                 retention and cadence decision (inject one in tests).
-            on_wake: ``(watcher_key) -> None``, called from an internal thread
-                once per newly queued notice of a non-``subagent:`` watcher
-                (never for ambient notices); it must not block.
+            on_wake: ``(watcher_key) -> None``, called once per newly opened
+                notice of a non-``subagent:`` watcher (never for ambient
+                notices) across all processes: here when this process caused
+                it and no other live process hosts the watcher, or when this
+                process hosts it. It runs in the thread of the call that
+                opened the notice, or in the ``ssa-hosting`` thread for a
+                wake another process addressed here; it must not block.
             monitor: start the periodic upstream monitor cadence (first scan
                 after ``upstream_initial_delay_s``, then every
                 ``upstream_interval_s``); tests pass ``False`` and call

@@ -9,9 +9,16 @@ or killed and joined before the test ends.
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import apsw
 import pytest
@@ -369,3 +376,64 @@ def test_a_watch_race_between_processes_registers_one_cursor(
         thread.join(30)
     assert answers == [True, True, True]
     assert _cursor(db, WATCHER, TARGET) == (0, 0, 0)
+
+
+def _lines(stream: IO[bytes]) -> queue.Queue[str]:
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for raw in stream:
+            lines.put(raw.decode())
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _ssa(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "actors", *args], capture_output=True,
+                          text=True, timeout=60, check=False, env=_ENV)
+
+
+_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def test_ssa_watch_status_and_list_work_beside_a_running_gateway(
+    db: Path, workers: list[Worker], tmp_path: Path,
+) -> None:
+    claude = tmp_path / "claude" / "-work"
+    claude.mkdir(parents=True)
+    (claude / "abc.jsonl").write_bytes(claude_user("history"))
+    gateway = _start(workers, db)
+    assert gateway.call("watch", WATCHER, TARGET)
+    # Fallback scans only every 60 s: what ssa watch prints sooner came through
+    # its hosting lease, from the gateway's process.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "actors", "watch", "--db", str(db), "--claude",
+         str(claude.parent), "--interval", "60", "--poll-only", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_ENV)
+    try:
+        assert proc.stdout is not None
+        lines = _lines(proc.stdout)
+        summary = json.loads(lines.get(timeout=30))
+        assert summary["adopted"] == {"claude": 1}
+        changed = gateway.call("human", TARGET)
+        notice = json.loads(lines.get(timeout=30))
+        assert notice["sessionKey"] == TARGET
+        assert [e["sequence"] for e in notice["events"]] == [changed]
+        status = _ssa("status", TARGET, "--db", str(db), "--changes-since", "0")
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["stateVersion"] == changed
+        listed = _ssa("list", "--db", str(db), "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert TARGET in listed.stdout
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        # ssa watch drained it after printing: no process shows it any more.
+        assert gateway.call("pending", WATCHER) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
