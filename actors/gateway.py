@@ -194,6 +194,8 @@ class Gateway(UpstreamApi):
         most ``busy_timeout_ms``).
 
         Raises:
+            DatabaseBusy: a gateway of an older release (one owner per
+                database) has the file open.
             SchemaError: the file is not a session-state database or is newer.
             StorageError: the file cannot be opened or set up.
             OSError: the directory or file cannot be created.

@@ -8,6 +8,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from persistence.errors import DatabaseBusy
+
 __all__ = ["PresenceLock"]
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
@@ -45,6 +47,9 @@ class PresenceLock:
         """Hold the lock shared; returns whether no other gateway holds it.
 
         Raises:
+            DatabaseBusy: the lock is held exclusively outside an open, which
+                only a gateway of a release before schema version 3 (one owner
+                per database) does; it must be stopped first.
             OSError: ``flock`` failed for another reason than contention.
         """
         assert self._fd is not None, "join() after release()"
@@ -56,8 +61,16 @@ class PresenceLock:
             alone = False
         else:
             alone = True
-        # Openers hold the database's write lock here, so nobody probes meanwhile.
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        # Openers hold the database's write lock here, so nobody probes meanwhile
+        # and nobody of ours can hold the lock exclusively.
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in _BUSY:
+                raise
+            raise DatabaseBusy(
+                f"{self.path} is held by a gateway of an older release (one owner per "
+                "database); stop it before opening the database with this one") from None
         return alone
 
     def release(self) -> None:

@@ -22,8 +22,9 @@ class SchemaError(StorageError):
 
 
 class DatabaseBusy(StorageError):
-    """Formerly: another gateway owned the database. No longer raised.
+    """A gateway of an older release (one owner per database) holds the database.
 
-    Any number of gateways, in any processes, may open one database since
-    schema version 3; the name stays so code that catches it still imports.
+    Any number of gateways of this release, in any processes, may open one
+    database; only a running pre-schema-3 gateway, which locks it
+    exclusively, keeps them out.
     """

@@ -117,3 +117,23 @@ def test_the_presence_lock_tells_the_first_gateway_it_is_alone(tmp_path: Path) -
     finally:
         first.release()
         second.release()
+
+
+def test_an_older_release_holding_the_lock_exclusively_is_reported_not_waited_for(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+    import os
+
+    from persistence.errors import DatabaseBusy
+
+    db = tmp_path / "state.sqlite"
+    old = os.open(str(db) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(old, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what the owner lock did
+        lock = PresenceLock(db)
+        with pytest.raises(DatabaseBusy, match="older release"):
+            lock.join()
+        lock.release()
+    finally:
+        os.close(old)
