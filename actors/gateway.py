@@ -72,7 +72,9 @@ _RUN_SUMMARIES = {
     "cancelled": "child run cancelled",
 }
 _CHAT_TYPES = frozenset({"direct", "group", "channel"})
-def sane_now(clock: Clock) -> int:
+
+
+def _sane_now(clock: Clock) -> int:
     """``clock()`` if it answers epoch ms, else the system clock (as the writer does)."""
     try:
         now = clock()
@@ -215,7 +217,7 @@ class Gateway(UpstreamApi):
         host_id = uuid.uuid4().hex
         lock = PresenceLock(db_path)
         try:
-            sweep = _join(db_path, config, lock, host_id, sane_now(clock))
+            sweep = _join(db_path, config, lock, host_id, _sane_now(clock))
         except BaseException as exc:
             lock.release()
             if isinstance(exc, apsw.Error):
