@@ -129,5 +129,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if not math.isfinite(value) or value > 86_400:
                 raise InvalidArgument(f"{name} must be finite and at most one day")
+        if isinstance(self.lease_ms, int) and isinstance(self.probe_interval_ms, int) \
+                and self.lease_ms < 10 * self.probe_interval_ms:
+            # A lease must outlive several probe periods (the idle ones are three
+            # periods long), or a live host keeps losing it between renewals.
+            raise InvalidArgument("lease_ms must be at least 10 times probe_interval_ms")
         if min(self.upstream_initial_delay_s, self.busy_timeout_ms, self.prune_interval_ms) < 0:
             raise InvalidArgument("delays and timeouts must not be negative")

@@ -77,6 +77,7 @@ class GatewayCore:
                  host_id: str) -> None:
         """Internal: use :meth:`open`."""
         self._lock = lock
+        self._shared_at_open = False
         self.host_id = host_id
         """This gateway's id in hosting and scan leases (random per open)."""
         self.path = path
@@ -161,11 +162,14 @@ class GatewayCore:
         if self._fatal.is_set() or not self._persistence.is_alive():
             return
         try:
-            submit(self._persistence, ReleaseLeases(host_id=self.host_id),
-                   timeout=min(self._timeout, 2.0))
+            left: tuple[str, ...] = submit(self._persistence, ReleaseLeases(
+                host_id=self.host_id), timeout=min(self._timeout, 2.0))
         except Exception as exc:  # they lapse by themselves
             logger.info("releasing leases at close failed (they lapse in %d ms): %s",
                         self.config.lease_ms, exc)
+            return
+        for watcher in left:  # addressed here before the release: nobody else would
+            self._wake(watcher)
 
     @staticmethod
     def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:

@@ -77,31 +77,35 @@ class Hosting:
         self._conn: apsw.Connection | None = None
         self._data_version: int | None = None
         self._high_water = 0
+        self._retry = False
         self._failing = False
         self.probes = 0
         """Probes run so far (for benchmarks and tests)."""
 
     @property
     def watchers(self) -> frozenset[str]:
-        """The watchers this process hosts (any thread; non-blocking)."""
+        """The watchers this process hosts (empty once stopped; any thread; non-blocking)."""
         with self._lock:
-            return frozenset(self._watchers)
+            return frozenset() if self._stop.is_set() else frozenset(self._watchers)
 
     def host(self, watchers: tuple[str, ...]) -> int:
-        """Take the hosting leases of ``watchers`` and deliver wakes left for them.
+        """Take the hosting leases of ``watchers`` and deliver the wakes owed to them.
 
-        Wakes addressed to these watchers that no live host claimed (their
-        host died) are claimed and woken now. Blocks on one or two writes.
+        A watcher taken over from a host that died (no live host left) is
+        woken once per open notice; wakes addressed to a watcher that another
+        live host shares are claimed as usual. Blocks on one or two writes.
 
         Returns:
-            How many such left-over wakes were delivered.
+            How many left-over wakes the claim delivered (takeover wakes not counted).
 
         Raises:
             StorageError: the lease could not be written.
         """
-        submit(self._persistence, HostWatchers(
+        taken: tuple[str, ...] = submit(self._persistence, HostWatchers(
             host_id=self.host_id, watchers=watchers,
             expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
+        for watcher in taken:  # taken over from a dead host: one wake per open notice
+            self._wake(watcher)
         with self._lock:
             self._watchers.update(watchers)
             start = self._thread is None and not self._stop.is_set()
@@ -120,12 +124,17 @@ class Hosting:
         """
         with self._lock:
             self._watchers.difference_update(watchers)
-        submit(self._persistence, HostWatchers(
+        left: tuple[str, ...] = submit(self._persistence, HostWatchers(
             host_id=self.host_id, watchers=watchers, expires_at=0, release=True),
             timeout=self._timeout)
+        for watcher in left:  # addressed here before the release: nobody else would
+            self._wake(watcher)
 
     def probe(self) -> int:
         """One probe: if another connection committed and a wake row is new, claim.
+
+        A claim that failed (the write lock stayed busy, the disk failed) is
+        retried by the next probe whatever the database did meanwhile.
 
         Returns:
             How many wakes were delivered. Blocks on one read (and a write
@@ -137,25 +146,35 @@ class Hosting:
                                              vfs=self._vfs)
             self.probes += 1
             version = int(self._conn.pragma("data_version"))
-            if version == self._data_version:
+            if version == self._data_version and not self._retry:
                 return 0
             self._data_version = version
             high = wake_high_water(self._conn)
-            if high <= self._high_water:
+            if high <= self._high_water and not self._retry:
                 return 0
-            self._high_water = high
+            self._high_water = max(high, self._high_water)
+            self._retry = True  # until the claim below has committed
         return self.claim()
 
     def claim(self) -> int:
         """Claim and wake every wake addressed to a watcher this process hosts.
 
+        The claim renews this process's leases first, so wakes addressed here
+        while it stalled past ``lease_ms`` are still taken.
+
         Returns:
             How many wakes were delivered (one ``on_wake`` each).
+
+        Raises:
+            StorageError: the claim could not be written (the next probe retries).
         """
         if not self.watchers:
+            self._retry = False
             return 0
-        claimed: tuple[str, ...] = submit(self._persistence, ClaimWakes(host_id=self.host_id),
-                                          timeout=self._timeout)
+        claimed: tuple[str, ...] = submit(self._persistence, ClaimWakes(
+            host_id=self.host_id, expires_at=self._clock() + self._lease_ms),
+            timeout=self._timeout)
+        self._retry = False
         for watcher in claimed:
             self._wake(watcher)
         return len(claimed)

@@ -103,9 +103,10 @@ class NoticeQueue:
                 notice, oldest first.
 
         Queued notices whose pair is no longer open with that text are
-        removed; open ones not queued are appended in the given order, except
-        those overflow dropped while no material event came since (see
-        :attr:`evicted`). Other events stay.
+        removed; open ones not queued are appended in the given order. One
+        that overflow dropped (see :attr:`evicted`) comes back only when there
+        is room (another process drained the ones that filled the queue) or a
+        newer material event arrived for its pair. Other events stay.
         """
         current = {target: text for target, _ls, _mt, text in open_notices}
         self._material = {target: mt for target, _ls, mt, _text in open_notices}
@@ -118,9 +119,14 @@ class NoticeQueue:
             self._entries = kept
         queued = {e.target for e in self._entries if e.target is not None}
         for target, last_seen, _material, text in open_notices:
-            if target not in queued and (target, text) not in self.evicted:
-                self._append(QueueEntry(text=text, target=target, last_seen=last_seen))
-                queued.add(target)
+            if target in queued:
+                continue
+            if (target, text) in self.evicted:
+                if len(self._entries) >= self._limit:
+                    continue  # dropped for want of room: back only when there is some
+                del self.evicted[(target, text)]
+            self._append(QueueEntry(text=text, target=target, last_seen=last_seen))
+            queued.add(target)
 
     def enqueue_event(self, text: str, context_key: str | None = None) -> bool:
         """Queue an ordinary system event; returns whether it was newly queued."""
@@ -155,6 +161,18 @@ class NoticeQueue:
         self._entries.clear()
         self.evicted.clear()
         return entries
+
+    def requeue(self, entries: list[QueueEntry]) -> None:
+        """Put drained ``entries`` back in front, oldest first (a drain that could not
+        acknowledge them); entries whose target is queued again meanwhile are skipped."""
+        queued = {e.target for e in self._entries if e.target is not None}
+        back = [e for e in entries if e.target is None or e.target not in queued]
+        self._entries.extendleft(reversed(back))
+        while len(self._entries) > self._limit:
+            dropped = self._entries.pop()  # the newest: the restored ones were first
+            if dropped.target is not None:
+                self.evicted[(dropped.target, dropped.text)] = self._material.get(
+                    dropped.target, 0)
 
     def texts(self) -> list[str]:
         """Return the queued texts, oldest first, without consuming them."""

@@ -225,7 +225,7 @@ class SessionActor(GatewayActor):
         entries = self._queue.drain()
         shown = [e for e in entries if e.target is not None and e.last_seen is not None]
         follow_ups: tuple[Any, ...] = ()
-        consumed: set[tuple[str, str]] | None = None
+        consumed: set[tuple[str, str]] = set()
         if shown:
             try:
                 ack: AckOutcome = submit(self._persistence, Acknowledge(
@@ -234,11 +234,15 @@ class SessionActor(GatewayActor):
                     last_seen=tuple(e.last_seen for e in shown if e.last_seen is not None)),
                     timeout=self._timeout, on_late=self._late)
             except Exception as exc:
-                # The durable cursors stay open: the notices show again next turn.
-                logger.warning("acknowledging %d drained notices failed: %s", len(shown), exc)
+                # Not acknowledged, so not consumed: returning them could hand one
+                # notice to two drains. They stay queued (and open in the log) for
+                # the next turn; the system events, which need no acknowledgement, go.
+                logger.warning("acknowledging %d drained notices failed (they stay queued): "
+                               "%s", len(shown), exc)
+                self._queue.requeue(shown)
+                consumed = set()
             else:
                 consumed = set(ack.acknowledged)
                 follow_ups = ack.notices
-        texts = tuple(e.text for e in entries
-                      if e.target is None or consumed is None or e.target in consumed)
+        texts = tuple(e.text for e in entries if e.target is None or e.target in consumed)
         return DrainOutcome(texts=texts, follow_ups=follow_ups)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import msgspec
 
 from actors._upstream import AdoptRequest
+from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream.catalog import Candidate, default_catalogs, discover
@@ -223,6 +224,11 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
 
     with _stop_on_signals(stop, attention), \
             Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
+        if gw.shared_at_open and args.watcher == DEFAULT_WATCHER:
+            err.write(f"ssa watch: another gateway has this database open; watching as "
+                      f"{args.watcher} takes that watcher's wakes and drains its notices. "
+                      "Pass --watcher agent:main:ssa-watch to leave them to it.\n")
+            err.flush()
         adopter = _Adopter(gw, args.watcher, stop, err)
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
         if not getattr(args, "poll_only", False):

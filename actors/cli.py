@@ -31,6 +31,9 @@ from persistence.keys import agent_id_of, is_agent_qualified
 __all__ = ["main"]
 
 
+DEFAULT_WATCHER = "agent:main:main"
+"""``ssa watch``'s default ``--watcher`` (the contract's)."""
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ssa", description="Session state awareness for multi-agent gateways.")
@@ -53,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
         watch.add_argument(f"--{source}", action="append", metavar=what,
                            help=f"{source} catalog (repeatable; default: its standard location)")
-    watch.add_argument("--watcher", default="agent:main:main", help="watcher session key")
+    watch.add_argument("--watcher", default=DEFAULT_WATCHER, help="watcher session key")
     watch.add_argument("--interval", type=float, default=10.0, metavar="S",
                        help="seconds between fallback scans (default 10); with file "
                        "notifications a typed turn is reported within a second anyway")

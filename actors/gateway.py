@@ -84,11 +84,12 @@ def _sane_now(clock: Clock) -> int:
 
 
 def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str,
-          now: int) -> SweepOutcome:
+          now: int) -> tuple[SweepOutcome, bool]:
     """Migrate, join the presence lock and, when alone, run the restart sweep.
 
     All inside one ``BEGIN IMMEDIATE``: two gateways opening at once serialize
-    here, so at most one of them finds itself alone.
+    here, so at most one of them finds itself alone. Returns the sweep and
+    whether it was alone.
     """
     conn = open_connection(str(db_path), synchronous=config.synchronous,
                            busy_timeout_ms=config.busy_timeout_ms, writer=True,
@@ -96,7 +97,8 @@ def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if lock.join():
+            alone = lock.join()
+            if alone:
                 # Nobody else has the log open: leases and unclaimed wakes are stale.
                 clear_all_leases(conn)
                 sweep = sweep_cursors(conn, None, now, 0, host=host_id)
@@ -108,7 +110,7 @@ def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return sweep
+    return sweep, alone
 
 
 def default_state_path() -> Path:
@@ -217,13 +219,14 @@ class Gateway(UpstreamApi):
         host_id = uuid.uuid4().hex
         lock = PresenceLock(db_path)
         try:
-            sweep = _join(db_path, config, lock, host_id, _sane_now(clock))
+            sweep, alone = _join(db_path, config, lock, host_id, _sane_now(clock))
         except BaseException as exc:
             lock.release()
             if isinstance(exc, apsw.Error):
                 raise StorageError(f"cannot open {db_path}: {exc}") from exc
             raise
         gateway = cls(db_path, config, clock, on_wake, lock, host_id)
+        gateway._shared_at_open = not alone
         try:
             gateway._persistence.ask(Ping(), timeout=gateway._timeout)
             gateway._publish(sweep.notices)
@@ -656,6 +659,14 @@ class Gateway(UpstreamApi):
             v.check_key(key, "watcher_key")
         if watcher_keys:
             self._hosting.unhost(tuple(watcher_keys))
+
+    @property
+    def shared_at_open(self) -> bool:
+        """Whether another gateway had the database open when this one opened it.
+
+        ``False`` means this gateway ran the restart sweep. Non-blocking.
+        """
+        return self._shared_at_open
 
     @property
     def hosted(self) -> frozenset[str]:

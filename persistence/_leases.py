@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import apsw
 
+from persistence.keys import is_subagent_key
+
 __all__ = [
     "claim_link",
     "claim_wakes",
@@ -57,10 +59,32 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int) 
 
 
 def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expires_at: int,
-              *, release: bool = False) -> None:
-    """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``."""
+              *, release: bool = False, now: int = 0) -> tuple[str, ...]:
+    """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``.
+
+    Taking over a watcher whose previous host died (its lease lapsed without
+    a release) while no other live process hosts it is a restart for that
+    watcher: its unclaimed wakes are dropped and it is woken once per open
+    notice instead (the restart sweep's semantics, anchor §3.8 step 4,
+    without a re-freeze: other processes may be acknowledging meanwhile). A
+    first host, or one after a clean release, owes no such wakes.
+
+    Returns:
+        With ``release``: the wakes still addressed to those watchers, claimed
+        in the same transaction for the releasing process to run (nobody
+        else would). Otherwise the takeover wakes: one watcher key per open
+        notice of each watcher taken over from a dead host.
+    """
+    claimed: list[str] = []
     for watcher in dict.fromkeys(watchers):
+        if not release:
+            claimed += _take_over(conn, watcher, host, now)
         if release:
+            claimed += [str(w) for _id, w in sorted(conn.execute(
+                "DELETE FROM session_wakes WHERE watcher_session_key = ?"
+                " AND EXISTS (SELECT 1 FROM session_hosts WHERE watcher_session_key = ?"
+                " AND host_id = ?) RETURNING id, watcher_session_key",
+                (watcher, watcher, host)).fetchall())]
             conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
                          " AND host_id = ?", (watcher, host))
         else:
@@ -68,6 +92,26 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
                 "INSERT INTO session_hosts (watcher_session_key, host_id, expires_at)"
                 " VALUES (?, ?, ?) ON CONFLICT (watcher_session_key, host_id)"
                 " DO UPDATE SET expires_at = excluded.expires_at", (watcher, host, expires_at))
+    return tuple(claimed)
+
+
+def _take_over(conn: apsw.Connection, watcher: str, host: str, now: int) -> list[str]:
+    others = conn.execute(
+        "SELECT max(expires_at > ?), count(*) FROM session_hosts"
+        " WHERE watcher_session_key = ? AND host_id != ?", (now, watcher, host)).fetchone()
+    live, lapsed = (bool(others[0]), int(others[1])) if others is not None else (False, 0)
+    if live or not lapsed:
+        return []
+    conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ? AND host_id != ?",
+                 (watcher, host))
+    conn.execute("DELETE FROM session_wakes WHERE watcher_session_key = ?", (watcher,))
+    if is_subagent_key(watcher):
+        return []
+    opened = conn.execute(
+        "SELECT count(*) FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND material_sequence > last_seen_sequence AND provenance != 'ambient-group'",
+        (watcher,)).get
+    return [watcher] * int(opened or 0)
 
 
 def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
@@ -77,13 +121,22 @@ def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
     return conn.changes()
 
 
-def claim_wakes(conn: apsw.Connection, host: str, now: int) -> tuple[str, ...]:
-    """Take every wake addressed to a watcher ``host`` holds a live lease on.
+def claim_wakes(conn: apsw.Connection, host: str, now: int,
+                expires_at: int | None = None) -> tuple[str, ...]:
+    """Take every wake addressed to a watcher ``host`` hosts.
+
+    Args:
+        expires_at: first renew ``host``'s leases to this (a process that
+            claims is alive: a lease that lapsed while it stalled, with wakes
+            addressed to it meanwhile, is revived and those wakes are taken).
+            ``None``: only leases still live at ``now`` count.
 
     Returns:
         One watcher key per claimed wake, oldest first (a watcher appears once
         per newly opened notice). Each row is claimed by exactly one process.
     """
+    if expires_at is not None:
+        renew_hosts(conn, host, expires_at)
     rows = conn.execute(
         "DELETE FROM session_wakes WHERE watcher_session_key IN (SELECT watcher_session_key"
         " FROM session_hosts WHERE host_id = ? AND expires_at > ?)"
@@ -122,11 +175,19 @@ def link_lease(conn: apsw.Connection, key: str, agent_id: str) -> tuple[str | No
     return str(row[0]), int(row[1])
 
 
-def release_leases(conn: apsw.Connection, host: str) -> None:
-    """Drop every lease ``host`` holds (a clean close: others take over at once)."""
+def release_leases(conn: apsw.Connection, host: str, now: int) -> tuple[str, ...]:
+    """Drop every lease ``host`` holds (a clean close: others take over at once).
+
+    Returns:
+        The wakes still addressed to watchers it hosted, claimed in the same
+        transaction: the closing process runs them, since from this commit on
+        producers wake locally and nobody else would.
+    """
+    claimed = claim_wakes(conn, host, now, expires_at=now + 1)
     conn.execute("DELETE FROM session_hosts WHERE host_id = ?", (host,))
     conn.execute("UPDATE session_upstream_links SET lease_owner = NULL, lease_expires_at = 0"
                  " WHERE lease_owner = ?", (host,))
+    return claimed
 
 
 def clear_all_leases(conn: apsw.Connection) -> None:

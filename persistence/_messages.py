@@ -191,9 +191,10 @@ class RenewLeases(_Message, frozen=True, tag="renew"):
 
 
 class ClaimWakes(_Message, frozen=True, tag="claim-wakes"):
-    """Take the wakes other processes addressed to watchers ``host_id`` hosts."""
+    """Renew ``host_id``'s leases to ``expires_at`` and take the wakes addressed to them."""
 
     host_id: str
+    expires_at: int
 
 
 class ClaimLink(_Message, frozen=True, tag="claim-link"):
@@ -206,7 +207,10 @@ class ClaimLink(_Message, frozen=True, tag="claim-link"):
 
 
 class ReleaseLeases(_Message, frozen=True, tag="release-leases"):
-    """Drop every hosting and scan lease of ``host_id`` (a clean close)."""
+    """Drop every hosting and scan lease of ``host_id`` (a clean close).
+
+    Answers the wakes still addressed to its watchers, claimed for it to run.
+    """
 
     host_id: str
 

@@ -186,7 +186,9 @@ def test_every_producer_degrades_during_a_storage_fault_and_recording_resumes_af
         assert status[1].state_changes is not None
         assert status[1].state_changes.history_gap is True
         assert listed[1] == []
-    assert drained == ("ok", [notice])
+    # Its acknowledgement failed, so it consumed nothing: handing out a notice it
+    # could not acknowledge could give it to two drains (in two processes).
+    assert drained == ("ok", [])
 
     # The fault cleared: recording resumes without a restart, nothing half-recorded.
     after = gw.human_message(CHILD, channel="after")

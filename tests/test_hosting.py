@@ -11,10 +11,10 @@ from collections.abc import Callable
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
+from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey, StorageError
 from tests.conftest import CHILD, WATCHER, FakeClock, WakeRecorder
 
-QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=10_000)
+QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=600_000)
 
 
 def _pair(open_gateway: Callable[..., Gateway]) -> tuple[Gateway, WakeRecorder,
@@ -114,3 +114,86 @@ def test_hosting_arguments_are_checked(open_gateway: Callable[..., Gateway]) -> 
         quiet.host(WATCHER)
     gw.host(WATCHER, WATCHER)  # idempotent, duplicates folded
     assert gw.hosted == frozenset({WATCHER})
+
+
+def test_a_host_that_stalled_past_its_lease_still_takes_the_wakes_addressed_to_it(
+    open_gateway: Callable[..., Gateway], clock: FakeClock,
+) -> None:
+    host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    assert producer.human_message(CHILD, channel="c") is not None  # addressed to host
+    clock.advance(QUIET.lease_ms + 1)  # the host stalls past its lease before probing
+    assert host._hosting.probe() == 1  # the claim revives the lease and takes the wake
+    assert host_wakes.calls == [WATCHER]
+
+
+def test_a_failed_claim_is_retried_by_the_next_probe(
+    open_gateway: Callable[..., Gateway], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    assert producer.human_message(CHILD, channel="c") is not None
+    hosting = host._hosting
+    real = hosting.claim
+
+    def busy() -> int:
+        raise StorageError("database is locked")
+
+    monkeypatch.setattr(hosting, "claim", busy)
+    with pytest.raises(StorageError):
+        hosting.probe()
+    monkeypatch.setattr(hosting, "claim", real)
+    assert hosting.probe() == 1  # nothing changed in the log, yet it claims again
+    assert host_wakes.calls == [WATCHER]
+
+
+def test_closing_a_host_runs_the_wakes_still_addressed_to_it(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, host_wakes, producer, producer_wakes = _pair(open_gateway)
+    assert producer.human_message(CHILD, channel="c") is not None  # addressed to host
+    host.close()  # before any probe took it
+    assert host_wakes.calls == [WATCHER]
+    assert producer_wakes.calls == []
+
+
+def test_unhosting_runs_the_wakes_still_addressed_to_it(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    assert producer.human_message(CHILD, channel="c") is not None
+    host.unhost(WATCHER)
+    assert host_wakes.calls == [WATCHER]
+
+
+def test_a_lease_shorter_than_ten_probe_periods_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="lease_ms"):
+        GatewayConfig(lease_ms=99, probe_interval_ms=10)
+
+
+def test_taking_over_from_a_dead_host_wakes_once_per_open_notice(
+    open_gateway: Callable[..., Gateway], clock: FakeClock,
+) -> None:
+    host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    assert producer.watch(WATCHER, "agent:main:other")
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert producer.human_message("agent:main:other", channel="c") is not None
+    assert host._hosting.probe() == 2  # the host was woken, then "dies" before draining
+    assert host_wakes.calls == [WATCHER, WATCHER]
+    assert producer.human_message(CHILD, channel="c") is not None  # covered, no new wake
+    clock.advance(QUIET.lease_ms + 1)  # its lease lapses; nobody else hosts the watcher
+    successor_wakes = WakeRecorder()
+    successor = open_gateway(QUIET, on_wake=successor_wakes, hosts=[WATCHER])
+    assert successor_wakes.calls == [WATCHER, WATCHER]  # one per open notice
+    assert len(successor.pending_notices(WATCHER)) == 2
+    assert host._hosting.probe() == 0
+
+
+def test_a_first_host_owes_no_wakes_for_notices_already_woken(
+    open_gateway: Callable[..., Gateway], wakes: WakeRecorder,
+) -> None:
+    producer = open_gateway(QUIET)
+    assert producer.watch(WATCHER, CHILD)
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert wakes.calls == [WATCHER]  # no host: woken where caused
+    late_wakes = WakeRecorder()
+    open_gateway(QUIET, on_wake=late_wakes, hosts=[WATCHER])
+    assert late_wakes.calls == []

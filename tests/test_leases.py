@@ -72,7 +72,7 @@ def test_release_and_clear_drop_leases(conn: apsw.Connection) -> None:
     set_hosts(conn, "host-a", (W, "agent:main:other"), NOW + 100)
     set_hosts(conn, "host-a", ("agent:main:other",), 0, release=True)
     assert route_wake(conn, "agent:main:other", "producer", NOW) is True
-    release_leases(conn, "host-a")
+    release_leases(conn, "host-a", NOW)
     assert route_wake(conn, W, "producer", NOW) is True
     set_hosts(conn, "host-a", (W,), NOW + 100)
     assert route_wake(conn, W, "producer", NOW) is False
@@ -97,7 +97,7 @@ def test_a_scan_lease_is_held_by_one_owner_until_it_lapses(conn: apsw.Connection
     assert claim_link(conn, key, "main", "a", NOW + 50, NOW + 150) is True  # renewal
     assert link_lease(conn, key, "main") == ("a", NOW + 150)
     assert claim_link(conn, key, "main", "b", NOW + 150, NOW + 250) is True  # lapsed
-    release_leases(conn, "b")
+    release_leases(conn, "b", NOW)
     assert link_lease(conn, key, "main") == (None, 0)
     assert claim_link(conn, "agent:main:missing", "main", "a", NOW, NOW + 1) is False
 
@@ -137,3 +137,24 @@ def test_an_older_release_holding_the_lock_exclusively_is_reported_not_waited_fo
         lock.release()
     finally:
         os.close(old)
+
+
+def test_claiming_with_a_renewal_takes_wakes_left_while_the_lease_had_lapsed(
+    conn: apsw.Connection,
+) -> None:
+    set_hosts(conn, "host-a", (W,), NOW + 100)
+    assert route_wake(conn, W, "producer", NOW) is False
+    assert claim_wakes(conn, "host-a", NOW + 200) == ()  # lapsed: not without a renewal
+    assert claim_wakes(conn, "host-a", NOW + 200, expires_at=NOW + 300) == (W,)
+
+
+def test_releasing_hands_the_wakes_still_addressed_to_the_releasing_host(
+    conn: apsw.Connection,
+) -> None:
+    set_hosts(conn, "host-a", (W, "agent:main:other"), NOW + 100)
+    route_wake(conn, W, "producer", NOW)
+    route_wake(conn, "agent:main:other", "producer", NOW)
+    assert set_hosts(conn, "host-a", ("agent:main:other",), 0, release=True) == (
+        "agent:main:other",)
+    assert release_leases(conn, "host-a", NOW) == (W,)
+    assert wake_high_water(conn) == 0

@@ -116,3 +116,15 @@ def test_an_overflowed_notice_stays_out_until_a_drain_or_newer_material() -> Non
     assert not queue.evicted
     queue.reconcile([_open(TARGET, 3, 5)])  # after a drain it is back
     assert queue.texts() == [notice_text(TARGET[0], 3)]
+
+
+def test_an_overflowed_notice_comes_back_when_another_process_frees_room() -> None:
+    queue = NoticeQueue(limit=2)
+    first, second, third = (("agent:main:a", "main"), ("agent:main:b", "main"),
+                            ("agent:main:c", "main"))
+    queue.reconcile([_open(first, 0, 1), _open(second, 0, 2), _open(third, 0, 3)])
+    assert queue.texts() == [notice_text("agent:main:b", 0), notice_text("agent:main:c", 0)]
+    # Another process drained b and c; a is still open and now fits.
+    queue.reconcile([_open(first, 0, 1)])
+    assert queue.texts() == [notice_text("agent:main:a", 0)]
+    assert not queue.evicted

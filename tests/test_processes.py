@@ -220,10 +220,11 @@ def test_two_monitoring_processes_count_each_typed_turn_once(
     transcript.parent.mkdir(parents=True)
     transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
     key = "agent:main:claude:one"
-    # Leases of 1 ms lapse before the other monitor looks, so both scan nearly
-    # every time: only the compare-and-set commit keeps a turn from counting twice.
-    a = _start(workers, db, config={"lease_ms": 1})
-    b = _start(workers, db, config={"lease_ms": 1})
+    # Leases of 10 ms pass the link back and forth between the two monitors,
+    # whose scans are sent at the same moment: whichever scans, and however
+    # they overlap, the compare-and-set commit counts each turn once.
+    a = _start(workers, db, config={"lease_ms": 10, "probe_interval_ms": 1})
+    b = _start(workers, db, config={"lease_ms": 10, "probe_interval_ms": 1})
     a.call("adopt", key, "claude", str(transcript), WATCHER)
     b.call("adopt", key, "claude", str(transcript), WATCHER)
     turns = 12
@@ -428,6 +429,9 @@ def test_ssa_watch_status_and_list_work_beside_a_running_gateway(
         assert TARGET in listed.stdout
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+        assert proc.stderr is not None
+        # It said it shares the default watcher with a gateway, and how not to.
+        assert "--watcher agent:main:ssa-watch" in proc.stderr.read().decode()
         # ssa watch drained it after printing: no process shows it any more.
         assert gateway.call("pending", WATCHER) == []
     finally:
@@ -437,3 +441,41 @@ def test_ssa_watch_status_and_list_work_beside_a_running_gateway(
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_drains_while_another_process_holds_the_write_lock_hand_out_nothing_twice(
+    db: Path, workers: list[Worker],
+) -> None:
+    fast = {"busy_timeout_ms": 200}
+    a, b = _start(workers, db, config=fast), _start(workers, db, config=fast)
+    assert a.call("watch", WATCHER, TARGET)
+    assert b.call("human", TARGET) is not None
+    shown = a.call("pending", WATCHER)
+    assert len(shown) == 1
+    assert b.call("pending", WATCHER) == shown
+    blocker = apsw.Connection(str(db))
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # longer than their busy timeout
+        assert a.call("drain", WATCHER) == []  # not acknowledged, so not handed out
+        assert b.call("drain", WATCHER) == []
+        blocker.execute("ROLLBACK")
+    finally:
+        blocker.close()
+    drained = a.call("drain", WATCHER) + b.call("drain", WATCHER)
+    assert drained == shown
+
+
+def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
+    db: Path, workers: list[Worker],
+) -> None:
+    producer = _start(workers, db)
+    host = Worker(db, hosts=[WATCHER])
+    assert producer.call("watch", WATCHER, TARGET)
+    assert producer.call("human", TARGET) is not None
+    assert len(host.call("wait_wakes", 1, 10.0)) == 1
+    host.kill()  # woken, but killed before its agent loop drained
+    # The successor's clock is past the dead host's lease: it takes the watcher over.
+    successor = _start(workers, db, hosts=[WATCHER], clock_offset_ms=60_000)
+    assert [w for w, _t in successor.call("wakes")] == [WATCHER]
+    assert successor.call("pending", WATCHER) == [notice_text(TARGET, 0)]
+    assert producer.call("wakes") == []
