@@ -17,6 +17,8 @@ process that dies simply stops renewing it, so it lapses in bounded time.
 
 from __future__ import annotations
 
+from typing import Any
+
 import apsw
 
 from persistence.keys import is_subagent_key
@@ -34,7 +36,8 @@ __all__ = [
 ]
 
 
-def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int) -> bool:
+def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int,
+               notice: tuple[str, str, int] = ("", "", 0)) -> bool:
     """Decide where the wake of a newly opened notice for ``watcher`` runs.
 
     Args:
@@ -42,6 +45,8 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int) 
         watcher: the watcher session key.
         host: this process's host id (``None``: it hosts nothing).
         now: epoch ms.
+        notice: ``(target_key, target_agent_id, last_seen)`` of the notice: a
+            host claims the wake only while that notice is still open.
 
     Returns:
         ``True`` when this process calls ``on_wake`` (it hosts the watcher, or
@@ -53,8 +58,9 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int) 
         (watcher, now))]
     if not hosts or host in hosts:
         return True
-    conn.execute("INSERT INTO session_wakes (watcher_session_key, created_at) VALUES (?, ?)",
-                 (watcher, now))
+    conn.execute("INSERT INTO session_wakes (watcher_session_key, target_session_key,"
+                 " target_agent_id, last_seen_sequence, created_at) VALUES (?, ?, ?, ?, ?)",
+                 (watcher, *notice, now))
     return False
 
 
@@ -80,11 +86,11 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
         if not release:
             claimed += _take_over(conn, watcher, host, now)
         if release:
-            claimed += [str(w) for _id, w in sorted(conn.execute(
+            claimed += _still_open(conn, conn.execute(
                 "DELETE FROM session_wakes WHERE watcher_session_key = ?"
                 " AND EXISTS (SELECT 1 FROM session_hosts WHERE watcher_session_key = ?"
-                " AND host_id = ?) RETURNING id, watcher_session_key",
-                (watcher, watcher, host)).fetchall())]
+                " AND host_id = ?) RETURNING id, watcher_session_key, target_session_key,"
+                " target_agent_id, last_seen_sequence", (watcher, watcher, host)).fetchall())
             conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
                          " AND host_id = ?", (watcher, host))
         else:
@@ -132,16 +138,31 @@ def claim_wakes(conn: apsw.Connection, host: str, now: int,
             ``None``: only leases still live at ``now`` count.
 
     Returns:
-        One watcher key per claimed wake, oldest first (a watcher appears once
-        per newly opened notice). Each row is claimed by exactly one process.
+        One watcher key per claimed wake whose notice is still open, oldest
+        first (a watcher appears once per newly opened notice). Each row is
+        claimed by exactly one process; a wake whose notice was drained (or
+        dropped) meanwhile is deleted without waking anyone.
     """
     if expires_at is not None:
         renew_hosts(conn, host, expires_at)
     rows = conn.execute(
         "DELETE FROM session_wakes WHERE watcher_session_key IN (SELECT watcher_session_key"
         " FROM session_hosts WHERE host_id = ? AND expires_at > ?)"
-        " RETURNING id, watcher_session_key", (host, now)).fetchall()
-    return tuple(str(w) for _id, w in sorted(rows))
+        " RETURNING id, watcher_session_key, target_session_key, target_agent_id,"
+        " last_seen_sequence", (host, now)).fetchall()
+    return _still_open(conn, rows)
+
+
+def _still_open(conn: apsw.Connection, rows: list[Any]) -> tuple[str, ...]:
+    woken: list[str] = []
+    for _id, watcher, target, agent, last_seen in sorted(rows, key=lambda r: int(r[0])):
+        if conn.execute(
+                "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
+                " AND target_session_key = ? AND target_agent_id = ?"
+                " AND last_seen_sequence = ? AND material_sequence > last_seen_sequence",
+                (watcher, target, agent, last_seen)).get is not None:
+            woken.append(str(watcher))
+    return tuple(woken)
 
 
 def wake_high_water(conn: apsw.Connection) -> int:

@@ -115,6 +115,9 @@ CREATE INDEX idx_session_hosts_host ON session_hosts (host_id);
 CREATE TABLE session_wakes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     watcher_session_key TEXT NOT NULL,
+    target_session_key TEXT NOT NULL,
+    target_agent_id TEXT NOT NULL,
+    last_seen_sequence INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX idx_session_wakes_watcher ON session_wakes (watcher_session_key);

@@ -133,7 +133,8 @@ def _descriptor(
 def _opened(conn: apsw.Connection, watcher: str, target: tuple[str, str], last_seen: int,
             provenance: str, version: int, host: str | None, now: int) -> NoticeDescriptor:
     """The descriptor of a notice this transaction opened, with its wake routed."""
-    wake = wake_eligible(watcher, provenance) and route_wake(conn, watcher, host, now)
+    wake = wake_eligible(watcher, provenance) and route_wake(
+        conn, watcher, host, now, (target[0], target[1], last_seen))
     return _descriptor(watcher, target, last_seen, provenance, version, wake=wake)
 
 

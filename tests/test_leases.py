@@ -24,6 +24,16 @@ from persistence._lock import PresenceLock
 
 W = "agent:main:main"
 NOW = 1_000_000
+T = "agent:main:worker"
+OPEN = (T, "main", 0)
+"""The notice the wakes below are for: opened by :func:`_open_notice`."""
+
+
+def _open_notice(conn: apsw.Connection, watcher: str = W) -> None:
+    conn.execute(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key,"
+        " target_agent_id, last_seen_sequence, notified_sequence, material_sequence,"
+        " updated_at) VALUES (?, ?, 'main', 0, 1, 1, 0)", (watcher, T))
 
 
 @pytest.fixture
@@ -46,9 +56,10 @@ def test_a_watcher_nobody_hosts_is_woken_where_the_notice_opened(
 def test_a_live_host_elsewhere_gets_a_wake_row_and_exactly_one_host_claims_it(
     conn: apsw.Connection,
 ) -> None:
+    _open_notice(conn)
     set_hosts(conn, "host-a", (W,), NOW + 100)
     set_hosts(conn, "host-b", (W,), NOW + 100)
-    assert route_wake(conn, W, "producer", NOW) is False
+    assert route_wake(conn, W, "producer", NOW, OPEN) is False
     assert route_wake(conn, W, "host-a", NOW) is True  # a host wakes itself
     assert wake_high_water(conn) == 1
     assert claim_wakes(conn, "host-b", NOW) == (W,)
@@ -59,10 +70,11 @@ def test_a_live_host_elsewhere_gets_a_wake_row_and_exactly_one_host_claims_it(
 def test_a_lapsed_hosting_lease_routes_the_wake_back_and_renewal_keeps_it(
     conn: apsw.Connection,
 ) -> None:
+    _open_notice(conn)
     set_hosts(conn, "host-a", (W,), NOW + 100)
     assert route_wake(conn, W, "producer", NOW + 100) is True  # expired at its expiry
     assert renew_hosts(conn, "host-a", NOW + 500) == 1
-    assert route_wake(conn, W, "producer", NOW + 100) is False
+    assert route_wake(conn, W, "producer", NOW + 100, OPEN) is False
     # A wake left for a dead host goes to whoever hosts the watcher next.
     set_hosts(conn, "host-b", (W,), NOW + 1000)
     assert claim_wakes(conn, "host-b", NOW + 600) == (W,)
@@ -142,8 +154,9 @@ def test_an_older_release_holding_the_lock_exclusively_is_reported_not_waited_fo
 def test_claiming_with_a_renewal_takes_wakes_left_while_the_lease_had_lapsed(
     conn: apsw.Connection,
 ) -> None:
+    _open_notice(conn)
     set_hosts(conn, "host-a", (W,), NOW + 100)
-    assert route_wake(conn, W, "producer", NOW) is False
+    assert route_wake(conn, W, "producer", NOW, OPEN) is False
     assert claim_wakes(conn, "host-a", NOW + 200) == ()  # lapsed: not without a renewal
     assert claim_wakes(conn, "host-a", NOW + 200, expires_at=NOW + 300) == (W,)
 
@@ -151,10 +164,21 @@ def test_claiming_with_a_renewal_takes_wakes_left_while_the_lease_had_lapsed(
 def test_releasing_hands_the_wakes_still_addressed_to_the_releasing_host(
     conn: apsw.Connection,
 ) -> None:
+    _open_notice(conn)
+    _open_notice(conn, "agent:main:other")
     set_hosts(conn, "host-a", (W, "agent:main:other"), NOW + 100)
-    route_wake(conn, W, "producer", NOW)
-    route_wake(conn, "agent:main:other", "producer", NOW)
+    route_wake(conn, W, "producer", NOW, OPEN)
+    route_wake(conn, "agent:main:other", "producer", NOW, OPEN)
     assert set_hosts(conn, "host-a", ("agent:main:other",), 0, release=True) == (
         "agent:main:other",)
     assert release_leases(conn, "host-a", NOW) == (W,)
     assert wake_high_water(conn) == 0
+
+
+def test_a_wake_whose_notice_was_drained_meanwhile_wakes_nobody(conn: apsw.Connection) -> None:
+    _open_notice(conn)
+    set_hosts(conn, "host-a", (W,), NOW + 100)
+    assert route_wake(conn, W, "producer", NOW, OPEN) is False
+    conn.execute("UPDATE session_watch_cursors SET last_seen_sequence = 1")  # drained
+    assert claim_wakes(conn, "host-a", NOW) == ()
+    assert wake_high_water(conn) == 0  # and the row is gone
