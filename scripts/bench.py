@@ -883,13 +883,14 @@ class CrossRun:
     """Section 8 latencies across processes, in seconds, one entry per round."""
 
     wakes: list[float]
+    wakes_after_return: list[float]
     notices: list[float]
     withdrawals: list[float]
     stale_reads: list[int]
     round_trips: list[float]
 
 
-def cross_latency(directory: Path, rounds: int) -> CrossRun:
+def cross_latency(directory: Path, rounds: int, load_threads: int = 0) -> CrossRun:
     """Section 8: a notice and its wake crossing from a producer process to others.
 
     Three children on one file: a host (``hosts=[watcher]``, its ``on_wake``
@@ -898,20 +899,27 @@ def cross_latency(directory: Path, rounds: int) -> CrossRun:
     (wall time before the call), the observer stamps when the notice shows
     and the host when ``on_wake`` runs; then the observer drains and the host
     reads until the notice is gone (withdrawal: drain's return to that read).
-    Baseline: a bare pipe round trip to a child. Blocks (bounded).
+    Baseline: a bare pipe round trip to a child. With ``load_threads``, a
+    fourth child records on its own pairs from that many threads all the
+    while (write-lock contention and CPU load). Blocks (bounded).
     """
-    path = directory / "cross.sqlite"
+    path = directory / f"cross-{load_threads}.sqlite"
     watcher, target = pair("cross", 0)
-    host = producer = observer = None
-    result = CrossRun([], [], [], [], [])
+    host = producer = observer = loader = None
+    result = CrossRun([], [], [], [], [], [])
     try:
         host = Worker(path, hosts=[watcher])
         producer, observer = Worker(path), Worker(path)
         if not host.call("watch", watcher, target):
             raise BenchError("the cross-process watch failed")
+        if load_threads:
+            loader = Worker(path)
+            # Enough to outlast the rounds (about 15 ms each) at ~2,000 events/s.
+            loader.send("record_threads", "load", load_threads,
+                        max(50, rounds * 40 // load_threads), time.time())
         for r in range(rounds):
             observer.send("spin_until_visible", watcher, 10.0)
-            started, _returned, _seq = producer.call("timed_record", target)
+            started, returned, _seq = producer.call("timed_record", target)
             seen, _reads = observer.recv()[1]
             woke = host.call("await_wake", r + 1, 10.0)
             if seen is None or woke is None:
@@ -924,14 +932,19 @@ def cross_latency(directory: Path, rounds: int) -> CrossRun:
             host.call("pid")
             result.round_trips.append(time.perf_counter() - ping)
             result.wakes.append(woke - started)
+            result.wakes_after_return.append(max(0.0, woke - returned))
             result.notices.append(seen - started)
             result.withdrawals.append(max(0.0, gone_at - drained_at))
             result.stale_reads.append(stale)
         if len(host.call("wakes")) != rounds or producer.call("wakes") \
                 or observer.call("wakes"):
             raise BenchError("a cross-process notice did not wake exactly once, in the host")
+        if loader is not None:
+            status, value = loader.recv(timeout=WAIT_S)
+            if status != "ok":
+                raise BenchError(f"the load process failed: {value}")
     finally:
-        for worker in (host, producer, observer):
+        for worker in (host, producer, observer, loader):
             if worker is not None:
                 worker.close()
         remove_db(path)
@@ -993,6 +1006,7 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
     one_proc = process_recording(directory, 1, ALL_THREADS, per_all)
     four_procs = process_recording(directory, 4, PROC_THREADS, per)
     cross = cross_latency(directory, sizes.latency_rounds)
+    loaded = cross_latency(directory, sizes.latency_rounds, load_threads=PROC_THREADS)
     idle = idle_probe(directory, sizes.idle_s)
 
     naive_what = "naive record_event, 1 txn/event"
@@ -1047,6 +1061,12 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
         row(8, "cross-process wake p99 ms (call start to on_wake)", ms(pct(cross.wakes, 99)),
             "pipe round trip p99 ms", ms(pct(cross.round_trips, 99)),
             at_most_value=50.0, unit="ms"),
+        row(8, f"same, p99 ms, 1 more process x {PROC_THREADS} threads writing",
+            ms(pct(loaded.wakes, 99)), "pipe round trip p99 ms, same load",
+            ms(pct(loaded.round_trips, 99)), at_most_value=50.0, unit="ms"),
+        row(8, "same load, wake p99 ms after the producer returned",
+            ms(pct(loaded.wakes_after_return, 99)), "pipe round trip p99 ms, same load",
+            ms(pct(loaded.round_trips, 99))),
         row(8, "cross-process notice p50 ms (call start to seen)", ms(pct(cross.notices, 50)),
             "pipe round trip p50 ms", ms(pct(cross.round_trips, 50))),
         row(8, "cross-process notice p99 ms (call start to seen)", ms(pct(cross.notices, 99)),
