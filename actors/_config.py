@@ -55,7 +55,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         lease_ms: how long a hosting or upstream-scan lease lasts without
             renewal, in ms (by the gateway's clock): the longest a dead
             process keeps a watcher's wakes or a link's scans from the others.
-            Hosting leases are renewed every third of it.
+            Hosting leases are renewed every third of it. At least ten times
+            ``probe_interval_ms``.
         probe_interval_ms: how often a process that hosts watchers checks
             the database for wakes other processes addressed to it, in ms
             (one ``PRAGMA data_version``; see ``Gateway.host``), while the
