@@ -25,6 +25,7 @@ from actors._hosting import Hosting
 from actors._late import LatePublisher, late_sink
 from actors._messages import Wake
 from actors._registry import ActorPool
+from actors._rewake import Rewakes
 from actors._session import Handoff, SessionActor
 from actors._upstream import UpstreamService
 from actors._waker import WakerActor
@@ -48,6 +49,7 @@ from persistence import (
 )
 from persistence._runtime import Dispatcher, on_our_thread
 from persistence._writer import FATAL_ERRORS
+from persistence.keys import is_subagent_key
 
 __all__ = ["GatewayCore", "wall_clock"]
 
@@ -119,6 +121,7 @@ class GatewayCore:
             lease_ms=config.lease_ms, probe_interval_ms=config.probe_interval_ms,
             timeout=self._timeout, wake=self._wake, busy_timeout_ms=config.busy_timeout_ms,
             vfs=config.vfs)
+        self._rewakes = Rewakes(self._wake, self._owes_wake)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every actor this gateway started, and nothing else.
@@ -142,7 +145,8 @@ class GatewayCore:
         stuck = 0
         # Each step is isolated: one failing step never skips the others.
         steps: list[Callable[[], int | None]] = [
-            partial(self._hosting.stop, timeout), partial(self._upstream.stop, timeout),
+            partial(self._rewakes.close, timeout), partial(self._hosting.stop, timeout),
+            partial(self._upstream.stop, timeout),
             self._release_leases, partial(self._cursors.stop_all, timeout),
             partial(self._sessions.stop_all, timeout)]
         steps += [partial(self._stop_ref, ref, timeout)
@@ -283,6 +287,16 @@ class GatewayCore:
         for descriptor in notices:
             if should_wake(descriptor):
                 self._wake(descriptor.watcher_key)
+
+    def _owes_wake(self, watcher_key: str) -> bool:
+        """Whether ``watcher_key`` has an open notice that wakes (a read; any thread)."""
+        if self._closed or is_subagent_key(watcher_key):
+            return False
+        with self._reads.connection(self._timeout) as conn:
+            return conn.execute(
+                "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
+                " AND material_sequence > last_seen_sequence"
+                " AND provenance != 'ambient-group' LIMIT 1", (watcher_key,)).get is not None
 
     def _wake(self, watcher_key: str) -> None:
         if self._waker is None:

@@ -168,22 +168,37 @@ class Hosting:
         Raises:
             StorageError: the claim could not be written (the next probe retries).
         """
-        if not self.watchers:
+        watchers = self.watchers
+        if not watchers:
             self._retry = False
             return 0
         claimed: tuple[str, ...] = submit(self._persistence, ClaimWakes(
-            host_id=self.host_id, expires_at=self._clock() + self._lease_ms),
-            timeout=self._timeout)
+            host_id=self.host_id, watchers=tuple(sorted(watchers)),
+            expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
         self._retry = False
         for watcher in claimed:
             self._wake(watcher)
         return len(claimed)
 
-    def renew(self) -> None:
-        """Extend every hosting lease of this process by ``lease_ms`` (blocks on a write)."""
-        submit(self._persistence, RenewLeases(
-            host_id=self.host_id, expires_at=self._clock() + self._lease_ms),
-            timeout=self._timeout)
+    def renew(self) -> int:
+        """Take this process's hosting leases again for ``lease_ms`` (blocks on a write).
+
+        Re-creates a lease row that another process's takeover deleted while
+        this one stalled, and runs the takeover wakes of a watcher whose
+        co-host died since (one per open notice).
+
+        Returns:
+            How many takeover wakes ran.
+        """
+        watchers = self.watchers
+        if not watchers:
+            return 0
+        owed: tuple[str, ...] = submit(self._persistence, RenewLeases(
+            host_id=self.host_id, watchers=tuple(sorted(watchers)),
+            expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
+        for watcher in owed:
+            self._wake(watcher)
+        return len(owed)
 
     def _run(self) -> None:
         renew_every = self._lease_ms / 3000

@@ -70,6 +70,8 @@ class DrainOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     texts: tuple[str, ...]
     follow_ups: tuple[NoticeDescriptor, ...]
+    unacknowledged: int = 0
+    """Notices kept back because their acknowledgement could not be written."""
 
 
 SessionMessage = EnqueueEvent | PendingTexts | Drain | Reset | Deliver | TakeMessages

@@ -226,6 +226,7 @@ class SessionActor(GatewayActor):
         shown = [e for e in entries if e.target is not None and e.last_seen is not None]
         follow_ups: tuple[Any, ...] = ()
         consumed: set[tuple[str, str]] = set()
+        failed = False
         if shown:
             try:
                 ack: AckOutcome = submit(self._persistence, Acknowledge(
@@ -241,8 +242,10 @@ class SessionActor(GatewayActor):
                                "%s", len(shown), exc)
                 self._queue.requeue(shown)
                 consumed = set()
+                failed = True
             else:
                 consumed = set(ack.acknowledged)
                 follow_ups = ack.notices
         texts = tuple(e.text for e in entries if e.target is None or e.target in consumed)
-        return DrainOutcome(texts=texts, follow_ups=follow_ups)
+        kept = len(shown) if failed else 0
+        return DrainOutcome(texts=texts, follow_ups=follow_ups, unacknowledged=kept)

@@ -590,7 +590,12 @@ class Gateway(UpstreamApi):
 
         Each acknowledged cursor moves to its frozen watermark, never to the
         head; a pair that changed again in between gets exactly one follow-up
-        notice, queued before this returns.
+        notice, queued before this returns. Only notices whose acknowledgement
+        committed are returned, so no two drains (in any processes) return one
+        notice; one whose acknowledgement could not be written (a storage
+        fault, another process holding the write lock past
+        ``busy_timeout_ms``) stays queued, and the watcher is woken again
+        after 1 s, then 2, 4, ... up to 60 s, until a drain acknowledges it.
 
         Returns:
             The consumed texts, oldest first.
@@ -602,6 +607,10 @@ class Gateway(UpstreamApi):
             return []  # nothing to consume: no actor needed
         outcome: DrainOutcome = self._ask_session(key, Drain())
         self._publish(outcome.follow_ups)
+        if outcome.unacknowledged:
+            self._rewakes.later(watcher_key)  # its wake was spent on a turn that got nothing
+        else:
+            self._rewakes.settled(watcher_key)
         return list(outcome.texts)
 
     def _open_notice_texts(self, watcher_key: str) -> list[str]:

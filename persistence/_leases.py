@@ -75,22 +75,28 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
     without a re-freeze: other processes may be acknowledging meanwhile). A
     first host, or one after a clean release, owes no such wakes.
 
+    Taking is also how a live host renews: it re-creates a lease row another
+    process's takeover deleted while this one stalled, and it notices a
+    co-host that died after this one started hosting.
+
     Returns:
-        With ``release``: the wakes still addressed to those watchers, claimed
-        in the same transaction for the releasing process to run (nobody
-        else would). Otherwise the takeover wakes: one watcher key per open
+        With ``release``: the wakes still addressed to those watchers that no
+        other live process hosts, claimed in the same transaction for the
+        releasing process to run (nobody else would; a live co-host keeps
+        its share). Otherwise the takeover wakes: one watcher key per open
         notice of each watcher taken over from a dead host.
     """
     claimed: list[str] = []
     for watcher in dict.fromkeys(watchers):
         if not release:
             claimed += _take_over(conn, watcher, host, now)
-        if release:
+        elif not _other_live_host(conn, watcher, host, now):
             claimed += _still_open(conn, conn.execute(
                 "DELETE FROM session_wakes WHERE watcher_session_key = ?"
                 " AND EXISTS (SELECT 1 FROM session_hosts WHERE watcher_session_key = ?"
                 " AND host_id = ?) RETURNING id, watcher_session_key, target_session_key,"
                 " target_agent_id, last_seen_sequence", (watcher, watcher, host)).fetchall())
+        if release:
             conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
                          " AND host_id = ?", (watcher, host))
         else:
@@ -99,6 +105,12 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
                 " VALUES (?, ?, ?) ON CONFLICT (watcher_session_key, host_id)"
                 " DO UPDATE SET expires_at = excluded.expires_at", (watcher, host, expires_at))
     return tuple(claimed)
+
+
+def _other_live_host(conn: apsw.Connection, watcher: str, host: str, now: int) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM session_hosts WHERE watcher_session_key = ? AND host_id != ?"
+        " AND expires_at > ? LIMIT 1", (watcher, host, now)).get is not None
 
 
 def _take_over(conn: apsw.Connection, watcher: str, host: str, now: int) -> list[str]:
@@ -128,7 +140,8 @@ def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
 
 
 def claim_wakes(conn: apsw.Connection, host: str, now: int,
-                expires_at: int | None = None) -> tuple[str, ...]:
+                expires_at: int | None = None, watchers: tuple[str, ...] = ()
+                ) -> tuple[str, ...]:
     """Take every wake addressed to a watcher ``host`` hosts.
 
     Args:
@@ -136,6 +149,10 @@ def claim_wakes(conn: apsw.Connection, host: str, now: int,
             claims is alive: a lease that lapsed while it stalled, with wakes
             addressed to it meanwhile, is revived and those wakes are taken).
             ``None``: only leases still live at ``now`` count.
+        watchers: the watchers ``host`` hosts; with ``expires_at`` their lease
+            rows are taken again (:func:`set_hosts`), so a row a takeover
+            deleted comes back and a co-host's death is noticed (its takeover
+            wakes are part of the answer).
 
     Returns:
         One watcher key per claimed wake whose notice is still open, oldest
@@ -143,14 +160,18 @@ def claim_wakes(conn: apsw.Connection, host: str, now: int,
         claimed by exactly one process; a wake whose notice was drained (or
         dropped) meanwhile is deleted without waking anyone.
     """
+    owed: tuple[str, ...] = ()
     if expires_at is not None:
-        renew_hosts(conn, host, expires_at)
+        if watchers:
+            owed = set_hosts(conn, host, watchers, expires_at, now=now)
+        else:
+            renew_hosts(conn, host, expires_at)
     rows = conn.execute(
         "DELETE FROM session_wakes WHERE watcher_session_key IN (SELECT watcher_session_key"
         " FROM session_hosts WHERE host_id = ? AND expires_at > ?)"
         " RETURNING id, watcher_session_key, target_session_key, target_agent_id,"
         " last_seen_sequence", (host, now)).fetchall()
-    return _still_open(conn, rows)
+    return owed + _still_open(conn, rows)
 
 
 def _still_open(conn: apsw.Connection, rows: list[Any]) -> tuple[str, ...]:
@@ -200,11 +221,14 @@ def release_leases(conn: apsw.Connection, host: str, now: int) -> tuple[str, ...
     """Drop every lease ``host`` holds (a clean close: others take over at once).
 
     Returns:
-        The wakes still addressed to watchers it hosted, claimed in the same
-        transaction: the closing process runs them, since from this commit on
-        producers wake locally and nobody else would.
+        The wakes still addressed to watchers it hosted that no other live
+        process hosts, claimed in the same transaction: the closing process
+        runs them, since from this commit on producers wake locally and nobody
+        else would. A live co-host keeps the wakes of the watchers it shares.
     """
-    claimed = claim_wakes(conn, host, now, expires_at=now + 1)
+    hosted = tuple(str(w) for (w,) in conn.execute(
+        "SELECT watcher_session_key FROM session_hosts WHERE host_id = ?", (host,)))
+    claimed = set_hosts(conn, host, hosted, 0, release=True, now=now)
     conn.execute("DELETE FROM session_hosts WHERE host_id = ?", (host,))
     conn.execute("UPDATE session_upstream_links SET lease_owner = NULL, lease_expires_at = 0"
                  " WHERE lease_owner = ?", (host,))

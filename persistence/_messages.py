@@ -184,16 +184,21 @@ class HostWatchers(_Message, frozen=True, tag="host"):
 
 
 class RenewLeases(_Message, frozen=True, tag="renew"):
-    """Extend every hosting lease of ``host_id`` to ``expires_at``."""
+    """Take ``host_id``'s hosting leases on ``watchers`` again, until ``expires_at``.
+
+    Answers the takeover wakes of watchers whose co-host died meanwhile.
+    """
 
     host_id: str
+    watchers: tuple[str, ...]
     expires_at: int
 
 
 class ClaimWakes(_Message, frozen=True, tag="claim-wakes"):
-    """Renew ``host_id``'s leases to ``expires_at`` and take the wakes addressed to them."""
+    """Renew ``host_id``'s leases on ``watchers`` and take the wakes addressed to them."""
 
     host_id: str
+    watchers: tuple[str, ...]
     expires_at: int
 
 

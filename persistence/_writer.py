@@ -387,10 +387,10 @@ class PersistenceActor(InlineActor):
                               release=release):
                 return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release,
                                          now=now)
-            case RenewLeases(host_id=host_id, expires_at=expires_at):
-                return _leases.renew_hosts(conn, host_id, expires_at)
-            case ClaimWakes(host_id=host_id, expires_at=expires_at):
-                return _leases.claim_wakes(conn, host_id, now, expires_at)
+            case RenewLeases(host_id=host_id, watchers=watchers, expires_at=expires_at):
+                return _leases.set_hosts(conn, host_id, watchers, expires_at, now=now)
+            case ClaimWakes(host_id=host_id, watchers=watchers, expires_at=expires_at):
+                return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
             case ClaimLink(session_key=key, agent_id=agent, owner=owner,
                            expires_at=expires_at):
                 return _leases.claim_link(conn, key, agent, owner, now, expires_at)

@@ -461,6 +461,9 @@ def test_drains_while_another_process_holds_the_write_lock_hand_out_nothing_twic
         blocker.execute("ROLLBACK")
     finally:
         blocker.close()
+    # Their wakes were spent on turns that got nothing: each is woken again
+    # (after 1 s), since the notice is still open.
+    assert [w for w, _t in a.call("wait_wakes", 1, 10.0)] == [WATCHER]
     drained = a.call("drain", WATCHER) + b.call("drain", WATCHER)
     assert drained == shown
 
