@@ -166,14 +166,11 @@ class GatewayCore:
         if self._fatal.is_set() or not self._persistence.is_alive():
             return
         try:
-            left: tuple[str, ...] = submit(self._persistence, ReleaseLeases(
-                host_id=self.host_id), timeout=min(self._timeout, 2.0))
+            submit(self._persistence, ReleaseLeases(host_id=self.host_id),
+                   timeout=min(self._timeout, 2.0))
         except Exception as exc:  # they lapse by themselves
             logger.info("releasing leases at close failed (they lapse in %d ms): %s",
                         self.config.lease_ms, exc)
-            return
-        for watcher in left:  # addressed here before the release: nobody else would
-            self._wake(watcher)
 
     @staticmethod
     def _stop_ref(ref: pykka.ActorRef[Any], timeout: float) -> int:

@@ -91,21 +91,20 @@ class Hosting:
     def host(self, watchers: tuple[str, ...]) -> int:
         """Take the hosting leases of ``watchers`` and deliver the wakes owed to them.
 
-        A watcher taken over from a host that died (no live host left) is
-        woken once per open notice; wakes addressed to a watcher that another
-        live host shares are claimed as usual. Blocks on one or two writes.
+        Owed: wakes other processes addressed to these watchers that nobody
+        took, and wakes a host that died (or closed, or stopped hosting) took
+        but whose notice is still open, one per notice. Notices woken where
+        they were caused are not woken again. Blocks on two writes.
 
         Returns:
-            How many left-over wakes the claim delivered (takeover wakes not counted).
+            How many owed wakes were delivered.
 
         Raises:
             StorageError: the lease could not be written.
         """
-        taken: tuple[str, ...] = submit(self._persistence, HostWatchers(
+        submit(self._persistence, HostWatchers(
             host_id=self.host_id, watchers=watchers,
             expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
-        for watcher in taken:  # taken over from a dead host: one wake per open notice
-            self._wake(watcher)
         with self._lock:
             self._watchers.update(watchers)
             start = self._thread is None and not self._stop.is_set()
@@ -124,11 +123,10 @@ class Hosting:
         """
         with self._lock:
             self._watchers.difference_update(watchers)
-        left: tuple[str, ...] = submit(self._persistence, HostWatchers(
+        # Wakes owed to them stay for whichever process hosts them next.
+        submit(self._persistence, HostWatchers(
             host_id=self.host_id, watchers=watchers, expires_at=0, release=True),
             timeout=self._timeout)
-        for watcher in left:  # addressed here before the release: nobody else would
-            self._wake(watcher)
 
     def probe(self) -> int:
         """One probe: if another connection committed and a wake row is new, claim.
@@ -183,12 +181,11 @@ class Hosting:
     def renew(self) -> int:
         """Take this process's hosting leases again for ``lease_ms`` (blocks on a write).
 
-        Re-creates a lease row that another process's takeover deleted while
-        this one stalled, and runs the takeover wakes of a watcher whose
-        co-host died since (one per open notice).
+        Re-creates a lease row deleted while this process stalled, and runs
+        the wakes now owed to its watchers (a co-host that took them died).
 
         Returns:
-            How many takeover wakes ran.
+            How many wakes ran.
         """
         watchers = self.watchers
         if not watchers:

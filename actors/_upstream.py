@@ -121,6 +121,7 @@ class UpstreamService:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._memory = LinkMemory()
+        self._monitoring = False
         self._inflight: dict[tuple[str, str], pykka.Future[Any]] = {}
         self._failing_stores: set[str] = set()
         self._node_readers: dict[str, NodeTranscriptReader] = {}
@@ -226,9 +227,19 @@ class UpstreamService:
             source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
             adopted=adopted, watcher_key=watcher, **self._new_lease())
 
+    def mark_monitoring(self) -> None:
+        """This process scans its links: links it adopts from now on start leased to it.
+
+        Set by the cadence, the notifications and the first scan; a process
+        that only adopts (a web worker beside a monitoring scheduler) leaves
+        new links free, so the monitoring process scans them at once.
+        Any thread; non-blocking.
+        """
+        self._monitoring = True
+
     def _new_lease(self) -> dict[str, Any]:
         """The scan lease a link this process creates starts with (no claim write later)."""
-        if self._settings.lease_owner is None:
+        if self._settings.lease_owner is None or not self._monitoring:
             return {}
         return {"lease_owner": self._settings.lease_owner,
                 "lease_expires_at": self._clock() + self._settings.lease_ms}
@@ -318,6 +329,7 @@ class UpstreamService:
         commit lands. Blocks until every scan answered or timed out (logged).
         Never overlaps another cycle.
         """
+        self.mark_monitoring()
         with self._cycle_lock:
             with self._reads.connection(self._timeout) as conn:
                 links, ambiguous = list_watched_links(conn)
@@ -483,6 +495,7 @@ class UpstreamService:
 
     def start_cadence(self) -> None:
         """Start the cadence thread: first cycle after the initial delay, then every interval."""
+        self.mark_monitoring()
         self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence")
         self._ticker.start()
 
@@ -519,6 +532,7 @@ class UpstreamService:
 
         Caller's thread; non-blocking apart from one read of the links.
         """
+        self.mark_monitoring()
         if self._feed is not None:
             return True
         try:

@@ -229,6 +229,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                       f"{args.watcher} takes that watcher's wakes and drains its notices. "
                       "Pass --watcher agent:main:ssa-watch to leave them to it.\n")
             err.flush()
+        gw._upstream.mark_monitoring()  # it scans what it adopts: lease new links to it
         adopter = _Adopter(gw, args.watcher, stop, err)
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
         if not getattr(args, "poll_only", False):

@@ -21,8 +21,6 @@ from typing import Any
 
 import apsw
 
-from persistence.keys import is_subagent_key
-
 __all__ = [
     "claim_link",
     "claim_wakes",
@@ -65,37 +63,17 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int,
 
 
 def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expires_at: int,
-              *, release: bool = False, now: int = 0) -> tuple[str, ...]:
+              *, release: bool = False, now: int = 0) -> None:
     """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``.
 
-    Taking over a watcher whose previous host died (its lease lapsed without
-    a release) while no other live process hosts it is a restart for that
-    watcher: its unclaimed wakes are dropped and it is woken once per open
-    notice instead (the restart sweep's semantics, anchor §3.8 step 4,
-    without a re-freeze: other processes may be acknowledging meanwhile). A
-    first host, or one after a clean release, owes no such wakes.
-
-    Taking is also how a live host renews: it re-creates a lease row another
-    process's takeover deleted while this one stalled, and it notices a
-    co-host that died after this one started hosting.
-
-    Returns:
-        With ``release``: the wakes still addressed to those watchers that no
-        other live process hosts, claimed in the same transaction for the
-        releasing process to run (nobody else would; a live co-host keeps
-        its share). Otherwise the takeover wakes: one watcher key per open
-        notice of each watcher taken over from a dead host.
+    Taking is also how a live host renews: it re-creates a lease row that
+    was deleted while this process stalled. Releasing leaves the wakes owed
+    to the watchers (unclaimed, or claimed by this process and not yet seen
+    through) for whichever process hosts them next (see :func:`claim_wakes`);
+    a live co-host takes them at its next probe.
     """
-    claimed: list[str] = []
+    del now  # the signature is shared with the claim path
     for watcher in dict.fromkeys(watchers):
-        if not release:
-            claimed += _take_over(conn, watcher, host, now)
-        elif not _other_live_host(conn, watcher, host, now):
-            claimed += _still_open(conn, conn.execute(
-                "DELETE FROM session_wakes WHERE watcher_session_key = ?"
-                " AND EXISTS (SELECT 1 FROM session_hosts WHERE watcher_session_key = ?"
-                " AND host_id = ?) RETURNING id, watcher_session_key, target_session_key,"
-                " target_agent_id, last_seen_sequence", (watcher, watcher, host)).fetchall())
         if release:
             conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
                          " AND host_id = ?", (watcher, host))
@@ -104,32 +82,6 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
                 "INSERT INTO session_hosts (watcher_session_key, host_id, expires_at)"
                 " VALUES (?, ?, ?) ON CONFLICT (watcher_session_key, host_id)"
                 " DO UPDATE SET expires_at = excluded.expires_at", (watcher, host, expires_at))
-    return tuple(claimed)
-
-
-def _other_live_host(conn: apsw.Connection, watcher: str, host: str, now: int) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM session_hosts WHERE watcher_session_key = ? AND host_id != ?"
-        " AND expires_at > ? LIMIT 1", (watcher, host, now)).get is not None
-
-
-def _take_over(conn: apsw.Connection, watcher: str, host: str, now: int) -> list[str]:
-    others = conn.execute(
-        "SELECT max(expires_at > ?), count(*) FROM session_hosts"
-        " WHERE watcher_session_key = ? AND host_id != ?", (now, watcher, host)).fetchone()
-    live, lapsed = (bool(others[0]), int(others[1])) if others is not None else (False, 0)
-    if live or not lapsed:
-        return []
-    conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ? AND host_id != ?",
-                 (watcher, host))
-    conn.execute("DELETE FROM session_wakes WHERE watcher_session_key = ?", (watcher,))
-    if is_subagent_key(watcher):
-        return []
-    opened = conn.execute(
-        "SELECT count(*) FROM session_watch_cursors WHERE watcher_session_key = ?"
-        " AND material_sequence > last_seen_sequence AND provenance != 'ambient-group'",
-        (watcher,)).get
-    return [watcher] * int(opened or 0)
 
 
 def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
@@ -139,51 +91,69 @@ def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
     return conn.changes()
 
 
+_OPEN = (
+    "EXISTS (SELECT 1 FROM session_watch_cursors AS c"
+    " WHERE c.watcher_session_key = session_wakes.watcher_session_key"
+    " AND c.target_session_key = session_wakes.target_session_key"
+    " AND c.target_agent_id = session_wakes.target_agent_id"
+    " AND c.last_seen_sequence = session_wakes.last_seen_sequence"
+    " AND c.material_sequence > c.last_seen_sequence)"
+)
+"""The wake row's notice is still open."""
+_UNSERVED = (
+    "(claimed_by IS NULL OR NOT EXISTS (SELECT 1 FROM session_hosts AS h"
+    " WHERE h.watcher_session_key = session_wakes.watcher_session_key"
+    " AND h.host_id = session_wakes.claimed_by AND h.expires_at > ?))"
+)
+"""Nobody claimed the wake, or its claimant no longer hosts the watcher (died or left)."""
+
+
+def _claim(conn: apsw.Connection, host: str, now: int) -> list[str]:
+    """Mark ``host``'s owed wakes claimed; one watcher key per wake, oldest first."""
+    scope = ("watcher_session_key IN (SELECT watcher_session_key FROM session_hosts"
+             " WHERE host_id = ? AND expires_at > ?)")
+    scope_params = (host, now)
+    # A wake whose notice was consumed (or dropped) meanwhile is owed to nobody.
+    conn.execute(f"DELETE FROM session_wakes WHERE {scope} AND NOT {_OPEN}",  # noqa: S608
+                 scope_params)
+    rows: list[Any] = conn.execute(
+        f"UPDATE session_wakes SET claimed_by = ? WHERE {scope} AND {_UNSERVED}"  # noqa: S608
+        " RETURNING id, watcher_session_key", (host, *scope_params, now)).fetchall()
+    return [str(w) for _id, w in sorted(rows, key=lambda r: int(r[0]))]
+
+
 def claim_wakes(conn: apsw.Connection, host: str, now: int,
                 expires_at: int | None = None, watchers: tuple[str, ...] = ()
                 ) -> tuple[str, ...]:
-    """Take every wake addressed to a watcher ``host`` hosts.
+    """Take every wake owed to a watcher ``host`` hosts.
+
+    A wake is owed while its notice is open and nobody serves it: no process
+    claimed it yet (a producer elsewhere addressed it to the hosts), or the
+    process that claimed it no longer hosts the watcher (it died, maybe
+    before its agent loop drained, or it closed). The claim marks the row
+    with ``host`` instead of deleting it, so a successor host knows which
+    notices a dead host was told of; rows whose notice is no longer open
+    are deleted. A notice that was woken where it was caused (no live host
+    then) has no row, so a later host never wakes it a second time.
 
     Args:
-        expires_at: first renew ``host``'s leases to this (a process that
-            claims is alive: a lease that lapsed while it stalled, with wakes
-            addressed to it meanwhile, is revived and those wakes are taken).
-            ``None``: only leases still live at ``now`` count.
-        watchers: the watchers ``host`` hosts; with ``expires_at`` their lease
-            rows are taken again (:func:`set_hosts`), so a row a takeover
-            deleted comes back and a co-host's death is noticed (its takeover
-            wakes are part of the answer).
+        expires_at: first take ``host``'s leases on ``watchers`` again until
+            this (a process that claims is alive: a lease that lapsed, or a
+            row deleted, while it stalled comes back and the wakes addressed
+            to it meanwhile are taken). ``None``: only live leases count.
+        watchers: the watchers ``host`` hosts (with ``expires_at``; empty:
+            just extend the leases it has).
 
     Returns:
-        One watcher key per claimed wake whose notice is still open, oldest
-        first (a watcher appears once per newly opened notice). Each row is
-        claimed by exactly one process; a wake whose notice was drained (or
-        dropped) meanwhile is deleted without waking anyone.
+        One watcher key per claimed wake, oldest first. Each is claimed by
+        exactly one process.
     """
-    owed: tuple[str, ...] = ()
     if expires_at is not None:
         if watchers:
-            owed = set_hosts(conn, host, watchers, expires_at, now=now)
+            set_hosts(conn, host, watchers, expires_at, now=now)
         else:
             renew_hosts(conn, host, expires_at)
-    rows = conn.execute(
-        "DELETE FROM session_wakes WHERE watcher_session_key IN (SELECT watcher_session_key"
-        " FROM session_hosts WHERE host_id = ? AND expires_at > ?)"
-        " RETURNING id, watcher_session_key, target_session_key, target_agent_id,"
-        " last_seen_sequence", (host, now)).fetchall()
-    return owed + _still_open(conn, rows)
-
-
-def _still_open(conn: apsw.Connection, rows: list[Any]) -> tuple[str, ...]:
-    woken: list[str] = []
-    for _id, watcher, target, agent, last_seen in sorted(rows, key=lambda r: int(r[0])):
-        if conn.execute(
-                "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
-                " AND target_session_key = ? AND target_agent_id = ?"
-                " AND last_seen_sequence = ? AND material_sequence > last_seen_sequence",
-                (watcher, target, agent, last_seen)).get is not None:
-            woken.append(str(watcher))
-    return tuple(woken)
+    return tuple(_claim(conn, host, now))
 
 
 def wake_high_water(conn: apsw.Connection) -> int:
@@ -217,22 +187,14 @@ def link_lease(conn: apsw.Connection, key: str, agent_id: str) -> tuple[str | No
     return str(row[0]), int(row[1])
 
 
-def release_leases(conn: apsw.Connection, host: str, now: int) -> tuple[str, ...]:
+def release_leases(conn: apsw.Connection, host: str) -> None:
     """Drop every lease ``host`` holds (a clean close: others take over at once).
 
-    Returns:
-        The wakes still addressed to watchers it hosted that no other live
-        process hosts, claimed in the same transaction: the closing process
-        runs them, since from this commit on producers wake locally and nobody
-        else would. A live co-host keeps the wakes of the watchers it shares.
+    Wakes still owed to its watchers go to whichever process hosts them next.
     """
-    hosted = tuple(str(w) for (w,) in conn.execute(
-        "SELECT watcher_session_key FROM session_hosts WHERE host_id = ?", (host,)))
-    claimed = set_hosts(conn, host, hosted, 0, release=True, now=now)
     conn.execute("DELETE FROM session_hosts WHERE host_id = ?", (host,))
     conn.execute("UPDATE session_upstream_links SET lease_owner = NULL, lease_expires_at = 0"
                  " WHERE lease_owner = ?", (host,))
-    return claimed
 
 
 def clear_all_leases(conn: apsw.Connection) -> None:

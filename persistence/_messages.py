@@ -186,7 +186,8 @@ class HostWatchers(_Message, frozen=True, tag="host"):
 class RenewLeases(_Message, frozen=True, tag="renew"):
     """Take ``host_id``'s hosting leases on ``watchers`` again, until ``expires_at``.
 
-    Answers the takeover wakes of watchers whose co-host died meanwhile.
+    Answers the wakes now owed to them (see ``_leases.claim_wakes``): those a
+    co-host that died meanwhile had claimed and not seen through.
     """
 
     host_id: str
@@ -214,7 +215,7 @@ class ClaimLink(_Message, frozen=True, tag="claim-link"):
 class ReleaseLeases(_Message, frozen=True, tag="release-leases"):
     """Drop every hosting and scan lease of ``host_id`` (a clean close).
 
-    Answers the wakes still addressed to its watchers, claimed for it to run.
+    Wakes still owed to its watchers go to whichever process hosts them next.
     """
 
     host_id: str

@@ -118,6 +118,7 @@ CREATE TABLE session_wakes (
     target_session_key TEXT NOT NULL,
     target_agent_id TEXT NOT NULL,
     last_seen_sequence INTEGER NOT NULL,
+    claimed_by TEXT,
     created_at INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX idx_session_wakes_watcher ON session_wakes (watcher_session_key);

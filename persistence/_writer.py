@@ -388,14 +388,14 @@ class PersistenceActor(InlineActor):
                 return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release,
                                          now=now)
             case RenewLeases(host_id=host_id, watchers=watchers, expires_at=expires_at):
-                return _leases.set_hosts(conn, host_id, watchers, expires_at, now=now)
+                return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
             case ClaimWakes(host_id=host_id, watchers=watchers, expires_at=expires_at):
                 return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
             case ClaimLink(session_key=key, agent_id=agent, owner=owner,
                            expires_at=expires_at):
                 return _leases.claim_link(conn, key, agent, owner, now, expires_at)
             case ReleaseLeases(host_id=host_id):
-                return _leases.release_leases(conn, host_id, now)
+                return _leases.release_leases(conn, host_id)
             case NoteOwnText():
                 return _upstream.note_own_text(conn, command)
             case Prune(force=force):

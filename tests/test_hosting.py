@@ -145,31 +145,38 @@ def test_a_failed_claim_is_retried_by_the_next_probe(
     assert host_wakes.calls == [WATCHER]
 
 
-def test_closing_a_host_runs_the_wakes_still_addressed_to_it(
+def test_closing_a_host_leaves_its_unserved_wakes_to_the_next_host(
     open_gateway: Callable[..., Gateway],
 ) -> None:
     host, host_wakes, producer, producer_wakes = _pair(open_gateway)
     assert producer.human_message(CHILD, channel="c") is not None  # addressed to host
     host.close()  # before any probe took it
-    assert host_wakes.calls == [WATCHER]
+    assert host_wakes.calls == []
+    successor_wakes = WakeRecorder()
+    open_gateway(QUIET, on_wake=successor_wakes, hosts=[WATCHER])
+    assert successor_wakes.calls == [WATCHER]
     assert producer_wakes.calls == []
 
 
-def test_unhosting_runs_the_wakes_still_addressed_to_it(
+def test_unhosting_leaves_its_unserved_wakes_to_a_co_host(
     open_gateway: Callable[..., Gateway],
 ) -> None:
     host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
+    co_wakes = WakeRecorder()
+    co_host = open_gateway(QUIET, on_wake=co_wakes, hosts=[WATCHER])
     assert producer.human_message(CHILD, channel="c") is not None
     host.unhost(WATCHER)
-    assert host_wakes.calls == [WATCHER]
-
+    assert host._hosting.probe() == 0
+    assert co_host._hosting.probe() == 1
+    assert co_wakes.calls == [WATCHER]
+    assert host_wakes.calls == []
 
 def test_a_lease_shorter_than_ten_probe_periods_is_refused() -> None:
     with pytest.raises(InvalidArgument, match="lease_ms"):
         GatewayConfig(lease_ms=99, probe_interval_ms=10)
 
 
-def test_taking_over_from_a_dead_host_wakes_once_per_open_notice(
+def test_taking_over_from_a_dead_host_wakes_once_per_notice_it_was_told_of(
     open_gateway: Callable[..., Gateway], clock: FakeClock,
 ) -> None:
     host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
@@ -182,7 +189,7 @@ def test_taking_over_from_a_dead_host_wakes_once_per_open_notice(
     clock.advance(QUIET.lease_ms + 1)  # its lease lapses; nobody else hosts the watcher
     successor_wakes = WakeRecorder()
     successor = open_gateway(QUIET, on_wake=successor_wakes, hosts=[WATCHER])
-    assert successor_wakes.calls == [WATCHER, WATCHER]  # one per open notice
+    assert successor_wakes.calls == [WATCHER, WATCHER]  # one per notice still open
     assert len(successor.pending_notices(WATCHER)) == 2
     assert host._hosting.probe() == 0
 

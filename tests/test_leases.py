@@ -84,7 +84,7 @@ def test_release_and_clear_drop_leases(conn: apsw.Connection) -> None:
     set_hosts(conn, "host-a", (W, "agent:main:other"), NOW + 100)
     set_hosts(conn, "host-a", ("agent:main:other",), 0, release=True)
     assert route_wake(conn, "agent:main:other", "producer", NOW) is True
-    release_leases(conn, "host-a", NOW)
+    release_leases(conn, "host-a")
     assert route_wake(conn, W, "producer", NOW) is True
     set_hosts(conn, "host-a", (W,), NOW + 100)
     assert route_wake(conn, W, "producer", NOW) is False
@@ -109,7 +109,7 @@ def test_a_scan_lease_is_held_by_one_owner_until_it_lapses(conn: apsw.Connection
     assert claim_link(conn, key, "main", "a", NOW + 50, NOW + 150) is True  # renewal
     assert link_lease(conn, key, "main") == ("a", NOW + 150)
     assert claim_link(conn, key, "main", "b", NOW + 150, NOW + 250) is True  # lapsed
-    release_leases(conn, "b", NOW)
+    release_leases(conn, "b")
     assert link_lease(conn, key, "main") == (None, 0)
     assert claim_link(conn, "agent:main:missing", "main", "a", NOW, NOW + 1) is False
 
@@ -161,19 +161,22 @@ def test_claiming_with_a_renewal_takes_wakes_left_while_the_lease_had_lapsed(
     assert claim_wakes(conn, "host-a", NOW + 200, expires_at=NOW + 300) == (W,)
 
 
-def test_releasing_hands_the_wakes_still_addressed_to_the_releasing_host(
+def test_wakes_a_host_left_unserved_go_to_the_next_host_once(
     conn: apsw.Connection,
 ) -> None:
     _open_notice(conn)
     _open_notice(conn, "agent:main:other")
     set_hosts(conn, "host-a", (W, "agent:main:other"), NOW + 100)
-    route_wake(conn, W, "producer", NOW, OPEN)
-    route_wake(conn, "agent:main:other", "producer", NOW, OPEN)
-    assert set_hosts(conn, "host-a", ("agent:main:other",), 0, release=True) == (
-        "agent:main:other",)
-    assert release_leases(conn, "host-a", NOW) == (W,)
-    assert wake_high_water(conn) == 0
-
+    assert route_wake(conn, W, "producer", NOW, OPEN) is False
+    assert claim_wakes(conn, "host-a", NOW) == (W,)  # told, then it dies or closes
+    assert route_wake(conn, "agent:main:other", "producer", NOW, OPEN) is False  # untold
+    release_leases(conn, "host-a")
+    set_hosts(conn, "host-b", (W, "agent:main:other"), NOW + 100)
+    assert claim_wakes(conn, "host-b", NOW) == (W, "agent:main:other")
+    assert claim_wakes(conn, "host-b", NOW) == ()  # served now: once
+    # A live co-host does not take what another live host serves.
+    set_hosts(conn, "host-c", (W,), NOW + 100)
+    assert claim_wakes(conn, "host-c", NOW) == ()
 
 def test_a_wake_whose_notice_was_drained_meanwhile_wakes_nobody(conn: apsw.Connection) -> None:
     _open_notice(conn)

@@ -254,7 +254,8 @@ def test_a_scan_lease_keeps_the_second_monitor_off_the_link(
     transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
     key = "agent:main:claude:two"
     a, b = _start(workers, db), _start(workers, db)
-    a.call("adopt", key, "claude", str(transcript), WATCHER)  # a holds the new link's lease
+    a.call("adopt", key, "claude", str(transcript), WATCHER)
+    assert a.call("scan") == []  # a scans it first: a holds the link's scan lease now
     b.call("adopt", key, "claude", str(transcript), WATCHER)
     with transcript.open("ab") as handle:
         handle.write(claude_user("typed") + claude_assistant("ok"))
@@ -482,3 +483,18 @@ def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
     assert [w for w, _t in successor.call("wakes")] == [WATCHER]
     assert successor.call("pending", WATCHER) == [notice_text(TARGET, 0)]
     assert producer.call("wakes") == []
+
+
+def test_a_process_that_only_adopts_leaves_the_link_to_the_monitoring_one(
+    db: Path, workers: list[Worker], tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "projects" / "-work" / "2d8e4c5a-7b2c-4e3a-9c79-5b3b9e3c4d5e.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    key = "agent:main:claude:three"
+    web, scheduler = _start(workers, db), _start(workers, db)
+    assert scheduler.call("scan") == []  # it monitors (nothing linked yet)
+    web.call("adopt", key, "claude", str(transcript), WATCHER)  # a web request adopts
+    with transcript.open("ab") as handle:
+        handle.write(claude_user("typed") + claude_assistant("ok"))
+    assert len(scheduler.call("scan")) == 1  # no lease of the web worker in its way
