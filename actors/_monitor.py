@@ -280,6 +280,9 @@ class UpstreamMonitor(GatewayActor):
         dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
         soon: where queued :class:`ScanSoon` requests are marked (cleared here).
         node_pool: the threads that run paired-node readers.
+        after_lease: asks for a scan just after another process's scan lease
+            lapses (``(ident, expires_at, link updated_at)``).
+        scanned: tells the service this process scanned the link.
         settle_later: asks for a soon scan of a link whose marker now awaits
             settling (its file was seen cut short).
     """
@@ -292,7 +295,11 @@ class UpstreamMonitor(GatewayActor):
                  dispatcher: Dispatcher | None = None,
                  soon: SoonSet | None = None,
                  node_pool: ReaderPool | None = None,
-                 settle_later: Callable[[tuple[str, str]], None] | None = None) -> None:
+                 settle_later: Callable[[tuple[str, str]], None] | None = None,
+                 after_lease: Callable[[tuple[str, str], int, int], None] | None = None,
+                 scanned: Callable[[tuple[str, str]], None] | None = None) -> None:
+        self._after_lease = after_lease
+        self._scanned = scanned
         super().__init__(dispatcher=dispatcher)
         self._settle_later = settle_later
         self._soon = soon
@@ -345,7 +352,13 @@ class UpstreamMonitor(GatewayActor):
             self._memory.forget((self._key, self._agent_id))
             return MonitorReport(dropped=True)
         if not self._hold_lease(lease):
-            return MonitorReport()  # another live process scans it; retried next time
+            # Another live process scans it. Should it die with the change
+            # unscanned, look again as soon as its lease lapses.
+            if self._after_lease is not None:
+                self._after_lease((self._key, self._agent_id), lease[1], link.updated_at)
+            return MonitorReport()
+        if self._scanned is not None:
+            self._scanned((self._key, self._agent_id))
         if link.source == "opencode" and hint is None:
             hint = opencode_hint(link, self._settings.busy_timeout_ms)
         seen = fingerprint(link)  # before reading: a later append changes it

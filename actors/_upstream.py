@@ -129,6 +129,7 @@ class UpstreamService:
         self._soon = SoonSet()
         self._settle_lock = threading.Lock()
         self._settles: dict[tuple[str, str], int] = {}
+        self._lease_waits: dict[tuple[str, str], int] = {}
         self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
@@ -410,6 +411,27 @@ class UpstreamService:
         with self._settle_lock:
             self._settles[ident] = self._clock() + SETTLE_MS
 
+    def after_lease(self, ident: tuple[str, str], expires_at: int, updated_at: int) -> None:
+        """A scan of ``ident`` was refused: another live process holds its scan lease.
+
+        Scan it again just after that lease lapses, in case its holder died
+        with the change unscanned. If by then the link moved on (``updated_at``
+        changed: the holder scanned it), the retry stops there. Any thread;
+        non-blocking.
+        """
+        with self._settle_lock:
+            first = self._lease_waits.setdefault(ident, updated_at)
+            if first != updated_at:
+                del self._lease_waits[ident]  # the holder handled it
+                return
+            at = expires_at + 1
+            self._settles[ident] = min(self._settles.get(ident, at), at)
+
+    def scanned(self, ident: tuple[str, str]) -> None:
+        """``ident`` was scanned here: no retry after a lease is owed (non-blocking)."""
+        with self._settle_lock:
+            self._lease_waits.pop(ident, None)
+
     def tick(self) -> int:
         """Queue the settling scans that are due (feed or cadence thread; non-blocking).
 
@@ -489,7 +511,8 @@ class UpstreamService:
                                      late=self._late,
                                      node_readers=self.node_reader, clock=self._clock,
                                      dispatcher=self._dispatcher, soon=self._soon,
-                                     node_pool=self._node_pool, settle_later=self.settle_later)
+                                     node_pool=self._node_pool, settle_later=self.settle_later,
+                                     after_lease=self.after_lease, scanned=self.scanned)
 
     # --- cadence -------------------------------------------------------------
 
