@@ -638,8 +638,10 @@ class Gateway(UpstreamApi):
         may host one watcher; each wake then runs in exactly one of them.
         The lease behind it is renewed every third of ``config.lease_ms``;
         if this process dies it lapses after at most ``lease_ms`` and wakes
-        run where they are caused again. Wakes addressed to these watchers
-        that a dead host never took are delivered now. Idempotent.
+        run where they are caused again. Wakes owed to these watchers (ones
+        other processes addressed to their hosts that nobody took, and ones a
+        host that died or left took while their notice is still open) are
+        delivered now, once each. Idempotent.
 
         Args:
             watcher_keys: agent-qualified watcher session keys.
