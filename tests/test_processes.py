@@ -53,6 +53,14 @@ def _start(workers: list[Worker], db: Path, **options: object) -> Worker:
     return worker
 
 
+def _transcript(tmp_path: Path, session: str) -> Path:
+    """A Claude Code transcript ``<projects>/-work/<session>.jsonl`` with one old turn."""
+    path = tmp_path / "projects" / "-work" / f"{session}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(claude_user("before") + claude_assistant("ok"))
+    return path
+
+
 def _cursor(db: Path, watcher: str, target: str) -> tuple[int, int, int] | None:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
@@ -216,9 +224,7 @@ def test_an_unhosted_watcher_is_woken_in_the_process_of_the_producer(
 def test_two_monitoring_processes_count_each_typed_turn_once(
     db: Path, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = tmp_path / "projects" / "-work" / "0b6c2a3e-5f0a-4c1e-9a57-3f1f7c1a2b3c.jsonl"
-    transcript.parent.mkdir(parents=True)
-    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    transcript = _transcript(tmp_path, "0b6c2a3e-5f0a-4c1e-9a57-3f1f7c1a2b3c")
     key = "agent:main:claude:one"
     # Leases of 10 ms pass the link back and forth between the two monitors,
     # whose scans are sent at the same moment: whichever scans, and however
@@ -249,9 +255,7 @@ def test_two_monitoring_processes_count_each_typed_turn_once(
 def test_a_scan_lease_keeps_the_second_monitor_off_the_link(
     db: Path, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = tmp_path / "projects" / "-work" / "1c7d3b4f-6a1b-4d2f-8b68-4a2a8d2b3c4d.jsonl"
-    transcript.parent.mkdir(parents=True)
-    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    transcript = _transcript(tmp_path, "1c7d3b4f-6a1b-4d2f-8b68-4a2a8d2b3c4d")
     key = "agent:main:claude:two"
     a, b = _start(workers, db), _start(workers, db)
     a.call("adopt", key, "claude", str(transcript), WATCHER)
@@ -488,9 +492,7 @@ def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
 def test_a_process_that_only_adopts_leaves_the_link_to_the_monitoring_one(
     db: Path, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = tmp_path / "projects" / "-work" / "2d8e4c5a-7b2c-4e3a-9c79-5b3b9e3c4d5e.jsonl"
-    transcript.parent.mkdir(parents=True)
-    transcript.write_bytes(claude_user("before") + claude_assistant("ok"))
+    transcript = _transcript(tmp_path, "2d8e4c5a-7b2c-4e3a-9c79-5b3b9e3c4d5e")
     key = "agent:main:claude:three"
     web, scheduler = _start(workers, db), _start(workers, db)
     assert scheduler.call("scan") == []  # it monitors (nothing linked yet)

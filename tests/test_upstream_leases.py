@@ -20,9 +20,8 @@ def _transcript(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
-    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
-) -> None:
+def _refused(open_gateway: Callable[..., Gateway], tmp_path: Path) -> tuple[Gateway, Gateway]:
+    """Two gateways on one link; the holder's lease refused the other's scan of a new turn."""
     transcript = _transcript(tmp_path)
     holder, other = open_gateway(CONFIG), open_gateway(CONFIG)
     request = AdoptRequest(key=KEY, source="claude", path=transcript)
@@ -32,6 +31,13 @@ def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
     with transcript.open("ab") as handle:
         handle.write(claude_user("typed") + claude_assistant("ok"))
     assert other.scan_upstream() == []  # refused: leased to a live process
+    return holder, other
+
+
+def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
+    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
+) -> None:
+    holder, other = _refused(open_gateway, tmp_path)
     retry = other._upstream._settles[(KEY, "main")]
     assert retry == clock() + CONFIG.lease_ms + 1  # just after the lease lapses
     # The holder dies without scanning; once its lease lapsed the other takes over.
@@ -43,15 +49,7 @@ def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
 def test_no_retry_is_kept_once_the_holder_scanned_the_change(
     open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
 ) -> None:
-    transcript = _transcript(tmp_path)
-    holder, other = open_gateway(CONFIG), open_gateway(CONFIG)
-    request = AdoptRequest(key=KEY, source="claude", path=transcript)
-    holder.adopt_many([request], watcher=WATCHER)
-    assert holder.scan_upstream() == []
-    other.adopt_many([request], watcher=WATCHER)
-    with transcript.open("ab") as handle:
-        handle.write(claude_user("typed") + claude_assistant("ok"))
-    assert other.scan_upstream() == []
+    holder, other = _refused(open_gateway, tmp_path)
     assert len(holder.scan_upstream()) == 1  # the holder counts it
     clock.advance(1)
     assert other.scan_upstream() == []  # refused again, but the link moved on
