@@ -164,7 +164,7 @@ class BusyWait:
     SQLite's own busy timeout sleeps 1, 2, 5, 10, ... ms between attempts, so a
     process that meets another's write lock (held for a fraction of a
     millisecond per group commit) loses milliseconds each time. This handler
-    retries after 50 µs, doubling up to 2 ms, until ``timeout_ms`` has passed
+    retries after 50 µs, doubling up to 0.5 ms, until ``timeout_ms`` has passed
     since the first attempt; SQLite then reports ``SQLITE_BUSY`` as before.
     Called by SQLite in the thread that uses the connection; it sleeps
     (releasing the GIL).
@@ -174,7 +174,7 @@ class BusyWait:
     """
 
     FIRST_S = 0.00005
-    LONGEST_S = 0.002
+    LONGEST_S = 0.0005
 
     def __init__(self, timeout_ms: int) -> None:
         self._timeout_s = timeout_ms / 1000
