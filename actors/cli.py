@@ -39,20 +39,21 @@ def _parser() -> argparse.ArgumentParser:
         prog="ssa", description="Session state awareness for multi-agent gateways.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
-    demo.add_argument("--db", type=Path, help="database file (default: a temporary one)")
+    demo.add_argument("--db", type=_db_path, help="database file (default: a temporary one)")
     status = sub.add_parser("status", help="print a session's state version and changes as JSON")
     status.add_argument("key", help="session key, e.g. agent:main:main")
     status.add_argument("--changes-since", type=int, metavar="N",
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
-    status.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    status.add_argument("--db", type=_db_path, help="database file (default: the embedded default)")
     listing = sub.add_parser("list", help="list sessions with their state versions")
-    listing.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    listing.add_argument("--db", type=_db_path,
+                         help="database file (default: the embedded default)")
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
-    watch.add_argument("--db", type=Path, help="database file (default: the embedded default)")
+    watch.add_argument("--db", type=_db_path, help="database file (default: the embedded default)")
     for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
         watch.add_argument(f"--{source}", action="append", metavar=what,
                            help=f"{source} catalog (repeatable; default: its standard location)")
@@ -105,6 +106,15 @@ def _classify(args: argparse.Namespace) -> int:
     for unit in classify_units(args.source, str(args.path), session=args.session):
         sys.stdout.write(msgspec.json.encode(unit).decode() + "\n")
     return 0
+
+
+def _db_path(value: str) -> Path:
+    """``--db``: a SQLite file path (argparse type; a URL is refused with a clear error)."""
+    try:
+        v.check_db_path(value)
+    except SessionStateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(value)
 
 
 def _watch(args: argparse.Namespace) -> int:

@@ -198,6 +198,8 @@ class Gateway(UpstreamApi):
         most ``busy_timeout_ms``).
 
         Raises:
+            InvalidArgument: ``path`` is a URL (``postgresql://...`` included:
+                the PostgreSQL backend is not part of this release).
             DatabaseBusy: a gateway of an older release (one owner per
                 database) has the file open.
             SchemaError: the file is not a session-state database or is newer.
@@ -213,6 +215,8 @@ class Gateway(UpstreamApi):
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
         hosted = v.check_hosts(hosts, on_wake)
+        if isinstance(path, str):
+            v.check_db_path(path)  # never create a directory named "postgresql:"
         db_path = Path(path) if path is not None else default_state_path()
         prepare_path(db_path)
         clock = clock or wall_clock

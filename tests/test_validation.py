@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from actors import Gateway
 from actors import _validate as v
 from actors.errors import (
     ArgumentTypeError,
@@ -131,3 +134,22 @@ def test_text_fields_reject_surrogates_and_overlong_values() -> None:
         v.check_text("", "summary")
     with pytest.raises(ArgumentTypeError):
         v.check_text(b"bytes", "summary")
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://h/db", "sqlite:///x.db"])
+def test_a_url_is_refused_as_a_database_path_and_creates_nothing(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgument, match="URL"):
+        Gateway.open(url, monitor=False)
+    assert list(tmp_path.iterdir()) == []  # no directory named after the scheme
+
+
+def test_the_command_line_refuses_a_url_for_db(capsys: pytest.CaptureFixture[str]) -> None:
+    from actors.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["list", "--db", "postgresql://u@h/db"])
+    assert exit_info.value.code == 2
+    assert "PostgreSQL backend" in capsys.readouterr().err
