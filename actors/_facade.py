@@ -47,6 +47,7 @@ from persistence import (
     SessionStateEvent,
     submit,
 )
+from persistence._reads import has_waking_notice
 from persistence._runtime import Dispatcher, on_our_thread
 from persistence._writer import FATAL_ERRORS
 from persistence.keys import is_subagent_key
@@ -290,10 +291,7 @@ class GatewayCore:
         if self._closed or is_subagent_key(watcher_key):
             return False
         with self._reads.connection(self._timeout) as conn:
-            return conn.execute(
-                "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
-                " AND material_sequence > last_seen_sequence"
-                " AND provenance != 'ambient-group' LIMIT 1", (watcher_key,)).get is not None
+            return has_waking_notice(conn, watcher_key)
 
     def _wake(self, watcher_key: str) -> None:
         if self._waker is None:

@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 import pykka
 
-from persistence import ClaimWakes, HostWatchers, RenewLeases, StorageError, submit
+from persistence import ClaimWakes, HostWatchers, StorageError, submit
 from persistence._leases import wake_high_water
 from persistence._schema import open_connection
 
@@ -94,7 +94,8 @@ class Hosting:
         Owed: wakes other processes addressed to these watchers that nobody
         took, and wakes a host that died (or closed, or stopped hosting) took
         but whose notice is still open, one per notice. Notices woken where
-        they were caused are not woken again. Blocks on two writes.
+        they were caused are not woken again. Blocks on one write (the
+        claim takes the leases, see :meth:`claim`).
 
         Returns:
             How many owed wakes were delivered.
@@ -102,10 +103,8 @@ class Hosting:
         Raises:
             StorageError: the lease could not be written.
         """
-        submit(self._persistence, HostWatchers(
-            host_id=self.host_id, watchers=watchers,
-            expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
         with self._lock:
+            added = set(watchers) - self._watchers
             self._watchers.update(watchers)
             start = self._thread is None and not self._stop.is_set()
             if start:
@@ -113,7 +112,12 @@ class Hosting:
                                                 daemon=True)
         if start and self._thread is not None:
             self._thread.start()
-        return self.claim()
+        try:
+            return self.claim()
+        except BaseException:
+            with self._lock:  # not hosted after all
+                self._watchers.difference_update(added)
+            raise
 
     def unhost(self, watchers: tuple[str, ...]) -> None:
         """Drop the hosting leases of ``watchers`` (their wakes then run where caused).
@@ -157,8 +161,11 @@ class Hosting:
     def claim(self) -> int:
         """Claim and wake every wake addressed to a watcher this process hosts.
 
-        The claim renews this process's leases first, so wakes addressed here
-        while it stalled past ``lease_ms`` are still taken.
+        The claim first takes this process's leases on all its watchers
+        again for ``lease_ms`` (so it is also the renewal, every third of
+        ``lease_ms``): a lease that lapsed, or a lease row deleted, while it
+        stalled comes back, and wakes addressed here meanwhile are taken, as
+        are those a co-host that died had taken but not seen through.
 
         Returns:
             How many wakes were delivered (one ``on_wake`` each).
@@ -178,25 +185,6 @@ class Hosting:
             self._wake(watcher)
         return len(claimed)
 
-    def renew(self) -> int:
-        """Take this process's hosting leases again for ``lease_ms`` (blocks on a write).
-
-        Re-creates a lease row deleted while this process stalled, and runs
-        the wakes now owed to its watchers (a co-host that took them died).
-
-        Returns:
-            How many wakes ran.
-        """
-        watchers = self.watchers
-        if not watchers:
-            return 0
-        owed: tuple[str, ...] = submit(self._persistence, RenewLeases(
-            host_id=self.host_id, watchers=tuple(sorted(watchers)),
-            expires_at=self._clock() + self._lease_ms), timeout=self._timeout)
-        for watcher in owed:
-            self._wake(watcher)
-        return len(owed)
-
     def _run(self) -> None:
         renew_every = self._lease_ms / 3000
         next_renew = time.monotonic() + renew_every
@@ -212,7 +200,7 @@ class Hosting:
                             else min(interval * 1.5, self._interval_s * IDLE_FACTOR))
                 if time.monotonic() >= next_renew:
                     next_renew = time.monotonic() + renew_every
-                    self.renew()
+                    self.claim()  # renews the leases, and takes what a dead co-host left
             except _PROBE_ERRORS as exc:
                 level = logging.DEBUG if self._failing else logging.WARNING
                 self._failing = True

@@ -63,7 +63,7 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int,
 
 
 def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expires_at: int,
-              *, release: bool = False, now: int = 0) -> None:
+              *, release: bool = False) -> None:
     """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``.
 
     Taking is also how a live host renews: it re-creates a lease row that
@@ -72,7 +72,6 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
     through) for whichever process hosts them next (see :func:`claim_wakes`);
     a live co-host takes them at its next probe.
     """
-    del now  # the signature is shared with the claim path
     for watcher in dict.fromkeys(watchers):
         if release:
             conn.execute("DELETE FROM session_hosts WHERE watcher_session_key = ?"
@@ -150,7 +149,7 @@ def claim_wakes(conn: apsw.Connection, host: str, now: int,
     """
     if expires_at is not None:
         if watchers:
-            set_hosts(conn, host, watchers, expires_at, now=now)
+            set_hosts(conn, host, watchers, expires_at)
         else:
             renew_hosts(conn, host, expires_at)
     return tuple(_claim(conn, host, now))

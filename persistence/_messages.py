@@ -32,7 +32,6 @@ __all__ = [
     "RegisterOutcome",
     "RegisterWatch",
     "ReleaseLeases",
-    "RenewLeases",
     "ResetWatcher",
     "ScanOutcome",
     "SweepOutcome",
@@ -183,18 +182,6 @@ class HostWatchers(_Message, frozen=True, tag="host"):
     release: bool = False
 
 
-class RenewLeases(_Message, frozen=True, tag="renew"):
-    """Take ``host_id``'s hosting leases on ``watchers`` again, until ``expires_at``.
-
-    Answers the wakes now owed to them (see ``_leases.claim_wakes``): those a
-    co-host that died meanwhile had claimed and not seen through.
-    """
-
-    host_id: str
-    watchers: tuple[str, ...]
-    expires_at: int
-
-
 class ClaimWakes(_Message, frozen=True, tag="claim-wakes"):
     """Renew ``host_id``'s leases on ``watchers`` and take the wakes addressed to them."""
 
@@ -233,7 +220,7 @@ class NoteOwnText(_Message, frozen=True, tag="own-text"):
 Command = (
     RecordEvent | RegisterWatch | Acknowledge | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
-    | HostWatchers | RenewLeases | ClaimWakes | ClaimLink | ReleaseLeases
+    | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases
 )
 
 

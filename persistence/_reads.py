@@ -21,6 +21,7 @@ __all__ = [
     "EntryRow",
     "event_by_dedupe_key",
     "event_from_row",
+    "has_waking_notice",
     "list_sessions",
     "pending_cursors",
     "read_changes",
@@ -115,6 +116,14 @@ def pending_cursors(conn: apsw.Connection, watcher: str) -> list[tuple[str, str,
         " AND EXISTS (SELECT 1 FROM sessions WHERE session_key = ?)"
         " ORDER BY notified_sequence, target_session_key, target_agent_id",
         (watcher, watcher))]
+
+
+def has_waking_notice(conn: apsw.Connection, watcher: str) -> bool:
+    """Whether ``watcher`` has an open notice that wakes (not an ambient one)."""
+    return conn.execute(
+        "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND material_sequence > last_seen_sequence AND provenance != 'ambient-group'"
+        " LIMIT 1", (watcher,)).get is not None
 
 
 def read_version(conn: apsw.Connection, key: str, agent_id: str) -> int:

@@ -27,7 +27,6 @@ from persistence._messages import (
     RecordEvent,
     RegisterWatch,
     ReleaseLeases,
-    RenewLeases,
     ResetWatcher,
     UpsertLink,
     UpsertSession,
@@ -385,10 +384,7 @@ class PersistenceActor(InlineActor):
                 return _upstream.commit_scan(conn, command, now, version, host=self._host_id)
             case HostWatchers(host_id=host_id, watchers=watchers, expires_at=expires_at,
                               release=release):
-                return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release,
-                                         now=now)
-            case RenewLeases(host_id=host_id, watchers=watchers, expires_at=expires_at):
-                return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
+                return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release)
             case ClaimWakes(host_id=host_id, watchers=watchers, expires_at=expires_at):
                 return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
             case ClaimLink(session_key=key, agent_id=agent, owner=owner,

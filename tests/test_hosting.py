@@ -58,7 +58,7 @@ def test_a_lapsed_lease_sends_wakes_back_to_the_producer(
     assert producer.human_message(CHILD, channel="c") is not None
     assert producer_wakes.calls == [WATCHER]
     assert host._hosting.probe() == 0
-    host._hosting.renew()  # it lives after all: the next notice goes to it again
+    host._hosting.claim()  # it lives after all (a claim renews): the next notice goes to it
     assert producer.drain(WATCHER)
     assert producer.human_message(CHILD, channel="c") is not None
     assert host._hosting.probe() == 1
