@@ -55,6 +55,7 @@ from persistence import (
     submit,
 )
 from persistence._leases import clear_all_leases
+from persistence._writer import is_epoch_ms
 from persistence._writes import sweep as sweep_cursors
 from persistence.keys import agent_id_of, is_agent_qualified
 
@@ -80,7 +81,7 @@ def _sane_now(clock: Clock) -> int:
         now = clock()
     except Exception:
         return wall_clock()
-    return now if type(now) is int and 0 <= now < 1 << 53 else wall_clock()
+    return now if is_epoch_ms(now) else wall_clock()
 
 
 def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str,

@@ -57,6 +57,11 @@ FLAP_QUIET_S = 60.0
 """A fault that returns this soon after recovering is not logged as a new episode."""
 
 _MAX_CLOCK_MS = 2**53
+
+
+def is_epoch_ms(value: object) -> bool:
+    """Whether an injected clock's answer is usable epoch milliseconds (pure)."""
+    return type(value) is int and 0 <= value < _MAX_CLOCK_MS
 """Clock readings at or above this are not plausible epoch milliseconds."""
 
 PRUNE_INTERVAL_MS = 60 * 60 * 1000
@@ -409,7 +414,7 @@ class PersistenceActor(InlineActor):
 
     def _now(self) -> int:
         now = self._clock()
-        if type(now) is not int or not 0 <= now < _MAX_CLOCK_MS:
+        if not is_epoch_ms(now):
             if not self._bad_clock_logged:
                 self._bad_clock_logged = True
                 logger.error("the injected clock returned %r, not epoch milliseconds; "
