@@ -656,7 +656,7 @@ class Gateway(UpstreamApi):
                 was given to :meth:`open`.
             StorageError: the lease could not be written.
 
-        Blocks on one or two writes; calling thread.
+        Blocks on one write (it takes the leases and claims the owed wakes); calling thread.
         """
         self._guard()
         hosted = v.check_hosts(watcher_keys, self._waker)
