@@ -39,7 +39,6 @@ from actors.errors import (
 from persistence import (
     NoticeDescriptor,
     PersistenceActor,
-    PresenceLock,
     ReadPool,
     RecordEvent,
     RecordOutcome,
@@ -47,9 +46,9 @@ from persistence import (
     SessionStateEvent,
     submit,
 )
+from persistence._backend import Backend, Presence
 from persistence._reads import has_waking_notice
 from persistence._runtime import Dispatcher, on_our_thread
-from persistence._writer import FATAL_ERRORS
 from persistence.keys import is_subagent_key
 
 __all__ = ["GatewayCore", "wall_clock"]
@@ -59,6 +58,8 @@ logger = logging.getLogger("actors.gateway")
 Clock = Callable[[], int]
 _ACTOR_FAILURES = (StorageError, GatewayUnavailable, pykka.Timeout, pykka.ActorDeadError,
                    apsw.Error)
+"""Failures of internal requests (PostgreSQL's driver errors arrive as
+:class:`~persistence.errors.DriverError`, a StorageError)."""
 
 
 def wall_clock() -> int:
@@ -75,30 +76,33 @@ class GatewayCore:
     _feed_factory: Callable[..., ChangeFeed] | None = None
     """Builds the file-notification feed (``None``: ``watchfiles``); tests inject one."""
 
-    def __init__(self, path: Path, config: GatewayConfig, clock: Clock,
-                 on_wake: Callable[[str], None] | None, lock: PresenceLock,
+    def __init__(self, backend: Backend, config: GatewayConfig, clock: Clock,
+                 on_wake: Callable[[str], None] | None, presence: Presence,
                  host_id: str) -> None:
         """Internal: use :meth:`open`."""
-        self._lock = lock
+        self._backend = backend
+        self._presence = presence
         self._shared_at_open = False
         self.host_id = host_id
         """This gateway's id in hosting and scan leases (random per open)."""
-        self.path = path
+        self.path: Path | None = backend.path
+        """The SQLite file (``None`` on PostgreSQL)."""
+        self.location = backend.location
+        """Where the signal log lives: the SQLite file, or the URL without its password."""
         self.config = config
         self._clock = clock
         self._timeout = config.ask_timeout_s
         self._closed = False
         self._close_lock = threading.Lock()
         self._read_fault = False
-        self._reads = ReadPool(str(path), size=config.read_connections,
-                               busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
+        self._reads = ReadPool(backend, size=config.read_connections)
         self._fatal = threading.Event()
         self._dispatcher = Dispatcher("ssa-worker", config.worker_threads)
         self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
-            str(path), clock=clock, versions=itertools.count(1), synchronous=config.synchronous,
-            busy_timeout_ms=config.busy_timeout_ms, retention_days=config.retention_days,
-            max_rows=config.max_rows, prune_interval_ms=config.prune_interval_ms,
-            vfs=config.vfs, fatal=self._fatal, dispatcher=self._dispatcher, host_id=host_id,
+            backend, clock=clock, versions=itertools.count(1),
+            retention_days=config.retention_days, max_rows=config.max_rows,
+            prune_interval_ms=config.prune_interval_ms, fatal=self._fatal,
+            dispatcher=self._dispatcher, host_id=host_id,
         )
         self._waker: pykka.ActorRef[Any] | None = (
             WakerActor.start(on_wake, dispatcher=self._dispatcher) if on_wake is not None
@@ -118,10 +122,9 @@ class GatewayCore:
                                          late=self._late, dispatcher=self._dispatcher,
                                          lease_owner=host_id)
         self._hosting = Hosting(
-            path=str(path), persistence=self._persistence, host_id=host_id, clock=clock,
+            backend=backend, persistence=self._persistence, host_id=host_id, clock=clock,
             lease_ms=config.lease_ms, probe_interval_ms=config.probe_interval_ms,
-            timeout=self._timeout, wake=self._wake, busy_timeout_ms=config.busy_timeout_ms,
-            vfs=config.vfs)
+            timeout=self._timeout, wake=self._wake)
         self._rewakes = Rewakes(self._wake, self._owes_wake)
 
     def close(self, timeout: float = 10.0) -> None:
@@ -153,7 +156,7 @@ class GatewayCore:
         steps += [partial(self._stop_ref, ref, timeout)
                   for ref in (self._late_ref, self._waker, self._persistence) if ref is not None]
         steps += [partial(self._dispatcher.close, timeout), self._reads.close,
-                  self._lock.release]
+                  self._presence.release]
         for step in steps:
             try:
                 stuck += step() or 0
@@ -202,7 +205,8 @@ class GatewayCore:
 
     def _note_read_fault(self, exc: BaseException, what: str) -> None:
         # Corruption met by a read is as fatal as one met by a write.
-        if isinstance(exc, FATAL_ERRORS) or isinstance(exc.__cause__, FATAL_ERRORS):
+        fatal = self._backend.is_fatal
+        if fatal(exc) or (exc.__cause__ is not None and fatal(exc.__cause__)):
             logger.error("a read found the signal-log database corrupt: %s", exc)
             self._fatal.set()
         # One WARNING per read-fault episode, like the writer's.

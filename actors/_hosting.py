@@ -1,13 +1,14 @@
-"""Hosting: which watchers this process runs, and the change probe that wakes them.
+"""Hosting: which watchers this process runs, and the signal that wakes them.
 
 A process declares the watchers whose agent loop it runs (``Gateway.open(...,
 hosts=...)`` or ``Gateway.host``). Each is a durable lease in the signal log,
 renewed every third of ``lease_ms``. A producer in another process that opens
 a notice for a hosted watcher addresses a wake row to it instead of waking
-locally (:mod:`persistence._leases`); this process finds the row with a cheap
-probe (``PRAGMA data_version`` on its own connection, then the wake table's
-newest id, never a table scan), claims it in one transaction and calls
-``on_wake``. Claiming deletes the row, so exactly one host gets each wake.
+locally (:mod:`persistence._leases`); this process learns of the row from its
+backend's wake signal (SQLite: ``PRAGMA data_version`` on its own connection,
+then the wake table's newest id; PostgreSQL: ``LISTEN``), claims it in one
+transaction and calls ``on_wake``. Claiming marks the row, so exactly one
+host gets each wake.
 """
 
 from __future__ import annotations
@@ -18,27 +19,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import apsw
 import pykka
 
 from persistence import ClaimWakes, HostWatchers, StorageError, submit
-from persistence._leases import wake_high_water
-from persistence._schema import open_connection
+from persistence._backend import Backend, WakeSignal
 
 __all__ = ["Hosting"]
 
 logger = logging.getLogger(__name__)
 
-IDLE_FACTOR = 3
-"""While the log is idle the probe period grows to this many ``probe_interval_ms``."""
-_PROBE_ERRORS = (StorageError, apsw.Error, pykka.Timeout, pykka.ActorDeadError)
+_PROBE_ERRORS = (StorageError, pykka.Timeout, pykka.ActorDeadError)
+_WAIT_S = 0.5
+"""Longest single wait of the hosting thread (it also renews leases on time)."""
 
 
 class Hosting:
     """This process's hosting leases and the probe that delivers wakes addressed to them.
 
     Args:
-        path: the database file (the probe opens one read-only connection).
+        backend: the signal log's backend (it gives the wake signal).
         persistence: the persistence actor (leases and claims are writes).
         host_id: this gateway's id in the leases.
         clock: ``() -> int`` epoch ms; lease expiries use it.
@@ -46,20 +45,16 @@ class Hosting:
         probe_interval_ms: probe period of the background thread, in ms.
         timeout: seconds each write may take.
         wake: calls ``on_wake`` for a watcher (through the waker actor).
-        busy_timeout_ms, vfs: as for the gateway's connections.
 
-    Thread-safe. The probe thread (``ssa-hosting``, a daemon) starts with the
-    first hosted watcher and stops in :meth:`stop`. It probes every
-    ``probe_interval_ms`` while other connections commit and backs off to
-    :data:`IDLE_FACTOR` times that while none do, so a wake is found at most
-    ``IDLE_FACTOR * probe_interval_ms`` after its commit.
+    Thread-safe. The hosting thread (``ssa-hosting``, a daemon) starts with
+    the first hosted watcher and stops in :meth:`stop`. On SQLite it probes
+    every ``probe_interval_ms`` while other connections commit and backs off
+    to three times that while none do; on PostgreSQL it blocks on ``LISTEN``.
     """
 
-    def __init__(self, *, path: str, persistence: pykka.ActorRef[Any], host_id: str,
+    def __init__(self, *, backend: Backend, persistence: pykka.ActorRef[Any], host_id: str,
                  clock: Callable[[], int], lease_ms: int, probe_interval_ms: int,
-                 timeout: float, wake: Callable[[str], None], busy_timeout_ms: int = 5000,
-                 vfs: str | None = None) -> None:
-        self._path = path
+                 timeout: float, wake: Callable[[str], None]) -> None:
         self._persistence = persistence
         self.host_id = host_id
         self._clock = clock
@@ -67,16 +62,13 @@ class Hosting:
         self._interval_s = probe_interval_ms / 1000
         self._timeout = timeout
         self._wake = wake
-        self._busy_timeout_ms = busy_timeout_ms
-        self._vfs = vfs
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
         self._watchers: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._conn: apsw.Connection | None = None
-        self._data_version: int | None = None
-        self._high_water = 0
+        self._signal: WakeSignal = backend.wake_signal(
+            self._stop, self._interval_s, lambda watcher: watcher in self._watchers)
         self._retry = False
         self._failing = False
         self.probes = 0
@@ -132,29 +124,24 @@ class Hosting:
             host_id=self.host_id, watchers=watchers, expires_at=0, release=True),
             timeout=self._timeout)
 
-    def probe(self) -> int:
-        """One probe: if another connection committed and a wake row is new, claim.
+    def probe(self, timeout_s: float = 0.0) -> int:
+        """One probe: if a wake may have been addressed here, claim.
 
         A claim that failed (the write lock stayed busy, the disk failed) is
         retried by the next probe whatever the database did meanwhile.
 
+        Args:
+            timeout_s: how long to wait for the signal (``0``: just look).
+
         Returns:
-            How many wakes were delivered. Blocks on one read (and a write
-            when there is something to claim). Any thread.
+            How many wakes were delivered. Blocks on the signal and one read
+            (and a write when there is something to claim). Any thread.
         """
+        signalled = self._signal.wait(timeout_s)
         with self._probe_lock:
-            if self._conn is None:
-                self._conn = open_connection(self._path, busy_timeout_ms=self._busy_timeout_ms,
-                                             vfs=self._vfs)
             self.probes += 1
-            version = int(self._conn.pragma("data_version"))
-            if version == self._data_version and not self._retry:
+            if not signalled and not self._retry:
                 return 0
-            self._data_version = version
-            high = wake_high_water(self._conn)
-            if high <= self._high_water and not self._retry:
-                return 0
-            self._high_water = max(high, self._high_water)
             self._retry = True  # until the claim below has committed
         return self.claim()
 
@@ -188,16 +175,9 @@ class Hosting:
     def _run(self) -> None:
         renew_every = self._lease_ms / 3000
         next_renew = time.monotonic() + renew_every
-        interval = self._interval_s
-        while not self._stop.wait(interval):
+        while not self._stop.is_set():
             try:
-                # Probe every probe_interval while the log changes; while nothing
-                # does, back off to IDLE_FACTOR times it (the wake-up, not the probe,
-                # is what idling costs).
-                before = self._data_version
-                self.probe()
-                interval = (self._interval_s if self._data_version != before
-                            else min(interval * 1.5, self._interval_s * IDLE_FACTOR))
+                self.probe(min(_WAIT_S, max(0.0, next_renew - time.monotonic())))
                 if time.monotonic() >= next_renew:
                     next_renew = time.monotonic() + renew_every
                     self.claim()  # renews the leases, and takes what a dead co-host left
@@ -206,16 +186,18 @@ class Hosting:
                 self._failing = True
                 logger.log(level, "the hosting probe failed (retrying): %s: %s",
                            type(exc).__name__, exc)
+                self._stop.wait(self._interval_s)
                 continue
             except Exception:
                 logger.exception("the hosting probe failed (retrying)")
+                self._stop.wait(self._interval_s)
                 continue
             if self._failing:
                 self._failing = False
                 logger.info("the hosting probe works again")
 
     def stop(self, timeout: float) -> int:
-        """Stop the probe thread and close its connection; returns 1 if it was stuck.
+        """Stop the hosting thread and close the signal; returns 1 if it was stuck.
 
         The leases stay in the log until :class:`~persistence.ReleaseLeases`
         drops them (``close`` does) or they lapse.
@@ -226,8 +208,5 @@ class Hosting:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             stuck = int(thread.is_alive())
-        with self._probe_lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._signal.close()
         return stuck

@@ -7,7 +7,6 @@ message names the offending argument.
 from __future__ import annotations
 
 import math
-import re
 
 import msgspec
 
@@ -28,7 +27,6 @@ __all__ = [
     "check_actor_type",
     "check_agent_id",
     "check_changes_since",
-    "check_db_path",
     "check_hosts",
     "check_int",
     "check_key",
@@ -69,25 +67,6 @@ def check_key(value: object, what: str = "session_key") -> str:
 def check_optional_key(value: object, what: str) -> str | None:
     """Like :func:`check_key`, but ``None`` passes."""
     return None if value is None else check_key(value, what)
-
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def check_db_path(value: str) -> str:
-    """Return ``value`` unless it is a URL (``scheme://...``), which is no file name.
-
-    Raises:
-        InvalidArgument: ``value`` is a URL; a ``postgresql://`` one names the
-            PostgreSQL backend, which this release does not include.
-    """
-    if _URL.match(value):
-        if value.lower().startswith(("postgresql://", "postgres://")):
-            raise InvalidArgument(
-                "a postgresql:// URL names the PostgreSQL backend, which this release does "
-                "not include; pass the path of a SQLite file")
-        raise InvalidArgument("the database must be a SQLite file path, not a URL")
-    return value
 
 
 def check_hosts(value: object, on_wake: object) -> tuple[str, ...]:

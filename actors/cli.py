@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import apsw
 import msgspec
@@ -25,7 +26,9 @@ from actors import _validate as v
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
 from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
+from persistence._backend import is_postgres_url, is_url, open_backend
 from persistence._schema import APPLICATION_ID
+from persistence.errors import BackendNotInstalled, InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["main"]
@@ -45,15 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--changes-since", type=int, metavar="N",
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
-    status.add_argument("--db", type=_db_path, help="database file (default: the embedded default)")
+    status.add_argument("--db", type=_db_path, help=_DB_HELP)
     listing = sub.add_parser("list", help="list sessions with their state versions")
-    listing.add_argument("--db", type=_db_path,
-                         help="database file (default: the embedded default)")
+    listing.add_argument("--db", type=_db_path, help=_DB_HELP)
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
-    watch.add_argument("--db", type=_db_path, help="database file (default: the embedded default)")
+    watch.add_argument("--db", type=_db_path, help=_DB_HELP)
     for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
         watch.add_argument(f"--{source}", action="append", metavar=what,
                            help=f"{source} catalog (repeatable; default: its standard location)")
@@ -108,13 +110,20 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _db_path(value: str) -> Path:
-    """``--db``: a SQLite file path (argparse type; a URL is refused with a clear error)."""
-    try:
-        v.check_db_path(value)
-    except SessionStateError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return Path(value)
+_DB_HELP = "SQLite file or postgresql:// URL (default: the embedded default file)"
+
+
+def _db_path(value: str) -> Path | str:
+    """``--db``: a SQLite file path or a ``postgresql://`` URL (argparse type).
+
+    Another URL scheme is refused with a clear error (never a directory named
+    after it); the PostgreSQL URL is checked when the command opens it.
+    """
+    if is_url(value) and not is_postgres_url(value):
+        raise argparse.ArgumentTypeError(
+            "--db must be a SQLite file path or a postgresql:// URL, "
+            f"not a {value.split(':', 1)[0]}:// URL")
+    return value if is_postgres_url(value) else Path(value)
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -132,7 +141,21 @@ def _watch(args: argparse.Namespace) -> int:
     return run_watch(args)
 
 
-def _open_existing(db: Path | None) -> apsw.Connection:
+def _open_existing(db: Path | str | None) -> Any:
+    """A read-only connection to an existing signal log (never creates one)."""
+    if isinstance(db, str):
+        try:
+            backend = open_backend(db)
+        except InvalidLocation as exc:
+            raise SessionStateError(str(exc)) from None
+        conn = backend.connect(writer=False)
+        try:
+            conn.execute("SELECT version FROM ssa_schema")
+        except StorageError as exc:
+            conn.close()
+            raise SessionStateError(f"no signal log at {backend.location} (open it with a "
+                                    f"gateway first): {exc}") from None
+        return conn
     path = db if db is not None else default_state_path()
     if not path.is_file():
         raise SessionStateError(f"no database at {path} (pass --db PATH)")
@@ -238,6 +261,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (e.g. `| head`): stop quietly, like other CLI tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (SessionStateError, StorageError, OSError, apsw.Error) as exc:
+    except (SessionStateError, StorageError, OSError, apsw.Error, BackendNotInstalled) as exc:
         sys.stderr.write(f"ssa: {exc}\n")
         return 1

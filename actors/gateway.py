@@ -37,7 +37,6 @@ from persistence import (
     DeleteOutcome,
     DeleteSession,
     Ping,
-    PresenceLock,
     Prune,
     RecordEvent,
     SessionRow,
@@ -47,16 +46,16 @@ from persistence import (
     SweepOutcome,
     UpsertSession,
     list_sessions,
-    open_connection,
     pending_cursors,
-    prepare_path,
     read_changes,
     read_version,
     submit,
 )
+from persistence._backend import Backend, Presence, open_backend
 from persistence._leases import clear_all_leases
 from persistence._writer import is_epoch_ms
 from persistence._writes import sweep as sweep_cursors
+from persistence.errors import InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["Gateway", "default_state_path"]
@@ -84,21 +83,22 @@ def _sane_now(clock: Clock) -> int:
     return now if is_epoch_ms(now) else wall_clock()
 
 
-def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str,
+def _join(backend: Backend, presence: Presence, host_id: str,
           now: int) -> tuple[SweepOutcome, bool]:
-    """Migrate, join the presence lock and, when alone, run the restart sweep.
+    """Migrate, join the presence marker and, when alone, run the restart sweep.
 
-    All inside one ``BEGIN IMMEDIATE``: two gateways opening at once serialize
+    All inside one write transaction: two gateways opening at once serialize
     here, so at most one of them finds itself alone. Returns the sweep and
     whether it was alone.
+
+    Raises:
+        StorageError, SchemaError, DatabaseBusy: as :meth:`Gateway.open`.
     """
-    conn = open_connection(str(db_path), synchronous=config.synchronous,
-                           busy_timeout_ms=config.busy_timeout_ms, writer=True,
-                           migrate=True, vfs=config.vfs)
+    conn = backend.connect(writer=True, migrate=True)
     try:
-        conn.execute("BEGIN IMMEDIATE")
+        backend.begin_write(conn)
         try:
-            alone = lock.join()
+            alone = presence.join()
             if alone:
                 # Nobody else has the log open: leases and unclaimed wakes are stale.
                 clear_all_leases(conn)
@@ -106,9 +106,14 @@ def _join(db_path: Path, config: GatewayConfig, lock: PresenceLock, host_id: str
             else:
                 sweep = SweepOutcome(notices=())
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+    except BaseException as exc:
+        if backend.is_driver_error(exc) and not isinstance(exc, StorageError):
+            raise StorageError(f"cannot open {backend.location}: {exc}") from exc
+        raise
     finally:
         conn.close()
     return sweep, alone
@@ -171,8 +176,11 @@ class Gateway(UpstreamApi):
         database open at once (see the README's "Deployment").
 
         Args:
-            path: the SQLite file; ``None`` means :func:`default_state_path`.
-                Missing directories are created 0700, the file 0600.
+            path: the SQLite file, or a ``postgresql://user@host/db`` URL
+                (libpq's URL; add ``?schema=NAME`` for another schema than
+                ``ssa``; needs the ``postgres`` extra); ``None`` means
+                :func:`default_state_path`. A SQLite file's missing
+                directories are created 0700, the file 0600.
             config: settings; defaults to ``GatewayConfig()``.
             clock: ``() -> int`` epoch milliseconds used for every timestamp,
                 retention and cadence decision (inject one in tests).
@@ -199,12 +207,17 @@ class Gateway(UpstreamApi):
         most ``busy_timeout_ms``).
 
         Raises:
-            InvalidArgument: ``path`` is a URL (``postgresql://...`` included:
-                the PostgreSQL backend is not part of this release).
+            InvalidArgument: ``path`` is a URL of another scheme, or a bad
+                PostgreSQL URL (the message says what is wrong).
+            BackendNotInstalled: a ``postgresql://`` URL without the
+                ``postgres`` extra (``pip install
+                'session-state-awareness[postgres]'``).
             DatabaseBusy: a gateway of an older release (one owner per
                 database) has the file open.
-            SchemaError: the file is not a session-state database or is newer.
-            StorageError: the file cannot be opened or set up.
+            SchemaError: the file (or schema) is not a session-state database
+                or is newer.
+            StorageError: the database cannot be opened or set up (a
+                PostgreSQL server that does not answer included).
             OSError: the directory or file cannot be created.
         """
         config = config if config is not None else GatewayConfig()
@@ -216,21 +229,22 @@ class Gateway(UpstreamApi):
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
         hosted = v.check_hosts(hosts, on_wake)
-        if isinstance(path, str):
-            v.check_db_path(path)  # never create a directory named "postgresql:"
-        db_path = Path(path) if path is not None else default_state_path()
-        prepare_path(db_path)
+        location = os.fspath(path) if path is not None else default_state_path()
+        try:
+            backend = open_backend(location, synchronous=config.synchronous,
+                                   busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
+        except InvalidLocation as exc:
+            raise InvalidArgument(str(exc)) from None
+        backend.prepare()
         clock = clock or wall_clock
         host_id = uuid.uuid4().hex
-        lock = PresenceLock(db_path)
+        presence = backend.presence()
         try:
-            sweep, alone = _join(db_path, config, lock, host_id, _sane_now(clock))
-        except BaseException as exc:
-            lock.release()
-            if isinstance(exc, apsw.Error):
-                raise StorageError(f"cannot open {db_path}: {exc}") from exc
+            sweep, alone = _join(backend, presence, host_id, _sane_now(clock))
+        except BaseException:
+            presence.release()
             raise
-        gateway = cls(db_path, config, clock, on_wake, lock, host_id)
+        gateway = cls(backend, config, clock, on_wake, presence, host_id)
         gateway._shared_at_open = not alone
         try:
             gateway._persistence.ask(Ping(), timeout=gateway._timeout)
@@ -241,7 +255,8 @@ class Gateway(UpstreamApi):
         except BaseException as exc:
             gateway.close()
             if isinstance(exc, pykka.ActorDeadError | pykka.Timeout):
-                raise StorageError(f"the persistence actor failed to start on {db_path}") from exc
+                raise StorageError(
+                    f"the persistence actor failed to start on {backend.location}") from exc
             raise
         if monitor:
             gateway._upstream.start_cadence()

@@ -1,15 +1,19 @@
 """The durable signal log: schema, transactions and the persistence actor.
 
-Everything that touches SQLite lives here. Writes go through one
+Everything that touches the database lives here: SQLite through APSW (the
+embedded default) or PostgreSQL through psycopg 3, behind one small backend
+interface (:mod:`persistence._backend`). Writes go through one
 :class:`PersistenceActor` (group commit); reads use a :class:`ReadPool`.
-The transaction functions are plain functions over an APSW connection so
-they can be tested and benchmarked without threads.
+The transaction functions are plain functions over a connection (APSW's, or
+PostgreSQL's adapter of the same shape) so they can be tested and
+benchmarked without threads.
 """
 
 from __future__ import annotations
 
 import logging
 
+from persistence._backend import Backend, is_postgres_url, open_backend
 from persistence._lock import PresenceLock
 from persistence._messages import (
     Acknowledge,
@@ -68,6 +72,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AckOutcome",
     "Acknowledge",
+    "Backend",
     "ClaimLink",
     "ClaimWakes",
     "CommitScan",
@@ -103,8 +108,10 @@ __all__ = [
     "UpsertSession",
     "UpstreamLink",
     "collect",
+    "is_postgres_url",
     "list_sessions",
     "list_watched_links",
+    "open_backend",
     "open_connection",
     "pending_cursors",
     "prepare_path",

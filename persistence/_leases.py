@@ -1,6 +1,6 @@
 """Leases shared by the processes of one signal log: hosting, wakes, upstream scans.
 
-Plain functions over an APSW connection, run inside a write transaction the
+Plain functions over a connection of either backend, run inside a write transaction the
 caller opened (or, for the ``read_*`` helpers, in any connection). A lease
 is a row with an owner and an expiry in epoch ms (the gateway's clock); a
 process that dies simply stops renewing it, so it lapses in bounded time.
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
 __all__ = [
     "claim_link",
     "claim_wakes",
@@ -34,7 +32,7 @@ __all__ = [
 ]
 
 
-def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int,
+def route_wake(conn: Any, watcher: str, host: str | None, now: int,
                notice: tuple[str, str, int] = ("", "", 0)) -> bool:
     """Decide where the wake of a newly opened notice for ``watcher`` runs.
 
@@ -62,7 +60,7 @@ def route_wake(conn: apsw.Connection, watcher: str, host: str | None, now: int,
     return False
 
 
-def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expires_at: int,
+def set_hosts(conn: Any, host: str, watchers: tuple[str, ...], expires_at: int,
               *, release: bool = False) -> None:
     """Take (or with ``release`` drop) ``host``'s hosting leases on ``watchers``.
 
@@ -83,11 +81,11 @@ def set_hosts(conn: apsw.Connection, host: str, watchers: tuple[str, ...], expir
                 " DO UPDATE SET expires_at = excluded.expires_at", (watcher, host, expires_at))
 
 
-def renew_hosts(conn: apsw.Connection, host: str, expires_at: int) -> int:
+def renew_hosts(conn: Any, host: str, expires_at: int) -> int:
     """Extend every hosting lease of ``host`` to ``expires_at``; returns how many."""
     conn.execute("UPDATE session_hosts SET expires_at = ? WHERE host_id = ?",
                  (expires_at, host))
-    return conn.changes()
+    return int(conn.changes())
 
 
 _OPEN = (
@@ -107,7 +105,7 @@ _UNSERVED = (
 """Nobody claimed the wake, or its claimant no longer hosts the watcher (died or left)."""
 
 
-def _claim(conn: apsw.Connection, host: str, now: int) -> list[str]:
+def _claim(conn: Any, host: str, now: int) -> list[str]:
     """Mark ``host``'s owed wakes claimed; one watcher key per wake, oldest first."""
     scope = ("watcher_session_key IN (SELECT watcher_session_key FROM session_hosts"
              " WHERE host_id = ? AND expires_at > ?)")
@@ -121,7 +119,7 @@ def _claim(conn: apsw.Connection, host: str, now: int) -> list[str]:
     return [str(w) for _id, w in sorted(rows, key=lambda r: int(r[0]))]
 
 
-def claim_wakes(conn: apsw.Connection, host: str, now: int,
+def claim_wakes(conn: Any, host: str, now: int,
                 expires_at: int | None = None, watchers: tuple[str, ...] = ()
                 ) -> tuple[str, ...]:
     """Take every wake owed to a watcher ``host`` hosts.
@@ -155,13 +153,13 @@ def claim_wakes(conn: apsw.Connection, host: str, now: int,
     return tuple(_claim(conn, host, now))
 
 
-def wake_high_water(conn: apsw.Connection) -> int:
+def wake_high_water(conn: Any) -> int:
     """The newest wake row's id (0 when there is none): a cheap "anything new?" probe."""
     value = conn.execute("SELECT max(id) FROM session_wakes").get
     return int(value) if value is not None else 0
 
 
-def claim_link(conn: apsw.Connection, key: str, agent_id: str, owner: str, now: int,
+def claim_link(conn: Any, key: str, agent_id: str, owner: str, now: int,
                expires_at: int) -> bool:
     """Take or renew the scan lease of a link: free, lapsed or already ``owner``'s.
 
@@ -173,10 +171,10 @@ def claim_link(conn: apsw.Connection, key: str, agent_id: str, owner: str, now: 
         " WHERE session_key = ? AND agent_id = ?"
         " AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
         (owner, expires_at, key, agent_id, owner, now))
-    return conn.changes() > 0
+    return int(conn.changes()) > 0
 
 
-def link_lease(conn: apsw.Connection, key: str, agent_id: str) -> tuple[str | None, int]:
+def link_lease(conn: Any, key: str, agent_id: str) -> tuple[str | None, int]:
     """``(owner, expires_at)`` of a link's scan lease (``(None, 0)``: free or no link)."""
     row = conn.execute(
         "SELECT lease_owner, lease_expires_at FROM session_upstream_links"
@@ -186,7 +184,7 @@ def link_lease(conn: apsw.Connection, key: str, agent_id: str) -> tuple[str | No
     return str(row[0]), int(row[1])
 
 
-def release_leases(conn: apsw.Connection, host: str) -> None:
+def release_leases(conn: Any, host: str) -> None:
     """Drop every lease ``host`` holds (a clean close: others take over at once).
 
     Wakes still owed to its watchers go to whichever process hosts them next.
@@ -196,7 +194,7 @@ def release_leases(conn: apsw.Connection, host: str) -> None:
                  " WHERE lease_owner = ?", (host,))
 
 
-def clear_all_leases(conn: apsw.Connection) -> None:
+def clear_all_leases(conn: Any) -> None:
     """Forget every lease and unclaimed wake: only when no other process has the log open."""
     conn.execute("DELETE FROM session_hosts")
     conn.execute("DELETE FROM session_wakes")

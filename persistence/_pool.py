@@ -1,4 +1,4 @@
-"""A small pool of read-only SQLite connections for gateway threads."""
+"""A small pool of read-only connections to the signal log for gateway threads."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import queue
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-import apsw
-
-from persistence._schema import open_connection
+from persistence._backend import Backend
 from persistence.errors import StorageError, StorageUnavailable
 
 __all__ = ["ReadPool"]
@@ -21,32 +20,28 @@ logger = logging.getLogger(__name__)
 class ReadPool:
     """Read-only connections handed out to one thread at a time.
 
-    APSW connections must not be used by two threads at once (style anchors
-    §8 #17), so each reader checks one out exclusively; WAL lets readers run
-    beside the single writer, each read in its own snapshot.
+    A connection must not be used by two threads at once (style anchors
+    §8 #17), so each reader checks one out exclusively; readers run beside
+    the writers (SQLite's WAL, PostgreSQL's MVCC), each multi-statement read
+    in its own snapshot.
 
     Args:
-        path: the database file.
+        backend: the signal log's backend (it opens the connections).
         size: the most connections ever open at once.
-        busy_timeout_ms: SQLite busy timeout for readers, in ms.
-        vfs: SQLite VFS name, or ``None`` for the default.
 
     Thread-safe; :meth:`connection` blocks while every connection is in use.
     """
 
-    def __init__(self, path: str, *, size: int = 4, busy_timeout_ms: int = 5000,
-                 vfs: str | None = None) -> None:
-        self._path = path
-        self._vfs = vfs
+    def __init__(self, backend: Backend, *, size: int = 4) -> None:
+        self._backend = backend
         self._size = size
-        self._busy_timeout_ms = busy_timeout_ms
-        self._idle: queue.LifoQueue[apsw.Connection] = queue.LifoQueue()
+        self._idle: queue.LifoQueue[Any] = queue.LifoQueue()
         self._lock = threading.Lock()
         self._opened = 0
         self._closed = False
 
     @contextmanager
-    def connection(self, timeout: float = 10.0) -> Iterator[apsw.Connection]:
+    def connection(self, timeout: float = 10.0) -> Iterator[Any]:
         """Check a connection out for the ``with`` block.
 
         Args:
@@ -62,7 +57,7 @@ class ReadPool:
         finally:
             self._checkin(conn)
 
-    def _checkout(self, timeout: float) -> apsw.Connection:
+    def _checkout(self, timeout: float) -> Any:
         with self._lock:
             if self._closed:
                 raise StorageUnavailable("the read pool is closed")
@@ -70,20 +65,23 @@ class ReadPool:
                 return self._idle.get_nowait()
             except queue.Empty:
                 pass
-            if self._opened < self._size:
-                self._opened += 1
-                try:
-                    return open_connection(self._path, busy_timeout_ms=self._busy_timeout_ms,
-                                           vfs=self._vfs)
-                except apsw.Error as exc:
+            grow = self._opened < self._size
+            if grow:
+                self._opened += 1  # the slot is ours; connect outside the lock
+        if grow:
+            try:
+                return self._backend.connect(writer=False)
+            except StorageError as exc:
+                with self._lock:
                     self._opened -= 1
-                    raise StorageError(f"cannot open a read connection: {exc}") from exc
+                raise StorageError(f"cannot open a read connection: {exc}") from (
+                    exc.__cause__ or exc)  # the driver's error, as a fault check expects
         try:
             return self._idle.get(timeout=timeout)
         except queue.Empty:
             raise StorageUnavailable("no read connection became free in time") from None
 
-    def _checkin(self, conn: apsw.Connection) -> None:
+    def _checkin(self, conn: Any) -> None:
         with self._lock:
             if not self._closed:
                 self._idle.put(conn)
@@ -104,8 +102,8 @@ class ReadPool:
                 _close_quietly(conn)
 
 
-def _close_quietly(conn: apsw.Connection) -> None:
+def _close_quietly(conn: Any) -> None:
     try:
         conn.close()  # may checkpoint; a storage fault must not break close()
-    except apsw.Error as exc:
+    except Exception as exc:
         logger.warning("closing a read connection failed: %s", exc)

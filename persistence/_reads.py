@@ -2,7 +2,7 @@
 
 They run in whichever thread holds the connection (a gateway thread with a
 connection checked out of :class:`persistence.ReadPool`, or the writer) and
-block on SQLite only.
+block on the database only.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-import apsw
 import msgspec
 
 from persistence.records import SessionRow, SessionStateEvent, StateChanges
@@ -61,7 +60,7 @@ def _payload(raw: Any) -> dict[str, Any] | None:
 
 
 @contextmanager
-def snapshot(conn: apsw.Connection) -> Iterator[None]:
+def snapshot(conn: Any) -> Iterator[None]:
     """Run the block's reads in one read transaction (one consistent snapshot).
 
     Unlike ``with conn:``, a failing read is re-raised as itself: the end of
@@ -73,7 +72,7 @@ def snapshot(conn: apsw.Connection) -> Iterator[None]:
         yield
     finally:
         if conn.in_transaction:
-            with suppress(apsw.Error):
+            with suppress(Exception):
                 conn.execute("ROLLBACK")
 
 
@@ -89,7 +88,7 @@ def event_from_row(row: Any) -> SessionStateEvent:
 
 
 def event_by_dedupe_key(
-    conn: apsw.Connection, key: str, agent_id: str, dedupe_key: str
+    conn: Any, key: str, agent_id: str, dedupe_key: str
 ) -> SessionStateEvent | None:
     """Return the session's event stored under ``dedupe_key``, or ``None``."""
     row = conn.execute(
@@ -100,7 +99,7 @@ def event_by_dedupe_key(
     return event_from_row(row) if row is not None else None
 
 
-def pending_cursors(conn: apsw.Connection, watcher: str) -> list[tuple[str, str, int, int]]:
+def pending_cursors(conn: Any, watcher: str) -> list[tuple[str, str, int, int]]:
     """The watcher's open notices as ``(target_key, target_agent_id, last_seen, material)``.
 
     Durable truth shared by every process: a pair has an open notice while
@@ -118,7 +117,7 @@ def pending_cursors(conn: apsw.Connection, watcher: str) -> list[tuple[str, str,
         (watcher, watcher))]
 
 
-def has_waking_notice(conn: apsw.Connection, watcher: str) -> bool:
+def has_waking_notice(conn: Any, watcher: str) -> bool:
     """Whether ``watcher`` has an open notice that wakes (not an ambient one)."""
     return conn.execute(
         "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?"
@@ -126,7 +125,7 @@ def has_waking_notice(conn: apsw.Connection, watcher: str) -> bool:
         " LIMIT 1", (watcher,)).get is not None
 
 
-def read_version(conn: apsw.Connection, key: str, agent_id: str) -> int:
+def read_version(conn: Any, key: str, agent_id: str) -> int:
     """Return the session's state version (its head), ``0`` without one."""
     value = conn.execute(
         "SELECT last_sequence FROM session_state_heads WHERE session_key = ? AND agent_id = ?",
@@ -135,7 +134,7 @@ def read_version(conn: apsw.Connection, key: str, agent_id: str) -> int:
     return int(value) if value is not None else 0
 
 
-def read_versions(conn: apsw.Connection, agent_id: str | None = None) -> dict[tuple[str, str], int]:
+def read_versions(conn: Any, agent_id: str | None = None) -> dict[tuple[str, str], int]:
     """Return every head (optionally of one agent) as ``{(key, agent): version}``."""
     sql = "SELECT session_key, agent_id, last_sequence FROM session_state_heads"
     params: tuple[str, ...] = ()
@@ -146,7 +145,7 @@ def read_versions(conn: apsw.Connection, agent_id: str | None = None) -> dict[tu
 
 
 def read_changes(
-    conn: apsw.Connection, key: str, agent_id: str, after: int, limit: int
+    conn: Any, key: str, agent_id: str, after: int, limit: int
 ) -> tuple[int, StateChanges]:
     """Return ``(state_version, changes after `after`)`` from one snapshot (anchor §3.10).
 
@@ -188,7 +187,7 @@ def read_changes(
     return last, changes
 
 
-def read_entry(conn: apsw.Connection, key: str, agent_id: str) -> EntryRow | None:
+def read_entry(conn: Any, key: str, agent_id: str) -> EntryRow | None:
     """Return the stored session entry, or ``None``."""
     row = conn.execute(
         "SELECT session_id, spawned_by, chat_type FROM sessions"
@@ -201,7 +200,7 @@ def read_entry(conn: apsw.Connection, key: str, agent_id: str) -> EntryRow | Non
                     spawned_by=_opt_str(row[1]), chat_type=_opt_str(row[2]))
 
 
-def list_sessions(conn: apsw.Connection, agent_id: str | None = None) -> list[SessionRow]:
+def list_sessions(conn: Any, agent_id: str | None = None) -> list[SessionRow]:
     """Return every session entry, ordered by key, with non-zero state versions."""
     sql = (
         "SELECT s.session_key, s.agent_id, s.session_id, s.spawned_by, s.chat_type,"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import apsw
 import msgspec
 
 from persistence._messages import (
@@ -48,7 +47,7 @@ def _link_from_row(row: Any) -> UpstreamLink:
     )
 
 
-def read_link(conn: apsw.Connection, key: str, agent_id: str) -> UpstreamLink | None:
+def read_link(conn: Any, key: str, agent_id: str) -> UpstreamLink | None:
     """Return the link of ``(key, agent_id)``, or ``None``."""
     row = conn.execute(
         f"SELECT {_LINK_COLUMNS} FROM session_upstream_links"  # noqa: S608
@@ -58,7 +57,7 @@ def read_link(conn: apsw.Connection, key: str, agent_id: str) -> UpstreamLink | 
     return _link_from_row(row) if row is not None else None
 
 
-def list_watched_links(conn: apsw.Connection) -> tuple[list[UpstreamLink], list[str]]:
+def list_watched_links(conn: Any) -> tuple[list[UpstreamLink], list[str]]:
     """Links some watcher watches, ordered by source and key (anchor §3.15 step 4).
 
     Returns:
@@ -81,7 +80,7 @@ def list_watched_links(conn: apsw.Connection) -> tuple[list[UpstreamLink], list[
     return links, sorted(ambiguous)
 
 
-def read_own_hashes(conn: apsw.Connection, key: str, agent_id: str) -> frozenset[str]:
+def read_own_hashes(conn: Any, key: str, agent_id: str) -> frozenset[str]:
     """Hashes of the session's most recent own texts (see :func:`note_own_text`)."""
     return frozenset(
         str(h) for (h,) in conn.execute(
@@ -90,7 +89,7 @@ def read_own_hashes(conn: apsw.Connection, key: str, agent_id: str) -> frozenset
     )
 
 
-def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int, *,
+def upsert_link(conn: Any, cmd: UpsertLink, now: int, version: int, *,
                 host: str | None = None) -> LinkOutcome:
     """Create or refresh a link; a changed source rebases its marker (anchor §3.15 step 2)."""
     inserted = conn.execute(
@@ -146,7 +145,7 @@ def upsert_link(conn: apsw.Connection, cmd: UpsertLink, now: int, version: int, 
                        rebased=existing is not None and not same_source, adopted=adopted)
 
 
-def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int, *,
+def commit_scan(conn: Any, cmd: CommitScan, now: int, version: int, *,
                 host: str | None = None) -> ScanOutcome:
     """Apply a scan result if the link is unchanged (compare-and-set, anchor §3.16).
 
@@ -173,11 +172,12 @@ def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int, 
         # previous write must still invalidate a concurrent compare-and-set.
         updated = conn.execute(
             "UPDATE session_upstream_links SET marker_json = ?, last_scanned_at = ?,"
-            " updated_at = max(?, updated_at + 1),"
+            " updated_at = CASE WHEN ? > updated_at THEN ? ELSE updated_at + 1 END,"
             " lease_owner = coalesce(?, lease_owner),"
-            " lease_expires_at = CASE WHEN ? IS NULL THEN lease_expires_at ELSE ? END"
+            " lease_expires_at = coalesce(?, lease_expires_at)"
             " WHERE session_key = ? AND agent_id = ? RETURNING updated_at",
-            (cmd.marker_json, now, now, cmd.lease_owner, cmd.lease_owner, cmd.lease_expires_at,
+            (cmd.marker_json, now, now, now, cmd.lease_owner,
+             cmd.lease_expires_at if cmd.lease_owner is not None else None,
              cmd.session_key, cmd.agent_id),
         ).get
         return ScanOutcome(applied=True, record=recorded,
@@ -185,7 +185,7 @@ def commit_scan(conn: apsw.Connection, cmd: CommitScan, now: int, version: int, 
     return ScanOutcome(applied=True, record=recorded)
 
 
-def note_own_text(conn: apsw.Connection, cmd: NoteOwnText) -> None:
+def note_own_text(conn: Any, cmd: NoteOwnText) -> None:
     """Keep the hash among the session's last ``cmd.window`` own texts."""
     top = conn.execute(
         "SELECT coalesce(max(position), 0) FROM session_own_texts"

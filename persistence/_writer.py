@@ -8,12 +8,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-import apsw
 import pykka
 
 from persistence import _leases, _prune, _upstream, _writes
+from persistence._backend import Backend
 from persistence._messages import (
     Acknowledge,
     ClaimLink,
@@ -34,38 +34,44 @@ from persistence._messages import (
 )
 from persistence._reply import PENDING, Reply
 from persistence._runtime import Dispatcher, InlineActor, Mailbox, scheduling
-from persistence._schema import open_connection
 from persistence.errors import StorageError, StorageUnavailable
 
-__all__ = ["BATCH_LIMIT", "PersistenceActor", "collect", "send_many", "submit", "submit_many"]
+__all__ = [
+    "BATCH_LIMIT",
+    "PersistenceActor",
+    "collect",
+    "is_epoch_ms",
+    "send_many",
+    "submit",
+    "submit_many",
+]
 
 logger = logging.getLogger(__name__)
 
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
 
-FAULT_ERRORS: tuple[type[apsw.Error], ...] = (
-    apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.BusyError, apsw.LockedError,
-    apsw.CantOpenError, apsw.CorruptError, apsw.NotADBError,
-)
-"""SQLite errors that are storage faults, not programming errors."""
-
-FATAL_ERRORS: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
-"""SQLite errors after which the database cannot be trusted: the gateway shuts down."""
-
 FLAP_QUIET_S = 60.0
 """A fault that returns this soon after recovering is not logged as a new episode."""
 
 _MAX_CLOCK_MS = 2**53
+"""Clock readings at or above this are not plausible epoch milliseconds."""
 
 
 def is_epoch_ms(value: object) -> bool:
     """Whether an injected clock's answer is usable epoch milliseconds (pure)."""
     return type(value) is int and 0 <= value < _MAX_CLOCK_MS
-"""Clock readings at or above this are not plausible epoch milliseconds."""
 
 PRUNE_INTERVAL_MS = 60 * 60 * 1000
 """Producer-triggered prunes run at most this often, in ms (anchor §2.5)."""
+
+PRUNE_CHUNKS_PER_PASS = 8
+"""Most prune transactions after one producer batch; the rest waits for the next batch."""
+
+
+def _joins_batch(message: object) -> bool:
+    """Whether a told message may join the group commit (a prune runs on its own)."""
+    return isinstance(message, WriteRequest) and not isinstance(message.command, Prune)
 
 
 class Ping:
@@ -73,12 +79,13 @@ class Ping:
 
 
 class PersistenceActor(InlineActor):
-    """Owns the only APSW write connection and serializes every write.
+    """Owns this process's only write connection and serializes its writes.
 
     Group commit (architecture notes): each :class:`WriteRequest` joins the
     pending batch; when the inbox holds nothing more (or the batch reached
     :data:`BATCH_LIMIT`, or another kind of message is next) the batch is
-    applied in one ``BEGIN IMMEDIATE`` transaction, one savepoint per command
+    applied in one write transaction (``Backend.begin_write``: SQLite's
+    ``BEGIN IMMEDIATE``, PostgreSQL's advisory write lock), one savepoint per command
     when there are several (a failing command rolls back alone and its
     caller gets the error), committed once, and each reply resolved. No
     message is told to self.
@@ -92,15 +99,12 @@ class PersistenceActor(InlineActor):
     answers and resolves futures, it never asks another actor.
 
     Args:
-        path: database file.
+        backend: the signal log's backend (it opens the connection).
         clock: ``() -> int`` epoch milliseconds.
         versions: shared counter giving each command its commit-order stamp.
-        synchronous: SQLite durability, ``"FULL"`` or ``"NORMAL"``.
-        busy_timeout_ms: wait for a foreign lock, in ms.
         retention_days: event and dormant-cursor retention.
         max_rows: signal-log row cap.
         prune_interval_ms: throttle of producer-triggered prunes.
-        vfs: SQLite VFS name (``None``: the default), e.g. for fault injection.
         fatal: set by this actor when the database proves unusable.
         dispatcher: the worker pool that takes over queued requests after a
             commit (``None``: the committing thread goes on with them).
@@ -108,7 +112,7 @@ class PersistenceActor(InlineActor):
             every wake runs here unless another process hosts the watcher).
 
     Storage faults (full disk, a foreign lock held past the busy timeout, a
-    read-only or vanished file) fail the affected commands with
+    read-only or vanished file, a lost server connection) fail the affected commands with
     :class:`StorageError` and are logged once per episode; writing resumes
     by itself when the fault clears. A corrupt database is fatal.
 
@@ -117,37 +121,30 @@ class PersistenceActor(InlineActor):
 
     def __init__(
         self,
-        path: str,
+        backend: Backend,
         *,
         clock: Callable[[], int],
         versions: itertools.count[int],
-        synchronous: Literal["FULL", "NORMAL"] = "FULL",
-        busy_timeout_ms: int = 5000,
         retention_days: int = 30,
         max_rows: int = 50_000,
         prune_interval_ms: int = PRUNE_INTERVAL_MS,
-        vfs: str | None = None,
         fatal: threading.Event | None = None,
         dispatcher: Dispatcher | None = None,
         host_id: str | None = None,
     ) -> None:
         super().__init__(dispatcher=dispatcher)
         self._host_id = host_id
-        self._path = path
+        self._backend = backend
         self._clock = clock
         self._versions = versions
-        self._synchronous = synchronous
-        self._busy_timeout_ms = busy_timeout_ms
         self._retention_days = retention_days
         self._max_rows = max_rows
         self._prune_interval_ms = prune_interval_ms
         self._pending: list[WriteRequest] = []
         self._last_batch = 0
-        self._conn: apsw.Connection | None = None
+        self._conn: Any = None
         self._last_prune_at: int | None = None
         self._bad_clock_logged = False
-        self._vfs = vfs
-        self._identity: tuple[int, int] = (0, 0)
         self._in_fault = False
         self._failed_commands = 0
         self._flaps = 0
@@ -157,12 +154,7 @@ class PersistenceActor(InlineActor):
 
     def on_start(self) -> None:
         """Open the write connection (driving thread; the gateway migrated the schema)."""
-        self._conn = open_connection(
-            self._path, synchronous=self._synchronous, busy_timeout_ms=self._busy_timeout_ms,
-            writer=True, vfs=self._vfs,
-        )
-        st = os.stat(self._path)
-        self._identity = (st.st_dev, st.st_ino)
+        self._conn = self._backend.connect(writer=True)
 
     def on_stop(self) -> None:
         """Commit the requests already taken, then close the connection (driving thread)."""
@@ -176,8 +168,8 @@ class PersistenceActor(InlineActor):
         if self._conn is not None:
             conn, self._conn = self._conn, None
             try:
-                conn.close()  # the last connection's close checkpoints the WAL
-            except apsw.Error as exc:
+                conn.close()  # SQLite: the last connection's close checkpoints the WAL
+            except Exception as exc:
                 logger.warning("closing the signal-log database failed: %s", exc)
 
     def on_failure(self, *args: object) -> None:
@@ -187,6 +179,19 @@ class PersistenceActor(InlineActor):
     def on_receive(self, message: Any) -> Any:
         """Dispatch one inbox message (driving thread)."""
         match message:
+            case WriteRequest(command=Prune(force=force)):
+                self._flush()
+                now = self._now()
+                try:
+                    result = (self._prune(now, chunks=None) if force or self._prune_due(now)
+                              else (0, 0))
+                except Exception as exc:
+                    logger.error("a prune raised unexpectedly", exc_info=True)
+                    message.reply.set_exception((StorageError, StorageError(
+                        f"prune failed: {type(exc).__name__}"), None))
+                else:
+                    message.reply.set(result)
+                return None
             case WriteRequest():
                 self._pending.append(message)
                 if len(self._pending) >= BATCH_LIMIT or self._nothing_queued():
@@ -228,36 +233,37 @@ class PersistenceActor(InlineActor):
             return
         conn = self._conn
         assert conn is not None
-        problem = self._file_problem()
+        backend = self._backend
+        problem = backend.storage_problem()
         if problem is not None:
             self._fault(batch, StorageError(problem))
             return
         now = self._now()
-        changes_before = conn.total_changes()
+        changes_before = backend.write_count(conn)
         try:
             results = self._apply_batch(conn, batch, now)
         except BaseException as exc:
-            if not isinstance(exc, apsw.Error):
+            if not backend.is_driver_error(exc):
                 # Ctrl-C in the committing thread, or a bug: nothing half-done stays.
                 self._rollback(conn)
                 self._fail_all(batch, StorageError(f"write transaction interrupted: "
                                                    f"{type(exc).__name__}"))
                 raise
             self._rollback(conn)
-            if isinstance(exc, FATAL_ERRORS):
+            if backend.is_fatal(exc):
                 self._go_fatal(exc)
             self._fault(batch, StorageError(f"write transaction failed: {exc}"), exc)
             return
-        faults = [e for _, _, e in results if isinstance(e, FAULT_ERRORS)]
+        faults = [e for _, _, e in results if e is not None and backend.is_fault(e)]
         if faults:
             self._note_fault(faults[0], len(faults))
-        elif conn.total_changes() > changes_before:
+        elif backend.write_count(conn) > changes_before:
             self._recovered()  # only a batch that really wrote proves the fault cleared
         for request, value, error in results:
             if error is None:
                 request.reply.set(value)
             else:
-                if not isinstance(error, FAULT_ERRORS):
+                if not backend.is_fault(error):
                     logger.warning("%s failed: %s", type(request.command).__name__, error)
                 wrapped = StorageError(f"{type(request.command).__name__} failed: {error}")
                 wrapped.__cause__ = error
@@ -265,12 +271,12 @@ class PersistenceActor(InlineActor):
         if any(isinstance(r.command, RecordEvent) for r in batch):
             self._maybe_prune(now)
 
-    def _apply_batch(self, conn: apsw.Connection, batch: list[WriteRequest], now: int
+    def _apply_batch(self, conn: Any, batch: list[WriteRequest], now: int
                      ) -> list[tuple[WriteRequest, Any, BaseException | None]]:
         """One transaction, one savepoint per command; a failing command rolls back alone."""
         # Optimistic first: no savepoints (two statements per command saved);
         # if any command fails, roll back and redo the batch with savepoints.
-        conn.execute("BEGIN IMMEDIATE")
+        self._backend.begin_write(conn)
         # Waiting for the write lock (another process held it) let more requests
         # arrive: they join this commit instead of paying one of their own.
         self._top_up(batch)
@@ -291,13 +297,13 @@ class PersistenceActor(InlineActor):
         inbox = self.actor_inbox
         room = BATCH_LIMIT - len(batch)
         if room > 0 and isinstance(inbox, Mailbox):
-            batch.extend(inbox.take_told(lambda m: isinstance(m, WriteRequest), room))
+            batch.extend(inbox.take_told(_joins_batch, room))
             self._last_batch = len(batch)
 
-    def _apply_isolated(self, conn: apsw.Connection, batch: list[WriteRequest], now: int
+    def _apply_isolated(self, conn: Any, batch: list[WriteRequest], now: int
                         ) -> list[tuple[WriteRequest, Any, BaseException | None]]:
         results: list[tuple[WriteRequest, Any, BaseException | None]] = []
-        conn.execute("BEGIN IMMEDIATE")
+        self._backend.begin_write(conn)
         for request in batch:
             conn.execute("SAVEPOINT command")
             try:
@@ -314,22 +320,11 @@ class PersistenceActor(InlineActor):
         return results
 
     def _note_command_error(self, request: WriteRequest, exc: Exception) -> None:
-        if isinstance(exc, FATAL_ERRORS):
+        if self._backend.is_fatal(exc):
             self._go_fatal(exc)
-        elif not isinstance(exc, apsw.Error | ValueError):
+        elif not (self._backend.is_driver_error(exc) or isinstance(exc, ValueError)):
             logger.error("a %s command raised unexpectedly",
                          type(request.command).__name__, exc_info=True)
-
-    def _file_problem(self) -> str | None:
-        # SQLite keeps writing to an unlinked file; refuse instead, so nothing
-        # is "recorded" into a database that is gone (issue 5, storage faults).
-        try:
-            st = os.stat(self._path)
-        except OSError:
-            return "the database file is missing (was its directory removed or renamed?)"
-        if (st.st_dev, st.st_ino) != self._identity:
-            return "the database file was replaced by another file"
-        return None
 
     def _fault(self, batch: list[WriteRequest], error: StorageError,
                cause: BaseException | None = None) -> None:
@@ -367,7 +362,7 @@ class PersistenceActor(InlineActor):
                          "down", type(error).__name__, error)
             self.fatal.set()
 
-    def _apply(self, conn: apsw.Connection, command: Command, now: int) -> Any:
+    def _apply(self, conn: Any, command: Command, now: int) -> Any:
         version = next(self._versions)
         match command:
             case RecordEvent():
@@ -399,12 +394,6 @@ class PersistenceActor(InlineActor):
                 return _leases.release_leases(conn, host_id)
             case NoteOwnText():
                 return _upstream.note_own_text(conn, command)
-            case Prune(force=force):
-                if force or self._prune_due(now):
-                    self._last_prune_at = now
-                    return _prune.prune(conn, now, retention_days=self._retention_days,
-                                        max_rows=self._max_rows)
-                return (0, 0)
         raise ValueError(f"unknown command {type(command).__name__}")
 
     def _prune_due(self, now: int) -> bool:
@@ -423,32 +412,52 @@ class PersistenceActor(InlineActor):
         return now
 
     def _maybe_prune(self, now: int) -> None:
-        if not self._prune_due(now):
-            return
+        if self._prune_due(now):
+            self._prune(now, chunks=PRUNE_CHUNKS_PER_PASS)
+
+    def _prune(self, now: int, *, chunks: int | None) -> tuple[int, int]:
+        """Prune in transactions of at most ``PRUNE_BATCH`` rows each, releasing the lock between.
+
+        ``chunks``: the most transactions this pass (``None``: until done). A
+        pass that stops early leaves pruning due, so the next batch goes on.
+        """
         conn = self._conn
         assert conn is not None
-        self._last_prune_at = now
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        total = [0, 0]
+        if self.fatal.is_set() or self._backend.storage_problem() is not None:
+            return (0, 0)
+        done = 0
+        while chunks is None or done < chunks:
+            done += 1
             try:
-                deleted = _prune.prune(conn, now, retention_days=self._retention_days,
-                                       max_rows=self._max_rows)
-            except BaseException:
+                self._backend.begin_write(conn)
+                try:
+                    events, cursors = _prune.prune(conn, now, retention_days=self._retention_days,
+                                                   max_rows=self._max_rows)
+                except BaseException:
+                    self._rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+            except Exception as exc:
+                if not self._backend.is_driver_error(exc):
+                    raise
                 self._rollback(conn)
-                raise
-            conn.execute("COMMIT")
-        except apsw.Error as exc:
-            self._rollback(conn)
-            logger.warning("signal-log prune failed: %s", exc)
-        else:
-            logger.debug("pruned %d events and %d dormant cursors", *deleted)
+                logger.warning("signal-log prune failed: %s", exc)
+                break
+            total[0] += events
+            total[1] += cursors
+            if events < _prune.PRUNE_BATCH and cursors < _prune.PRUNE_BATCH:
+                self._last_prune_at = now
+                break
+        logger.debug("pruned %d events and %d dormant cursors", *total)
+        return total[0], total[1]
 
     @staticmethod
-    def _rollback(conn: apsw.Connection) -> None:
+    def _rollback(conn: Any) -> None:
         if conn.in_transaction:
             try:
                 conn.execute("ROLLBACK")
-            except apsw.Error:
+            except Exception:
                 logger.debug("rollback after a failed write also failed", exc_info=True)
 
     @staticmethod

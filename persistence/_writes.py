@@ -7,7 +7,7 @@ persistence actor's thread, or directly by tests and benchmark baselines.
 
 from __future__ import annotations
 
-import apsw
+from typing import Any
 
 from persistence import cursors
 from persistence._leases import route_wake
@@ -80,7 +80,7 @@ def clamp_occurred_at(occurred_at: int | None, now: int) -> int:
 
 
 def _write_cursor(
-    conn: apsw.Connection,
+    conn: Any,
     watcher: str,
     target: tuple[str, str],
     cursor: cursors.Cursor,
@@ -94,11 +94,11 @@ def _write_cursor(
     )
 
 
-def _ensure_session(conn: apsw.Connection, key: str, agent_id: str, now: int) -> None:
+def _ensure_session(conn: Any, key: str, agent_id: str, now: int) -> None:
     conn.execute(_ENSURE_SESSION, (key, agent_id, now, now))
 
 
-def _head(conn: apsw.Connection, key: str, agent_id: str) -> int:
+def _head(conn: Any, key: str, agent_id: str) -> int:
     value = conn.execute(
         "SELECT last_sequence FROM session_state_heads WHERE session_key = ? AND agent_id = ?",
         (key, agent_id),
@@ -130,7 +130,7 @@ def _descriptor(
     )
 
 
-def _opened(conn: apsw.Connection, watcher: str, target: tuple[str, str], last_seen: int,
+def _opened(conn: Any, watcher: str, target: tuple[str, str], last_seen: int,
             provenance: str, version: int, host: str | None, now: int) -> NoticeDescriptor:
     """The descriptor of a notice this transaction opened, with its wake routed."""
     wake = wake_eligible(watcher, provenance) and route_wake(
@@ -138,22 +138,22 @@ def _opened(conn: apsw.Connection, watcher: str, target: tuple[str, str], last_s
     return _descriptor(watcher, target, last_seen, provenance, version, wake=wake)
 
 
-def upsert_session(conn: apsw.Connection, cmd: UpsertSession, now: int) -> None:
+def upsert_session(conn: Any, cmd: UpsertSession, now: int) -> None:
     """Create the session entry or update its non-``None`` fields."""
     conn.execute(
         "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, chat_type,"
         " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (session_key, agent_id) DO UPDATE SET"
-        " session_id = coalesce(excluded.session_id, session_id),"
-        " spawned_by = coalesce(excluded.spawned_by, spawned_by),"
-        " chat_type = coalesce(excluded.chat_type, chat_type),"
+        " session_id = coalesce(excluded.session_id, sessions.session_id),"
+        " spawned_by = coalesce(excluded.spawned_by, sessions.spawned_by),"
+        " chat_type = coalesce(excluded.chat_type, sessions.chat_type),"
         " updated_at = excluded.updated_at",
         (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, cmd.chat_type, now, now),
     )
 
 
 def record_event(
-    conn: apsw.Connection, cmd: RecordEvent, now: int, version: int, *, host: str | None = None,
+    conn: Any, cmd: RecordEvent, now: int, version: int, *, host: str | None = None,
 ) -> RecordOutcome:
     """Insert an event, bump the head and update cursors as one unit (anchor §3.2).
 
@@ -175,7 +175,7 @@ def record_event(
         ``only_if_watched`` found no watcher.
 
     Raises:
-        apsw.Error: SQLite failed; the caller rolls the savepoint back.
+        Exception: the driver's error (SQLite or PostgreSQL); the caller rolls the savepoint back.
     """
     target = (cmd.session_key, cmd.agent_id)
     entry_read, entry = False, None
@@ -216,8 +216,8 @@ def record_event(
         conn.execute(
             "INSERT INTO sessions (session_key, agent_id, session_id, spawned_by, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, agent_id) DO"
-            " UPDATE SET session_id = coalesce(excluded.session_id, session_id),"
-            " spawned_by = coalesce(excluded.spawned_by, spawned_by)",
+            " UPDATE SET session_id = coalesce(excluded.session_id, sessions.session_id),"
+            " spawned_by = coalesce(excluded.spawned_by, sessions.spawned_by)",
             (cmd.session_key, cmd.agent_id, cmd.session_id, cmd.spawned_by, now, now),
         )
     notices = _touch_cursors(conn, cmd, target, target_rows, int(sequence), now, version, host)
@@ -229,7 +229,7 @@ def record_event(
 
 
 def _touch_cursors(
-    conn: apsw.Connection,
+    conn: Any,
     cmd: RecordEvent,
     target: tuple[str, str],
     target_rows: dict[str, tuple[cursors.Cursor, str]],
@@ -267,7 +267,7 @@ def _touch_cursors(
 
 
 def _register(
-    conn: apsw.Connection, watcher: str, target: tuple[str, str], provenance: str, now: int,
+    conn: Any, watcher: str, target: tuple[str, str], provenance: str, now: int,
     head: int | None = None,
 ) -> bool:
     row = conn.execute(_SELECT_CURSOR, (watcher, *target)).fetchone()
@@ -290,7 +290,7 @@ def _register(
 
 
 def register_watch(
-    conn: apsw.Connection, cmd: RegisterWatch, now: int, version: int, *,
+    conn: Any, cmd: RegisterWatch, now: int, version: int, *,
     head: int | None = None,
 ) -> RegisterOutcome:
     """Register a watch at the target's current head (anchor §3.11, §3.12).
@@ -306,7 +306,7 @@ def register_watch(
 
 
 def acknowledge(
-    conn: apsw.Connection, cmd: Acknowledge, now: int, version: int, *,
+    conn: Any, cmd: Acknowledge, now: int, version: int, *,
     host: str | None = None,
 ) -> AckOutcome:
     """Acknowledge drained notices of ``cmd.watcher_key`` (anchor §3.7).
@@ -340,7 +340,7 @@ def acknowledge(
 
 
 def sweep(
-    conn: apsw.Connection, watcher_key: str | None, now: int, version: int, *,
+    conn: Any, watcher_key: str | None, now: int, version: int, *,
     host: str | None = None,
 ) -> SweepOutcome:
     """Re-freeze every pending cursor and describe its notice (anchor §3.8).
@@ -373,7 +373,7 @@ def sweep(
     return SweepOutcome(notices=tuple(notices))
 
 
-def reset_watcher(conn: apsw.Connection, cmd: ResetWatcher, now: int) -> None:
+def reset_watcher(conn: Any, cmd: ResetWatcher, now: int) -> None:
     """Drop the cursors ``cmd.session_key`` holds as a watcher (anchor §3.13).
 
     Its own events, head and the cursors where it is the target stay.
@@ -387,7 +387,7 @@ def reset_watcher(conn: apsw.Connection, cmd: ResetWatcher, now: int) -> None:
     )
 
 
-def delete_session(conn: apsw.Connection, cmd: DeleteSession, version: int) -> DeleteOutcome:
+def delete_session(conn: Any, cmd: DeleteSession, version: int) -> DeleteOutcome:
     """Drop a session's events, head, entry and every cursor naming it (anchor §3.13).
 
     Returns the watchers whose cursor on the session was dropped, so their

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-__all__ = ["DatabaseBusy", "SchemaError", "StorageError", "StorageUnavailable"]
+__all__ = [
+    "BackendNotInstalled",
+    "DatabaseBusy",
+    "DriverError",
+    "InvalidLocation",
+    "SchemaError",
+    "StorageError",
+    "StorageUnavailable",
+]
 
 
 class StorageError(Exception):
     """A signal-log read or write failed (SQLite error, full disk, locked file).
 
     Producers catch it, log it and return ``None`` (seed, "Storage and limits":
-    recording is best effort). ``__cause__`` holds the APSW exception.
+    recording is best effort). ``__cause__`` holds the driver's exception.
     """
 
 
@@ -27,4 +35,28 @@ class DatabaseBusy(StorageError):
     Any number of gateways of this release, in any processes, may open one
     database; only a running pre-schema-3 gateway, which locks it
     exclusively, keeps them out.
+    """
+
+
+class DriverError(StorageError):
+    """A PostgreSQL statement failed; ``__cause__`` is psycopg's error.
+
+    Attributes:
+        sqlstate: the five-character SQLSTATE (``None`` when the connection
+            failed before the server answered).
+    """
+
+    def __init__(self, message: str, sqlstate: str | None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class InvalidLocation(ValueError):
+    """The database location is neither a SQLite file path nor a valid ``postgresql://`` URL."""
+
+
+class BackendNotInstalled(ImportError):
+    """A ``postgresql://`` URL was given but the PostgreSQL extra is not installed.
+
+    Install it with ``pip install 'session-state-awareness[postgres]'``.
     """

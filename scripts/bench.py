@@ -96,7 +96,7 @@ from persistence import (  # noqa: E402
     open_connection,
     prepare_path,
 )
-from persistence._prune import DAY_MS, prune  # noqa: E402
+from persistence._prune import DAY_MS, PRUNE_BATCH, prune  # noqa: E402
 from persistence._writes import record_event, register_watch, upsert_session  # noqa: E402
 from persistence.keys import agent_id_of  # noqa: E402
 from scripts import load_twenty  # noqa: E402
@@ -678,6 +678,11 @@ def prune_times(directory: Path, rows: int, repeat: int) -> PruneTimes:
                 remove_db(path)
         return best
 
+    def _prune_all(conn: apsw.Connection, now: int, cap: int) -> None:
+        # The writer prunes in chunks of PRUNE_BATCH rows (one transaction each).
+        while max(prune(conn, now, retention_days=RETENTION_DAYS, max_rows=cap)) >= PRUNE_BATCH:
+            pass
+
     later = occurred_at + (RETENTION_DAYS + 1) * DAY_MS
     cutoff = later - RETENTION_DAYS * DAY_MS
     try:
@@ -688,8 +693,7 @@ def prune_times(directory: Path, rows: int, repeat: int) -> PruneTimes:
                 "DELETE FROM session_state_events"
                 " WHERE sequence = (SELECT min(sequence) FROM session_state_events)"),
                 add_one=True, expect=rows),
-            expired=trial(lambda c: prune(c, later, retention_days=RETENTION_DAYS,
-                                          max_rows=rows), add_one=False, expect=0),
+            expired=trial(lambda c: _prune_all(c, later, rows), add_one=False, expect=0),
             expired_baseline=trial(lambda c: c.execute(
                 "DELETE FROM session_state_events WHERE occurred_at < ?", (cutoff,)),
                 add_one=False, expect=0),

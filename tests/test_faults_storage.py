@@ -355,7 +355,7 @@ def test_closing_during_a_fault_never_raises_and_the_reopen_finds_the_pending_no
         closed = bounded(gw.close)
     finally:
         fault.stop()
-        gw._lock.release()  # idempotent; keeps a failed close from leaking the lock
+        gw._presence.release()  # idempotent; keeps a failed close from leaking the lock
     print(f"storage fault {kind} then close: close {closed[0]}")
     assert closed == ("ok", None)
     assert open_gateway(fault.config).pending_notices(WATCHER) == [notice]

@@ -22,6 +22,7 @@ from persistence import (
     RecordEvent,
     RecordOutcome,
     RegisterWatch,
+    open_backend,
     open_connection,
     prepare_path,
     read_changes,
@@ -206,7 +207,7 @@ class _GatedPersistence(PersistenceActor):
 def _start_gated(path: Path) -> pykka.ActorRef[Any]:
     prepare_path(path)
     open_connection(str(path), writer=True, migrate=True).close()
-    return _GatedPersistence.start(str(path), clock=lambda: START_MS,
+    return _GatedPersistence.start(open_backend(path), clock=lambda: START_MS,
                                    versions=itertools.count(1))
 
 

@@ -136,20 +136,35 @@ def test_text_fields_reject_surrogates_and_overlong_values() -> None:
         v.check_text(b"bytes", "summary")
 
 
-@pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://h/db", "sqlite:///x.db"])
-def test_a_url_is_refused_as_a_database_path_and_creates_nothing(
+@pytest.mark.parametrize("url", ["sqlite:///x.db", "file:///tmp/x.db", "mysql://u@h/db"])
+def test_a_url_of_another_scheme_is_refused_and_creates_nothing(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidArgument, match="URL"):
+    with pytest.raises(InvalidArgument, match="SQLite file path or a postgresql:// URL"):
         Gateway.open(url, monitor=False)
     assert list(tmp_path.iterdir()) == []  # no directory named after the scheme
 
 
-def test_the_command_line_refuses_a_url_for_db(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("url", ["postgresql://u@h/db?schema=Bad-Name",
+                                 "postgresql://u@h/db?schema=",
+                                 "postgresql://u@h/db?nosuchparam=1"])
+def test_a_bad_postgresql_url_is_refused_before_connecting(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("psycopg")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgument, match="schema|PostgreSQL URL"):
+        Gateway.open(url, monitor=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_refuses_another_url_scheme_for_db(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from actors.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["list", "--db", "postgresql://u@h/db"])
+        main(["list", "--db", "sqlite:///x.db"])
     assert exit_info.value.code == 2
-    assert "PostgreSQL backend" in capsys.readouterr().err
+    assert "postgresql:// URL" in capsys.readouterr().err

@@ -1,0 +1,198 @@
+"""The one interface behind which the two storage backends differ.
+
+Everything else is shared: the transaction functions (:mod:`persistence._writes`,
+:mod:`persistence._leases`, :mod:`persistence._upstream`, :mod:`persistence._prune`),
+the read queries, the cursor math, the persistence actor and its group
+commit. They are plain functions over a connection that behaves like an
+APSW connection (``execute(sql, params)`` with ``?`` placeholders, returning
+a cursor with ``get``, ``fetchone``, ``fetchall`` and iteration;
+``changes()``; ``in_transaction``); the PostgreSQL backend hands out a thin
+adapter with that shape. What a backend decides is listed in
+:class:`Backend`.
+
+:func:`open_backend` picks the backend from the location the user gave:
+a ``postgresql://`` (or ``postgres://``) URL selects PostgreSQL, anything
+else is a SQLite file path.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from persistence._sqlite import SqliteBackend
+from persistence.errors import InvalidLocation
+
+__all__ = ["Backend", "Presence", "WakeSignal", "is_postgres_url", "open_backend"]
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(location: str) -> bool:
+    """Whether ``location`` names the PostgreSQL backend (pure)."""
+    return location.lower().startswith(_POSTGRES)
+
+
+def is_url(location: str) -> bool:
+    """Whether ``location`` is a URL (``scheme://...``) rather than a file path (pure)."""
+    return _URL.match(location) is not None
+
+
+class Presence(Protocol):
+    """Which gateways have the signal log open, across processes and hosts."""
+
+    def join(self) -> bool:
+        """Mark this gateway present; returns whether no other gateway is.
+
+        Called inside the write transaction of the opening gateway (two
+        openers never test at once). Caller's thread; does not block.
+
+        Raises:
+            DatabaseBusy: a gateway of an older release holds the database alone.
+            StorageError: the backend could not be asked.
+        """
+
+    def release(self) -> None:
+        """Stop being present (idempotent; caller's thread; does not block)."""
+
+
+class WakeSignal(Protocol):
+    """Tells the hosting thread that a wake may have been addressed to this process."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s`` s (less when the gateway stops); whether to claim now.
+
+        ``True`` when another connection may have added a wake row, or when
+        the signal cannot know (it just reconnected): the caller then claims,
+        which re-sweeps everything owed to its watchers. Hosting thread.
+
+        Raises:
+            StorageError: the backend could not be asked (the caller retries).
+        """
+
+    def close(self) -> None:
+        """Close the signal's connection (idempotent; any thread)."""
+
+
+class Backend(Protocol):
+    """What differs between the SQLite and the PostgreSQL signal log.
+
+    One instance per open gateway, shared by its threads (thread-safe).
+    """
+
+    name: str
+    """``"sqlite"`` or ``"postgresql"``."""
+    location: str
+    """Where the log lives, for messages: the file, or the URL without a password."""
+    path: Path | None
+    """The SQLite file (``None`` for PostgreSQL)."""
+    shares_hosts: bool
+    """Whether gateways on other machines may share the log (PostgreSQL)."""
+
+    def prepare(self) -> None:
+        """Create what must exist before the first connection (SQLite: directories, file).
+
+        Caller's thread; blocks on the file system.
+
+        Raises:
+            OSError: a directory or the file cannot be created.
+        """
+
+    def connect(self, *, writer: bool, migrate: bool = False) -> Any:
+        """Open one connection shaped like an APSW connection (see the module doc).
+
+        Args:
+            writer: the connection writes (else it is read-only).
+            migrate: create or upgrade the schema first (with ``writer``).
+
+        Returns:
+            The open connection, for one thread at a time.
+
+        Raises:
+            SchemaError: the database belongs to something else or is newer.
+            StorageError: it cannot be opened.
+
+        Caller's thread; blocks on disk or network.
+        """
+
+    def begin_write(self, conn: Any) -> None:
+        """Open a write transaction that excludes every other writer of the log until it ends.
+
+        SQLite: ``BEGIN IMMEDIATE`` (the database's write lock). PostgreSQL:
+        ``BEGIN`` and a transaction-scoped advisory lock of the schema, so
+        the shared transactions run in the same total order as on SQLite.
+
+        Raises:
+            Exception: the driver's error (classify it with :meth:`is_fault`).
+        """
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` came from the database (not from our code; pure)."""
+
+    def is_fault(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a storage fault (full disk, lost server, lock timeout; pure)."""
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        """Whether after ``exc`` the database cannot be trusted (corrupt; pure)."""
+
+    def storage_problem(self) -> str | None:
+        """Why writing must not be tried now (SQLite: the file was removed), or ``None``.
+
+        Writer thread; blocks on one ``stat`` at most.
+        """
+
+    def write_count(self, conn: Any) -> int:
+        """A counter that grows whenever ``conn`` writes (pure read of the connection)."""
+
+    def presence(self) -> Presence:
+        """A new, not yet joined presence marker for one gateway.
+
+        Raises:
+            OSError, StorageError: it cannot be created.
+        """
+
+    def wake_signal(self, stop: threading.Event, interval_s: float,
+                    interested: Callable[[str], bool]) -> WakeSignal:
+        """A new wake signal for the hosting thread.
+
+        Args:
+            stop: set when the gateway closes (a wait returns soon after).
+            interval_s: the SQLite probe period (PostgreSQL is pushed).
+            interested: ``(watcher_key) -> bool``, whether this process hosts
+                the watcher (a signal that knows whose wake arrived skips
+                the others).
+        """
+
+
+def open_backend(location: str | Path, *, synchronous: Literal["FULL", "NORMAL"] = "FULL",
+                 busy_timeout_ms: int = 5000, vfs: str | None = None) -> Backend:
+    """The backend for ``location``: a ``postgresql://`` URL, or a SQLite file path.
+
+    Args:
+        location: the URL or the path.
+        synchronous: SQLite durability.
+        busy_timeout_ms: how long a writer waits for another's lock, in ms
+            (PostgreSQL: for the log's write lock, as ``lock_timeout``).
+        vfs: SQLite VFS name (fault-injection tests).
+
+    Raises:
+        InvalidLocation: another URL scheme, or a bad PostgreSQL URL.
+        BackendNotInstalled: a PostgreSQL URL without the ``postgres`` extra.
+
+    Pure apart from importing the driver; never connects.
+    """
+    if isinstance(location, str) and is_url(location):
+        if not is_postgres_url(location):
+            raise InvalidLocation(
+                "the database must be a SQLite file path or a postgresql:// URL, "
+                f"not a {location.split(':', 1)[0]}:// URL")
+        # Imported here: psycopg is an optional extra (BackendNotInstalled without it).
+        from persistence._postgres import PostgresBackend  # noqa: PLC0415
+
+        return PostgresBackend(location, busy_timeout_ms=busy_timeout_ms)
+    return SqliteBackend(Path(location), synchronous=synchronous,
+                         busy_timeout_ms=busy_timeout_ms, vfs=vfs)

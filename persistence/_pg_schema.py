@@ -1,0 +1,197 @@
+"""The signal log's tables in PostgreSQL, and their migrations.
+
+The same tables, columns and indexes as on SQLite (:mod:`persistence._schema`,
+version 3), in PostgreSQL's types: epoch milliseconds and sequences are
+``BIGINT``, the two ``AUTOINCREMENT`` keys are identity columns. The
+``ssa_schema`` table holds the application name and the schema version.
+A trigger sends the wake ``NOTIFY`` (see :mod:`persistence._postgres`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from psycopg import sql as pgsql
+
+from persistence._schema import SCHEMA_VERSION
+from persistence.errors import SchemaError
+
+__all__ = ["APPLICATION", "TABLES", "migrate"]
+
+logger = logging.getLogger(__name__)
+
+APPLICATION = "session-state-awareness"
+
+TABLES = (
+    "session_state_events", "session_state_heads", "session_watch_cursors", "sessions",
+    "session_upstream_links", "session_own_texts", "session_hosts", "session_wakes",
+)
+"""Every table the gateway reads and writes (the privileges section of the README)."""
+
+_SCHEMA_V3 = """
+CREATE TABLE ssa_schema (
+    application TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE session_state_events (
+    sequence BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    dedupe_key TEXT,
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_id TEXT,
+    kind TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    actor_id TEXT,
+    run_id TEXT,
+    occurred_at BIGINT NOT NULL,
+    summary TEXT NOT NULL,
+    payload_json TEXT
+);
+CREATE UNIQUE INDEX idx_session_state_events_dedupe
+    ON session_state_events (session_key, agent_id, dedupe_key);
+CREATE INDEX idx_session_state_events_session_sequence
+    ON session_state_events (session_key, agent_id, sequence);
+CREATE INDEX idx_session_state_events_time
+    ON session_state_events (occurred_at, sequence);
+
+CREATE TABLE session_state_heads (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    last_sequence BIGINT NOT NULL,
+    pruned_max_sequence BIGINT NOT NULL DEFAULT 0,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+);
+
+CREATE TABLE session_watch_cursors (
+    watcher_session_key TEXT NOT NULL,
+    target_session_key TEXT NOT NULL,
+    target_agent_id TEXT NOT NULL,
+    last_seen_sequence BIGINT NOT NULL DEFAULT 0,
+    notified_sequence BIGINT NOT NULL DEFAULT 0,
+    material_sequence BIGINT NOT NULL DEFAULT 0,
+    provenance TEXT NOT NULL DEFAULT 'explicit'
+        CHECK (provenance IN ('explicit', 'ambient-group')),
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (watcher_session_key, target_session_key, target_agent_id)
+);
+CREATE INDEX idx_session_watch_cursors_target
+    ON session_watch_cursors (target_session_key, target_agent_id);
+
+CREATE TABLE sessions (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_id TEXT,
+    spawned_by TEXT,
+    chat_type TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+);
+
+CREATE TABLE session_upstream_links (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    host_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    upstream_ref_json TEXT NOT NULL,
+    source_key TEXT NOT NULL,
+    marker_json TEXT NOT NULL,
+    last_scanned_at BIGINT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    lease_owner TEXT,
+    lease_expires_at BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_key, agent_id)
+);
+CREATE INDEX idx_session_upstream_links_source ON session_upstream_links (source);
+
+CREATE TABLE session_own_texts (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    text_hash TEXT NOT NULL,
+    PRIMARY KEY (session_key, agent_id, position)
+);
+
+CREATE TABLE session_hosts (
+    watcher_session_key TEXT NOT NULL,
+    host_id TEXT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    PRIMARY KEY (watcher_session_key, host_id)
+);
+CREATE INDEX idx_session_hosts_host ON session_hosts (host_id);
+
+CREATE TABLE session_wakes (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    watcher_session_key TEXT NOT NULL,
+    target_session_key TEXT NOT NULL,
+    target_agent_id TEXT NOT NULL,
+    last_seen_sequence BIGINT NOT NULL,
+    claimed_by TEXT,
+    created_at BIGINT NOT NULL
+);
+CREATE INDEX idx_session_wakes_watcher ON session_wakes (watcher_session_key);
+"""
+
+_NOTIFY_TRIGGER = """
+CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify({channel}, NEW.watcher_session_key);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER session_wakes_notify AFTER INSERT ON session_wakes
+    FOR EACH ROW EXECUTE FUNCTION {function}();
+"""
+"""The wake ``NOTIFY``: sent by the transaction that adds the row, delivered at its commit."""
+
+
+def migrate(conn: Any, schema: str) -> None:
+    """Create ``schema`` and its tables, or check and upgrade their version.
+
+    Args:
+        conn: a :class:`~persistence._postgres.PgConnection` inside a write
+            transaction (holding the log's advisory write lock, so two
+            openers never migrate at once).
+        schema: the schema name (already validated as an identifier).
+
+    Raises:
+        SchemaError: the schema holds tables of something else, or a newer
+            version than this release knows.
+        DriverError: the server refused (``42501``: the role may not create).
+    """
+    exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)).get
+    if exists is None:
+        conn.script(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(schema)).as_string())
+    tables = {str(name) for (name,) in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = ?", (schema,))}
+    if "ssa_schema" not in tables:
+        if tables:
+            raise SchemaError(f"schema {schema!r} holds tables that are not a signal log "
+                              f"({', '.join(sorted(tables)[:5])})")
+        _create(conn, schema)
+        return
+    row = conn.execute("SELECT application, version FROM ssa_schema").fetchone()
+    if row is None or row[0] != APPLICATION:
+        raise SchemaError(f"schema {schema!r} is not a session-state signal log")
+    version = int(row[1])
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"schema {schema!r} has version {version}; this release knows "
+                          f"{SCHEMA_VERSION}. Upgrade session-state-awareness.")
+    # Version 3 is the first PostgreSQL version: later ones add their steps here.
+
+
+def _create(conn: Any, schema: str) -> None:
+    identifier = pgsql.Identifier(schema)
+    conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(identifier).as_string()
+                + ";" + _SCHEMA_V3)
+    function = pgsql.Identifier(schema, "session_wakes_notify")
+    conn.script(pgsql.SQL(_NOTIFY_TRIGGER).format(
+        function=function, channel=pgsql.Literal(f"{schema}_wakes")).as_string())
+    conn.execute("INSERT INTO ssa_schema (application, version) VALUES (?, ?)",
+                 (APPLICATION, SCHEMA_VERSION))
+    logger.info("created signal-log schema %r at version %d", schema, SCHEMA_VERSION)

@@ -1,0 +1,556 @@
+"""The PostgreSQL backend (psycopg 3): one signal log shared by gateways on several hosts.
+
+The shared transaction functions run unchanged: :class:`PgConnection` gives
+them the APSW shape they are written against (``?`` placeholders, a cursor
+with ``get``). What is PostgreSQL's own:
+
+* **Ordering and race freedom.** Every write transaction takes one
+  transaction-scoped advisory lock of the schema first
+  (``pg_advisory_xact_lock``), so write transactions of all processes on all
+  hosts run one at a time, exactly as SQLite's write lock makes them: the
+  cursor transitions read and write their rows without a race, and
+  sequence numbers are committed in order (a reader that saw sequence *n*
+  never later finds a smaller one appear). Each process still commits its
+  writes in groups, so the lock is taken once per batch, not per event.
+  Reads take no lock (MVCC); a multi-statement read runs in one
+  ``REPEATABLE READ`` snapshot.
+* **Wakes are pushed.** A trigger on ``session_wakes`` sends ``NOTIFY``
+  inside the transaction that adds a wake row; the payload is the watcher
+  key (no message text). Every hosting process ``LISTEN``\\ s; after a lost
+  connection it reconnects with backoff and claims again, which re-sweeps
+  everything owed to its watchers, so no wake is lost across a reconnect.
+* **Presence** is a session-level shared advisory lock on a connection held
+  for the gateway's life; the opener that can take it exclusively (inside
+  the write lock) is alone and runs the restart sweep.
+* **Faults** are classified by SQLSTATE: a lost connection, an unreachable
+  server, a statement or lock timeout, a read-only standby, a full disk are
+  storage faults (producers log and return ``None``); the next transaction
+  reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from persistence._schema import SCHEMA_VERSION
+from persistence.errors import (
+    BackendNotInstalled,
+    DriverError,
+    InvalidLocation,
+    SchemaError,
+    StorageError,
+)
+
+try:
+    import psycopg
+    from psycopg import sql as pgsql
+    from psycopg.pq import TransactionStatus
+except ImportError as exc:  # pragma: no cover - exercised by the no-extra test in a subprocess
+    raise BackendNotInstalled(
+        "a postgresql:// database needs the PostgreSQL extra: "
+        "pip install 'session-state-awareness[postgres]'") from exc
+
+from persistence._pg_schema import migrate
+
+__all__ = ["DEFAULT_SCHEMA", "PgConnection", "PostgresBackend", "parse_location"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SCHEMA = "ssa"
+APPLICATION = "session-state-awareness"
+CONNECT_TIMEOUT_S = 5
+"""libpq ``connect_timeout``: how long one connection attempt may take, in s."""
+RECONNECT_FIRST_S = 0.05
+RECONNECT_LONGEST_S = 5.0
+"""Backoff between connection attempts after a failure, in s (doubling)."""
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+_LOCK_SPACE = 0x535341  # "SSA": first key of every advisory lock we take
+_WRITE_LOCK, _PRESENCE_LOCK = 1, 2
+
+_FAULT_CLASSES = ("08", "53", "57", "58", "40")
+"""SQLSTATE classes that are storage faults: connection exception, insufficient
+resources (disk full), operator intervention (shutdown, statement timeout),
+system error (I/O), transaction rollback (serialization, deadlock)."""
+_FAULT_STATES = frozenset({"25006", "55P03", "55006", "42501"})
+"""Read-only transaction (a standby), lock not available (lock timeout),
+object in use, insufficient privilege (a role revoked meanwhile)."""
+_FATAL_STATES = frozenset({"XX001", "XX002"})
+"""Data or index corrupted: the database cannot be trusted."""
+
+
+def parse_location(url: str) -> tuple[str, str, str]:
+    """Split a ``postgresql://`` URL into ``(conninfo, schema, shown)``.
+
+    ``schema`` comes from the URL's ``schema`` query parameter (ours, not
+    libpq's; default ``ssa``); ``conninfo`` is the URL without it, as libpq
+    takes it; ``shown`` is the URL without its password, for messages.
+
+    Raises:
+        InvalidLocation: libpq refuses the URL, or the schema name is not a
+            lower-case identifier of at most 48 characters.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    if not _SCHEMA_NAME.match(schema):
+        raise InvalidLocation(
+            f"schema {schema!r} in the PostgreSQL URL must be a lower-case identifier "
+            "(letters, digits, underscores; at most 48 characters)")
+    rest = [(key, value) for key, value in query if key != "schema"]
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    try:
+        psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.Error as exc:
+        raise InvalidLocation(f"not a valid PostgreSQL URL: {exc}") from None
+    netloc = parts.netloc.rsplit("@", 1)
+    if len(netloc) == 2 and ":" in netloc[0]:
+        netloc[0] = netloc[0].split(":", 1)[0]
+    shown = urlunsplit(parts._replace(netloc="@".join(netloc)))
+    return conninfo, schema, shown
+
+
+def _lock_key(schema: str) -> int:
+    """The advisory lock's second key for ``schema`` (signed 32 bits, stable)."""
+    value = zlib.crc32(schema.encode())
+    return value - 2**32 if value >= 2**31 else value
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    if isinstance(exc, DriverError):
+        return exc.sqlstate
+    if isinstance(exc, psycopg.Error):
+        return exc.sqlstate
+    return None
+
+
+def _wrap(exc: psycopg.Error) -> DriverError:
+    error = DriverError(f"{type(exc).__name__}: {str(exc).strip()}", exc.sqlstate)
+    error.__cause__ = exc
+    return error
+
+
+_TRANSLATED: dict[str, str] = {}
+
+
+def _translate(statement: str) -> str:
+    """``?`` placeholders to psycopg's ``%s`` (and a literal ``%`` doubled); cached."""
+    done = _TRANSLATED.get(statement)
+    if done is None:
+        done = statement.replace("%", "%%").replace("?", "%s")
+        if len(_TRANSLATED) < 4096:
+            _TRANSLATED[statement] = done
+    return done
+
+
+class _Rows:
+    """The result of :meth:`PgConnection.execute`, shaped like an APSW cursor."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    @property
+    def get(self) -> Any:
+        """APSW's ``get``: ``None``, the one value, the one row, or a list of rows."""
+        if self._cursor.description is None:
+            return None
+        rows = self._cursor.fetchall()
+        if not rows:
+            return None
+        if len(rows) == 1:
+            row = rows[0]
+            return row[0] if len(row) == 1 else row
+        return [r[0] if len(r) == 1 else r for r in rows]
+
+    def fetchone(self) -> Any:
+        """The next row, or ``None``."""
+        return self._cursor.fetchone() if self._cursor.description is not None else None
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        return self._cursor.fetchall() if self._cursor.description is not None else []
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._cursor.description is None:
+            return iter(())
+        return iter(self._cursor.fetchall())
+
+
+class PgConnection:
+    """A psycopg connection with the APSW shape the shared transactions use.
+
+    The connection runs in autocommit mode and the callers issue ``BEGIN``,
+    ``SAVEPOINT``, ``COMMIT`` and ``ROLLBACK`` themselves, as on SQLite.
+    When the server connection was lost it is re-opened (with backoff) at
+    the next statement issued outside a transaction, never in the middle of
+    one. Driver errors are raised as :class:`~persistence.errors.DriverError`.
+
+    Args:
+        backend: the backend that opens the server connection.
+        writer: open for writing (else every transaction is a read-only
+            ``REPEATABLE READ`` snapshot).
+
+    One thread at a time; every method blocks on the network.
+
+    Raises:
+        DriverError: the first connection failed.
+    """
+
+    def __init__(self, backend: PostgresBackend, *, writer: bool) -> None:
+        self._backend = backend
+        self._writer = writer
+        self._conn: psycopg.Connection[Any] | None = None
+        self._changes = 0
+        self._total = 0
+        self._next_attempt = 0.0
+        self._delay = RECONNECT_FIRST_S
+        self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        now = time.monotonic()
+        if now < self._next_attempt:
+            raise DriverError(
+                "the PostgreSQL server is unreachable; reconnecting in "
+                f"{self._next_attempt - now:.2f}s", None)
+        try:
+            conn = self._backend.raw_connect(writer=self._writer)
+        except psycopg.Error as exc:
+            self._next_attempt = time.monotonic() + self._delay
+            self._delay = min(self._delay * 2, RECONNECT_LONGEST_S)
+            raise _wrap(exc) from exc
+        self._delay = RECONNECT_FIRST_S
+        self._next_attempt = 0.0
+        self._conn = conn
+        return conn
+
+    def _live(self) -> psycopg.Connection[Any]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None and self.in_transaction:
+                raise DriverError("the PostgreSQL connection was lost in a transaction", "08006")
+            if conn is not None:
+                logger.info("reconnecting to PostgreSQL at %s", self._backend.location)
+                self._conn = None
+            conn = self._connect()
+        return conn
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (or was, on a connection that broke in it)."""
+        conn = self._conn
+        return conn is not None and conn.info.transaction_status != TransactionStatus.IDLE
+
+    def execute(self, statement: str, params: Sequence[Any] = (), /) -> _Rows:
+        """Run one statement with ``?`` placeholders; returns its rows.
+
+        Raises:
+            DriverError: the server refused it or the connection failed.
+        """
+        conn = self._live()
+        try:
+            cursor = conn.execute(_translate(statement), params)
+        except psycopg.Error as exc:
+            raise _wrap(exc) from exc
+        count = cursor.rowcount
+        self._changes = count if count > 0 else 0
+        self._total += self._changes
+        return _Rows(cursor)
+
+    def script(self, statements: str) -> None:
+        """Run several ``;``-separated statements without parameters (one round trip).
+
+        Raises:
+            DriverError: the server refused one or the connection failed.
+        """
+        conn = self._live()
+        try:
+            conn.execute(statements.encode(), prepare=False)
+        except psycopg.Error as exc:
+            raise _wrap(exc) from exc
+
+    def changes(self) -> int:
+        """Rows the last statement inserted, updated or deleted."""
+        return self._changes
+
+    def total_changes(self) -> int:
+        """Rows changed through this connection since it was made."""
+        return self._total
+
+    def close(self) -> None:
+        """Close the server connection (idempotent)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+class PostgresBackend:
+    """The signal log in a PostgreSQL schema, shared by gateways on any number of hosts.
+
+    Args:
+        url: a libpq ``postgresql://`` URL; its ``schema`` query parameter
+            names the schema (default ``ssa``).
+        busy_timeout_ms: how long a write transaction waits for the log's
+            write lock (``lock_timeout``), in ms.
+
+    Raises:
+        InvalidLocation: the URL or the schema name is not valid.
+
+    See :class:`persistence._backend.Backend` for the methods. Thread-safe.
+    """
+
+    name: str = "postgresql"
+    shares_hosts = True
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 5000) -> None:
+        self._conninfo, self.schema, self.location = parse_location(url)
+        self.path: Path | None = None
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock_key = _lock_key(self.schema)
+        self.channel = f"{self.schema}_wakes"
+        """The ``NOTIFY`` channel of wake rows."""
+        self._begin = (f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_SPACE + _WRITE_LOCK}, "
+                       f"{self._lock_key})")
+
+    def raw_connect(self, *, writer: bool) -> psycopg.Connection[Any]:
+        """A configured psycopg connection (autocommit, our schema on the search path).
+
+        Raises:
+            psycopg.Error: the server refused or did not answer.
+        """
+        conn = psycopg.connect(self._conninfo, autocommit=True,
+                               connect_timeout=CONNECT_TIMEOUT_S,
+                               application_name=APPLICATION)
+        try:
+            settings: list[pgsql.Composable] = [
+                pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)),
+                pgsql.SQL("SET lock_timeout = {}").format(pgsql.Literal(self._busy_timeout_ms)),
+            ]
+            if not writer:
+                settings.append(pgsql.SQL(
+                    "SET default_transaction_isolation = 'repeatable read'"))
+                settings.append(pgsql.SQL("SET default_transaction_read_only = on"))
+            conn.execute(pgsql.SQL("; ").join(settings))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def prepare(self) -> None:
+        """Nothing: the schema is created by the first :meth:`connect` with ``migrate``."""
+
+    def connect(self, *, writer: bool, migrate: bool = False) -> PgConnection:
+        """A :class:`PgConnection`; with ``migrate`` the schema is created or upgraded first."""
+        try:
+            conn = PgConnection(self, writer=writer)
+        except DriverError as exc:
+            raise StorageError(f"cannot connect to {self.location}: {exc}") from exc
+        if migrate:
+            try:
+                self._migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def _migrate(self, conn: PgConnection) -> None:
+        try:
+            self.begin_write(conn)
+            try:
+                migrate(conn, self.schema)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except DriverError as exc:
+            if exc.sqlstate == "42501":
+                raise SchemaError(
+                    f"{self.location}: the role may not create schema {self.schema!r} or its "
+                    f"tables at version {SCHEMA_VERSION} ({exc}); run the first open (or "
+                    "`ssa migrate`) as the schema's owner, see the README's PostgreSQL "
+                    "privileges") from exc
+            raise StorageError(f"cannot set up schema {self.schema!r} at {self.location}: "
+                               f"{exc}") from exc
+
+    def begin_write(self, conn: Any) -> None:
+        """``BEGIN`` and the schema's advisory write lock, in one round trip."""
+        conn.script(self._begin)
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is psycopg's (raw or as a :class:`DriverError`)."""
+        return isinstance(exc, DriverError | psycopg.Error)
+
+    def is_fault(self, exc: BaseException) -> bool:
+        """A lost or refused connection, a timeout, a standby, a full disk, I/O."""
+        if not self.is_driver_error(exc):
+            return False
+        state = _sqlstate(exc)
+        return (state is None or state in _FAULT_STATES or state in _FATAL_STATES
+                or state.startswith(_FAULT_CLASSES))
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        """Data or index corruption reported by the server."""
+        return self.is_driver_error(exc) and _sqlstate(exc) in _FATAL_STATES
+
+    def storage_problem(self) -> None:
+        """Nothing to check before a write: the server reports its faults."""
+        return
+
+    def write_count(self, conn: Any) -> int:
+        """Rows changed through ``conn`` so far."""
+        return int(conn.total_changes())
+
+    def presence(self) -> PgPresence:
+        """A shared session-level advisory lock on a connection of its own."""
+        return PgPresence(self, self._lock_key)
+
+    def wake_signal(self, stop: threading.Event, interval_s: float,
+                    interested: Callable[[str], bool]) -> PgListener:
+        """``LISTEN`` on the wake channel, on a connection of its own."""
+        return PgListener(self, stop, interested)
+
+
+class PgPresence:
+    """A gateway's presence: a shared advisory lock held on a dedicated connection.
+
+    The server drops it when the connection ends (the process died, or the
+    network dropped it), so a dead gateway never looks present.
+
+    Args:
+        backend: the backend.
+        key: the schema's advisory lock key.
+
+    Caller's thread; :meth:`join` blocks on the network.
+    """
+
+    def __init__(self, backend: PostgresBackend, key: int) -> None:
+        self._backend = backend
+        self._key = (_LOCK_SPACE + _PRESENCE_LOCK, key)
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def join(self) -> bool:
+        """Hold the lock shared; whether nobody else held it (call inside the write lock).
+
+        Raises:
+            StorageError: the server could not be reached.
+        """
+        try:
+            conn = self._conn = self._backend.raw_connect(writer=False)
+            alone = bool(conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                      self._key).fetchone()[0])  # type: ignore[index]
+            conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._key)
+            if alone:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", self._key)
+        except psycopg.Error as exc:
+            self.release()
+            raise StorageError(f"cannot join {self._backend.location}: {exc}") from exc
+        return alone
+
+    def release(self) -> None:
+        """Close the connection, which drops the lock (idempotent)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error:
+                logger.debug("closing the presence connection failed", exc_info=True)
+
+
+class PgListener:
+    """The hosting thread's wake signal: ``LISTEN`` on the wake channel.
+
+    A wait returns ``True`` when a wake row was added for a watcher this
+    process may host, or right after (re)connecting, since wakes may have
+    been added while it listened nowhere: the claim that follows then
+    re-sweeps everything owed. Connection failures back off from 50 ms to
+    5 s. Hosting thread.
+
+    Args:
+        backend: the backend.
+        stop: set when the gateway closes.
+        interested: whether a wake for this watcher key may be claimed here
+            (notifications for watchers this process does not host are
+            ignored, so N hosting processes do not all claim every wake).
+    """
+
+    def __init__(self, backend: PostgresBackend, stop: threading.Event,
+                 interested: Callable[[str], bool]) -> None:
+        self._backend = backend
+        self._stop = stop
+        self._interested = interested
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._delay = RECONNECT_FIRST_S
+        self.reconnects = 0
+        """Connections made after the first (for tests and benchmarks)."""
+        self._connected_once = False
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s`` for a wake notification (see the class doc).
+
+        Raises:
+            StorageError: the server could not be reached (the caller retries).
+        """
+        with self._lock:
+            conn = self._conn
+            if conn is None or conn.closed or conn.broken:
+                return self._reconnect()
+        try:
+            got = False
+            deadline = time.monotonic() + max(0.0, timeout_s)
+            while not got:
+                left = deadline - time.monotonic()
+                notified = list(conn.notifies(timeout=max(0.0, left), stop_after=1))
+                if not notified:
+                    return False
+                notified += conn.notifies(timeout=0.0)  # what else is queued, without waiting
+                got = any(self._interested(n.payload) for n in notified)
+            return got
+        except psycopg.Error as exc:
+            with self._lock:
+                self._drop()
+            raise StorageError(f"the wake listener lost its connection: {exc}") from exc
+
+    def _reconnect(self) -> bool:
+        self._drop()
+        if self._stop.is_set():
+            return False
+        try:
+            conn = self._backend.raw_connect(writer=False)
+            conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(self._backend.channel)))
+        except psycopg.Error as exc:
+            delay, self._delay = self._delay, min(self._delay * 2, RECONNECT_LONGEST_S)
+            self._stop.wait(delay)
+            raise StorageError(f"the wake listener cannot connect: {exc}") from exc
+        self._conn = conn
+        self._delay = RECONNECT_FIRST_S
+        if self._connected_once:
+            self.reconnects += 1
+            logger.info("the wake listener reconnected to %s; claiming what is owed",
+                        self._backend.location)
+        self._connected_once = True
+        return True
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error:
+                logger.debug("closing the listener connection failed", exc_info=True)
+
+    def close(self) -> None:
+        """Close the listening connection (idempotent; any thread)."""
+        with self._lock:
+            self._drop()

@@ -1,0 +1,164 @@
+"""The embedded SQLite backend (APSW): one file, any number of processes on one host."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import apsw
+
+from persistence._leases import wake_high_water
+from persistence._lock import PresenceLock
+from persistence._schema import open_connection, prepare_path
+from persistence.errors import StorageError
+
+__all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
+
+FAULT_ERRORS: tuple[type[apsw.Error], ...] = (
+    apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.BusyError, apsw.LockedError,
+    apsw.CantOpenError, apsw.CorruptError, apsw.NotADBError,
+)
+"""SQLite errors that are storage faults, not programming errors."""
+
+FATAL_ERRORS: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
+"""SQLite errors after which the database cannot be trusted: the gateway shuts down."""
+
+IDLE_FACTOR = 3
+"""While the log is idle the probe period grows to this many probe intervals."""
+
+
+class SqliteBackend:
+    """The signal log in one SQLite file, shared by the processes of one host.
+
+    Args:
+        path: the database file.
+        synchronous: SQLite durability, ``"FULL"`` or ``"NORMAL"``.
+        busy_timeout_ms: how long to wait for another process's lock, in ms.
+        vfs: SQLite VFS name (``None``: the default), e.g. for fault injection.
+
+    See :class:`persistence._backend.Backend` for the methods. Thread-safe;
+    the connections it opens are for one thread at a time.
+    """
+
+    name: str = "sqlite"
+    shares_hosts = False
+
+    def __init__(self, path: Path, *, synchronous: Literal["FULL", "NORMAL"] = "FULL",
+                 busy_timeout_ms: int = 5000, vfs: str | None = None) -> None:
+        self.path: Path | None = path
+        self._file = path
+        self.location = str(path)
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self._vfs = vfs
+        self._identity: tuple[int, int] | None = None
+
+    def prepare(self) -> None:
+        """Create the file's missing directories (0700) and the file (0600)."""
+        prepare_path(self._file)
+
+    def connect(self, *, writer: bool, migrate: bool = False) -> apsw.Connection:
+        """An APSW connection (writer: WAL, the short busy handler; reader: query-only)."""
+        try:
+            conn = open_connection(str(self._file), synchronous=self._synchronous,
+                                   busy_timeout_ms=self._busy_timeout_ms, writer=writer,
+                                   migrate=migrate, vfs=self._vfs)
+        except apsw.Error as exc:
+            raise StorageError(f"cannot open {self._file}: {exc}") from exc
+        if writer and self._identity is None:
+            st = os.stat(self._file)
+            self._identity = (st.st_dev, st.st_ino)
+        return conn
+
+    def begin_write(self, conn: Any) -> None:
+        """``BEGIN IMMEDIATE``: the database's write lock, for the whole transaction."""
+        conn.execute("BEGIN IMMEDIATE")
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an APSW error."""
+        return isinstance(exc, apsw.Error)
+
+    def is_fault(self, exc: BaseException) -> bool:
+        """Full disk, I/O error, read-only or vanished file, a lock held too long, corruption."""
+        return isinstance(exc, FAULT_ERRORS)
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        """A corrupt file, or one that is no database."""
+        return isinstance(exc, FATAL_ERRORS)
+
+    def storage_problem(self) -> str | None:
+        """Refuse writing into a removed or replaced file (SQLite writes to an unlinked one)."""
+        try:
+            st = os.stat(self._file)
+        except OSError:
+            return "the database file is missing (was its directory removed or renamed?)"
+        if self._identity is not None and (st.st_dev, st.st_ino) != self._identity:
+            return "the database file was replaced by another file"
+        return None
+
+    def write_count(self, conn: Any) -> int:
+        """SQLite's ``total_changes()`` of the connection."""
+        return int(conn.total_changes())
+
+    def presence(self) -> PresenceLock:
+        """A shared ``flock`` on ``<database>.lock``."""
+        return PresenceLock(self._file)
+
+    def wake_signal(self, stop: threading.Event, interval_s: float,
+                    interested: Callable[[str], bool]) -> _DataVersionProbe:
+        """A probe of ``PRAGMA data_version`` and the wake table's newest id (``interested``
+        is not used: a probe does not see whose wake a new row is)."""
+        return _DataVersionProbe(self, stop, interval_s)
+
+
+class _DataVersionProbe:
+    """Polls for wake rows: ``PRAGMA data_version`` on its own connection, then the newest id.
+
+    It probes every ``interval_s`` while other connections commit and backs
+    off to :data:`IDLE_FACTOR` times that while none do, so a wake is found
+    at most ``IDLE_FACTOR * interval_s`` after its commit. Never a table
+    scan. Hosting thread.
+    """
+
+    def __init__(self, backend: SqliteBackend, stop: threading.Event, interval_s: float) -> None:
+        self._backend = backend
+        self._stop = stop
+        self._interval_s = interval_s
+        self._period = interval_s
+        self._lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._data_version: int | None = None
+        self._high_water = 0
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep one probe period (at most ``timeout_s``), then probe."""
+        if self._stop.wait(min(self._period, timeout_s)):
+            return False
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._backend.connect(writer=False)
+            try:
+                version = int(self._conn.pragma("data_version"))
+                changed = version != self._data_version
+                self._data_version = version
+                self._period = (self._interval_s if changed
+                                else min(self._period * 1.5, self._interval_s * IDLE_FACTOR))
+                if not changed:
+                    return False
+                high = wake_high_water(self._conn)
+            except apsw.Error as exc:
+                raise StorageError(f"the hosting probe failed: {exc}") from exc
+            if high <= self._high_water:
+                return False
+            self._high_water = high
+            return True
+
+    def close(self) -> None:
+        """Close the probe's connection."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
