@@ -211,7 +211,7 @@ def _changes(gw: Gateway, key: str, since: int) -> Any:
 class Worker:
     """The parent's handle on one child gateway process."""
 
-    def __init__(self, db: Path, **options: Any) -> None:
+    def __init__(self, db: Path | str, **options: Any) -> None:
         self.conn, child = CTX.Pipe()
         self.process = CTX.Process(target=serve, args=(child, str(db), options), daemon=True)
         self.process.start()

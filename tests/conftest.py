@@ -1,4 +1,10 @@
-"""Shared fixtures: an injected clock, a gateway per test, and a leak check.
+"""Shared fixtures: an injected clock, a gateway per test on each backend, and a leak check.
+
+Every test that opens its gateway through ``open_gateway`` (or ``gateway``,
+or asks for ``db``) runs twice: on SQLite and on PostgreSQL (a throw-away
+server for the run, a fresh schema per test; see ``tests/_pg.py``). A test
+that also asks for ``db_path`` looks at the SQLite file itself and runs on
+SQLite only, as does one marked ``sqlite_only``.
 
 Every blocking wait in the tests has its own timeout, shorter than
 pytest-timeout's, and the autouse ``no_leaked_threads`` fixture fails any
@@ -11,13 +17,15 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig
 from actors._base import GatewayActor
-from persistence import PersistenceActor
+from persistence import PersistenceActor, open_backend
+from tests._pg import PgServer, pg_server, required
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
 """The real upstream transcripts, read in place from ``../shared`` beside the checkout."""
@@ -85,9 +93,85 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "state.sqlite"
 
 
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: the test looks at SQLite itself")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses ``db`` (``open_gateway``, ``gateway``) on both backends."""
+    if "backend_name" not in metafunc.fixturenames:
+        return
+    sqlite_only = ("db_path" in metafunc.fixturenames
+                   or metafunc.definition.get_closest_marker("sqlite_only") is not None)
+    metafunc.parametrize("backend_name", BACKENDS[:1] if sqlite_only else BACKENDS)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PgServer | str]:
+    """The run's PostgreSQL server, or why there is none (started on first use)."""
+    server = pg_server()
+    yield server
+    if isinstance(server, PgServer):
+        server.close()
+
+
+@dataclass
+class SignalLogDb:
+    """The test's signal log on one backend, and raw access to it for checks."""
+
+    name: str
+    location: str | Path
+
+    def connect(self, *, writer: bool = False) -> Any:
+        """A connection of the backend's own (APSW, or the PostgreSQL adapter)."""
+        return open_backend(self.location).connect(writer=writer)
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query (``?`` placeholders on both backends)."""
+        conn = self.connect()
+        try:
+            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+        finally:
+            conn.close()
+
+    def write(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
+        """Run ``(sql, params)`` statements in one write transaction."""
+        backend = open_backend(self.location)
+        conn = backend.connect(writer=True)
+        try:
+            backend.begin_write(conn)
+            for sql, params in statements:
+                conn.execute(sql, params)
+            conn.execute("COMMIT")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+
+
+@pytest.fixture
+def db(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest
+       ) -> Iterator[SignalLogDb]:
+    """The test's database: a SQLite file, or a fresh schema on the run's PostgreSQL server."""
+    if backend_name == "sqlite":
+        yield SignalLogDb("sqlite", tmp_path / "state" / "state.sqlite")
+        return
+    server = request.getfixturevalue("postgres")
+    if isinstance(server, str):
+        if required():
+            pytest.fail(f"PostgreSQL is required (SSA_REQUIRE_POSTGRES) but: {server}")
+        pytest.skip(server)
+    url, schema = server.schema_url()
+    yield SignalLogDb("postgresql", url)
+    server.drop_schema(schema)
+
+
 @pytest.fixture
 def open_gateway(
-    db_path: Path, clock: FakeClock, wakes: WakeRecorder
+    db: SignalLogDb, clock: FakeClock, wakes: WakeRecorder
 ) -> Iterator[Callable[..., Gateway]]:
     """Open gateways on the test database; all are closed at teardown."""
     opened: list[Gateway] = []
@@ -96,7 +180,7 @@ def open_gateway(
         kwargs.setdefault("clock", clock)
         kwargs.setdefault("on_wake", wakes)
         kwargs.setdefault("monitor", False)
-        gw = Gateway.open(db_path, config=config, **kwargs)  # type: ignore[arg-type]
+        gw = Gateway.open(db.location, config=config, **kwargs)  # type: ignore[arg-type]
         opened.append(gw)
         return gw
 

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput
+from persistence import open_backend
 from tests.conftest import (
     CHILD,
     GROUP,
@@ -60,12 +61,18 @@ def _db(db_path: Path, *, write: bool = False) -> Iterator[apsw.Connection]:
         conn.close()
 
 
-def _rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with _db(db_path) as conn:
+def _rows(location: Path | str, sql: str,
+          params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one query on either backend (``location``: ``gateway.location``)."""
+    conn = open_backend(location).connect(writer=False)
+    try:
         return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+    finally:
+        conn.close()
 
 
-def _cursor(db_path: Path, watcher: str, target: str, agent_id: str = "main") -> Cursor | None:
+def _cursor(db_path: Path | str, watcher: str, target: str,
+            agent_id: str = "main") -> Cursor | None:
     """``(last_seen, notified, material, provenance)`` of one durable cursor."""
     rows = _rows(
         db_path,
@@ -78,7 +85,7 @@ def _cursor(db_path: Path, watcher: str, target: str, agent_id: str = "main") ->
     return rows[0] if rows else None
 
 
-def _cursor_rows(db_path: Path) -> list[tuple[Any, ...]]:
+def _cursor_rows(db_path: Path | str) -> list[tuple[Any, ...]]:
     return _rows(
         db_path,
         "SELECT watcher_session_key, target_session_key, target_agent_id, last_seen_sequence,"
@@ -87,7 +94,7 @@ def _cursor_rows(db_path: Path) -> list[tuple[Any, ...]]:
     )
 
 
-def _event_count(db_path: Path) -> int:
+def _event_count(db_path: Path | str) -> int:
     return int(_rows(db_path, "SELECT count(*) FROM session_state_events")[0][0])
 
 
@@ -159,7 +166,7 @@ def test_the_head_survives_pruning_of_every_event_of_the_session(
     assert status.state_changes.events == ()
     assert status.state_changes.history_gap is True
     assert status.state_changes.earliest_available_sequence == event.sequence + 1
-    assert _event_count(gw.path) == 0
+    assert _event_count(gw.location) == 0
 
 
 def test_a_burst_of_material_events_queues_one_notice_frozen_at_the_first(
@@ -170,7 +177,7 @@ def test_a_burst_of_material_events_queues_one_notice_frozen_at_the_first(
     e1, _e2, e3 = (_material(gateway) for _ in range(3))
 
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, seed)]
-    assert _cursor(gateway.path, WATCHER, CHILD) == (seed, e1, e3, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (seed, e1, e3, "explicit")
     assert wakes.calls == [WATCHER]
 
 
@@ -184,7 +191,7 @@ def test_draining_acks_only_the_frozen_watermark_and_reopens_for_interleaved_wor
 
     assert gateway.drain(WATCHER) == [_notice(CHILD, seed)]
 
-    assert _cursor(gateway.path, WATCHER, CHILD) == (e1, e2, e2, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (e1, e2, e2, "explicit")
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, e1)]
     assert wakes.calls == [WATCHER, WATCHER]
 
@@ -201,12 +208,12 @@ def test_log_only_events_neither_reopen_a_drained_notice_nor_come_back_at_restar
     assert done.actor_type == "system"
 
     assert gateway.drain(WATCHER) == [_notice(CHILD, seed)]
-    assert _cursor(gateway.path, WATCHER, CHILD) == (e1, e1, e1, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (e1, e1, e1, "explicit")
     assert gateway.pending_notices(WATCHER) == []
 
     gw = _reopen(gateway, open_gateway)
     assert gw.pending_notices(WATCHER) == []
-    assert _cursor(gw.path, WATCHER, CHILD) == (e1, e1, e1, "explicit")
+    assert _cursor(gw.location, WATCHER, CHILD) == (e1, e1, e1, "explicit")
     assert wakes.calls == [WATCHER]
 
 
@@ -244,7 +251,7 @@ def test_an_agent_is_never_notified_of_its_own_change(
     assert event is not None
     assert event.sequence > seed
 
-    assert _cursor(gateway.path, WATCHER, CHILD) == (seed, seed, seed, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (seed, seed, seed, "explicit")
     assert gateway.pending_notices(WATCHER) == []
     assert wakes.calls == []
 
@@ -261,7 +268,7 @@ def test_a_compaction_is_logged_but_queues_nothing(
 
     assert gateway.session_status(CHILD).state_version == event.sequence
     assert gateway.pending_notices(WATCHER) == []
-    assert _cursor(gateway.path, WATCHER, CHILD) == (seed, seed, seed, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (seed, seed, seed, "explicit")
     assert wakes.calls == []
 
 
@@ -300,12 +307,12 @@ def test_the_restart_sweep_requeues_a_lost_notice_and_refreezes_to_cover_all_pen
     seed = _seed(gateway)
     e1 = _material(gateway)
     e2 = _material(gateway)
-    assert _cursor(gateway.path, WATCHER, CHILD) == (seed, e1, e2, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (seed, e1, e2, "explicit")
 
     gw = _reopen(gateway, open_gateway)  # the in-memory queue is lost
 
     assert gw.pending_notices(WATCHER) == [_notice(CHILD, seed)]
-    assert _cursor(gw.path, WATCHER, CHILD) == (seed, e2, e2, "explicit")
+    assert _cursor(gw.location, WATCHER, CHILD) == (seed, e2, e2, "explicit")
     assert wakes.calls == [WATCHER, WATCHER]
 
 
@@ -530,7 +537,7 @@ def test_a_bare_global_watcher_gets_no_cursor_and_no_notice(
 
     assert gateway.pending_notices("global") == []
     assert gateway.pending_notices("agent:main:global") == []
-    assert _cursor_rows(gateway.path) == []
+    assert _cursor_rows(gateway.location) == []
     assert wakes.calls == []
 
 
@@ -599,7 +606,7 @@ def test_draining_acknowledges_only_session_state_notices(gateway: Gateway) -> N
     assert gateway.enqueue_system_event(WATCHER, "Cron completed", context_key="cron:job-1")
 
     assert gateway.drain(WATCHER) == [_notice(CHILD, seed), "Cron completed"]
-    assert _cursor(gateway.path, WATCHER, CHILD) == (e1, e1, e1, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (e1, e1, e1, "explicit")
 
     e2 = _material(gateway)
     _evict_queue(gateway, WATCHER)
@@ -608,7 +615,7 @@ def test_draining_acknowledges_only_session_state_notices(gateway: Gateway) -> N
 
     assert drained[-1] == "Exec completed"
     assert _notices(drained) == []
-    assert _cursor(gateway.path, WATCHER, CHILD) == (e1, e2, e2, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (e1, e2, e2, "explicit")
     # Our improvement: the notice overflow dropped comes back once the drain made room.
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, e1)]
 
@@ -623,7 +630,7 @@ def test_reset_drops_the_watchers_cursors_and_delete_drops_the_targets_history(
 
     gateway.reset_session(WATCHER)
 
-    assert _cursor(gateway.path, WATCHER, CHILD) is None
+    assert _cursor(gateway.location, WATCHER, CHILD) is None
     assert gateway.pending_notices(WATCHER) == []
     kept = gateway.session_status(CHILD, changes_since=0)
     assert kept.state_version == e1
@@ -640,7 +647,7 @@ def test_reset_drops_the_watchers_cursors_and_delete_drops_the_targets_history(
     assert gone.state_version == 0
     assert gone.state_changes is not None
     assert gone.state_changes.events == ()
-    assert _cursor_rows(gateway.path) == []
+    assert _cursor_rows(gateway.location) == []
     assert gateway.pending_notices(COORDINATOR) == []
 
 
@@ -656,31 +663,33 @@ def test_an_explicit_watch_starts_at_the_targets_head_and_reregistering_keeps_th
     assert gateway.watch("global", CHILD) is False
     assert gateway.watch(WATCHER, CHILD) is True
     assert gateway.pending_notices(WATCHER) == []
-    assert _cursor(gateway.path, WATCHER, CHILD) == (p, p, p, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (p, p, p, "explicit")
 
     a = _material(gateway)
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, p)]
 
     assert gateway.watch(WATCHER, CHILD) is True
-    assert _cursor(gateway.path, WATCHER, CHILD) == (p, a, a, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (p, a, a, "explicit")
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, p)]
     assert wakes.calls == [WATCHER]
-    assert len(_cursor_rows(gateway.path)) == 1
+    assert len(_cursor_rows(gateway.location)) == 1
 
 
 def test_repeated_group_turns_keep_one_ambient_row_without_reseeding(gateway: Gateway) -> None:
     """§4.1 item 23 (ambient registration happens on a human group turn here)."""
     e1 = gateway.human_message(GROUP, channel="telegram")
     assert e1 is not None
-    rows = _cursor_rows(gateway.path)
+    rows = _cursor_rows(gateway.location)
     assert [(r[0], r[1], r[2], r[6]) for r in rows] == [(WATCHER, GROUP, "main", "ambient-group")]
-    assert _cursor(gateway.path, WATCHER, GROUP) == (0, e1.sequence, e1.sequence, "ambient-group")
+    assert _cursor(gateway.location, WATCHER, GROUP) == (
+        0, e1.sequence, e1.sequence, "ambient-group")
 
     e2 = gateway.human_message(GROUP, channel="telegram")
     assert e2 is not None
 
-    assert len(_cursor_rows(gateway.path)) == 1
-    assert _cursor(gateway.path, WATCHER, GROUP) == (0, e1.sequence, e2.sequence, "ambient-group")
+    assert len(_cursor_rows(gateway.location)) == 1
+    assert _cursor(gateway.location, WATCHER, GROUP) == (
+        0, e1.sequence, e2.sequence, "ambient-group")
 
 
 def test_a_group_chat_routed_into_the_main_session_does_not_watch_itself(
@@ -691,7 +700,7 @@ def test_a_group_chat_routed_into_the_main_session_does_not_watch_itself(
 
     assert gateway.human_message(WATCHER, channel="telegram") is None
 
-    assert _cursor_rows(gateway.path) == []
+    assert _cursor_rows(gateway.location) == []
     assert gateway.session_status(WATCHER).state_version == 0
     rows = gateway.sessions_list()
     assert [(r.session_key, r.chat_type, r.state_version) for r in rows] == [
@@ -706,7 +715,7 @@ def test_group_scope_main_registers_no_ambient_watch(
 
     assert gw.human_message(GROUP, channel="telegram") is None
 
-    assert _cursor_rows(gw.path) == []
+    assert _cursor_rows(gw.location) == []
     assert gw.pending_notices(WATCHER) == []
     assert wakes.calls == []
 
@@ -725,7 +734,7 @@ def test_ambient_group_turns_coalesce_into_one_notice_without_a_wake(
     assert [(e.actor_id, e.summary) for e in changes.events] == [
         ("human-1", "human message via telegram"), ("human-2", "human message via telegram")]
     assert gateway.pending_notices(WATCHER) == [_notice(GROUP, 0)]
-    cursor = _cursor(gateway.path, WATCHER, GROUP)
+    cursor = _cursor(gateway.location, WATCHER, GROUP)
     assert cursor is not None
     assert cursor[2] > cursor[1]
     assert wakes.calls == []
@@ -743,7 +752,7 @@ def test_draining_an_ambient_notice_queues_a_follow_up_without_a_wake(
     assert gateway.drain(WATCHER) == [_notice(GROUP, 0)]
 
     assert gateway.pending_notices(WATCHER) == [_notice(GROUP, e1.sequence)]
-    assert _cursor(gateway.path, WATCHER, GROUP) == (e1.sequence, e2.sequence, e2.sequence,
+    assert _cursor(gateway.location, WATCHER, GROUP) == (e1.sequence, e2.sequence, e2.sequence,
                                                      "ambient-group")
     assert wakes.calls == []
 
@@ -785,16 +794,16 @@ def test_an_explicit_watch_promotes_an_ambient_one_and_is_never_downgraded(
     e1 = gateway.human_message(GROUP, channel="telegram")
     assert e1 is not None
     assert gateway.drain(WATCHER) == [_notice(GROUP, 0)]
-    assert _cursor(gateway.path, WATCHER, GROUP) == (e1.sequence, e1.sequence, e1.sequence,
+    assert _cursor(gateway.location, WATCHER, GROUP) == (e1.sequence, e1.sequence, e1.sequence,
                                                      "ambient-group")
 
     assert gateway.watch(WATCHER, GROUP) is True
-    assert _cursor(gateway.path, WATCHER, GROUP) == (e1.sequence, e1.sequence, e1.sequence,
+    assert _cursor(gateway.location, WATCHER, GROUP) == (e1.sequence, e1.sequence, e1.sequence,
                                                      "explicit")
 
     e2 = gateway.human_message(GROUP, channel="telegram")  # re-runs ambient registration
     assert e2 is not None
-    assert _cursor(gateway.path, WATCHER, GROUP) == (e1.sequence, e2.sequence, e2.sequence,
+    assert _cursor(gateway.location, WATCHER, GROUP) == (e1.sequence, e2.sequence, e2.sequence,
                                                      "explicit")
     assert gateway.pending_notices(WATCHER) == [_notice(GROUP, e1.sequence)]
     assert wakes.calls == [WATCHER]
@@ -877,11 +886,11 @@ def test_a_respawn_withdraws_the_pending_notice_and_notices_from_the_new_seed(
 
     s2 = _seed(gateway, run_id="run-2")
     assert gateway.pending_notices(WATCHER) == []
-    assert _cursor(gateway.path, WATCHER, CHILD) == (s2, s2, s2, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (s2, s2, s2, "explicit")
 
     e = _material(gateway)
     assert gateway.pending_notices(WATCHER) == [_notice(CHILD, s2)]
-    assert _cursor(gateway.path, WATCHER, CHILD) == (s2, e, e, "explicit")
+    assert _cursor(gateway.location, WATCHER, CHILD) == (s2, e, e, "explicit")
 
 
 # --- 4.2 notices -------------------------------------------------------------

@@ -349,6 +349,7 @@ def test_corruption_found_by_a_read_makes_the_gateway_close_in_order(
     assert _errors(caplog, "persistence") or _errors(caplog)
 
 
+@pytest.mark.sqlite_only  # injects SQLite faults (a VFS or a pragma)
 def test_a_corrupt_error_inside_one_command_is_fatal(
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,

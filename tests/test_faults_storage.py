@@ -260,6 +260,7 @@ def test_eight_threads_of_producers_during_a_storage_fault_neither_raise_nor_han
           f"survived {tried - len(wrong)}, none hung")
 
 
+@pytest.mark.sqlite_only  # injects SQLite faults (a VFS or a pragma)
 def test_a_real_max_page_count_fills_the_database_and_recording_resumes_when_raised(
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -292,6 +293,7 @@ def test_a_real_max_page_count_fills_the_database_and_recording_resumes_when_rai
           f"survived {tried - len(wrong)}; warnings: 1 failing + 1 recovered")
 
 
+@pytest.mark.sqlite_only  # injects SQLite faults (a VFS or a pragma)
 def test_a_full_database_under_mixed_load_logs_one_warning_not_one_per_alternation(
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -2,6 +2,9 @@
 
 Deterministic: the probe thread's period is set to a minute, so the tests run
 each probe themselves (``gw._hosting.probe()``), and the clock is the fake one.
+SQLite only: on PostgreSQL wakes are pushed (``LISTEN``), so a hosting thread
+claims them as they come; ``tests/test_postgres.py`` runs these scenarios
+there with bounded waits instead of hand-driven probes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey,
 from tests.conftest import CHILD, WATCHER, FakeClock, WakeRecorder
 
 QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=600_000)
+
+pytestmark = pytest.mark.sqlite_only
 
 
 def _pair(open_gateway: Callable[..., Gateway]) -> tuple[Gateway, WakeRecorder,

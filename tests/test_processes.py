@@ -1,4 +1,8 @@
-"""Many gateway processes on one SQLite signal log (issue 9), with real processes.
+"""Many gateway processes on one signal log (issues 9 and 10), with real processes.
+
+Every test runs on SQLite (one file) and on PostgreSQL (one schema of the
+test server; the processes stand for gateways on several hosts, each with
+its own connections).
 
 Each child is a ``spawn``-started process holding its own ``Gateway`` on the
 same file (:mod:`tests._proc_worker`); the test sends it one call at a time,
@@ -20,22 +24,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors._notices import notice_text
+from persistence import open_backend
 from scripts.procs import Worker
 from tests._upstream_rows import claude_assistant, claude_user
+from tests.conftest import SignalLogDb
 
 WATCHER = "agent:main:main"
 TARGET = "agent:main:worker"
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "state" / "state.sqlite"
+def db(db: SignalLogDb) -> Path | str:
+    """The signal log's location (a SQLite file or a PostgreSQL URL), for the workers."""
+    return db.location
 
 
 @pytest.fixture
@@ -47,7 +53,7 @@ def workers() -> Iterator[list[Worker]]:
     assert not any(w.process.is_alive() for w in started)
 
 
-def _start(workers: list[Worker], db: Path, **options: object) -> Worker:
+def _start(workers: list[Worker], db: Path | str, **options: object) -> Worker:
     worker = Worker(db, **options)
     workers.append(worker)
     return worker
@@ -61,8 +67,8 @@ def _transcript(tmp_path: Path, session: str) -> Path:
     return path
 
 
-def _cursor(db: Path, watcher: str, target: str) -> tuple[int, int, int] | None:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+def _cursor(db: Path | str, watcher: str, target: str) -> tuple[int, int, int] | None:
+    conn = open_backend(db).connect(writer=False)
     try:
         row = conn.execute(
             "SELECT last_seen_sequence, notified_sequence, material_sequence"
@@ -74,7 +80,7 @@ def _cursor(db: Path, watcher: str, target: str) -> tuple[int, int, int] | None:
 
 
 def test_three_producer_processes_give_one_notice_and_one_wake_in_the_hosting_process(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     host = _start(workers, db, hosts=[WATCHER])
     assert host.call("watch", WATCHER, TARGET) is True
@@ -126,7 +132,7 @@ def test_three_producer_processes_give_one_notice_and_one_wake_in_the_hosting_pr
 
 
 def test_a_drain_in_one_process_is_gone_from_every_other_at_once(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     a, b = _start(workers, db), _start(workers, db)
     assert a.call("watch", WATCHER, TARGET)
@@ -141,7 +147,7 @@ def test_a_drain_in_one_process_is_gone_from_every_other_at_once(
 
 
 def test_concurrent_drains_in_two_processes_consume_each_notice_once(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     a, b = _start(workers, db), _start(workers, db)
     targets = [f"agent:main:t{i}" for i in range(6)]
@@ -165,7 +171,7 @@ def test_concurrent_drains_in_two_processes_consume_each_notice_once(
 
 
 def test_killing_a_producer_mid_burst_loses_nothing_it_returned(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     watcher = _start(workers, db)
     assert watcher.call("watch", WATCHER, TARGET)
@@ -188,7 +194,7 @@ def test_killing_a_producer_mid_burst_loses_nothing_it_returned(
 
 
 def test_wakes_follow_the_hosting_lease_and_return_to_the_producer_when_it_lapses(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     host = Worker(db, hosts=[WATCHER])
     producer = _start(workers, db)
@@ -212,7 +218,7 @@ def test_wakes_follow_the_hosting_lease_and_return_to_the_producer_when_it_lapse
 
 
 def test_an_unhosted_watcher_is_woken_in_the_process_of_the_producer(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     a, b = _start(workers, db), _start(workers, db)
     assert a.call("watch", WATCHER, TARGET)
@@ -222,7 +228,7 @@ def test_an_unhosted_watcher_is_woken_in_the_process_of_the_producer(
 
 
 def test_two_monitoring_processes_count_each_typed_turn_once(
-    db: Path, workers: list[Worker], tmp_path: Path,
+    db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
     transcript = _transcript(tmp_path, "0b6c2a3e-5f0a-4c1e-9a57-3f1f7c1a2b3c")
     key = "agent:main:claude:one"
@@ -253,7 +259,7 @@ def test_two_monitoring_processes_count_each_typed_turn_once(
 
 
 def test_a_scan_lease_keeps_the_second_monitor_off_the_link(
-    db: Path, workers: list[Worker], tmp_path: Path,
+    db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
     transcript = _transcript(tmp_path, "1c7d3b4f-6a1b-4d2f-8b68-4a2a8d2b3c4d")
     key = "agent:main:claude:two"
@@ -365,7 +371,7 @@ def test_random_interleavings_across_processes_keep_the_cursor_invariants(
 
 
 def test_a_watch_race_between_processes_registers_one_cursor(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     procs = [_start(workers, db) for _ in range(3)]
     barrier = threading.Barrier(3, timeout=10)
@@ -404,7 +410,7 @@ _ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 def test_ssa_watch_status_and_list_work_beside_a_running_gateway(
-    db: Path, workers: list[Worker], tmp_path: Path,
+    db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
     claude = tmp_path / "claude" / "-work"
     claude.mkdir(parents=True)
@@ -449,7 +455,7 @@ def test_ssa_watch_status_and_list_work_beside_a_running_gateway(
 
 
 def test_drains_while_another_process_holds_the_write_lock_hand_out_nothing_twice(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     fast = {"busy_timeout_ms": 200}
     a, b = _start(workers, db, config=fast), _start(workers, db, config=fast)
@@ -458,9 +464,10 @@ def test_drains_while_another_process_holds_the_write_lock_hand_out_nothing_twic
     shown = a.call("pending", WATCHER)
     assert len(shown) == 1
     assert b.call("pending", WATCHER) == shown
-    blocker = apsw.Connection(str(db))
+    backend = open_backend(db)
+    blocker = backend.connect(writer=True)
     try:
-        blocker.execute("BEGIN IMMEDIATE")  # longer than their busy timeout
+        backend.begin_write(blocker)  # the log's write lock, longer than their busy timeout
         assert a.call("drain", WATCHER) == []  # not acknowledged, so not handed out
         assert b.call("drain", WATCHER) == []
         blocker.execute("ROLLBACK")
@@ -474,7 +481,7 @@ def test_drains_while_another_process_holds_the_write_lock_hand_out_nothing_twic
 
 
 def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
-    db: Path, workers: list[Worker],
+    db: Path | str, workers: list[Worker],
 ) -> None:
     producer = _start(workers, db)
     host = Worker(db, hosts=[WATCHER])
@@ -490,7 +497,7 @@ def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
 
 
 def test_a_process_that_only_adopts_leaves_the_link_to_the_monitoring_one(
-    db: Path, workers: list[Worker], tmp_path: Path,
+    db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
     transcript = _transcript(tmp_path, "2d8e4c5a-7b2c-4e3a-9c79-5b3b9e3c4d5e")
     key = "agent:main:claude:three"

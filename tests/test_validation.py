@@ -154,7 +154,7 @@ def test_a_bad_postgresql_url_is_refused_before_connecting(
 ) -> None:
     pytest.importorskip("psycopg")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidArgument, match="schema|PostgreSQL URL"):
+    with pytest.raises(InvalidArgument, match=r"schema|PostgreSQL URL"):
         Gateway.open(url, monitor=False)
     assert list(tmp_path.iterdir()) == []
 

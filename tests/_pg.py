@@ -1,0 +1,158 @@
+"""A throw-away PostgreSQL server for the test run, and one fresh schema per test.
+
+The server is started from the PostgreSQL binaries on this machine (Debian's
+``postgresql`` package: ``/usr/lib/postgresql/<version>/bin``, or whatever
+``pg_config --bindir`` names), in a temporary directory, listening on
+127.0.0.1 at a free port, and stopped at the end of the run. As root, the
+server runs as the ``postgres`` user (``initdb`` refuses root). Nothing
+depends on a server someone started by hand; ``SSA_TEST_POSTGRES_URL`` may
+name one instead (a database where the tests may create schemas).
+
+Without binaries the PostgreSQL variants are skipped, unless
+``SSA_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it), where they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+START_TIMEOUT_S = 30
+
+__all__ = ["PgServer", "find_bindir", "pg_server", "required"]
+
+
+def required() -> bool:
+    """Whether a missing PostgreSQL must fail the run (``SSA_REQUIRE_POSTGRES=1``)."""
+    return os.environ.get("SSA_REQUIRE_POSTGRES", "") not in ("", "0")
+
+
+def find_bindir() -> Path | None:
+    """The directory of ``initdb`` and ``pg_ctl``, newest version first, or ``None``."""
+    pg_config = shutil.which("pg_config")
+    candidates: list[str] = []
+    if pg_config:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            candidates.append(subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, check=True,
+                timeout=10).stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                         key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit()
+                         else 0, reverse=True)
+    for candidate in candidates:
+        if (Path(candidate) / "initdb").is_file() and (Path(candidate) / "pg_ctl").is_file():
+            return Path(candidate)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PgServer:
+    """A running throw-away server (or an external one) and its base URL.
+
+    Args:
+        url: the base URL (``postgresql://user@127.0.0.1:port/db``).
+        stop: stops the server (``None``: an external server, left running).
+    """
+
+    def __init__(self, url: str, stop: Iterator[None] | None = None) -> None:
+        self.url = url
+        self._stop = stop
+
+    def schema_url(self, prefix: str = "t") -> tuple[str, str]:
+        """A fresh schema name and the URL that selects it."""
+        schema = f"{prefix}_{uuid.uuid4().hex[:16]}"
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}schema={schema}", schema
+
+    def drop_schema(self, schema: str) -> None:
+        """Drop a test schema and everything in it (blocks on the server)."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                sql.Identifier(schema)))
+
+    def close(self) -> None:
+        """Stop the server if this run started it."""
+        if self._stop is not None:
+            with contextlib.suppress(StopIteration):
+                next(self._stop)
+
+
+def _run_as_postgres(argv: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return argv
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        raise RuntimeError("running as root needs runuser to start PostgreSQL as postgres")
+    return [runuser, "-u", "postgres", "--", *argv]
+
+
+def _started(bindir: Path) -> Iterator[str]:
+    directory = Path(tempfile.mkdtemp(prefix="ssa-pg-"))
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam("postgres")
+        os.chown(directory, entry.pw_uid, entry.pw_gid)
+    data = directory / "data"
+    port = _free_port()
+    log = directory / "server.log"
+    try:
+        subprocess.run(_run_as_postgres([
+            str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
+            "--no-sync", "-E", "UTF8", "--locale=C"]), check=True, capture_output=True,
+            timeout=START_TIMEOUT_S * 2)
+        options = " ".join([
+            "-c listen_addresses=127.0.0.1", f"-p {port}", f"-k {directory}",
+            "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+            "-c max_connections=400", "-c shared_buffers=64MB"])
+        subprocess.run(_run_as_postgres([
+            str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w",
+            "-t", str(START_TIMEOUT_S), "start"]), check=True, capture_output=True,
+            timeout=START_TIMEOUT_S + 10)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RuntimeError(f"could not start a test PostgreSQL server: {exc}\n{detail}") from exc
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(_run_as_postgres([
+            str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            capture_output=True, timeout=START_TIMEOUT_S, check=False)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def pg_server() -> PgServer | str:
+    """Start (or find) the test server; a string says why there is none.
+
+    Blocks while the server starts (a few seconds).
+    """
+    external = os.environ.get("SSA_TEST_POSTGRES_URL")
+    if external:
+        return PgServer(external)
+    try:
+        import psycopg  # noqa: F401 -- the driver must be there too
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[test]')"
+    bindir = find_bindir()
+    if bindir is None:
+        return ("no PostgreSQL binaries (install Debian's postgresql package, or set "
+                "SSA_TEST_POSTGRES_URL)")
+    stop = _started(bindir)
+    url = next(stop)
+    return PgServer(url, stop)
