@@ -157,15 +157,18 @@ class _Rows:
 
     __slots__ = ("_cursor",)
 
-    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+    def __init__(self, cursor: psycopg.Cursor[Any] | None) -> None:
         self._cursor = cursor
+
+    def _has_rows(self) -> bool:
+        return self._cursor is not None and self._cursor.description is not None
 
     @property
     def get(self) -> Any:
         """APSW's ``get``: ``None``, the one value, the one row, or a list of rows."""
-        if self._cursor.description is None:
+        if not self._has_rows():
             return None
-        rows = self._cursor.fetchall()
+        rows = self.fetchall()
         if not rows:
             return None
         if len(rows) == 1:
@@ -175,16 +178,14 @@ class _Rows:
 
     def fetchone(self) -> Any:
         """The next row, or ``None``."""
-        return self._cursor.fetchone() if self._cursor.description is not None else None
+        return self._cursor.fetchone() if self._cursor is not None and self._has_rows() else None
 
     def fetchall(self) -> list[Any]:
         """The remaining rows."""
-        return self._cursor.fetchall() if self._cursor.description is not None else []
+        return self._cursor.fetchall() if self._cursor is not None and self._has_rows() else []
 
     def __iter__(self) -> Iterator[Any]:
-        if self._cursor.description is None:
-            return iter(())
-        return iter(self._cursor.fetchall())
+        return iter(self.fetchall())
 
 
 class PgConnection:
@@ -213,6 +214,7 @@ class PgConnection:
         self._conn: psycopg.Connection[Any] | None = None
         self._changes = 0
         self._total = 0
+        self._lost = False
         self._next_attempt = 0.0
         self._delay = RECONNECT_FIRST_S
         self._connect()
@@ -237,8 +239,9 @@ class PgConnection:
     def _live(self) -> psycopg.Connection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            if conn is not None and self.in_transaction:
-                raise DriverError("the PostgreSQL connection was lost in a transaction", "08006")
+            if self._lost:
+                raise DriverError("the PostgreSQL connection was lost in this transaction; "
+                                  "roll it back", "08006")
             if conn is not None:
                 logger.info("reconnecting to PostgreSQL at %s", self._backend.location)
                 self._conn = None
@@ -247,9 +250,33 @@ class PgConnection:
 
     @property
     def in_transaction(self) -> bool:
-        """Whether a transaction is open (or was, on a connection that broke in it)."""
+        """Whether a transaction is open (or was lost with the connection, until rolled back)."""
+        if self._lost:
+            return True
         conn = self._conn
-        return conn is not None and conn.info.transaction_status != TransactionStatus.IDLE
+        return (conn is not None and not conn.broken
+                and conn.info.transaction_status != TransactionStatus.IDLE)
+
+    def _run(self, query: Any, params: Sequence[Any] | None, *, prepare: bool | None
+             ) -> psycopg.Cursor[Any]:
+        conn = self._live()
+        fresh = not self.in_transaction
+        try:
+            return conn.execute(query, params, prepare=prepare)
+        except psycopg.Error as exc:
+            if not conn.broken:
+                raise _wrap(exc) from exc
+            if not fresh:
+                self._lost = True  # the server rolled it back; only ROLLBACK clears this
+                raise _wrap(exc) from exc
+            # The connection died before this statement, which opens a
+            # transaction or runs on its own (a read): nothing of it ran, so
+            # it is safe to say it again once, on a new connection.
+            logger.info("the PostgreSQL connection was lost (%s); reconnecting", exc)
+        try:
+            return self._live().execute(query, params, prepare=prepare)
+        except psycopg.Error as exc:
+            raise _wrap(exc) from exc
 
     def execute(self, statement: str, params: Sequence[Any] = (), /) -> _Rows:
         """Run one statement with ``?`` placeholders; returns its rows.
@@ -257,11 +284,11 @@ class PgConnection:
         Raises:
             DriverError: the server refused it or the connection failed.
         """
-        conn = self._live()
-        try:
-            cursor = conn.execute(_translate(statement), params)
-        except psycopg.Error as exc:
-            raise _wrap(exc) from exc
+        if self._lost and statement == "ROLLBACK":
+            self._lost = False  # the transaction died with the connection already
+            self.close()
+            return _Rows(None)
+        cursor = self._run(_translate(statement), params, prepare=None)
         count = cursor.rowcount
         self._changes = count if count > 0 else 0
         self._total += self._changes
@@ -273,11 +300,7 @@ class PgConnection:
         Raises:
             DriverError: the server refused one or the connection failed.
         """
-        conn = self._live()
-        try:
-            conn.execute(statements.encode(), prepare=False)
-        except psycopg.Error as exc:
-            raise _wrap(exc) from exc
+        self._run(statements.encode(), None, prepare=False)
 
     def changes(self) -> int:
         """Rows the last statement inserted, updated or deleted."""
@@ -289,6 +312,7 @@ class PgConnection:
 
     def close(self) -> None:
         """Close the server connection (idempotent)."""
+        self._lost = False
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

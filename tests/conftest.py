@@ -98,15 +98,21 @@ BACKENDS = ("sqlite", "postgresql")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: the test looks at SQLite itself")
+    config.addinivalue_line("markers", "postgres_only: the test is of the PostgreSQL backend")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test that uses ``db`` (``open_gateway``, ``gateway``) on both backends."""
     if "backend_name" not in metafunc.fixturenames:
         return
-    sqlite_only = ("db_path" in metafunc.fixturenames
-                   or metafunc.definition.get_closest_marker("sqlite_only") is not None)
-    metafunc.parametrize("backend_name", BACKENDS[:1] if sqlite_only else BACKENDS)
+    marked = metafunc.definition.get_closest_marker
+    if marked("postgres_only") is not None:
+        names = BACKENDS[1:]
+    elif "db_path" in metafunc.fixturenames or marked("sqlite_only") is not None:
+        names = BACKENDS[:1]
+    else:
+        names = BACKENDS
+    metafunc.parametrize("backend_name", names)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,304 @@
+"""What is PostgreSQL's own (issue 10): pushed wakes, reconnects, faults, roles, pruning.
+
+The shared semantics run on PostgreSQL through the parametrized gateway
+suite; these tests cover the backend's own mechanisms against the run's
+throw-away server. Every wait is bounded (``WAIT_S``, below pytest-timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from actors import Gateway, GatewayConfig
+from persistence import open_backend
+from persistence._prune import prune
+from persistence.errors import DriverError, SchemaError, StorageError
+from tests.conftest import CHILD, START_MS, WATCHER, FakeClock, SignalLogDb
+
+psycopg = pytest.importorskip("psycopg")
+from psycopg import sql  # noqa: E402
+
+WAIT_S = 10.0
+SECRET = "the launch code is 0000-SECRET"
+
+
+pytestmark = pytest.mark.postgres_only
+
+
+@pytest.fixture
+def pg(db: SignalLogDb) -> SignalLogDb:
+    """The test's schema on the run's server."""
+    return db
+
+
+class Wakes:
+    """``on_wake`` that lets a test wait for the n-th call (any thread)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, watcher: str) -> None:
+        with self._cond:
+            self.calls.append(watcher)
+            self._cond.notify_all()
+
+    def wait_for(self, count: int) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.calls) >= count, timeout=WAIT_S)
+
+
+def _admin(url: str) -> Any:
+    return psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=10)
+
+
+def _terminate(url: str, like: str) -> int:
+    """Terminate our backends whose current query matches ``like``; how many."""
+    with _admin(url) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'session-state-awareness' AND query LIKE %s"
+            " AND pid <> pg_backend_pid()", (like,)).fetchall()
+    return len(rows)
+
+
+def test_a_wake_caused_in_another_gateway_is_pushed_to_the_host_once(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    host_wakes, producer_wakes = Wakes(), Wakes()
+    host = open_gateway(on_wake=host_wakes, hosts=[WATCHER])
+    producer = open_gateway(on_wake=producer_wakes)
+    assert producer.watch(WATCHER, CHILD)
+    for _ in range(20):
+        assert producer.human_message(CHILD, channel="c") is not None
+    assert host_wakes.wait_for(1)
+    assert host._hosting.claim() == 0  # nothing else is owed: one wake for twenty changes
+    assert host_wakes.calls == [WATCHER]
+    assert producer_wakes.calls == []
+    assert len(host.drain(WATCHER)) == 1
+
+
+def test_two_hosts_of_one_watcher_share_each_wake_exactly_once(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    both = Wakes()  # one recorder for the two hosts: each wake is counted once in all
+    a = open_gateway(on_wake=both, hosts=[WATCHER])
+    b = open_gateway(on_wake=both, hosts=[WATCHER])
+    producer = open_gateway(on_wake=Wakes())
+    assert producer.watch(WATCHER, CHILD)
+    rounds = 8
+    for done in range(1, rounds + 1):
+        assert producer.human_message(CHILD, channel="c") is not None
+        assert both.wait_for(done)
+        assert len(producer.drain(WATCHER)) == 1
+    assert a._hosting.claim() + b._hosting.claim() == 0
+    assert both.calls == [WATCHER] * rounds
+
+
+def test_a_lost_listener_connection_reconnects_and_claims_what_is_owed(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    host_wakes = Wakes()
+    host = open_gateway(on_wake=host_wakes, hosts=[WATCHER])
+    producer = open_gateway(on_wake=Wakes())
+    assert producer.watch(WATCHER, CHILD)
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert host_wakes.wait_for(1)
+    assert producer.drain(WATCHER)
+    killed = _terminate(str(pg.location), "LISTEN%")
+    assert killed == 1
+    # A change while nobody listens (the notification goes nowhere) is found
+    # by the claim that follows the reconnect.
+    assert producer.human_message(CHILD, channel="c") is not None
+    assert host_wakes.wait_for(2)
+    assert host_wakes.calls == [WATCHER, WATCHER]
+    signal = host._hosting._signal
+    assert getattr(signal, "reconnects", 0) >= 1
+
+
+def test_a_reset_write_connection_reconnects_without_losing_the_next_change(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    gw = open_gateway()
+    assert gw.watch(WATCHER, CHILD)
+    assert gw.human_message(CHILD, channel="before") is not None
+    assert _terminate(str(pg.location), "%") >= 1  # every connection of ours, the writer's too
+    # The dead connection is found at the next BEGIN, which nothing ran on:
+    # it is said again on a new connection, so this change is recorded.
+    event = gw.human_message(CHILD, channel="after")
+    assert event is not None
+    status = gw.session_status(CHILD, changes_since=0)  # reads reconnect too
+    assert status.state_version == event.sequence
+    assert len(gw.drain(WATCHER)) == 1
+
+
+@pytest.fixture
+def role(pg: SignalLogDb, open_gateway: Callable[..., Gateway]) -> Iterator[tuple[str, str]]:
+    """A login role with only the privileges the README lists, and its URL for the schema."""
+    open_gateway().close()  # the owner creates the schema (the first open migrates)
+    name = f"ssa_gw_{uuid.uuid4().hex[:10]}"
+    url = str(pg.location)
+    schema = url.rsplit("schema=", 1)[1]
+    with _admin(url) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        for statement in (
+            "GRANT USAGE ON SCHEMA {schema} TO {role}",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+        ):
+            conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema),
+                                                   role=sql.Identifier(name)))
+    base, query = url.split("?", 1)
+    role_url = base.replace("postgres@", f"{name}@", 1) + "?" + query
+    yield name, role_url
+    with _admin(url) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                     (name,))
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def test_a_role_with_only_data_privileges_runs_a_gateway(
+    role: tuple[str, str], clock: FakeClock,
+) -> None:
+    _name, url = role
+    wakes = Wakes()
+    with Gateway.open(url, clock=clock, on_wake=wakes, monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        assert gw.human_message(CHILD, channel="c") is not None
+        assert wakes.calls == [WATCHER]
+        assert len(gw.drain(WATCHER)) == 1
+        assert gw.sessions_list()
+
+
+def test_a_read_only_server_degrades_writes_and_they_recover_without_a_restart(
+    role: tuple[str, str], clock: FakeClock, caplog: pytest.LogCaptureFixture,
+    pg: SignalLogDb,
+) -> None:
+    name, url = role
+    with Gateway.open(url, clock=clock, monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        with _admin(str(pg.location)) as conn:  # as a standby: every transaction read-only
+            conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
+                sql.Identifier(name)))
+        _terminate(str(pg.location), "%")
+        caplog.set_level(logging.WARNING)
+        assert [gw.human_message(CHILD, channel="ro") for _ in range(5)] == [None] * 5
+        assert gw.session_status(CHILD).state_version == 0  # reads still work
+        warnings = [r for r in caplog.records if "writes are failing" in r.getMessage()]
+        assert len(warnings) == 1  # one line per episode, not one per write
+        with _admin(str(pg.location)) as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} RESET default_transaction_read_only").format(
+                sql.Identifier(name)))
+        _terminate(str(pg.location), "%")
+        assert gw.human_message(CHILD, channel="rw") is not None
+        assert len(gw.drain(WATCHER)) == 1
+
+
+def test_a_role_that_may_not_create_the_schema_gets_a_clear_error(
+    role: tuple[str, str], clock: FakeClock,
+) -> None:
+    _name, url = role
+    other = url.rsplit("schema=", 1)[0] + "schema=never_created_" + uuid.uuid4().hex[:8]
+    with pytest.raises(SchemaError, match="may not create schema"):
+        Gateway.open(other, clock=clock, monitor=False)
+
+
+def test_no_message_text_reaches_any_table(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    gw = open_gateway()
+    assert gw.watch(WATCHER, CHILD)
+    gw.sessions_send(WATCHER, CHILD, SECRET, watch=True)
+    gw.note_own_text(CHILD, SECRET)
+    gw.enqueue_system_event(WATCHER, SECRET)
+    assert gw.human_message(CHILD, channel="c") is not None
+    schema = str(pg.location).rsplit("schema=", 1)[1]
+    with _admin(str(pg.location)) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
+        assert len(tables) == 9
+        for table in tables:
+            dump = conn.execute(sql.SQL("SELECT t::text FROM {}.{} AS t").format(
+                sql.Identifier(schema), sql.Identifier(table))).fetchall()
+            assert not any("SECRET" in row[0] for row in dump), table
+
+
+def test_pruning_deletes_in_bounded_chunks_and_keeps_history_gap_exact(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    gw = open_gateway()
+    assert gw.watch(WATCHER, CHILD)
+    events = [gw.human_message(CHILD, channel=str(i)) for i in range(12)]
+    assert all(e is not None for e in events)
+    backend = open_backend(pg.location)
+    conn = backend.connect(writer=True)
+    try:
+        deleted = []
+        while True:
+            backend.begin_write(conn)
+            counts = prune(conn, START_MS, retention_days=30, max_rows=3, limit=4)
+            conn.execute("COMMIT")
+            deleted.append(counts[0])
+            if counts[0] < 4:
+                break
+    finally:
+        conn.close()
+    assert deleted == [4, 4, 1]
+    status = gw.session_status(CHILD, changes_since=8)
+    assert status.state_changes is not None
+    assert status.state_changes.history_gap is True  # sequence 9 is gone
+    kept = gw.session_status(CHILD, changes_since=9).state_changes
+    assert kept is not None
+    assert kept.history_gap is False
+    newest = [e.sequence for e in events[-3:] if e is not None]
+    assert [e.sequence for e in kept.events] == newest
+
+
+def test_a_schema_of_something_else_is_refused(pg: SignalLogDb, clock: FakeClock) -> None:
+    schema = str(pg.location).rsplit("schema=", 1)[1]
+    with _admin(str(pg.location)) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("CREATE TABLE {}.orders (id int)").format(sql.Identifier(schema)))
+    with pytest.raises(SchemaError, match="not a signal log"):
+        Gateway.open(pg.location, clock=clock, monitor=False)
+
+
+def test_storage_faults_are_told_apart_by_sqlstate(pg: SignalLogDb) -> None:
+    backend = open_backend(pg.location)
+    for state in ("53100", "57014", "55P03", "25006", "08006", "57P01", "40001", None):
+        assert backend.is_fault(DriverError("x", state)), state
+    for state in ("42601", "23505", "42P01"):
+        assert not backend.is_fault(DriverError("x", state)), state
+    assert backend.is_fatal(DriverError("x", "XX001"))
+    assert not backend.is_fatal(DriverError("x", "53100"))
+    assert not backend.is_fault(ValueError("not the driver's"))
+
+
+def test_without_the_extra_a_postgresql_url_names_it() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from actors import Gateway\n"
+        "try:\n"
+        "    Gateway.open('postgresql://u@127.0.0.1:1/db')\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30, check=True)
+    assert "BackendNotInstalled" in done.stdout
+    assert "pip install 'session-state-awareness[postgres]'" in done.stdout
+
+
+def test_an_unreachable_server_fails_the_open_with_a_storage_error(
+    clock: FakeClock,
+) -> None:
+    with pytest.raises(StorageError, match="cannot connect"):
+        Gateway.open("postgresql://nobody@127.0.0.1:1/none", config=GatewayConfig(),
+                      clock=clock, monitor=False)
