@@ -56,7 +56,14 @@ the ratios are what matter (absolute numbers move with the disk and the CPU):
 ``--quick`` runs much smaller sizes (a smoke test, a few seconds); ``--json``
 prints the same figures as one JSON object.
 
-Usage: ``python scripts/bench.py [--quick] [--json] [--dir DIR]`` or ``ssa bench``.
+With ``--db postgresql://...`` it measures the PostgreSQL backend instead:
+sections 1, 3 and 8 on the server (each run in a fresh schema), each next to
+the synchronous peer on the same server (one transaction per event:
+``BEGIN``, the advisory write lock, ``record_event``, ``COMMIT``) and to the
+same SQLite run, measured in the same run.
+
+Usage: ``python scripts/bench.py [--quick] [--json] [--dir DIR] [--db URL]`` or
+``ssa bench``.
 Exit status 0 (whether or not a goal was met), 1 when a checked promise broke.
 """
 
@@ -93,6 +100,7 @@ from persistence import (  # noqa: E402
     RegisterWatch,
     SessionStateEvent,
     UpsertSession,
+    open_backend,
     open_connection,
     prepare_path,
 )
@@ -261,6 +269,49 @@ def remove_db(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
+class Place:
+    """Where the runs' databases live: fresh SQLite files in a directory, or fresh
+    schemas on a PostgreSQL server (``--db``), each removed after its run.
+
+    Args:
+        directory: the directory for SQLite files.
+        url: a ``postgresql://`` URL (``None``: SQLite files).
+    """
+
+    def __init__(self, directory: Path, url: str | None = None) -> None:
+        self.directory = directory
+        self.url = url
+
+    @property
+    def name(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return "sqlite" if self.url is None else "postgresql"
+
+    def new(self, name: str) -> Path | str:
+        """The location of a new, empty database for one run."""
+        if self.url is None:
+            return self.directory / f"{name}.sqlite"
+        schema = "bench_" + "".join(c if c.isalnum() else "_" for c in name).lower()
+        schema = f"{schema[:32]}_{uuid.uuid4().hex[:8]}"
+        return f"{self.url}{'&' if '?' in self.url else '?'}schema={schema}"
+
+    def remove(self, location: Path | str) -> None:
+        """Remove a run's database (the file and its WAL, or the schema)."""
+        if isinstance(location, Path):
+            remove_db(location)
+            return
+        import psycopg
+        from psycopg import sql
+
+        base, _, query = location.partition("?")
+        rest = [kv for kv in query.split("&") if kv and not kv.startswith("schema=")]
+        schema = query.rsplit("schema=", 1)[1].split("&", 1)[0]
+        with psycopg.connect(base + ("?" + "&".join(rest) if rest else ""),
+                             autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                sql.Identifier(schema)))
+
+
 def run_threads(count: int, work: Callable[[int], None]) -> float:
     """Run ``work(0..count-1)`` on ``count`` threads started together; wall seconds."""
     barrier = threading.Barrier(count + 1, timeout=WAIT_S)
@@ -341,9 +392,9 @@ def naive_recording(directory: Path, events: int) -> Recording:
     return Recording(events, seconds, latencies)
 
 
-def gateway_recording(directory: Path, threads: int, per_thread: int) -> Recording:
+def gateway_recording(place: Place, threads: int, per_thread: int) -> Recording:
     """Section 1: ``human_message`` from ``threads`` threads, each on its own watched target."""
-    path = directory / f"gateway-{threads}.sqlite"
+    path = place.new(f"gateway-{threads}")
     gw = Gateway.open(path, monitor=False, on_wake=load_twenty.WakeCounter())
     try:
         pairs = [pair(f"rec{threads}t", i) for i in range(threads)]
@@ -364,7 +415,7 @@ def gateway_recording(directory: Path, threads: int, per_thread: int) -> Recordi
         seconds = run_threads(threads, produce)
     finally:
         gw.close()
-        remove_db(path)
+        place.remove(path)
     return Recording(threads * per_thread, seconds, [x for xs in latencies for x in xs])
 
 
@@ -384,18 +435,22 @@ class SyncPeer:
     runs outside its persistence transaction), so it is exact only while each
     pair has one producer thread, as in every run of this script.
 
+    On PostgreSQL (``--db``) the same: one connection, ``Backend.begin_write``
+    (``BEGIN`` and the log's advisory write lock), ``record_event``, ``COMMIT``.
+
     Args:
-        path: the database file (created and migrated; its directory is made).
+        path: the database file (created and migrated; its directory is made),
+            or a ``postgresql://`` URL of a fresh schema.
         on_wake: called with the watcher key once per newly queued, waking
             notice, in the producer's thread.
 
     Blocks on disk I/O while opening.
     """
 
-    def __init__(self, path: Path, on_wake: Callable[[str], None]) -> None:
-        prepare_path(path)
-        self._conn = open_connection(str(path), synchronous="FULL", busy_timeout_ms=5000,
-                                     writer=True, migrate=True)
+    def __init__(self, path: Path | str, on_wake: Callable[[str], None]) -> None:
+        self._backend = open_backend(path, synchronous="FULL", busy_timeout_ms=5000)
+        self._backend.prepare()
+        self._conn = self._backend.connect(writer=True, migrate=True)
         self._lock = threading.Lock()
         self._versions = itertools.count(1)
         self._queued: dict[tuple[str, str, str], str] = {}
@@ -409,11 +464,13 @@ class SyncPeer:
 
         Any thread; takes the lock and blocks on the commit's fsync.
         """
-        with self._lock, self._conn:
+        with self._lock:
+            self._backend.begin_write(self._conn)
             for watcher, target in pairs:
                 register_watch(self._conn, RegisterWatch(
                     watcher_key=watcher, target_key=target,
                     target_agent_id=agent_id_of(target)), now_ms(), next(self._versions))
+            self._conn.execute("COMMIT")
 
     def human_message(self, target: str) -> SessionStateEvent | None:
         """Record what ``Gateway.human_message(target, channel="bench")`` records.
@@ -432,7 +489,7 @@ class SyncPeer:
         """
         command = human_command(target)
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._backend.begin_write(self._conn)  # SQLite: BEGIN IMMEDIATE
             try:
                 outcome = record_event(self._conn, command, now_ms(), next(self._versions))
                 self._conn.execute("COMMIT")
@@ -480,12 +537,12 @@ class SyncPeer:
             self._conn.close()
 
 
-def peer_recording(directory: Path, threads: int, per_thread: int) -> Recording:
+def peer_recording(place: Place, threads: int, per_thread: int) -> Recording:
     """Section 1 baseline: :class:`SyncPeer` driven exactly as :func:`gateway_recording`
     drives the gateway (same pairs, warm-up call, counts and per-call latencies).
 
     Args:
-        directory: where the temporary database goes (removed afterwards).
+        place: where the temporary database goes (removed afterwards).
         threads: producer threads, each on its own target with one watcher.
         per_thread: timed ``human_message`` calls per thread.
 
@@ -498,7 +555,7 @@ def peer_recording(directory: Path, threads: int, per_thread: int) -> Recording:
 
     The calling thread blocks until all ``threads`` producers finish.
     """
-    path = directory / f"peer-{threads}.sqlite"
+    path = place.new(f"peer-{threads}")
     wakes = load_twenty.WakeCounter()
     peer = SyncPeer(path, wakes)
     try:
@@ -525,7 +582,7 @@ def peer_recording(directory: Path, threads: int, per_thread: int) -> Recording:
                                  f"({watcher}, {target})")
     finally:
         peer.close()
-        remove_db(path)
+        place.remove(path)
     return Recording(threads * per_thread, seconds, [x for xs in latencies for x in xs])
 
 
@@ -846,7 +903,7 @@ PROC_THREADS = 4
 ALL_THREADS = 16
 
 
-def process_recording(directory: Path, processes: int, threads: int,
+def process_recording(place: Place, processes: int, threads: int,
                       per_thread: int) -> Recording:
     """Section 8: ``processes`` gateway processes on one file, ``threads`` producers each.
 
@@ -858,7 +915,7 @@ def process_recording(directory: Path, processes: int, threads: int,
     Raises:
         BenchError: a call recorded nothing.
     """
-    path = directory / f"procs-{processes}x{threads}.sqlite"
+    path = place.new(f"procs-{processes}x{threads}")
     workers: list[Worker] = []
     try:
         workers = [Worker(path) for _ in range(processes)]
@@ -874,7 +931,7 @@ def process_recording(directory: Path, processes: int, threads: int,
     finally:
         for worker in workers:
             worker.close()
-        remove_db(path)
+        place.remove(path)
     events = sum(r[0] for r in results)
     if events != processes * threads * per_thread:
         raise BenchError(f"{processes} processes recorded {events} events, not "
@@ -894,7 +951,7 @@ class CrossRun:
     round_trips: list[float]
 
 
-def cross_latency(directory: Path, rounds: int, load_threads: int = 0) -> CrossRun:
+def cross_latency(place: Place, rounds: int, load_threads: int = 0) -> CrossRun:
     """Section 8: a notice and its wake crossing from a producer process to others.
 
     Three children on one file: a host (``hosts=[watcher]``, its ``on_wake``
@@ -907,7 +964,7 @@ def cross_latency(directory: Path, rounds: int, load_threads: int = 0) -> CrossR
     fourth child records on its own pairs from that many threads all the
     while (write-lock contention and CPU load). Blocks (bounded).
     """
-    path = directory / f"cross-{load_threads}.sqlite"
+    path = place.new(f"cross-{load_threads}")
     watcher, target = pair("cross", 0)
     host = producer = observer = loader = None
     result = CrossRun([], [], [], [], [], [])
@@ -951,7 +1008,7 @@ def cross_latency(directory: Path, rounds: int, load_threads: int = 0) -> CrossR
         for worker in (host, producer, observer, loader):
             if worker is not None:
                 worker.close()
-        remove_db(path)
+        place.remove(path)
     return result
 
 
@@ -991,13 +1048,14 @@ def idle_probe(directory: Path, seconds: float) -> IdleRun:
 
 def measure(directory: Path, sizes: Sizes) -> list[Row]:
     """Run every section (7 first, so its peak RSS is its own) and build the rows."""
+    place = Place(directory)
     big = scale(directory, sizes.scale_watchers, sizes.scale_targets)
     naive = naive_recording(directory, sizes.naive_events)
     # Peer and gateway interleaved, so drift in the disk or the CPU hits both alike.
-    peer_one = peer_recording(directory, 1, sizes.one_thread_events)
-    one = gateway_recording(directory, 1, sizes.one_thread_events)
-    peer_eight = peer_recording(directory, THREADS, sizes.events_per_thread)
-    eight = gateway_recording(directory, THREADS, sizes.events_per_thread)
+    peer_one = peer_recording(place, 1, sizes.one_thread_events)
+    one = gateway_recording(place, 1, sizes.one_thread_events)
+    peer_eight = peer_recording(place, THREADS, sizes.events_per_thread)
+    eight = gateway_recording(place, THREADS, sizes.events_per_thread)
     roof = ceiling(directory, eight.events)
     wake = wake_latency(directory, THREADS, sizes.wake_rounds_per_thread)
     small_p50 = status_latency(directory, sizes.status_rows_small, sizes.status_calls)
@@ -1006,11 +1064,11 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
     load = load_burst(directory, sizes.load_watchers, sizes.load_targets)
     per = sizes.proc_events_per_thread
     per_all = per * PROC_THREADS * 4 // ALL_THREADS
-    peer_all = peer_recording(directory, ALL_THREADS, per_all)
-    one_proc = process_recording(directory, 1, ALL_THREADS, per_all)
-    four_procs = process_recording(directory, 4, PROC_THREADS, per)
-    cross = cross_latency(directory, sizes.latency_rounds)
-    loaded = cross_latency(directory, sizes.latency_rounds, load_threads=PROC_THREADS)
+    peer_all = peer_recording(place, ALL_THREADS, per_all)
+    one_proc = process_recording(place, 1, ALL_THREADS, per_all)
+    four_procs = process_recording(place, 4, PROC_THREADS, per)
+    cross = cross_latency(place, sizes.latency_rounds)
+    loaded = cross_latency(place, sizes.latency_rounds, load_threads=PROC_THREADS)
     idle = idle_probe(directory, sizes.idle_s)
 
     naive_what = "naive record_event, 1 txn/event"
@@ -1087,6 +1145,59 @@ def measure(directory: Path, sizes: Sizes) -> list[Row]:
     ]
 
 
+def measure_postgres(directory: Path, url: str, sizes: Sizes) -> list[Row]:
+    """``--db postgresql://...``: the recording and cross-process figures on the server,
+    each next to its synchronous peer on the same server and to SQLite in the same run.
+
+    Every run gets a fresh schema on the server (dropped afterwards); the SQLite
+    runs use files in ``directory``. Blocks (bounded).
+    """
+    pg, lite = Place(directory, url), Place(directory)
+    peer_one = peer_recording(pg, 1, sizes.one_thread_events)
+    one = gateway_recording(pg, 1, sizes.one_thread_events)
+    peer_eight = peer_recording(pg, THREADS, sizes.events_per_thread)
+    eight = gateway_recording(pg, THREADS, sizes.events_per_thread)
+    lite_eight = gateway_recording(lite, THREADS, sizes.events_per_thread)
+    per = sizes.proc_events_per_thread
+    per_all = per * PROC_THREADS * 4 // ALL_THREADS
+    peer_all = peer_recording(pg, ALL_THREADS, per_all)
+    four_procs = process_recording(pg, 4, PROC_THREADS, per)
+    lite_four = process_recording(lite, 4, PROC_THREADS, per)
+    cross = cross_latency(pg, sizes.latency_rounds)
+    lite_cross = cross_latency(lite, sizes.latency_rounds)
+    return [
+        row(1, f"PG events/s, Gateway, {THREADS} threads", eight.rate,
+            f"PG synchronous peer (1 txn/event), {THREADS} threads", peer_eight.rate,
+            at_least=1.0),
+        row(1, "PG events/s, Gateway, 1 thread", one.rate,
+            "PG synchronous peer (1 txn/event), 1 thread", peer_one.rate),
+        row(1, f"PG events/s, Gateway, {THREADS} threads", eight.rate,
+            f"SQLite events/s, Gateway, {THREADS} threads", lite_eight.rate),
+        row(3, f"PG producer call p99 ms, {THREADS} threads", ms(pct(eight.latencies, 99)),
+            f"PG synchronous peer call p99 ms, {THREADS} threads",
+            ms(pct(peer_eight.latencies, 99))),
+        row(8, f"PG events/s, 4 processes x {PROC_THREADS} threads", four_procs.rate,
+            f"PG synchronous peer, {ALL_THREADS} threads", peer_all.rate),
+        row(8, f"PG events/s, 4 processes x {PROC_THREADS} threads", four_procs.rate,
+            f"SQLite events/s, 4 processes x {PROC_THREADS} threads", lite_four.rate),
+        row(8, "PG cross-process notice p50 ms (call start to seen)", ms(pct(cross.notices, 50)),
+            "SQLite, same, p50 ms", ms(pct(lite_cross.notices, 50))),
+        row(8, "PG cross-process notice p99 ms (call start to seen)", ms(pct(cross.notices, 99)),
+            "SQLite, same, p99 ms", ms(pct(lite_cross.notices, 99)),
+            at_most_value=50.0, unit="ms"),
+        row(8, "PG cross-process wake p50 ms (call start to on_wake)", ms(pct(cross.wakes, 50)),
+            "SQLite, same, p50 ms", ms(pct(lite_cross.wakes, 50))),
+        row(8, "PG cross-process wake p99 ms (call start to on_wake)", ms(pct(cross.wakes, 99)),
+            "SQLite, same, p99 ms", ms(pct(lite_cross.wakes, 99)),
+            at_most_value=50.0, unit="ms"),
+        row(8, "PG withdrawal p99 ms (drain return to gone elsewhere)",
+            ms(pct(cross.withdrawals, 99)), "SQLite, same, p99 ms",
+            ms(pct(lite_cross.withdrawals, 99)), at_most_value=50.0, unit="ms"),
+        row(8, f"PG reads still showing a drained notice, of {len(cross.wakes)}",
+            sum(cross.stale_reads), "the contract: none", 0, equal=True),
+    ]
+
+
 def fmt(value: float | None) -> str:
     if value is None:
         return "-"
@@ -1115,6 +1226,13 @@ def table(rows: list[Row]) -> str:
     return "\n".join([render(header), *(render(x) for x in lines)])
 
 
+def redact(url: str) -> str:
+    """``url`` without its password (for the printed header)."""
+    scheme, sep, rest = url.partition("://")
+    user, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}{user.split(':', 1)[0]}{at}{host}" if at else url
+
+
 def machine() -> dict[str, str | int | None]:
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
             "platform": platform.platform(), "sqlite": apsw.sqlite_lib_version(),
@@ -1131,6 +1249,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where the temporary databases go (default: the system temp "
                         "directory; pick a directory on the disk you want to measure)")
+    parser.add_argument("--db", metavar="URL", default=None,
+                        help="a postgresql:// URL: measure the PostgreSQL backend there (each "
+                        "run in a fresh schema, dropped afterwards) next to its synchronous "
+                        "peer on the same server and to SQLite in the same run")
     return parser.parse_args(argv)
 
 
@@ -1141,7 +1263,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="ssa-bench-", dir=args.dir) as tmp:
-            rows = measure(Path(tmp), sizes)
+            rows = (measure(Path(tmp), sizes) if args.db is None
+                    else measure_postgres(Path(tmp), args.db, sizes))
     except BenchError as exc:
         print(f"bench: FAILED: {exc}", file=sys.stderr)
         return 1
@@ -1153,7 +1276,8 @@ def main(argv: list[str] | None = None) -> int:
                           "rows": [asdict(r) for r in rows], "total_s": total_s}, indent=2))
         return 0
     info = machine()
-    print(f"bench ({mode}): synchronous=FULL, {THREADS} producer threads; Python "
+    backend = "SQLite" if args.db is None else f"PostgreSQL at {redact(args.db)} and SQLite"
+    print(f"bench ({mode}, {backend}): synchronous=FULL, {THREADS} producer threads; Python "
           f"{info['python']}, {info['cpus']} CPUs, SQLite {info['sqlite']}; ratio = ours / "
           f"baseline; {total_s:.1f} s")
     print(table(rows))
