@@ -33,17 +33,19 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         queue_limit: most entries in one watcher's notice queue (oldest dropped).
         ask_timeout_s: seconds any internal request may take before the call
             gives up (logged; producers return ``None``).
-        busy_timeout_ms: how long SQLite waits for another process's lock, in ms.
+        busy_timeout_ms: how long a write waits for another process's lock, in
+            ms (SQLite's write lock; PostgreSQL's advisory write lock, as
+            ``lock_timeout``).
         prune_interval_ms: producer-triggered prunes run at most this often, in ms.
         max_cursor_actors: cursor actors kept in memory at once (the least
-            recently used beyond this are stopped and restart from SQLite on
-            demand). Actors have no thread of their own, so this bounds
+            recently used beyond this are stopped and restart from the
+            database on demand). Actors have no thread of their own, so this bounds
             memory (a few KiB each), not threads.
         max_session_actors: session actors kept in memory at once; the least
             recently used beyond this stop and hand their queue to their
             successor.
         max_monitor_actors: upstream monitor actors kept in memory at once.
-        read_connections: read-only SQLite connections shared by caller threads.
+        read_connections: read-only connections shared by caller threads.
         worker_threads: most worker threads of the actor runtime's dispatcher
             (upstream scans, late publishes); every other actor runs on the
             threads that call the gateway.
@@ -51,7 +53,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             as file notifications say its transcript changed (see
             ``Gateway.start_upstream_notifications``).
         vfs: the SQLite VFS to open the database with (``None``: the default);
-            tests use a fault-injecting VFS registered with ``apsw``.
+            tests use a fault-injecting VFS registered with ``apsw``. Not
+            used on PostgreSQL.
         lease_ms: how long a hosting or upstream-scan lease lasts without
             renewal, in ms (by the gateway's clock): the longest a dead
             process keeps a watcher's wakes or a link's scans from the others.
@@ -61,7 +64,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             the database for wakes other processes addressed to it, in ms
             (one ``PRAGMA data_version``; see ``Gateway.host``), while the
             log changes; while it is idle the period backs off to three times
-            this, which bounds how late a wake is found.
+            this, which bounds how late a wake is found. On PostgreSQL wakes
+            are pushed (``LISTEN``) and this only paces retries after a
+            failed claim.
     """
 
     scope: Literal["per-sender", "global"] = "per-sender"

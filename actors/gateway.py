@@ -142,7 +142,7 @@ class Gateway(UpstreamApi):
     and on at most ``config.worker_threads`` workers. Methods block the
     calling thread until their work is committed and published, for at most
     about twice ``config.ask_timeout_s`` (a producer that leads a group
-    commit: until SQLite answers, at most ``busy_timeout_ms`` behind a
+    commit: until the database answers, at most ``busy_timeout_ms`` behind a
     foreign lock); none may be
     called from ``on_wake`` (:class:`~actors.errors.ReentrantCall`).
 

@@ -26,7 +26,14 @@ from typing import Any, Literal, Protocol
 from persistence._sqlite import SqliteBackend
 from persistence.errors import InvalidLocation
 
-__all__ = ["Backend", "Presence", "WakeSignal", "is_postgres_url", "open_backend"]
+__all__ = [
+    "Backend",
+    "Presence",
+    "WakeSignal",
+    "is_postgres_url",
+    "is_url",
+    "open_backend",
+]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _POSTGRES = ("postgresql://", "postgres://")

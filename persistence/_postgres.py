@@ -58,14 +58,13 @@ except ImportError as exc:  # pragma: no cover - exercised by the no-extra test 
         "a postgresql:// database needs the PostgreSQL extra: "
         "pip install 'session-state-awareness[postgres]'") from exc
 
-from persistence._pg_schema import migrate
+from persistence._pg_schema import APPLICATION, migrate
 
 __all__ = ["DEFAULT_SCHEMA", "PgConnection", "PostgresBackend", "parse_location"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = "ssa"
-APPLICATION = "session-state-awareness"
 CONNECT_TIMEOUT_S = 5
 """libpq ``connect_timeout``: how long one connection attempt may take, in s."""
 RECONNECT_FIRST_S = 0.05

@@ -14,7 +14,7 @@ __all__ = [
 
 
 class StorageError(Exception):
-    """A signal-log read or write failed (SQLite error, full disk, locked file).
+    """A signal-log read or write failed (a database error, full disk, lock, lost server).
 
     Producers catch it, log it and return ``None`` (seed, "Storage and limits":
     recording is best effort). ``__cause__`` holds the driver's exception.
@@ -26,7 +26,7 @@ class StorageUnavailable(StorageError):
 
 
 class SchemaError(StorageError):
-    """The database file is not ours, or was written by a newer version."""
+    """The database file (or PostgreSQL schema) is not ours, or is of a newer version."""
 
 
 class DatabaseBusy(StorageError):
