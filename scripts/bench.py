@@ -1276,8 +1276,8 @@ def main(argv: list[str] | None = None) -> int:
                           "rows": [asdict(r) for r in rows], "total_s": total_s}, indent=2))
         return 0
     info = machine()
-    backend = "SQLite" if args.db is None else f"PostgreSQL at {redact(args.db)} and SQLite"
-    print(f"bench ({mode}, {backend}): synchronous=FULL, {THREADS} producer threads; Python "
+    backend = "" if args.db is None else f", PostgreSQL at {redact(args.db)} and SQLite"
+    print(f"bench ({mode}{backend}): synchronous=FULL, {THREADS} producer threads; Python "
           f"{info['python']}, {info['cpus']} CPUs, SQLite {info['sqlite']}; ratio = ours / "
           f"baseline; {total_s:.1f} s")
     print(table(rows))
