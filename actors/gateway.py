@@ -51,7 +51,7 @@ from persistence import (
     read_version,
     submit,
 )
-from persistence._backend import Backend, Presence, open_backend
+from persistence._backend import Backend, Presence, open_backend, write_transaction
 from persistence._leases import clear_all_leases
 from persistence._writer import is_epoch_ms
 from persistence._writes import sweep as sweep_cursors
@@ -96,8 +96,7 @@ def _join(backend: Backend, presence: Presence, host_id: str,
     """
     conn = backend.connect(writer=True, migrate=True)
     try:
-        backend.begin_write(conn)
-        try:
+        with write_transaction(backend, conn):
             alone = presence.join()
             if alone:
                 # Nobody else has the log open: leases and unclaimed wakes are stale.
@@ -105,11 +104,6 @@ def _join(backend: Backend, presence: Presence, host_id: str,
                 sweep = sweep_cursors(conn, None, now, 0, host=host_id)
             else:
                 sweep = SweepOutcome(notices=())
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
     except BaseException as exc:
         if backend.is_driver_error(exc) and not isinstance(exc, StorageError):
             raise StorageError(f"cannot open {backend.location}: {exc}") from exc

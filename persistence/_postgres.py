@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from persistence._backend import write_transaction
 from persistence._schema import SCHEMA_VERSION
 from persistence.errors import (
     BackendNotInstalled,
@@ -388,21 +389,15 @@ class PostgresBackend:
 
     def _migrate(self, conn: PgConnection) -> None:
         try:
-            self.begin_write(conn)
-            try:
+            with write_transaction(self, conn):
                 migrate(conn, self.schema)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         except DriverError as exc:
             if exc.sqlstate == "42501":
                 raise SchemaError(
                     f"{self.location}: the role may not create schema {self.schema!r} or its "
-                    f"tables at version {SCHEMA_VERSION} ({exc}); run the first open (or "
-                    "`ssa migrate`) as the schema's owner, see the README's PostgreSQL "
-                    "privileges") from exc
+                    f"tables at version {SCHEMA_VERSION} ({exc}); open it once as a role that "
+                    "may (the schema's owner), see the README's PostgreSQL privileges"
+                ) from exc
             raise StorageError(f"cannot set up schema {self.schema!r} at {self.location}: "
                                f"{exc}") from exc
 
@@ -444,6 +439,15 @@ class PostgresBackend:
         return PgListener(self, stop, interested)
 
 
+def _close_quietly(conn: psycopg.Connection[Any] | None) -> None:
+    """Close a connection of our own; a failure is only logged (it may be dead already)."""
+    if conn is not None:
+        try:
+            conn.close()
+        except psycopg.Error:
+            logger.debug("closing a PostgreSQL connection failed", exc_info=True)
+
+
 class PgPresence:
     """A gateway's presence: a shared advisory lock held on a dedicated connection.
 
@@ -483,11 +487,7 @@ class PgPresence:
     def release(self) -> None:
         """Close the connection, which drops the lock (idempotent)."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:
-                logger.debug("closing the presence connection failed", exc_info=True)
+        _close_quietly(conn)
 
 
 class PgListener:
@@ -567,11 +567,7 @@ class PgListener:
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:
-                logger.debug("closing the listener connection failed", exc_info=True)
+        _close_quietly(conn)
 
     def close(self) -> None:
         """Close the listening connection (idempotent; any thread)."""

@@ -13,7 +13,7 @@ from typing import Any
 import pykka
 
 from persistence import _leases, _prune, _upstream, _writes
-from persistence._backend import Backend
+from persistence._backend import Backend, write_transaction
 from persistence._messages import (
     Acknowledge,
     ClaimLink,
@@ -430,18 +430,12 @@ class PersistenceActor(InlineActor):
         while chunks is None or done < chunks:
             done += 1
             try:
-                self._backend.begin_write(conn)
-                try:
+                with write_transaction(self._backend, conn):
                     events, cursors = _prune.prune(conn, now, retention_days=self._retention_days,
                                                    max_rows=self._max_rows)
-                except BaseException:
-                    self._rollback(conn)
-                    raise
-                conn.execute("COMMIT")
             except Exception as exc:
                 if not self._backend.is_driver_error(exc):
                     raise
-                self._rollback(conn)
                 logger.warning("signal-log prune failed: %s", exc)
                 break
             total[0] += events

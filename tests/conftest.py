@@ -17,14 +17,13 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig
 from actors._base import GatewayActor
-from persistence import PersistenceActor, open_backend
+from persistence import PersistenceActor
 from tests._pg import PgServer, pg_server, required
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
@@ -64,6 +63,24 @@ class FakeClock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
+
+
+class Wakes:
+    """``on_wake`` that lets a test wait for the n-th call (bounded; any thread)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, watcher: str) -> None:
+        with self._cond:
+            self.calls.append(watcher)
+            self._cond.notify_all()
+
+    def wait_for(self, count: int, timeout: float = JOIN_TIMEOUT_S * 2) -> bool:
+        """Whether ``count`` calls arrived within ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.calls) >= count, timeout)
 
 
 @dataclass
@@ -126,36 +143,10 @@ def postgres() -> Iterator[PgServer | str]:
 
 @dataclass
 class SignalLogDb:
-    """The test's signal log on one backend, and raw access to it for checks."""
+    """The test's signal log: its backend's name and its location (file or URL)."""
 
     name: str
     location: str | Path
-
-    def connect(self, *, writer: bool = False) -> Any:
-        """A connection of the backend's own (APSW, or the PostgreSQL adapter)."""
-        return open_backend(self.location).connect(writer=writer)
-
-    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one query (``?`` placeholders on both backends)."""
-        conn = self.connect()
-        try:
-            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-        finally:
-            conn.close()
-
-    def write(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
-        """Run ``(sql, params)`` statements in one write transaction."""
-        backend = open_backend(self.location)
-        conn = backend.connect(writer=True)
-        try:
-            backend.begin_write(conn)
-            for sql, params in statements:
-                conn.execute(sql, params)
-            conn.execute("COMMIT")
-        finally:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
 
 
 @pytest.fixture

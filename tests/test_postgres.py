@@ -2,7 +2,8 @@
 
 The shared semantics run on PostgreSQL through the parametrized gateway
 suite; these tests cover the backend's own mechanisms against the run's
-throw-away server. Every wait is bounded (``WAIT_S``, below pytest-timeout).
+throw-away server. Every wait is bounded (``Wakes.wait_for``: 10 s, below
+pytest-timeout's 60 s).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,12 +21,11 @@ from actors import Gateway, GatewayConfig
 from persistence import open_backend
 from persistence._prune import prune
 from persistence.errors import DriverError, SchemaError, StorageError
-from tests.conftest import CHILD, START_MS, WATCHER, FakeClock, SignalLogDb
+from tests.conftest import CHILD, START_MS, WATCHER, FakeClock, SignalLogDb, Wakes
 
 psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
 
-WAIT_S = 10.0
 SECRET = "the launch code is 0000-SECRET"
 
 
@@ -37,23 +36,6 @@ pytestmark = pytest.mark.postgres_only
 def pg(db: SignalLogDb) -> SignalLogDb:
     """The test's schema on the run's server."""
     return db
-
-
-class Wakes:
-    """``on_wake`` that lets a test wait for the n-th call (any thread)."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, watcher: str) -> None:
-        with self._cond:
-            self.calls.append(watcher)
-            self._cond.notify_all()
-
-    def wait_for(self, count: int) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: len(self.calls) >= count, timeout=WAIT_S)
 
 
 def _admin(url: str) -> Any:

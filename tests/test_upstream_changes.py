@@ -23,26 +23,9 @@ from actors import Gateway
 from actors._filefeed import OnChange
 from actors._notices import notice_text
 from tests._upstream_rows import claude_assistant, claude_user
-from tests.conftest import WATCHER
+from tests.conftest import WATCHER, Wakes
 
 TIMEOUT = 10.0
-
-
-class Wakes:
-    """``on_wake`` that lets a test wait for the n-th call (bounded)."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, watcher: str) -> None:
-        with self._cond:
-            self.calls.append(watcher)
-            self._cond.notify_all()
-
-    def wait_for(self, count: int, timeout: float = TIMEOUT) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: len(self.calls) >= count, timeout)
 
 
 class ManualFeed:
