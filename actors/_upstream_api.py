@@ -45,8 +45,6 @@ def _checked(request: AdoptRequest) -> AdoptRequest:
     if not isinstance(path, str | os.PathLike):
         raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
     file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
-    if "\x00" in file_path:
-        raise InvalidArgument("path contains a NUL character")
     v.check_optional_key(request.thread_id, "thread_id")
     if not isinstance(request.from_start, bool):
         raise v.ArgumentTypeError("from_start must be a bool")

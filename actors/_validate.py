@@ -103,11 +103,24 @@ def check_agent_id(value: object, what: str = "agent_id") -> str | None:
 
 def check_text(value: object, what: str, *, optional: bool = False,
                max_length: int = MAX_SUMMARY_LENGTH) -> str | None:
-    """Return ``value`` if it is a storable string (no lone surrogates, bounded length).
+    """Return ``value`` if it is a storable string (no NUL, no lone surrogates, bounded length).
+
+    The same text must be storable on every backend: PostgreSQL's ``text``
+    cannot hold U+0000, so neither backend accepts it.
+
+    Args:
+        value: the candidate.
+        what: the argument name used in the message.
+        optional: ``None`` passes (and is returned).
+        max_length: the longest accepted text, in characters.
+
+    Returns:
+        ``value`` unchanged.
 
     Raises:
         ArgumentTypeError: not a ``str`` (or ``None`` when not ``optional``).
-        InvalidArgument: empty, too long, or not encodable as UTF-8.
+        InvalidArgument: empty, too long, holding a NUL character, or not
+            encodable as UTF-8.
     """
     if value is None and optional:
         return None
@@ -117,6 +130,8 @@ def check_text(value: object, what: str, *, optional: bool = False,
         raise InvalidArgument(f"{what} must not be empty")
     if len(value) > max_length:
         raise InvalidArgument(f"{what} is longer than {max_length} characters")
+    if "\x00" in value:
+        raise InvalidArgument(f"{what} contains a NUL character")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -31,6 +31,7 @@ from actors.errors import (
     InvalidChangesSince,
     InvalidSessionKey,
 )
+from persistence._backend import is_url, open_backend
 
 INT64_MAX = 2**63 - 1
 DAY_MS = 24 * 60 * 60 * 1000
@@ -138,12 +139,12 @@ def key_verdict(value: object, name: str, *, optional: bool = False,
 
 def text_verdict(value: object, name: str, *, optional: bool = False,
                  max_length: int = MAX_TEXT_LENGTH) -> Verdict:
-    """A storable identifier or summary: a non-empty ``str`` without lone surrogates."""
+    """A storable identifier or summary: a non-empty ``str`` without NUL or lone surrogates."""
     if value is None and optional:
         return OK
     if not isinstance(value, str):
         return bad(ArgumentTypeError, name)
-    if not value or len(value) > max_length or has_surrogate(value):
+    if not value or len(value) > max_length or "\x00" in value or has_surrogate(value):
         return bad(InvalidArgument, name)
     return OK
 
@@ -345,7 +346,8 @@ SAFE_KEY_CHAR = st.one_of(
     st.characters(exclude_categories=("C", "Z"),
                   exclude_characters="".join(DOUBLE_QUOTES) + "".join(FURTHER_LOOKALIKES)),
     st.just(" "))
-STORABLE_CHAR = st.characters(exclude_categories=("Cs",))  # type: ignore[arg-type]
+STORABLE_CHAR = st.characters(exclude_categories=("Cs",),  # type: ignore[arg-type]
+                              exclude_characters="\x00")  # neither backend stores NUL
 
 
 class Opaque:
@@ -377,9 +379,9 @@ def texts(max_size: int = 24) -> st.SearchStrategy[str]:
 
 
 def storable_texts(max_size: int = 40) -> st.SearchStrategy[str]:
-    """Strings every text argument must accept (non-empty, no lone surrogates)."""
+    """Strings every text argument must accept (non-empty, no NUL, no lone surrogates)."""
     special = [t for t in SPECIAL_TEXTS if 0 < len(t) <= min(max_size, 64) // 2
-               and not has_surrogate(t)]
+               and "\x00" not in t and not has_surrogate(t)]
     return st.one_of(
         st.text(STORABLE_CHAR, min_size=1, max_size=max_size),
         st.sampled_from(special),
@@ -470,8 +472,15 @@ changes_since_values = st.sampled_from(sorted(_CHANGES_SINCE)).flatmap(_CHANGES_
 # --- the database ------------------------------------------------------------
 
 
-def read_only(path: Path) -> apsw.Connection:
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+def read_only(location: str | Path) -> Any:
+    """A read-only connection to the signal log at ``location`` (a SQLite file or a URL).
+
+    Both shapes answer ``execute(sql, params)`` with rows that iterate and
+    have ``.get``; the caller closes it.
+    """
+    if is_url(str(location)):
+        return open_backend(location).connect(writer=False)
+    conn = apsw.Connection(str(location), flags=apsw.SQLITE_OPEN_READONLY)
     conn.set_busy_timeout(5000)
     return conn
 
@@ -480,22 +489,30 @@ TABLES = ("session_own_texts", "session_state_events", "session_state_heads",
           "session_upstream_links", "session_watch_cursors", "sessions")
 
 
-def check_database(path: Path, *, deleted: Iterable[tuple[str, str]] = ()) -> dict[str, int]:
-    """Assert the signal log's invariants; return row counts per table.
+def check_database(location: str | Path, *,
+                   deleted: Iterable[tuple[str, str]] = ()) -> dict[str, int]:
+    """Assert the signal log's invariants at ``location`` (file or URL); return row counts.
 
-    * ``PRAGMA integrity_check`` is ``ok`` and every table is there;
+    * (SQLite) ``PRAGMA integrity_check`` is ``ok``; every table is there;
     * every cursor has ``last_seen <= notified <= material``;
     * every head is ``>= max(sequence)`` of its session's retained events, and equal
       to it when nothing of the session was pruned; no event lacks a head;
     * every cursor's watcher has a session entry (the restart sweep needs it);
     * nothing names a session in ``deleted`` (no orphan cursor, event, head or link).
     """
-    conn = read_only(path)
+    on_server = is_url(str(location))
+    conn = read_only(location)
     try:
-        with conn:
-            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-            tables = {str(n) for (n,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        conn.execute("BEGIN")  # one snapshot for every check
+        try:
+            if on_server:
+                tables = {str(n) for (n,) in conn.execute(
+                    "SELECT table_name FROM information_schema.tables"
+                    " WHERE table_schema = current_schema()")}
+            else:
+                assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+                tables = {str(n) for (n,) in conn.execute(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table'")}
             assert set(TABLES) <= tables, f"tables missing: {set(TABLES) - tables}"
             bad_cursors = conn.execute(
                 "SELECT * FROM session_watch_cursors WHERE NOT (last_seen_sequence"
@@ -525,12 +542,14 @@ def check_database(path: Path, *, deleted: Iterable[tuple[str, str]] = ()) -> di
             for key, agent in deleted:
                 assert_session_gone(conn, key, agent)
             counts = {t: int(conn.execute(f"SELECT count(*) FROM {t}").get) for t in TABLES}
+        finally:
+            conn.execute("COMMIT")
     finally:
         conn.close()
     return counts
 
 
-def assert_session_gone(conn: apsw.Connection, key: str, agent: str) -> None:
+def assert_session_gone(conn: Any, key: str, agent: str) -> None:
     """Nothing in the database names the deleted session ``(key, agent)``."""
     for table in ("session_state_events", "session_state_heads", "sessions",
                   "session_upstream_links", "session_own_texts"):

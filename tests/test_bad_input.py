@@ -75,7 +75,7 @@ from tests._sec_support import (
     valid_keys,
 )
 from tests._upstream_rows import claude_user
-from tests.conftest import DAY_MS, FakeClock
+from tests.conftest import DAY_MS, FakeClock, SignalLogDb
 
 MAX_EXAMPLES = int(__import__("os").environ.get("SEC_EXAMPLES", "200"))
 SETTINGS = settings(
@@ -118,15 +118,15 @@ def report(name: str, model: Model, counts: dict[str, int]) -> None:
 
 
 @pytest.fixture
-def fuzz_gateway(open_gateway: Callable[..., Gateway], db_path: Path,
+def fuzz_gateway(open_gateway: Callable[..., Gateway], db: SignalLogDb,
                  clock: FakeClock) -> Iterator[tuple[Gateway, Model]]:
     """A gateway for one property; its database is checked open and after close."""
     gw = open_gateway(config=GatewayConfig(changes_limit=5))
     model = Model()
     yield gw, model
-    check_database(db_path, deleted=model.deleted)
+    check_database(db.location, deleted=model.deleted)
     gw.close()
-    check_database(db_path, deleted=model.deleted)
+    check_database(db.location, deleted=model.deleted)
 
 
 def opt(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -266,7 +266,7 @@ def test_record_round_trips_every_field_exactly_or_rejects_it(
             model.session_ids[(key, agent)] = fields["session_id"]
 
     prop()
-    report("record(SessionStateEventInput)", model, check_database(gw.path))
+    report("record(SessionStateEventInput)", model, check_database(gw.location))
 
 
 def run_failed_verdict(kind: object, payload: object) -> Verdict:
@@ -379,7 +379,7 @@ def test_producers_round_trip_channels_actions_outcomes_and_ids_or_reject_them(
 
     prop()
     report("human_message/set_goal/compacted/finish_run/spawn_subagent", model,
-           check_database(gw.path))
+           check_database(gw.location))
 
 
 # --- session_status(changes_since=...) -----------------------------------------------
@@ -438,7 +438,7 @@ def test_changes_since_accepts_every_non_negative_int_and_rejects_everything_els
         assert changes.earliest_available_sequence == (events[0].sequence if events else 0)
 
     prop()
-    report("session_status(changes_since=...)", model, check_database(gw.path))
+    report("session_status(changes_since=...)", model, check_database(gw.location))
 
 
 # --- session keys in every method that takes one ----------------------------------------
@@ -496,7 +496,7 @@ def test_every_key_argument_is_stored_verbatim_or_rejected_as_invalid_session_ke
         check_key_effect(gw, model, method, key, n, before, result)
 
     prop()
-    report("session keys in every method", model, check_database(gw.path,
+    report("session keys in every method", model, check_database(gw.location,
                                                                   deleted=model.deleted))
 
 
@@ -619,7 +619,7 @@ def check_key_effect(gw: Gateway, model: Model, method: str, key: str, n: int, b
                           "actor_id": WATCHER if key != WATCHER else OTHER_WATCHER})
         case "delete_session" | "delete_session.agent_id":
             target = (key, agent_of(key)) if method == "delete_session" else (FIXED_TARGET, key)
-            conn = read_only(gw.path)
+            conn = read_only(gw.location)
             try:
                 assert_session_gone(conn, *target)
             finally:
@@ -661,7 +661,7 @@ def check_key_effect(gw: Gateway, model: Model, method: str, key: str, n: int, b
 
 
 def cursor_exists(gw: Gateway, watcher: str, target: str, agent: str) -> bool:
-    conn = read_only(gw.path)
+    conn = read_only(gw.location)
     try:
         return bool(conn.execute(
             "SELECT count(*) FROM session_watch_cursors WHERE watcher_session_key = ?"
@@ -672,7 +672,7 @@ def cursor_exists(gw: Gateway, watcher: str, target: str, agent: str) -> bool:
 
 
 def own_hashes(gw: Gateway, key: str, agent: str) -> list[str]:
-    conn = read_only(gw.path)
+    conn = read_only(gw.location)
     try:
         return [str(h) for (h,) in conn.execute(
             "SELECT text_hash FROM session_own_texts WHERE session_key = ? AND agent_id = ?",
@@ -753,7 +753,7 @@ def test_message_texts_arrive_exactly_or_are_rejected(
 
     prop()
     report("sessions_send/enqueue_system_event/note_own_text texts", model,
-           check_database(gw.path))
+           check_database(gw.location))
 
 
 # --- closed-set arguments of other types ---------------------------------------------
@@ -815,7 +815,7 @@ def test_closed_set_arguments_of_any_hashable_type_are_rejected_with_documented_
     run_categorical(gw, model, transcript, lambda allowed: st.one_of(
         st.sampled_from(allowed), st.sampled_from(every), BAD_CHOICES))
     report("kinds/actor types/outcomes/actions/chat types/sources", model,
-           check_database(gw.path))
+           check_database(gw.location))
 
 
 def test_unhashable_closed_set_arguments_raise_argument_type_error(
@@ -828,4 +828,4 @@ def test_unhashable_closed_set_arguments_raise_argument_type_error(
     try:
         run_categorical(gw, model, transcript, lambda _: st.sampled_from(unhashable))
     finally:
-        report("unhashable closed-set arguments", model, check_database(gw.path))
+        report("unhashable closed-set arguments", model, check_database(gw.location))

@@ -255,7 +255,7 @@ INJECTION_TEXTS = (
     "Robert'); DROP TABLE students;--",
     "%' OR summary LIKE '%",
     '"); DELETE FROM session_watch_cursors; --',
-    "x\x00'); DROP TABLE session_own_texts; --",
+    "x'); DROP TABLE session_own_texts; --",
     "1 UNION SELECT name FROM sqlite_schema",
     "?; ?; :name; @x; $y",
 )
@@ -364,6 +364,13 @@ def test_hostile_sql_in_keys_and_texts_is_stored_verbatim_and_never_spliced_into
                      lambda k: gw.session_status(k, changes_since=0), gw.delete_session):
             with pytest.raises(InvalidSessionKey):
                 call(key)
+    # A text holding NUL is refused on every backend (PostgreSQL's text cannot hold it).
+    nul = "x\x00'); DROP TABLE session_own_texts; --"
+    for call in (lambda t: gw.create_session(INJECTION_KEYS[0], session_id=t),
+                 lambda t: gw.set_goal(INJECTION_KEYS[0], action="set", actor_id=t),
+                 lambda t: gw.compacted(INJECTION_KEYS[0], operation_id=t)):
+        with pytest.raises(InvalidArgument, match="NUL"):
+            call(nul)
 
     # The tables are intact and only the one session is deleted by a hostile key.
     assert schema_of(db_path) == schema
