@@ -61,7 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the no-extra test 
 
 from persistence._pg_schema import APPLICATION, migrate
 
-__all__ = ["DEFAULT_SCHEMA", "PgConnection", "PostgresBackend", "parse_location"]
+__all__ = ["DEFAULT_SCHEMA", "Backoff", "PgConnection", "PostgresBackend", "parse_location"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,42 @@ _FAULT_STATES = frozenset({"25006", "55P03", "55006", "42501"})
 object in use, insufficient privilege (a role revoked meanwhile)."""
 _FATAL_STATES = frozenset({"XX001", "XX002"})
 """Data or index corrupted: the database cannot be trusted."""
+
+
+class Backoff:
+    """When the next connection attempt may run after failures: doubling delays, capped.
+
+    Args:
+        first_s: the delay after the first failure, in s (default
+            :data:`RECONNECT_FIRST_S`).
+        longest_s: the longest delay, in s (default :data:`RECONNECT_LONGEST_S`).
+        monotonic: the clock, in s from any origin (default ``time.monotonic``).
+
+    Pure but for the clock; one thread at a time; never blocks.
+    """
+
+    def __init__(self, first_s: float | None = None, longest_s: float | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._first = RECONNECT_FIRST_S if first_s is None else first_s
+        self._longest = RECONNECT_LONGEST_S if longest_s is None else longest_s
+        self._monotonic = monotonic
+        self._delay = self._first
+        self._next = 0.0
+
+    def remaining(self) -> float:
+        """Seconds until the next attempt may run (``0.0``: now)."""
+        return max(0.0, self._next - self._monotonic())
+
+    def failed(self) -> float:
+        """Note a failed attempt; returns the delay before the next one, in s."""
+        delay, self._delay = self._delay, min(self._delay * 2, self._longest)
+        self._next = self._monotonic() + delay
+        return delay
+
+    def succeeded(self) -> None:
+        """Note a successful attempt: the next failure waits ``first_s`` again."""
+        self._delay = self._first
+        self._next = 0.0
 
 
 def parse_location(url: str) -> tuple[str, str, str]:
@@ -215,24 +251,20 @@ class PgConnection:
         self._changes = 0
         self._total = 0
         self._lost = False
-        self._next_attempt = 0.0
-        self._delay = RECONNECT_FIRST_S
+        self._backoff = Backoff()
         self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
-        now = time.monotonic()
-        if now < self._next_attempt:
+        wait = self._backoff.remaining()
+        if wait > 0.0:
             raise DriverError(
-                "the PostgreSQL server is unreachable; reconnecting in "
-                f"{self._next_attempt - now:.2f}s", None)
+                f"the PostgreSQL server is unreachable; reconnecting in {wait:.2f}s", None)
         try:
             conn = self._backend.raw_connect(writer=self._writer)
         except psycopg.Error as exc:
-            self._next_attempt = time.monotonic() + self._delay
-            self._delay = min(self._delay * 2, RECONNECT_LONGEST_S)
+            self._backoff.failed()
             raise _wrap(exc) from exc
-        self._delay = RECONNECT_FIRST_S
-        self._next_attempt = 0.0
+        self._backoff.succeeded()
         self._conn = conn
         return conn
 
@@ -514,7 +546,7 @@ class PgListener:
         self._interested = interested
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
-        self._delay = RECONNECT_FIRST_S
+        self._backoff = Backoff()
         self.reconnects = 0
         """Connections made after the first (for tests and benchmarks)."""
         self._connected_once = False
@@ -553,11 +585,10 @@ class PgListener:
             conn = self._backend.raw_connect(writer=False)
             conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(self._backend.channel)))
         except psycopg.Error as exc:
-            delay, self._delay = self._delay, min(self._delay * 2, RECONNECT_LONGEST_S)
-            self._stop.wait(delay)
+            self._stop.wait(self._backoff.failed())
             raise StorageError(f"the wake listener cannot connect: {exc}") from exc
         self._conn = conn
-        self._delay = RECONNECT_FIRST_S
+        self._backoff.succeeded()
         if self._connected_once:
             self.reconnects += 1
             logger.info("the wake listener reconnected to %s; claiming what is owed",

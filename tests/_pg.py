@@ -28,7 +28,7 @@ from pathlib import Path
 
 START_TIMEOUT_S = 30
 
-__all__ = ["PgServer", "find_bindir", "pg_server", "required"]
+__all__ = ["LocalServer", "PgServer", "find_bindir", "pg_server", "required"]
 
 
 def required() -> bool:
@@ -68,7 +68,7 @@ class PgServer:
         stop: stops the server (``None``: an external server, left running).
     """
 
-    def __init__(self, url: str, stop: Iterator[None] | None = None) -> None:
+    def __init__(self, url: str, stop: Iterator[str] | None = None) -> None:
         self.url = url
         self._stop = stop
 
@@ -103,38 +103,84 @@ def _run_as_postgres(argv: list[str]) -> list[str]:
     return [runuser, "-u", "postgres", "--", *argv]
 
 
-def _started(bindir: Path) -> Iterator[str]:
-    directory = Path(tempfile.mkdtemp(prefix="ssa-pg-"))
-    if os.geteuid() == 0:
-        entry = pwd.getpwnam("postgres")
-        os.chown(directory, entry.pw_uid, entry.pw_gid)
-    data = directory / "data"
-    port = _free_port()
-    log = directory / "server.log"
-    try:
-        subprocess.run(_run_as_postgres([
-            str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
-            "--no-sync", "-E", "UTF8", "--locale=C"]), check=True, capture_output=True,
-            timeout=START_TIMEOUT_S * 2)
+class LocalServer:
+    """A throw-away server in a temporary directory that a test may stop and start again.
+
+    Not ``durable`` (the default, for speed): ``synchronous_commit=off``, so a
+    crash (``stop("immediate")``) may lose the last commits; ``durable``
+    keeps every commit across a crash of the server (not of the machine:
+    ``fsync`` stays off).
+
+    ``initdb`` runs at construction; :meth:`start` and :meth:`stop` run
+    ``pg_ctl`` (blocking, bounded by :data:`START_TIMEOUT_S`); :meth:`remove`
+    stops it and deletes the directory. The port stays the same across
+    restarts, so a URL taken once stays valid.
+
+    Raises:
+        RuntimeError: ``initdb`` or the start failed (with the server log's tail).
+    """
+
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
+        self._bindir = bindir
+        self._durable = durable
+        self._directory = Path(tempfile.mkdtemp(prefix="ssa-pg-"))
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self._directory, entry.pw_uid, entry.pw_gid)
+        self._data = self._directory / "data"
+        self._log = self._directory / "server.log"
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        try:
+            subprocess.run(_run_as_postgres([
+                str(bindir / "initdb"), "-D", str(self._data), "-A", "trust", "-U", "postgres",
+                "--no-sync", "-E", "UTF8", "--locale=C"]), check=True, capture_output=True,
+                timeout=START_TIMEOUT_S * 2)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            self.remove()
+            raise RuntimeError(f"could not create a test PostgreSQL cluster: {exc}") from exc
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
         options = " ".join([
-            "-c listen_addresses=127.0.0.1", f"-p {port}", f"-k {directory}",
-            "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+            "-c listen_addresses=127.0.0.1", f"-p {self.port}", f"-k {self._directory}",
+            "-c fsync=off", f"-c synchronous_commit={'on' if self._durable else 'off'}",
+            "-c full_page_writes=off",
             "-c max_connections=400", "-c shared_buffers=64MB"])
+        try:
+            subprocess.run(_run_as_postgres([
+                str(self._bindir / "pg_ctl"), "-D", str(self._data), "-o", options,
+                "-l", str(self._log), "-w", "-t", str(START_TIMEOUT_S), "start"]),
+                check=True, capture_output=True, timeout=START_TIMEOUT_S + 10)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            detail = self._log.read_text(errors="replace")[-2000:] if self._log.exists() else ""
+            raise RuntimeError(f"could not start a test PostgreSQL server: {exc}\n{detail}"
+                               ) from exc
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: sessions are terminated; ``immediate``: a crash)."""
         subprocess.run(_run_as_postgres([
-            str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w",
-            "-t", str(START_TIMEOUT_S), "start"]), check=True, capture_output=True,
-            timeout=START_TIMEOUT_S + 10)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        shutil.rmtree(directory, ignore_errors=True)
-        raise RuntimeError(f"could not start a test PostgreSQL server: {exc}\n{detail}") from exc
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(_run_as_postgres([
-            str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            str(self._bindir / "pg_ctl"), "-D", str(self._data), "-m", mode, "-w", "stop"]),
             capture_output=True, timeout=START_TIMEOUT_S, check=False)
-        shutil.rmtree(directory, ignore_errors=True)
+
+    def remove(self) -> None:
+        """Stop the server if it runs and delete its directory (idempotent)."""
+        if self._data.exists():
+            self.stop("immediate")
+        shutil.rmtree(self._directory, ignore_errors=True)
+
+
+def _started(bindir: Path) -> Iterator[str]:
+    server = LocalServer(bindir)
+    try:
+        server.start()
+    except RuntimeError:
+        server.remove()
+        raise
+    try:
+        yield server.url
+    finally:
+        server.remove()
 
 
 def pg_server() -> PgServer | str:

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pykka
 import pytest
@@ -110,7 +111,7 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "state.sqlite"
 
 
-BACKENDS = ("sqlite", "postgresql")
+BACKENDS: tuple[str, ...] = ("sqlite", "postgresql")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -191,7 +192,7 @@ def gateway(open_gateway: Callable[..., Gateway]) -> Gateway:
     return open_gateway()
 
 
-def _our_actors() -> list[pykka.ActorRef[object]]:
+def _our_actors() -> list[pykka.ActorRef[Any]]:
     return [
         ref for ref in pykka.ActorRegistry.get_all()
         if issubclass(ref.actor_class, GatewayActor | PersistenceActor)

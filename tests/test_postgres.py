@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 
 from actors import Gateway, GatewayConfig
+from persistence import _postgres as pg_backend
 from persistence import open_backend
+from persistence._postgres import Backoff
 from persistence._prune import prune
 from persistence.errors import DriverError, SchemaError, StorageError
+from tests._pg import LocalServer, find_bindir, required
 from tests.conftest import CHILD, START_MS, WATCHER, FakeClock, SignalLogDb, Wakes
 
 psycopg = pytest.importorskip("psycopg")
@@ -284,3 +287,76 @@ def test_an_unreachable_server_fails_the_open_with_a_storage_error(
     with pytest.raises(StorageError, match="cannot connect"):
         Gateway.open("postgresql://nobody@127.0.0.1:1/none", config=GatewayConfig(),
                       clock=clock, monitor=False)
+
+
+def test_reconnect_attempts_back_off_doubling_to_the_cap_and_reset_on_success() -> None:
+    now = [100.0]
+    backoff = Backoff(0.05, 0.4, monotonic=lambda: now[0])
+    assert backoff.remaining() == 0.0  # nothing failed: try at once
+    assert [backoff.failed() for _ in range(5)] == [0.05, 0.1, 0.2, 0.4, 0.4]
+    assert backoff.remaining() == pytest.approx(0.4)
+    now[0] += 0.3
+    assert backoff.remaining() == pytest.approx(0.1)
+    now[0] += 0.125
+    assert backoff.remaining() == 0.0
+    backoff.succeeded()
+    assert backoff.failed() == 0.05
+
+
+@pytest.fixture
+def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    """A server of this test's own, which it may stop and start again."""
+    bindir = find_bindir()
+    if bindir is None:
+        if required():
+            pytest.fail("PostgreSQL is required (SSA_REQUIRE_POSTGRES) but has no binaries")
+        pytest.skip("no PostgreSQL binaries to start a server of the test's own")
+    # Reconnect without delay: this test is about recovery; the backoff has its own test.
+    monkeypatch.setattr(pg_backend, "RECONNECT_FIRST_S", 0.0)
+    monkeypatch.setattr(pg_backend, "RECONNECT_LONGEST_S", 0.0)
+    server = LocalServer(bindir, durable=True)  # a crash keeps what was committed
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_the_server_down_degrades_and_recovery_needs_no_restart(
+    own_server: LocalServer, clock: FakeClock, caplog: pytest.LogCaptureFixture, mode: str,
+) -> None:
+    url = own_server.url
+    host_wakes = Wakes()
+    with Gateway.open(url, clock=clock, on_wake=host_wakes, monitor=False,
+                      hosts=[WATCHER]) as host, Gateway.open(url, clock=clock,
+                                                             monitor=False) as producer:
+        assert producer.watch(WATCHER, CHILD)
+        before = producer.human_message(CHILD, channel="before")
+        assert before is not None
+        assert host_wakes.wait_for(1)
+        assert len(host.drain(WATCHER)) == 1
+
+        own_server.stop(mode)  # "immediate": the server crashes
+        caplog.set_level(logging.WARNING)
+        assert [producer.human_message(CHILD, channel="down") for _ in range(3)] == [None] * 3
+        assert producer.set_goal(CHILD, action="set") is None
+        down = producer.session_status(CHILD, changes_since=0)
+        assert down.state_version == 0  # degraded: refresh the whole session
+        assert down.state_changes is not None
+        assert down.state_changes.history_gap
+        assert host.drain(WATCHER) == []  # the host's reads degrade too, nothing invented
+        failing = [r for r in caplog.records if "writes are failing" in r.getMessage()]
+        assert len(failing) == 1  # one line per episode
+
+        own_server.start()
+        after = producer.human_message(CHILD, channel="after")  # the same gateway recovers
+        assert after is not None
+        # The host's listener reconnects and claims the new notice's wake.
+        assert host_wakes.wait_for(2)
+        assert host_wakes.calls == [WATCHER, WATCHER]
+        status = host.session_status(CHILD, changes_since=0)
+        assert status.state_changes is not None
+        assert [e.sequence for e in status.state_changes.events] == [
+            before.sequence, after.sequence]  # nothing from the outage, nothing lost
+        assert len(host.drain(WATCHER)) == 1
