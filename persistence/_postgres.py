@@ -68,6 +68,15 @@ logger = logging.getLogger(__name__)
 DEFAULT_SCHEMA = "ssa"
 CONNECT_TIMEOUT_S = 5
 """libpq ``connect_timeout``: how long one connection attempt may take, in s."""
+LIBPQ_DEFAULTS: dict[str, str] = {
+    "connect_timeout": str(CONNECT_TIMEOUT_S),
+    "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
+    "keepalives_count": "3", "tcp_user_timeout": "10000",
+}
+"""Connection parameters used unless the URL sets them: a server that stopped
+answering (a network partition, a host gone) is given up on after about 11 s
+of silence (keepalives) or 10 s of unacknowledged data (``tcp_user_timeout``,
+ms), instead of the kernel's 15 minutes; the connection then reconnects."""
 RECONNECT_FIRST_S = 0.05
 RECONNECT_LONGEST_S = 5.0
 """Backoff between connection attempts after a failure, in s (doubling)."""
@@ -372,11 +381,17 @@ class PostgresBackend:
         self._conninfo, self.schema, self.location = parse_location(url)
         self.path: Path | None = None
         self._busy_timeout_ms = busy_timeout_ms
+        self.stall_timeout_ms = 2 * busy_timeout_ms
+        """How long the server lets one of our sessions idle inside a
+        transaction before it ends it (``idle_in_transaction_session_timeout``,
+        ms): a stalled process frees the write lock for the others."""
         self._lock_key = _lock_key(self.schema)
         self.channel = f"{self.schema}_wakes"
         """The ``NOTIFY`` channel of wake rows."""
         self._begin = (f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_SPACE + _WRITE_LOCK}, "
                        f"{self._lock_key})")
+        given = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+        self._connect_kwargs = {k: v for k, v in LIBPQ_DEFAULTS.items() if k not in given}
 
     def raw_connect(self, *, writer: bool) -> psycopg.Connection[Any]:
         """A configured psycopg connection (autocommit, our schema on the search path).
@@ -384,13 +399,16 @@ class PostgresBackend:
         Raises:
             psycopg.Error: the server refused or did not answer.
         """
-        conn = psycopg.connect(self._conninfo, autocommit=True,
-                               connect_timeout=CONNECT_TIMEOUT_S,
-                               application_name=APPLICATION)
+        conn = psycopg.connect(self._conninfo, autocommit=True, application_name=APPLICATION,
+                               **self._connect_kwargs)
         try:
             settings: list[pgsql.Composable] = [
                 pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)),
                 pgsql.SQL("SET lock_timeout = {}").format(pgsql.Literal(self._busy_timeout_ms)),
+                # A client that stops mid-transaction (frozen, partitioned, gone)
+                # must not hold the log's write lock: the server ends its session.
+                pgsql.SQL("SET idle_in_transaction_session_timeout = {}").format(
+                    pgsql.Literal(self.stall_timeout_ms)),
             ]
             if not writer:
                 settings.append(pgsql.SQL(

@@ -360,3 +360,47 @@ def test_the_server_down_degrades_and_recovery_needs_no_restart(
         assert [e.sequence for e in status.state_changes.events] == [
             before.sequence, after.sequence]  # nothing from the outage, nothing lost
         assert len(host.drain(WATCHER)) == 1
+
+
+_STALLED_WRITER = """
+import sys, time
+from persistence import open_backend
+backend = open_backend(sys.argv[1], busy_timeout_ms=int(sys.argv[2]))
+conn = backend.connect(writer=True)
+backend.begin_write(conn)          # holds the log's write lock...
+print("locked", flush=True)
+time.sleep(60)                     # ...and stalls (frozen, partitioned, swapped out)
+"""
+
+
+def test_a_process_that_stalls_inside_a_write_frees_the_lock_for_the_others(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    busy_ms = 500
+    gw = open_gateway(GatewayConfig(busy_timeout_ms=busy_ms))
+    assert gw.watch(WATCHER, CHILD)
+    stalled = subprocess.Popen(
+        [sys.executable, "-c", _STALLED_WRITER, str(pg.location), str(busy_ms)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert stalled.stdout is not None
+        assert stalled.stdout.readline().strip() == "locked"
+        # Each attempt waits at most busy_timeout_ms for the lock (then None);
+        # the server ends the stalled session after 2 x busy_timeout_ms idle.
+        results = [gw.human_message(CHILD, channel="c") for _ in range(3)]
+        assert results[0] is None  # the lock is held: a fault, not a hang
+        first = next((r for r in results if r is not None), None)
+        if first is None:  # a slow machine: one more lock wait beyond the stall timeout
+            first = gw.human_message(CHILD, channel="c")
+        assert first is not None
+        assert len(gw.drain(WATCHER)) == 1
+        with _admin(str(pg.location)) as conn:
+            ended = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                " AND state = 'idle in transaction'", ("session-state-awareness",)).fetchone()
+        assert ended == (0,)
+    finally:
+        stalled.kill()
+        stalled.wait(timeout=10)
+        assert stalled.stdout is not None
+        stalled.stdout.close()
