@@ -391,7 +391,8 @@ class PostgresBackend:
         self._begin = (f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_SPACE + _WRITE_LOCK}, "
                        f"{self._lock_key})")
         given = psycopg.conninfo.conninfo_to_dict(self._conninfo)
-        self._connect_kwargs = {k: v for k, v in LIBPQ_DEFAULTS.items() if k not in given}
+        self._conninfo = psycopg.conninfo.make_conninfo(
+            self._conninfo, **{k: v for k, v in LIBPQ_DEFAULTS.items() if k not in given})
 
     def raw_connect(self, *, writer: bool) -> psycopg.Connection[Any]:
         """A configured psycopg connection (autocommit, our schema on the search path).
@@ -399,8 +400,7 @@ class PostgresBackend:
         Raises:
             psycopg.Error: the server refused or did not answer.
         """
-        conn = psycopg.connect(self._conninfo, autocommit=True, application_name=APPLICATION,
-                               **self._connect_kwargs)
+        conn = psycopg.connect(self._conninfo, autocommit=True, application_name=APPLICATION)
         try:
             settings: list[pgsql.Composable] = [
                 pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)),
