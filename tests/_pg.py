@@ -23,7 +23,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 START_TIMEOUT_S = 30
@@ -106,6 +106,8 @@ def _run_as_postgres(argv: list[str]) -> list[str]:
 class LocalServer:
     """A throw-away server in a temporary directory that a test may stop and start again.
 
+    ``listen``: the addresses it listens on; ``trust``: further networks
+    (CIDR) whose clients it lets in without a password, as it does loopback.
     Not ``durable`` (the default, for speed): ``synchronous_commit=off``, so a
     crash (``stop("immediate")``) may lose the last commits; ``durable``
     keeps every commit across a crash of the server (not of the machine:
@@ -120,9 +122,11 @@ class LocalServer:
         RuntimeError: ``initdb`` or the start failed (with the server log's tail).
     """
 
-    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
+    def __init__(self, bindir: Path, *, durable: bool = False,
+                 listen: Sequence[str] = ("127.0.0.1",), trust: Sequence[str] = ()) -> None:
         self._bindir = bindir
         self._durable = durable
+        self._listen = ",".join(listen)
         self._directory = Path(tempfile.mkdtemp(prefix="ssa-pg-"))
         if os.geteuid() == 0:
             entry = pwd.getpwnam("postgres")
@@ -139,11 +143,14 @@ class LocalServer:
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             self.remove()
             raise RuntimeError(f"could not create a test PostgreSQL cluster: {exc}") from exc
+        if trust:
+            with (self._data / "pg_hba.conf").open("a") as hba:
+                hba.writelines(f"host all all {network} trust\n" for network in trust)
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         options = " ".join([
-            "-c listen_addresses=127.0.0.1", f"-p {self.port}", f"-k {self._directory}",
+            f"-c listen_addresses={self._listen}", f"-p {self.port}", f"-k {self._directory}",
             "-c fsync=off", f"-c synchronous_commit={'on' if self._durable else 'off'}",
             "-c full_page_writes=off",
             "-c max_connections=400", "-c shared_buffers=64MB"])
