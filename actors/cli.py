@@ -26,7 +26,7 @@ from actors import _validate as v
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
 from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
-from persistence._backend import is_postgres_url, is_url, open_backend
+from persistence._backend import is_url, open_backend, url_problem
 from persistence._schema import APPLICATION_ID
 from persistence.errors import BackendNotInstalled, InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
@@ -119,11 +119,12 @@ def _db_path(value: str) -> Path | str:
     Another URL scheme is refused with a clear error (never a directory named
     after it); the PostgreSQL URL is checked when the command opens it.
     """
-    if is_url(value) and not is_postgres_url(value):
-        raise argparse.ArgumentTypeError(
-            "--db must be a SQLite file path or a postgresql:// URL, "
-            f"not a {value.split(':', 1)[0]}:// URL")
-    return value if is_postgres_url(value) else Path(value)
+    if not is_url(value):
+        return Path(value)
+    problem = url_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"--db: {problem}")
+    return value
 
 
 def _watch(args: argparse.Namespace) -> int:

@@ -34,10 +34,12 @@ __all__ = [
     "is_postgres_url",
     "is_url",
     "open_backend",
+    "url_problem",
     "write_transaction",
 ]
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_URL = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?:)", re.IGNORECASE)
+"""A URL, or what was meant as a PostgreSQL one (``postgresql:/h/db``, `` postgres://``)."""
 _POSTGRES = ("postgresql://", "postgres://")
 
 
@@ -47,7 +49,12 @@ def is_postgres_url(location: str) -> bool:
 
 
 def is_url(location: str) -> bool:
-    """Whether ``location`` is a URL (``scheme://...``) rather than a file path (pure)."""
+    """Whether ``location`` is a URL rather than a file path (pure).
+
+    ``scheme://...``, and anything that starts with ``postgres:`` or
+    ``postgresql:`` (also after spaces): a mistyped URL must be refused, not
+    taken for a file name.
+    """
     return _URL.match(location) is not None
 
 
@@ -202,6 +209,19 @@ def write_transaction(backend: Backend, conn: Any) -> Iterator[None]:
         raise
 
 
+def url_problem(location: str) -> str | None:
+    """Why ``location`` (a URL, see :func:`is_url`) names no backend, or ``None`` (pure)."""
+    if location != location.strip():
+        return "the database URL must not start or end with spaces"
+    if is_postgres_url(location):
+        return None
+    scheme = location.split(":", 1)[0]
+    if scheme.lower() in ("postgres", "postgresql"):
+        return "a PostgreSQL URL starts with postgresql:// (as in postgresql://user@host/db)"
+    return ("the database must be a SQLite file path or a postgresql:// URL, "
+            f"not a {scheme}:// URL")
+
+
 def open_backend(location: str | Path, *, synchronous: Literal["FULL", "NORMAL"] = "FULL",
                  busy_timeout_ms: int = 5000, vfs: str | None = None) -> Backend:
     """The backend for ``location``: a ``postgresql://`` URL, or a SQLite file path.
@@ -220,10 +240,9 @@ def open_backend(location: str | Path, *, synchronous: Literal["FULL", "NORMAL"]
     Pure apart from importing the driver; never connects.
     """
     if isinstance(location, str) and is_url(location):
-        if not is_postgres_url(location):
-            raise InvalidLocation(
-                "the database must be a SQLite file path or a postgresql:// URL, "
-                f"not a {location.split(':', 1)[0]}:// URL")
+        problem = url_problem(location)
+        if problem is not None:
+            raise InvalidLocation(problem)
         # Imported here: psycopg is an optional extra (BackendNotInstalled without it).
         from persistence._postgres import PostgresBackend  # noqa: PLC0415
 

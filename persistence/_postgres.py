@@ -30,15 +30,16 @@ with ``get``). What is PostgreSQL's own:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import select
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from persistence._backend import write_transaction
 from persistence._schema import SCHEMA_VERSION
@@ -81,9 +82,9 @@ RECONNECT_FIRST_S = 0.05
 RECONNECT_LONGEST_S = 5.0
 """Backoff between connection attempts after a failure, in s (doubling)."""
 
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
-_LOCK_SPACE = 0x535341  # "SSA": first key of every advisory lock we take
-_WRITE_LOCK, _PRESENCE_LOCK = 1, 2
+_IDLE_SESSION_TIMEOUT_SINCE = 140000
+"""``idle_session_timeout`` exists from PostgreSQL 14."""
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
 _FAULT_CLASSES = ("08", "53", "57", "58", "40")
 """SQLSTATE classes that are storage faults: connection exception, insufficient
@@ -132,42 +133,61 @@ class Backoff:
         self._next = 0.0
 
 
+def _query_key(item: str) -> str:
+    return unquote(item.split("=", 1)[0])
+
+
 def parse_location(url: str) -> tuple[str, str, str]:
     """Split a ``postgresql://`` URL into ``(conninfo, schema, shown)``.
 
     ``schema`` comes from the URL's ``schema`` query parameter (ours, not
-    libpq's; default ``ssa``); ``conninfo`` is the URL without it, as libpq
-    takes it; ``shown`` is the URL without its password, for messages.
+    libpq's; default ``ssa``); ``conninfo`` is the URL without it, otherwise
+    exactly as given (libpq reads it: empty hosts, socket directories and
+    percent escapes keep their meaning); ``shown`` is the URL without any
+    password (in the user part or as ``?password=``), for messages.
 
     Raises:
-        InvalidLocation: libpq refuses the URL, or the schema name is not a
-            lower-case identifier of at most 48 characters.
+        InvalidLocation: libpq refuses the URL, it names more than one
+            schema, or the schema name is not a lower-case identifier of at
+            most 48 characters.
     """
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for key, value in query if key == "schema"]
-    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
-    if not _SCHEMA_NAME.match(schema):
+    base, has_query, query = url.partition("?")
+    items = [item for item in query.split("&") if item] if has_query else []
+    schemas = [unquote(item.split("=", 1)[1]) if "=" in item else ""
+               for item in items if _query_key(item) == "schema"]
+    if len(schemas) > 1:
+        raise InvalidLocation("the PostgreSQL URL names more than one schema")
+    schema = schemas[0] if schemas else DEFAULT_SCHEMA
+    if not _SCHEMA_NAME.fullmatch(schema):
         raise InvalidLocation(
             f"schema {schema!r} in the PostgreSQL URL must be a lower-case identifier "
             "(letters, digits, underscores; at most 48 characters)")
-    rest = [(key, value) for key, value in query if key != "schema"]
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    rest = [item for item in items if _query_key(item) != "schema"]
+    conninfo = base + ("?" + "&".join(rest) if rest else "")
     try:
         psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
         raise InvalidLocation(f"not a valid PostgreSQL URL: {exc}") from None
-    netloc = parts.netloc.rsplit("@", 1)
-    if len(netloc) == 2 and ":" in netloc[0]:
-        netloc[0] = netloc[0].split(":", 1)[0]
-    shown = urlunsplit(parts._replace(netloc="@".join(netloc)))
+    scheme, _, after = base.partition("://")
+    netloc, slash, path = after.partition("/")
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+    shown_items = [item for item in items if _query_key(item) != "password"]
+    shown = f"{scheme}://{netloc}{slash}{path}" + (
+        "?" + "&".join(shown_items) if shown_items else "")
     return conninfo, schema, shown
 
 
-def _lock_key(schema: str) -> int:
-    """The advisory lock's second key for ``schema`` (signed 32 bits, stable)."""
-    value = zlib.crc32(schema.encode())
-    return value - 2**32 if value >= 2**31 else value
+def _lock_id(kind: str, schema: str) -> int:
+    """The advisory lock ``kind`` (``write``, ``presence``) of ``schema``: a signed 64-bit id.
+
+    A 64-bit hash, so two schemas (of one database) never share a lock in
+    practice (about 2**-64 per pair); stable across processes and versions.
+    """
+    digest = hashlib.blake2b(f"session-state-awareness/{kind}/{schema}".encode(),
+                             digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -385,17 +405,27 @@ class PostgresBackend:
         """How long the server lets one of our sessions idle inside a
         transaction before it ends it (``idle_in_transaction_session_timeout``,
         ms): a stalled process frees the write lock for the others."""
-        self._lock_key = _lock_key(self.schema)
+        self._presence_lock = _lock_id("presence", self.schema)
+        self._presences: list[PgPresence] = []
         self.channel = f"{self.schema}_wakes"
         """The ``NOTIFY`` channel of wake rows."""
-        self._begin = (f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_SPACE + _WRITE_LOCK}, "
-                       f"{self._lock_key})")
+        self._begin = f"BEGIN; SELECT pg_advisory_xact_lock({_lock_id('write', self.schema)})"
         given = psycopg.conninfo.conninfo_to_dict(self._conninfo)
         self._conninfo = psycopg.conninfo.make_conninfo(
             self._conninfo, **{k: v for k, v in LIBPQ_DEFAULTS.items() if k not in given})
 
-    def raw_connect(self, *, writer: bool) -> psycopg.Connection[Any]:
+    def raw_connect(self, *, writer: bool, keep_idle: bool = False) -> psycopg.Connection[Any]:
         """A configured psycopg connection (autocommit, our schema on the search path).
+
+        Args:
+            writer: it may write (else every transaction is a read-only
+                ``REPEATABLE READ`` snapshot).
+            keep_idle: exempt it from the server's ``idle_session_timeout``
+                (the presence and listening connections idle by design).
+
+        Every session also sends TCP keepalives from the server's side, so
+        the server ends a session whose client vanished (and drops its
+        locks) within about 11 s, not the system's two hours.
 
         Raises:
             psycopg.Error: the server refused or did not answer.
@@ -409,7 +439,11 @@ class PostgresBackend:
                 # must not hold the log's write lock: the server ends its session.
                 pgsql.SQL("SET idle_in_transaction_session_timeout = {}").format(
                     pgsql.Literal(self.stall_timeout_ms)),
+                pgsql.SQL("SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2;"
+                          " SET tcp_keepalives_count = 3"),
             ]
+            if keep_idle and conn.info.server_version >= _IDLE_SESSION_TIMEOUT_SINCE:
+                settings.append(pgsql.SQL("SET idle_session_timeout = 0"))
             if not writer:
                 settings.append(pgsql.SQL(
                     "SET default_transaction_isolation = 'repeatable read'"))
@@ -452,7 +486,14 @@ class PostgresBackend:
                                f"{exc}") from exc
 
     def begin_write(self, conn: Any) -> None:
-        """``BEGIN`` and the schema's advisory write lock, in one round trip."""
+        """``BEGIN`` and the schema's advisory write lock, in one round trip.
+
+        First the gateway's presence lock is taken again if the server
+        dropped it (:meth:`PgPresence.refresh`: one poll of its socket when
+        it holds), so a gateway that writes is seen as present.
+        """
+        for presence in self._presences:
+            presence.refresh()
         conn.script(self._begin)
 
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -480,8 +521,13 @@ class PostgresBackend:
         return int(conn.total_changes())
 
     def presence(self) -> PgPresence:
-        """A shared session-level advisory lock on a connection of its own."""
-        return PgPresence(self, self._lock_key)
+        """A shared session-level advisory lock on a connection of its own.
+
+        The backend keeps it, and refreshes it before each write transaction.
+        """
+        presence = PgPresence(self, self._presence_lock)
+        self._presences.append(presence)
+        return presence
 
     def wake_signal(self, stop: threading.Event, interval_s: float,
                     interested: Callable[[str], bool]) -> PgListener:
@@ -501,20 +547,34 @@ def _close_quietly(conn: psycopg.Connection[Any] | None) -> None:
 class PgPresence:
     """A gateway's presence: a shared advisory lock held on a dedicated connection.
 
-    The server drops it when the connection ends (the process died, or the
-    network dropped it), so a dead gateway never looks present.
+    The server drops it when the connection ends (the process died, the
+    network dropped it, the server restarted or ended the session), so a
+    dead gateway never looks present. A live gateway whose connection was
+    dropped takes the lock again at its next write transaction
+    (:meth:`refresh`; a hosting gateway writes at least every third of
+    ``lease_ms``). The connection is exempt from ``idle_session_timeout``.
 
     Args:
         backend: the backend.
-        key: the schema's advisory lock key.
+        lock: the schema's presence lock id.
 
-    Caller's thread; :meth:`join` blocks on the network.
+    :meth:`join` runs on the opening thread, :meth:`refresh` on the writer's;
+    both block on the network.
     """
 
-    def __init__(self, backend: PostgresBackend, key: int) -> None:
+    def __init__(self, backend: PostgresBackend, lock: int) -> None:
         self._backend = backend
-        self._key = (_LOCK_SPACE + _PRESENCE_LOCK, key)
+        self._lock = lock
         self._conn: psycopg.Connection[Any] | None = None
+        self._joined = False
+        self._backoff = Backoff()
+        self.rejoins = 0
+        """How often the lock was taken again after a loss (for tests)."""
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        conn = self._backend.raw_connect(writer=False, keep_idle=True)
+        self._conn = conn
+        return conn
 
     def join(self) -> bool:
         """Hold the lock shared; whether nobody else held it (call inside the write lock).
@@ -523,19 +583,63 @@ class PgPresence:
             StorageError: the server could not be reached.
         """
         try:
-            conn = self._conn = self._backend.raw_connect(writer=False)
-            alone = bool(conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                      self._key).fetchone()[0])  # type: ignore[index]
-            conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", self._key)
+            conn = self._connect()
+            alone = bool(conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                      (self._lock,)).fetchone()[0])  # type: ignore[index]
+            conn.execute("SELECT pg_advisory_lock_shared(%s)", (self._lock,))
             if alone:
-                conn.execute("SELECT pg_advisory_unlock(%s, %s)", self._key)
+                conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock,))
         except psycopg.Error as exc:
             self.release()
             raise StorageError(f"cannot join {self._backend.location}: {exc}") from exc
+        self._joined = True
         return alone
+
+    def _holds(self) -> bool:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return False
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        if not readable:
+            return True  # an idle session: nothing arrived, so nothing ended it
+        try:  # the server said something (ending the session, or a notice): ask it
+            conn.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
+
+    def refresh(self) -> None:
+        """Take the lock again (shared, never waiting) if its connection was lost.
+
+        Never raises: a server that cannot be reached is tried again at a
+        later write, after the backoff. Writer thread; one ``select`` on the
+        socket when the lock is held, a connection otherwise.
+        """
+        if not self._joined or self._holds() or self._backoff.remaining() > 0.0:
+            return
+        _close_quietly(self._conn)
+        self._conn = None
+        try:
+            conn = self._connect()
+            taken = bool(conn.execute("SELECT pg_try_advisory_lock_shared(%s)",
+                                      (self._lock,)).fetchone()[0])  # type: ignore[index]
+        except psycopg.Error as exc:
+            self._backoff.failed()
+            logger.debug("the presence lock cannot be taken again yet: %s", exc)
+            return
+        if not taken:  # another gateway is joining right now: at the next write
+            return
+        self._backoff.succeeded()
+        self.rejoins += 1
+        logger.info("the presence lock on %s was lost with its connection; taken again",
+                    self._backend.location)
 
     def release(self) -> None:
         """Close the connection, which drops the lock (idempotent)."""
+        self._joined = False
         conn, self._conn = self._conn, None
         _close_quietly(conn)
 
@@ -600,7 +704,7 @@ class PgListener:
         if self._stop.is_set():
             return False
         try:
-            conn = self._backend.raw_connect(writer=False)
+            conn = self._backend.raw_connect(writer=False, keep_idle=True)
             conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(self._backend.channel)))
         except psycopg.Error as exc:
             self._stop.wait(self._backoff.failed())

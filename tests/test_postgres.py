@@ -13,11 +13,13 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actors import Gateway, GatewayConfig
+from actors.errors import InvalidArgument
 from persistence import _postgres as pg_backend
 from persistence import open_backend
 from persistence._postgres import Backoff
@@ -404,3 +406,82 @@ def test_a_process_that_stalls_inside_a_write_frees_the_lock_for_the_others(
         stalled.wait(timeout=10)
         assert stalled.stdout is not None
         stalled.stdout.close()
+
+
+def test_a_gateway_whose_presence_connection_dropped_is_present_again_after_a_write(
+    pg: SignalLogDb, open_gateway: Callable[..., Gateway],
+) -> None:
+    first = open_gateway(hosts=[WATCHER])
+    assert first.watch(WATCHER, CHILD)
+    assert _terminate(str(pg.location), "%") >= 3  # the writer's, the listener's, presence's
+    # The next write takes the presence lock again before its transaction.
+    assert first.human_message(CHILD, channel="c") is not None
+    second = open_gateway()
+    assert second.shared_at_open  # no restart sweep: the host's leases and wakes stay
+    assert first._presence.rejoins == 1  # type: ignore[attr-defined]
+
+
+def test_presence_and_listening_connections_are_exempt_from_idle_session_timeout(
+    role: tuple[str, str], pg: SignalLogDb,
+) -> None:
+    name, url = role
+    with _admin(str(pg.location)) as admin:
+        if admin.info.server_version < 140000:
+            pytest.skip("idle_session_timeout exists from PostgreSQL 14")
+        admin.execute(sql.SQL("ALTER ROLE {} SET idle_session_timeout = 1000").format(
+            sql.Identifier(name)))  # a DBA's default that reaps idle sessions
+    backend = open_backend(url)
+    idle = backend.raw_connect(writer=False, keep_idle=True)  # type: ignore[attr-defined]
+    plain = backend.raw_connect(writer=False)  # type: ignore[attr-defined]
+    try:
+        assert idle.execute("SHOW idle_session_timeout").fetchone() == ("0",)
+        assert plain.execute("SHOW idle_session_timeout").fetchone() == ("1s",)
+        # The server probes a silent client after 5 s (TCP connections only).
+        assert plain.execute("SHOW tcp_keepalives_idle").fetchone() == ("5",)
+    finally:
+        idle.close()
+        plain.close()
+
+
+@pytest.mark.parametrize(("url", "conninfo", "schema", "shown"), [
+    ("postgresql:///db?host=127.0.0.1&port=5&user=u", "postgresql:///db?host=127.0.0.1&port=5"
+     "&user=u", "ssa", "postgresql:///db?host=127.0.0.1&port=5&user=u"),
+    ("postgresql:///db?host=/run/pg", "postgresql:///db?host=/run/pg", "ssa",
+     "postgresql:///db?host=/run/pg"),
+    ("postgresql://u@h/db?options=-c%20statement_timeout%3D5000&schema=x",
+     "postgresql://u@h/db?options=-c%20statement_timeout%3D5000", "x",
+     "postgresql://u@h/db?options=-c%20statement_timeout%3D5000&schema=x"),
+    ("postgresql://u:pw@h:5/db?password=S3cret&schema=abc",
+     "postgresql://u:pw@h:5/db?password=S3cret", "abc", "postgresql://u@h:5/db?schema=abc"),
+    ("postgres://u@h1,h2/db", "postgres://u@h1,h2/db", "ssa", "postgres://u@h1,h2/db"),
+])
+def test_the_url_reaches_libpq_as_given_and_is_shown_without_passwords(
+    url: str, conninfo: str, schema: str, shown: str,
+) -> None:
+    assert pg_backend.parse_location(url) == (conninfo, schema, shown)
+
+
+@pytest.mark.parametrize(("location", "message"), [
+    ("postgresql://h/db?schema=a%0A", "lower-case identifier"),
+    ("postgresql://h/db?schema=a&schema=b", "more than one schema"),
+    (" postgresql://h/db", "spaces"),
+    ("postgresql://h/db ", "spaces"),
+    ("postgresql:/127.0.0.1/db", "starts with postgresql://"),
+    ("postgres:127.0.0.1/db", "starts with postgresql://"),
+    ("mysql://h/db", "not a mysql:// URL"),
+])
+def test_mistyped_urls_are_refused_not_taken_for_file_names(
+    location: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a file or directory made of the URL would land here
+    with pytest.raises(InvalidArgument, match=message):
+        Gateway.open(location, monitor=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_two_schemas_never_share_a_lock() -> None:
+    # These two names have the same CRC-32 (the first lock ids did).
+    names = ("adv_m9nq5h3k", "adv_3b6lpjl1")
+    assert len({pg_backend._lock_id("write", n) for n in names}) == 2
+    assert len({pg_backend._lock_id(kind, names[0]) for kind in ("write", "presence")}) == 2
+    assert all(-2**63 <= pg_backend._lock_id("write", n) < 2**63 for n in names)
