@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -52,18 +53,29 @@ def _upstream_step(gw: Gateway, tmp: Path) -> None:
     _show("drained", gw.drain(MANAGER))
 
 
-def run_demo(db: Path | None) -> int:
+def run_demo(db: Path | str | None) -> int:
     """Run the walk-through on ``db`` (default: a temporary file); returns 0.
 
-    Blocks the calling thread for well under a second; prints to stdout.
+    Args:
+        db: a new SQLite file, or a ``postgresql://`` URL of a schema that
+            holds no sessions yet; ``None``: a temporary file.
+
+    Raises:
+        SessionStateError: the file exists, or the schema holds sessions.
+        StorageError: the database cannot be opened.
+
+    Blocks the calling thread for well under a second (SQLite); prints to stdout.
     """
-    if db is not None and db.exists():
+    if isinstance(db, Path) and db.exists():
         raise SessionStateError(f"{db} exists; the demo writes a new database, give a new path")
     with tempfile.TemporaryDirectory(prefix="ssa-demo-") as tmp:
         path = db if db is not None else Path(tmp) / "state.sqlite"
         wakes: list[str] = []
-        _say(f"Session state awareness demo (database: {path})")
         with Gateway.open(path, on_wake=wakes.append, monitor=False) as gw:
+            if gw.sessions_list():
+                raise SessionStateError(f"{gw.location} holds sessions; the demo needs an "
+                                        "empty signal log (give a new ?schema=NAME)")
+            _say(f"Session state awareness demo (database: {gw.location})")
             _step(1, "A manager spawns a child session.",
                   "The manager's cursor on the child is seeded at the spawn: it is in sync.")
             spawn = gw.spawn_subagent(MANAGER, WORKER, run_id="demo-run-1")
@@ -114,6 +126,7 @@ def run_demo(db: Path | None) -> int:
             _say("Done. The demo's temporary database is gone; run `ssa demo --db PATH` to keep "
                  "one and explore it with `ssa list --db PATH` and `ssa status KEY --db PATH`.")
         else:
-            _say(f"Done. Explore it: ssa list --db {db}; ssa status {WORKER} --changes-since 1 "
-                 f"--db {db}")
+            where = shlex.quote(str(db))
+            _say(f"Done. Explore it: ssa list --db {where}; ssa status {WORKER} "
+                 f"--changes-since 1 --db {where}")
     return 0

@@ -8,10 +8,17 @@ argument. Storage faults never raise out of producers; they surface as
 
 from __future__ import annotations
 
-from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
+from persistence.errors import (
+    BackendNotInstalled,
+    DatabaseBusy,
+    SchemaError,
+    StorageError,
+    StorageUnavailable,
+)
 
 __all__ = [
     "ArgumentTypeError",
+    "BackendNotInstalled",
     "DatabaseBusy",
     "GatewayClosed",
     "GatewayUnavailable",

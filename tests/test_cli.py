@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,22 +12,25 @@ import pytest
 
 from actors import Gateway
 from actors.cli import main
-from tests.conftest import CHILD, FIXTURES, WATCHER, needs_fixtures
+from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
 
 
 def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: SignalLogDb, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["demo", "--db", str(tmp_path / "demo.sqlite")]) == 0
+    location = str(db.location)
+    assert main(["demo", "--db", location]) == 0
     out = capsys.readouterr().out
     assert "manager's queued notices: 1" in out
     assert "20 events, historyGap False" in out
     assert "manager's queued notices after reopening: 1" in out
     assert "scan_upstream recorded: ['human message via claude']" in out
     assert out.count("(linked)") == 4
-    assert out.rstrip().endswith(f"--db {tmp_path / 'demo.sqlite'}")
-    assert main(["demo", "--db", str(tmp_path / "demo.sqlite")]) == 1  # never over an old one
-    assert "exists" in capsys.readouterr().err
+    assert out.rstrip().endswith(f"--db {shlex.quote(location)}")  # a command to paste
+    assert main(["demo", "--db", location]) == 1  # never over an old one
+    err = capsys.readouterr().err
+    assert ("exists" if db.name == "sqlite" else "holds sessions") in err
+    assert err.count("\n") == 1
 
 
 def test_status_and_list_read_an_existing_database(

@@ -273,9 +273,10 @@ def test_without_the_extra_a_postgresql_url_names_it() -> None:
     code = (
         "import sys; sys.modules['psycopg'] = None\n"
         "from actors import Gateway\n"
+        "from actors.errors import BackendNotInstalled\n"
         "try:\n"
         "    Gateway.open('postgresql://u@127.0.0.1:1/db')\n"
-        "except ImportError as exc:\n"
+        "except BackendNotInstalled as exc:\n"
         "    print(type(exc).__name__, exc)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30, check=True)
