@@ -22,6 +22,7 @@ from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 
 __all__ = [
+    "MAX_DEDUPE_KEY_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_SUMMARY_LENGTH",
     "check_actor_type",
@@ -43,6 +44,10 @@ MAX_SUMMARY_LENGTH = 1000
 
 MAX_PAYLOAD_BYTES = 16 * 1024
 """Largest encoded payload, in bytes."""
+
+MAX_DEDUPE_KEY_BYTES = 1000
+"""Longest ``dedupe_key`` in bytes of UTF-8: with the session key and agent
+id it is one PostgreSQL index entry (at most 2,704 bytes)."""
 
 _INT64_MAX = 2**63 - 1
 _encoder = msgspec.json.Encoder()
@@ -102,7 +107,7 @@ def check_agent_id(value: object, what: str = "agent_id") -> str | None:
 
 
 def check_text(value: object, what: str, *, optional: bool = False,
-               max_length: int = MAX_SUMMARY_LENGTH) -> str | None:
+               max_length: int = MAX_SUMMARY_LENGTH, max_bytes: int | None = None) -> str | None:
     """Return ``value`` if it is a storable string (no NUL, no lone surrogates, bounded length).
 
     The same text must be storable on every backend: PostgreSQL's ``text``
@@ -113,6 +118,8 @@ def check_text(value: object, what: str, *, optional: bool = False,
         what: the argument name used in the message.
         optional: ``None`` passes (and is returned).
         max_length: the longest accepted text, in characters.
+        max_bytes: the longest accepted UTF-8 encoding, in bytes (``None``:
+            no limit beyond ``max_length``).
 
     Returns:
         ``value`` unchanged.
@@ -133,9 +140,11 @@ def check_text(value: object, what: str, *, optional: bool = False,
     if "\x00" in value:
         raise InvalidArgument(f"{what} contains a NUL character")
     try:
-        value.encode("utf-8")
+        encoded = value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgument(f"{what} contains a lone surrogate") from None
+    if max_bytes is not None and len(encoded) > max_bytes:
+        raise InvalidArgument(f"{what} is longer than {max_bytes} bytes in UTF-8")
     return value
 
 

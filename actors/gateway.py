@@ -451,7 +451,8 @@ class Gateway(UpstreamApi):
             session_id=v.check_text(event.session_id, "session_id", optional=True),
             actor_id=v.check_text(event.actor_id, "actor_id", optional=True),
             run_id=v.check_text(event.run_id, "run_id", optional=True),
-            dedupe_key=v.check_text(event.dedupe_key, "dedupe_key", optional=True),
+            dedupe_key=v.check_text(event.dedupe_key, "dedupe_key", optional=True,
+                                    max_bytes=v.MAX_DEDUPE_KEY_BYTES),
             occurred_at=v.check_int(event.occurred_at, "occurred_at", optional=True),
             payload_json=v.check_payload(event.payload), shape="entry-watchers")
         return self._record(command)

@@ -14,6 +14,7 @@ import unicodedata
 
 __all__ = [
     "DEFAULT_AGENT_ID",
+    "MAX_KEY_BYTES",
     "MAX_KEY_LENGTH",
     "agent_id_of",
     "is_agent_qualified",
@@ -28,6 +29,10 @@ DEFAULT_AGENT_ID = "main"
 
 MAX_KEY_LENGTH = 512
 """Longest accepted session key or agent id, in characters (contract)."""
+MAX_KEY_BYTES = 768
+"""Longest accepted session key or agent id, in bytes of UTF-8: three keys
+(a cursor's) must fit one PostgreSQL index entry (2,704 bytes), and both
+backends accept the same keys. Every ASCII key within 512 characters fits."""
 
 # Characters that could pass for the notice's own double quotes (Unicode
 # Quotation_Mark property, double and low/high forms), '"' itself, and "\\".
@@ -50,7 +55,8 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
 
     Returns:
         ``None`` when ``key`` is a non-empty ``str`` of at most
-        :data:`MAX_KEY_LENGTH` characters; otherwise a one-line reason naming
+        :data:`MAX_KEY_LENGTH` characters and :data:`MAX_KEY_BYTES` bytes
+        of UTF-8; otherwise a one-line reason naming
         ``what``. Refused: control, format (bidirectional marks, zero-width
         characters, BOM), surrogate, private-use and unassigned characters;
         line and paragraph separators and every space but U+0020; double
@@ -67,6 +73,8 @@ def key_problem(key: object, *, what: str = "session key") -> str | None:
         return f"{what} is longer than {MAX_KEY_LENGTH} characters"
     if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
         return None  # the common case, exactly: ASCII holds no other refused character
+    if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        return f"{what} is longer than {MAX_KEY_BYTES} bytes in UTF-8"
     previous = ""
     for ch in key:
         if ch in _QUOTE_LOOKALIKES or ch in _INVISIBLE:

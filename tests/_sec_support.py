@@ -36,6 +36,8 @@ from persistence._backend import is_url, open_backend
 INT64_MAX = 2**63 - 1
 DAY_MS = 24 * 60 * 60 * 1000
 MAX_KEY_LENGTH = 512
+MAX_KEY_BYTES = 768  # of UTF-8 (three keys fit one PostgreSQL index entry)
+MAX_DEDUPE_KEY_BYTES = 1000
 MAX_TEXT_LENGTH = 1000
 MAX_PAYLOAD_BYTES = 16 * 1024
 KINDS = ("human_direct_message", "upstream_missing", "goal_changed", "child_spawned",
@@ -118,7 +120,8 @@ def key_verdict(value: object, name: str, *, optional: bool = False,
         return OK
     if not isinstance(value, str):
         return bad(ArgumentTypeError, name)
-    if not value or len(value) > MAX_KEY_LENGTH:
+    if (not value or len(value) > MAX_KEY_LENGTH
+            or len(value.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES):
         return bad(InvalidSessionKey, name)
     ambiguous = False
     previous = ""
@@ -138,13 +141,15 @@ def key_verdict(value: object, name: str, *, optional: bool = False,
 
 
 def text_verdict(value: object, name: str, *, optional: bool = False,
-                 max_length: int = MAX_TEXT_LENGTH) -> Verdict:
+                 max_length: int = MAX_TEXT_LENGTH, max_bytes: int | None = None) -> Verdict:
     """A storable identifier or summary: a non-empty ``str`` without NUL or lone surrogates."""
     if value is None and optional:
         return OK
     if not isinstance(value, str):
         return bad(ArgumentTypeError, name)
     if not value or len(value) > max_length or "\x00" in value or has_surrogate(value):
+        return bad(InvalidArgument, name)
+    if max_bytes is not None and len(value.encode("utf-8")) > max_bytes:
         return bad(InvalidArgument, name)
     return OK
 

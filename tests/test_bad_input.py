@@ -42,6 +42,7 @@ from tests._sec_support import (
     ACTOR_TYPES,
     FAILED_OUTCOMES,
     KINDS,
+    MAX_DEDUPE_KEY_BYTES,
     NON_STR,
     NON_STR_HASHABLE,
     OK,
@@ -235,7 +236,9 @@ def test_record_round_trips_every_field_exactly_or_rejects_it(
             choice_verdict(fields["actor_type"], "actor_type", ACTOR_TYPES, InvalidKind),
             text_verdict(fields["summary"], "summary"),
             *(text_verdict(fields[n], n, optional=True)
-              for n in ("session_id", "actor_id", "run_id", "dedupe_key")),
+              for n in ("session_id", "actor_id", "run_id")),
+            text_verdict(fields["dedupe_key"], "dedupe_key", optional=True,
+                         max_bytes=MAX_DEDUPE_KEY_BYTES),
             int_verdict(fields["occurred_at"], "occurred_at"),
             payload_verdict(payload),
             run_failed_verdict(kind, payload),

@@ -240,3 +240,24 @@ def test_producers_from_many_threads_each_return_their_own_event(gateway: Gatewa
     assert len(set(results)) == 80
     assert gateway.session_status(PEER).state_version == max(results)
     assert len(gateway.pending_notices(WATCHER)) == 1
+
+
+def test_the_longest_keys_and_dedupe_keys_work_on_every_backend(gateway: Gateway) -> None:
+    wide = "\U00020000"  # four bytes of UTF-8, incompressible in an index
+    agent = wide * 60
+    watcher = f"agent:{agent}:{wide * 130}"  # 767 bytes
+    target = f"agent:{agent}:subagent:{wide * 128}"  # 768 bytes: the limit
+    assert len(target.encode()) == 768
+    spawn = gateway.spawn_subagent(watcher, target, run_id="r")
+    assert spawn is not None
+    event = gateway.record(SessionStateEventInput(
+        session_key=target, kind="goal_changed", actor_type="human", summary="s",
+        dedupe_key=wide * 250))  # 1,000 bytes: the limit
+    assert event is not None
+    assert len(gateway.drain(watcher)) == 1
+    with pytest.raises(InvalidSessionKey, match="768 bytes"):
+        gateway.watch(watcher, target + wide)
+    with pytest.raises(InvalidArgument, match="1000 bytes"):
+        gateway.record(SessionStateEventInput(
+            session_key=target, kind="goal_changed", actor_type="human", summary="s",
+            dedupe_key=wide * 251))
