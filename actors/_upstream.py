@@ -120,6 +120,7 @@ class UpstreamService:
         self._ambiguous_logged: set[str] = set()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._cycles_failing = False  # a storage fault episode of the cadence (logged once)
         self._memory = LinkMemory()
         self._monitoring = False
         self._inflight: dict[tuple[str, str], pykka.Future[Any]] = {}
@@ -533,13 +534,33 @@ class UpstreamService:
             if last <= now < due:
                 continue  # not due yet (a clock that went backwards makes it due now)
             last = now
-            try:
-                self.scan_cycle()
-            except Exception:
-                if self._stop.is_set():
-                    return
-                logger.exception("an upstream scan cycle failed")
+            self.cadence_cycle()
+            if self._stop.is_set():
+                return
             due = self._clock() + interval_ms
+
+    def cadence_cycle(self) -> None:
+        """One cycle of the cadence: :meth:`scan_cycle`, its failure logged, never raised.
+
+        A storage fault is logged once per episode (a warning, then an info
+        line when cycles work again); anything else with its traceback.
+        Cadence thread (tests call it directly); blocks as :meth:`scan_cycle`.
+        """
+        try:
+            self.scan_cycle()
+        except Exception as exc:
+            if self._stop.is_set():
+                return
+            if not self._reads.is_fault(exc):
+                logger.exception("an upstream scan cycle failed")
+            elif not self._cycles_failing:
+                self._cycles_failing = True
+                logger.warning("upstream scan cycles are failing (retried every interval): "
+                               "%s: %s", type(exc).__name__, exc)
+        else:
+            if self._cycles_failing:
+                self._cycles_failing = False
+                logger.info("upstream scan cycles work again")
 
     def start_notifications(self, feed: Callable[..., ChangeFeed] | None = None) -> bool:
         """Scan a link as soon as its files change (file notifications; idempotent).

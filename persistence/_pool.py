@@ -40,6 +40,10 @@ class ReadPool:
         self._opened = 0
         self._closed = False
 
+    def is_fault(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by a read, is a storage fault (retry later; pure)."""
+        return isinstance(exc, StorageError) or self._backend.is_fault(exc)
+
     @contextmanager
     def connection(self, timeout: float = 10.0) -> Iterator[Any]:
         """Check a connection out for the ``with`` block.

@@ -17,6 +17,7 @@ import apsw
 import pytest
 
 from actors import Gateway, GatewayConfig
+from actors.errors import StorageError
 from tests._upstream_rows import claude_assistant, claude_user, pi_header, pi_user
 from tests.conftest import DAY_MS, WATCHER, FakeClock, WakeRecorder
 
@@ -317,3 +318,28 @@ def test_the_cadence_scans_after_the_initial_delay_and_then_on_its_interval(
     clock.advance(10)  # the interval (10 ms on the injected clock) has passed
     assert cycles.acquire(timeout=TIMEOUT)
     assert [k for k, _ in _events(gw)] == ["adopted", "human_direct_message"]
+
+
+def test_a_cadence_that_meets_a_storage_fault_logs_once_per_episode(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    manager = gateway._upstream
+    real = manager.scan_cycle
+    failures: list[BaseException] = [StorageError("the server is down")] * 3 + [
+        RuntimeError("a bug")]
+
+    def failing() -> list[object]:
+        raise failures.pop(0)
+
+    monkeypatch.setattr(manager, "scan_cycle", failing)
+    caplog.set_level(logging.INFO, logger="actors._upstream")
+    for _ in range(3):
+        manager.cadence_cycle()  # never raises
+    faults = [r for r in caplog.records if "cycles are failing" in r.getMessage()]
+    assert [r.levelno for r in faults] == [logging.WARNING]  # once, not per cycle
+    manager.cadence_cycle()  # anything else keeps its traceback
+    assert [r.exc_info is not None for r in caplog.records
+            if "scan cycle failed" in r.getMessage()] == [True]
+    monkeypatch.setattr(manager, "scan_cycle", real)
+    manager.cadence_cycle()
+    assert any("cycles work again" in r.getMessage() for r in caplog.records)
