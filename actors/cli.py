@@ -151,12 +151,18 @@ def _open_existing(db: Path | str | None) -> Any:
             raise SessionStateError(str(exc)) from None
         conn = backend.connect(writer=False)
         try:
-            conn.execute("SELECT version FROM ssa_schema")
+            schema = str(conn.execute("SELECT current_setting('search_path')").get).strip('"')
+            if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)).get is None:
+                problem = "no signal log at {} (open it with a gateway first)"
+            elif not conn.execute("SELECT has_schema_privilege(?, 'USAGE')", (schema,)).get:
+                problem = f"this role may not read {{}}: GRANT USAGE ON SCHEMA {schema} TO it"
+            else:
+                conn.execute("SELECT version FROM ssa_schema")
+                return conn
         except StorageError as exc:
-            conn.close()
-            raise SessionStateError(f"no signal log at {backend.location} (open it with a "
-                                    f"gateway first): {exc}") from None
-        return conn
+            problem = f"cannot read {{}}: {str(exc).splitlines()[0]}"
+        conn.close()
+        raise SessionStateError(problem.format(backend.location))
     path = db if db is not None else default_state_path()
     if not path.is_file():
         raise SessionStateError(f"no database at {path} (pass --db PATH)")

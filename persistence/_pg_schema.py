@@ -15,7 +15,7 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from persistence._schema import SCHEMA_VERSION
-from persistence.errors import SchemaError
+from persistence.errors import SchemaError, StorageError
 
 __all__ = ["APPLICATION", "TABLES", "migrate"]
 
@@ -150,6 +150,29 @@ CREATE TRIGGER session_wakes_notify AFTER INSERT ON session_wakes
 """The wake ``NOTIFY``: sent by the transaction that adds the row, delivered at its commit."""
 
 
+_OBJECTS = """
+SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ WHERE n.nspname = ? AND c.relkind NOT IN ('i', 'I')
+   AND NOT (c.relkind = 'S' AND EXISTS (
+       SELECT 1 FROM pg_depend AS d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i')))
+UNION SELECT p.proname FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+ WHERE n.nspname = ?
+UNION SELECT t.typname FROM pg_type AS t JOIN pg_namespace AS n ON n.oid = t.typnamespace
+ WHERE n.nspname = ? AND t.typrelid = 0 AND t.typcategory <> 'A'
+"""
+"""Every object in a schema that is not part of another (indexes, identity
+sequences, row and array types are): relations, functions, types."""
+
+_UNGRANTED = """
+SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ WHERE n.nspname = ? AND c.relkind = 'r'
+   AND NOT (has_table_privilege(c.oid, 'SELECT') AND has_table_privilege(c.oid, 'INSERT')
+            AND has_table_privilege(c.oid, 'UPDATE') AND has_table_privilege(c.oid, 'DELETE'))
+ ORDER BY c.relname
+"""
+"""Our tables on which the role lacks one of the privileges a gateway needs."""
+
+
 def migrate(conn: Any, schema: str) -> None:
     """Create ``schema`` and its tables, or check and upgrade their version.
 
@@ -160,21 +183,40 @@ def migrate(conn: Any, schema: str) -> None:
         schema: the schema name (already validated as an identifier).
 
     Raises:
-        SchemaError: the schema holds tables of something else, or a newer
-            version than this release knows.
+        SchemaError: the schema holds objects of something else (tables,
+            views, sequences, functions, types), or a newer version than
+            this release knows.
+        StorageError: the role may not use the schema or its tables (the
+            message names the missing grant).
         DriverError: the server refused (``42501``: the role may not create).
     """
     exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)).get
     if exists is None:
         conn.script(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(schema)).as_string())
-    tables = {str(name) for (name,) in conn.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = ?", (schema,))}
-    if "ssa_schema" not in tables:
-        if tables:
-            raise SchemaError(f"schema {schema!r} holds tables that are not a signal log "
-                              f"({', '.join(sorted(tables)[:5])})")
+    elif not conn.execute("SELECT has_schema_privilege(?, 'USAGE')", (schema,)).get:
+        raise StorageError(f"this role may not use schema {schema!r}: GRANT USAGE ON SCHEMA "
+                           f"{schema} TO it (README, Deployment, privileges)")
+    objects = {str(name) for (name,) in conn.execute(_OBJECTS, (schema, schema, schema))}
+    if "ssa_schema" not in objects:
+        if objects:
+            raise SchemaError(f"schema {schema!r} holds objects that are not a signal log "
+                              f"({', '.join(sorted(objects)[:5])})")
         _create(conn, schema)
         return
+    foreign = objects - set(TABLES) - {"ssa_schema", "session_wakes_notify"}
+    columns = {str(name) for (name,) in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = ?"
+        " AND table_name = 'ssa_schema'", (schema,))}
+    if foreign or not {"application", "version"} <= columns:
+        raise SchemaError(f"schema {schema!r} is not a session-state signal log"
+                          + (f" (it also holds {', '.join(sorted(foreign)[:5])})" if foreign
+                             else ""))
+    missing = [str(name) for (name,) in conn.execute(_UNGRANTED, (schema,))]
+    if missing:
+        raise StorageError(
+            f"this role lacks SELECT, INSERT, UPDATE or DELETE on {', '.join(missing[:3])} in "
+            f"schema {schema!r}: GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+            f"{schema} TO it (README, Deployment, privileges)")
     row = conn.execute("SELECT application, version FROM ssa_schema").fetchone()
     if row is None or row[0] != APPLICATION:
         raise SchemaError(f"schema {schema!r} is not a session-state signal log")

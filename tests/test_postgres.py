@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from actors import Gateway, GatewayConfig
+from actors.cli import main
 from actors.errors import InvalidArgument
 from persistence import _postgres as pg_backend
 from persistence import open_backend
@@ -486,3 +487,46 @@ def test_two_schemas_never_share_a_lock() -> None:
     assert len({pg_backend._lock_id("write", n) for n in names}) == 2
     assert len({pg_backend._lock_id(kind, names[0]) for kind in ("write", "presence")}) == 2
     assert all(-2**63 <= pg_backend._lock_id("write", n) < 2**63 for n in names)
+
+
+def test_missing_grants_are_named_at_open_and_by_the_cli(
+    role: tuple[str, str], pg: SignalLogDb, clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name, url = role
+    schema = url.rsplit("schema=", 1)[1]
+    with _admin(str(pg.location)) as admin:
+        admin.execute(sql.SQL("REVOKE INSERT ON ALL TABLES IN SCHEMA {} FROM {}").format(
+            sql.Identifier(schema), sql.Identifier(name)))
+    with pytest.raises(StorageError, match="lacks SELECT, INSERT, UPDATE or DELETE"):
+        Gateway.open(url, clock=clock, monitor=False)
+    assert main(["list", "--db", url]) == 0  # reading needs SELECT only
+    with _admin(str(pg.location)) as admin:
+        admin.execute(sql.SQL("REVOKE USAGE ON SCHEMA {} FROM {}").format(
+            sql.Identifier(schema), sql.Identifier(name)))
+    with pytest.raises(StorageError, match="may not use schema"):
+        Gateway.open(url, clock=clock, monitor=False)
+    capsys.readouterr()
+    assert main(["status", CHILD, "--db", url]) == 1
+    err = capsys.readouterr().err
+    assert "GRANT USAGE ON SCHEMA" in err
+    assert err.count("\n") == 1  # one line
+
+
+@pytest.mark.parametrize("statement", [
+    "CREATE VIEW {schema}.v AS SELECT 1 AS x",
+    "CREATE SEQUENCE {schema}.s",
+    "CREATE FUNCTION {schema}.f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    "CREATE TYPE {schema}.mood AS ENUM ('ok')",
+    "CREATE TABLE {schema}.ssa_schema (id int)",
+])
+def test_a_schema_holding_anything_of_something_else_is_refused(
+    pg: SignalLogDb, clock: FakeClock, statement: str,
+) -> None:
+    url = str(pg.location)
+    schema = url.rsplit("schema=", 1)[1]
+    with _admin(url) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        admin.execute(statement.format(schema=schema))
+    with pytest.raises(SchemaError, match=r"not a (session-state )?signal log"):
+        Gateway.open(url, clock=clock, monitor=False)
