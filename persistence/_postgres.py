@@ -67,17 +67,19 @@ __all__ = ["DEFAULT_SCHEMA", "Backoff", "PgConnection", "PostgresBackend", "pars
 logger = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = "ssa"
-CONNECT_TIMEOUT_S = 5
+CONNECT_TIMEOUT_S = 3
 """libpq ``connect_timeout``: how long one connection attempt may take, in s."""
 LIBPQ_DEFAULTS: dict[str, str] = {
     "connect_timeout": str(CONNECT_TIMEOUT_S),
     "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
-    "keepalives_count": "3", "tcp_user_timeout": "10000",
+    "keepalives_count": "3", "tcp_user_timeout": "5000",
 }
 """Connection parameters used unless the URL sets them: a server that stopped
 answering (a network partition, a host gone) is given up on after about 11 s
-of silence (keepalives) or 10 s of unacknowledged data (``tcp_user_timeout``,
-ms), instead of the kernel's 15 minutes; the connection then reconnects."""
+of silence (keepalives) or 5 s of unacknowledged data (``tcp_user_timeout``,
+ms), instead of the kernel's 15 minutes; the connection then reconnects. A
+producer call caught in a partition so returns ``None`` within about 8 s (5 s
+and one connection attempt), inside ``ask_timeout_s``."""
 RECONNECT_FIRST_S = 0.05
 RECONNECT_LONGEST_S = 5.0
 """Backoff between connection attempts after a failure, in s (doubling)."""
