@@ -570,6 +570,7 @@ class PgPresence:
         self._conn: psycopg.Connection[Any] | None = None
         self._joined = False
         self._backoff = Backoff()
+        self._guard = threading.Lock()  # refresh (writer) against release (closing thread)
         self.rejoins = 0
         """How often the lock was taken again after a loss (for tests)."""
 
@@ -620,6 +621,10 @@ class PgPresence:
         later write, after the backoff. Writer thread; one ``select`` on the
         socket when the lock is held, a connection otherwise.
         """
+        with self._guard:
+            self._refresh()
+
+    def _refresh(self) -> None:
         if not self._joined or self._holds() or self._backoff.remaining() > 0.0:
             return
         _close_quietly(self._conn)
@@ -640,9 +645,10 @@ class PgPresence:
                     self._backend.location)
 
     def release(self) -> None:
-        """Close the connection, which drops the lock (idempotent)."""
-        self._joined = False
-        conn, self._conn = self._conn, None
+        """Close the connection, which drops the lock (idempotent; any thread)."""
+        with self._guard:
+            self._joined = False
+            conn, self._conn = self._conn, None
         _close_quietly(conn)
 
 
