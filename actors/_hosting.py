@@ -176,11 +176,13 @@ class Hosting:
         renew_every = self._lease_ms / 3000
         next_renew = time.monotonic() + renew_every
         while not self._stop.is_set():
+            renewed = False
             try:
                 self.probe(min(_WAIT_S, max(0.0, next_renew - time.monotonic())))
                 if time.monotonic() >= next_renew:
                     next_renew = time.monotonic() + renew_every
                     self.claim()  # renews the leases, and takes what a dead co-host left
+                    renewed = True
             except _PROBE_ERRORS as exc:
                 level = logging.DEBUG if self._failing else logging.WARNING
                 self._failing = True
@@ -192,7 +194,7 @@ class Hosting:
                 logger.exception("the hosting probe failed (retrying)")
                 self._stop.wait(self._interval_s)
                 continue
-            if self._failing:
+            if self._failing and renewed:  # a write went through, not only a read
                 self._failing = False
                 logger.info("the hosting probe works again")
 

@@ -38,8 +38,11 @@ __all__ = [
     "write_transaction",
 ]
 
-_URL = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?:)", re.IGNORECASE)
-"""A URL, or what was meant as a PostgreSQL one (``postgresql:/h/db``, `` postgres://``)."""
+_URL = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*://|postgres(?:ql)?\s*(?:[:;]|//))",
+                  re.IGNORECASE)
+"""A URL, or what was meant as a PostgreSQL one (``postgresql:/h/db``, ``postgresql//h``)."""
+_CONNINFO = re.compile(r"\s*(?:[A-Za-z_]+\s*=|[\w.-]+@[\w.-]+:\d+(?:/|$))")
+"""A libpq ``key=value`` string, or ``user@host:port/db``: meant for a server."""
 _POSTGRES = ("postgresql://", "postgres://")
 
 
@@ -51,11 +54,12 @@ def is_postgres_url(location: str) -> bool:
 def is_url(location: str) -> bool:
     """Whether ``location`` is a URL rather than a file path (pure).
 
-    ``scheme://...``, and anything that starts with ``postgres:`` or
-    ``postgresql:`` (also after spaces): a mistyped URL must be refused, not
-    taken for a file name.
+    ``scheme://...``; anything that starts with ``postgres`` or
+    ``postgresql`` and then ``:``, ``;`` or ``//`` (also after spaces); a
+    libpq ``key=value`` string; ``user@host:port``. A mistyped URL must be
+    refused, not taken for a file name.
     """
-    return _URL.match(location) is not None
+    return _URL.match(location) is not None or _CONNINFO.match(location) is not None
 
 
 class Presence(Protocol):
@@ -215,9 +219,12 @@ def url_problem(location: str) -> str | None:
         return "the database URL must not start or end with spaces"
     if is_postgres_url(location):
         return None
-    scheme = location.split(":", 1)[0]
-    if scheme.lower() in ("postgres", "postgresql"):
+    if _CONNINFO.match(location) is not None:
+        return ("give the PostgreSQL database as a URL: postgresql://user@host:port/db "
+                "(not a key=value string or user@host:port)")
+    if location.lower().startswith("postgres"):
         return "a PostgreSQL URL starts with postgresql:// (as in postgresql://user@host/db)"
+    scheme = location.split(":", 1)[0]
     return ("the database must be a SQLite file path or a postgresql:// URL, "
             f"not a {scheme}:// URL")
 

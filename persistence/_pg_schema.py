@@ -204,9 +204,10 @@ def migrate(conn: Any, schema: str) -> None:
         _create(conn, schema)
         return
     foreign = objects - set(TABLES) - {"ssa_schema", "session_wakes_notify"}
-    columns = {str(name) for (name,) in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = ?"
-        " AND table_name = 'ssa_schema'", (schema,))}
+    columns = {str(name) for (name,) in conn.execute(  # whatever the role may read
+        "SELECT a.attname FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid"
+        " JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = ?"
+        " AND c.relname = 'ssa_schema' AND a.attnum > 0 AND NOT a.attisdropped", (schema,))}
     if foreign or not {"application", "version"} <= columns:
         raise SchemaError(f"schema {schema!r} is not a session-state signal log"
                           + (f" (it also holds {', '.join(sorted(foreign)[:5])})" if foreign

@@ -80,6 +80,10 @@ of silence (keepalives) or 5 s of unacknowledged data (``tcp_user_timeout``,
 ms), instead of the kernel's 15 minutes; the connection then reconnects. A
 producer call caught in a partition so returns ``None`` within about 8 s (5 s
 and one connection attempt), inside ``ask_timeout_s``."""
+STALL_TIMEOUT_FLOOR_MS = 5000
+"""The shortest ``idle_in_transaction_session_timeout`` we set, in ms: a
+busy process may idle that long between two statements of its own
+transaction without the server ending it."""
 RECONNECT_FIRST_S = 0.05
 RECONNECT_LONGEST_S = 5.0
 """Backoff between connection attempts after a failure, in s (doubling)."""
@@ -153,7 +157,8 @@ def parse_location(url: str) -> tuple[str, str, str]:
             schema, or the schema name is not a lower-case identifier of at
             most 48 characters.
     """
-    base, has_query, query = url.partition("?")
+    scheme, _, rest_of_url = url.partition("://")
+    base, has_query, query = f"{scheme.lower()}://{rest_of_url}".partition("?")
     items = [item for item in query.split("&") if item] if has_query else []
     schemas = [unquote(item.split("=", 1)[1]) if "=" in item else ""
                for item in items if _query_key(item) == "schema"]
@@ -164,18 +169,18 @@ def parse_location(url: str) -> tuple[str, str, str]:
         raise InvalidLocation(
             f"schema {schema!r} in the PostgreSQL URL must be a lower-case identifier "
             "(letters, digits, underscores; at most 48 characters)")
-    rest = [item for item in items if _query_key(item) != "schema"]
-    conninfo = base + ("?" + "&".join(rest) if rest else "")
+    kept = [item for item in items if _query_key(item) != "schema"]
+    conninfo = base + ("?" + "&".join(kept) if kept else "")
     try:
         psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
-        raise InvalidLocation(f"not a valid PostgreSQL URL: {exc}") from None
+        raise InvalidLocation(f"not a valid PostgreSQL URL: {_first_line(str(exc))}") from None
     scheme, _, after = base.partition("://")
     netloc, slash, path = after.partition("/")
     if "@" in netloc:
         user, host = netloc.rsplit("@", 1)
         netloc = f"{user.split(':', 1)[0]}@{host}"
-    shown_items = [item for item in items if _query_key(item) != "password"]
+    shown_items = [item for item in items if "password" not in _query_key(item).lower()]
     shown = f"{scheme}://{netloc}{slash}{path}" + (
         "?" + "&".join(shown_items) if shown_items else "")
     return conninfo, schema, shown
@@ -200,8 +205,18 @@ def _sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+_HINTS = {"25006": " (the server is read-only: a standby? Open the gateway on the primary)"}
+"""What to add to the server's message for SQLSTATEs whose cause is not plain."""
+
+
+def _first_line(text: str) -> str:
+    """libpq's messages carry ``LINE n:`` context and hints on further lines."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def _wrap(exc: psycopg.Error) -> DriverError:
-    error = DriverError(f"{type(exc).__name__}: {str(exc).strip()}", exc.sqlstate)
+    error = DriverError(f"{type(exc).__name__}: {_first_line(str(exc))}"
+                        f"{_HINTS.get(exc.sqlstate or '', '')}", exc.sqlstate)
     error.__cause__ = exc
     return error
 
@@ -402,8 +417,8 @@ class PostgresBackend:
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000) -> None:
         self._conninfo, self.schema, self.location = parse_location(url)
         self.path: Path | None = None
-        self._busy_timeout_ms = busy_timeout_ms
-        self.stall_timeout_ms = 2 * busy_timeout_ms
+        self._busy_timeout_ms = max(1, busy_timeout_ms)  # 0 is "never time out" to the server
+        self.stall_timeout_ms = max(2 * busy_timeout_ms, STALL_TIMEOUT_FLOOR_MS)
         """How long the server lets one of our sessions idle inside a
         transaction before it ends it (``idle_in_transaction_session_timeout``,
         ms): a stalled process frees the write lock for the others."""
