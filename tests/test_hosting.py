@@ -9,13 +9,15 @@ there with bounded waits instead of hand-driven probes.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 
 import pytest
 
 from actors import Gateway, GatewayConfig
 from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey, StorageError
-from tests.conftest import CHILD, WATCHER, FakeClock, WakeRecorder
+from tests.conftest import CHILD, JOIN_TIMEOUT_S, WATCHER, FakeClock, WakeRecorder
 
 QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=600_000)
 
@@ -209,3 +211,33 @@ def test_a_first_host_owes_no_wakes_for_notices_already_woken(
     late_wakes = WakeRecorder()
     open_gateway(QUIET, on_wake=late_wakes, hosts=[WATCHER])
     assert late_wakes.calls == []
+
+
+def test_renewals_that_keep_failing_while_reads_work_warn_once(
+    open_gateway: Callable[..., Gateway], monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The one test here that lets the hosting thread run: renewals every 0.1 s.
+    host = open_gateway(GatewayConfig(probe_interval_ms=10, lease_ms=300),
+                        on_wake=WakeRecorder(), hosts=[WATCHER])
+    hosting = host._hosting
+    real = hosting.claim
+    claims = threading.Semaphore(0)
+    writable = threading.Event()
+
+    def claim() -> int:  # a read-only server: every write fails, every read works
+        claims.release()
+        if not writable.is_set():
+            raise StorageError("cannot execute INSERT in a read-only transaction")
+        return real()
+
+    caplog.set_level(logging.INFO, logger="actors._hosting")
+    monkeypatch.setattr(hosting, "claim", claim)
+    assert all(claims.acquire(timeout=JOIN_TIMEOUT_S) for _ in range(6))
+    writable.set()
+    assert all(claims.acquire(timeout=JOIN_TIMEOUT_S) for _ in range(3))
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [m for level, m in messages if level == logging.WARNING] == [
+        "the hosting probe failed (retrying): StorageError: cannot execute INSERT in a "
+        "read-only transaction"]
+    assert (logging.INFO, "the hosting probe works again") in messages
