@@ -609,7 +609,8 @@ class PgPresence:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock,))
         except psycopg.Error as exc:
             self.release()
-            raise StorageError(f"cannot join {self._backend.location}: {exc}") from exc
+            raise StorageError(f"cannot join {self._backend.location}: "
+                               f"{_first_line(str(exc))}") from exc
         self._joined = True
         return alone
 
@@ -650,9 +651,13 @@ class PgPresence:
                                       (self._lock,)).fetchone()[0])  # type: ignore[index]
         except psycopg.Error as exc:
             self._backoff.failed()
+            _close_quietly(self._conn)
+            self._conn = None
             logger.debug("the presence lock cannot be taken again yet: %s", exc)
             return
-        if not taken:  # another gateway is joining right now: at the next write
+        if not taken:  # another gateway is joining right now: try at the next write
+            _close_quietly(self._conn)
+            self._conn = None
             return
         self._backoff.succeeded()
         self.rejoins += 1
@@ -720,7 +725,8 @@ class PgListener:
         except psycopg.Error as exc:
             with self._lock:
                 self._drop()
-            raise StorageError(f"the wake listener lost its connection: {exc}") from exc
+            raise StorageError("the wake listener lost its connection: "
+                               f"{_first_line(str(exc))}") from exc
 
     def _reconnect(self) -> bool:
         self._drop()
@@ -731,7 +737,8 @@ class PgListener:
             conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(self._backend.channel)))
         except psycopg.Error as exc:
             self._stop.wait(self._backoff.failed())
-            raise StorageError(f"the wake listener cannot connect: {exc}") from exc
+            raise StorageError("the wake listener cannot connect: "
+                               f"{_first_line(str(exc))}") from exc
         self._conn = conn
         self._backoff.succeeded()
         if self._connected_once:

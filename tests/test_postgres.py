@@ -9,6 +9,7 @@ pytest-timeout's 60 s).
 from __future__ import annotations
 
 import logging
+import select
 import subprocess
 import sys
 import uuid
@@ -569,3 +570,32 @@ def test_driver_errors_are_one_line_and_say_what_a_read_only_server_means() -> N
     assert "cannot execute DELETE in a read-only transaction" in str(wrapped)
     assert "a standby? Open the gateway on the primary" in str(wrapped)
     assert wrapped.sqlstate == "25006"
+
+
+def test_a_presence_lock_lost_while_another_gateway_joins_is_taken_at_a_later_write(
+    pg: SignalLogDb,
+) -> None:
+    url = str(pg.location)
+    backend = open_backend(url)
+    writer = backend.connect(writer=True, migrate=True)
+    writer.close()
+    presence = backend.presence()
+    assert presence.join()
+    conn = presence._conn  # type: ignore[attr-defined]
+    lock = presence._lock  # type: ignore[attr-defined]
+    with _admin(url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        assert select.select([conn.fileno()], [], [], 10)[0]  # the server said goodbye
+        admin.execute("SELECT pg_advisory_lock(%s)", (lock,))  # a gateway joining right now
+        presence.refresh()  # not taken (it never waits): tried again at the next write
+        assert presence.rejoins == 0  # type: ignore[attr-defined]
+        admin.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+    presence.refresh()
+    assert presence.rejoins == 1  # type: ignore[attr-defined]
+    with _admin(url) as admin:
+        held = admin.execute(  # a bigint advisory key shows as (classid, objid) halves
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock'"
+            " AND granted AND classid::bigint = %s AND objid::bigint = %s",
+            ((lock >> 32) & 0xFFFFFFFF, lock & 0xFFFFFFFF)).fetchone()
+    assert held == (1,)
+    presence.release()
