@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import signal
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -34,6 +36,9 @@ ADOPT_BATCH = 512
 """Candidates handed to ``Gateway.adopt_many`` at once (progress is shown per batch)."""
 _NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
                   "opencode": "OpenCode child session"}
+NEW_FILE_SLACK_MS = 1000
+"""A transcript last written at most this long before watching began still counts
+as new when it is first seen later (file system timestamps are coarse)."""
 
 
 @contextmanager
@@ -73,15 +78,45 @@ def _all_default_catalogs() -> list[tuple[str, Path]]:
     return [(s, p) for s in SOURCES for p in defaults[s]]
 
 
-class _Adopter:
-    """Adopts newly discovered sessions; remembers what it adopted and skipped."""
+Announce = Callable[[Candidate, str, str | None, bool], None]
+"""``(candidate, key, why not monitored or None, read from its start)``."""
 
-    def __init__(self, gw: Gateway, watcher: str, stop: threading.Event, err: TextIO) -> None:
+
+def is_new_since(candidate: Candidate, started_ms: int) -> bool:
+    """Whether a session first seen after watching began holds only new activity.
+
+    A JSONL transcript counts as new when it was last written after watching
+    began (less :data:`NEW_FILE_SLACK_MS`): it was created since, so all of it
+    is new. A file moved in with an old modification time is not. OpenCode's
+    sessions are rows of one database: a session id first seen later is new.
+    Blocks on one ``stat``; never raises.
+    """
+    if candidate.source == "opencode":
+        return True
+    try:
+        written_ms = os.stat(candidate.path).st_mtime_ns // 1_000_000
+    except OSError:
+        return False
+    return written_ms >= started_ms - NEW_FILE_SLACK_MS
+
+
+class _Adopter:
+    """Adopts newly discovered sessions; remembers what it adopted and skipped.
+
+    Sessions found at start are adopted at their current end. Sessions that
+    appear later (:meth:`adopt` with ``later``) are read from their beginning
+    when :func:`is_new_since` says they are new, and each is announced.
+    """
+
+    def __init__(self, gw: Gateway, watcher: str, stop: threading.Event, err: TextIO,
+                 announce: Announce | None = None) -> None:
         self.gw = gw
         self.watcher = watcher
         self.agent = agent_id_of(watcher)
         self.stop = stop
         self.err = err
+        self.announce = announce
+        self.started_ms = time.time_ns() // 1_000_000
         self.seen: set[tuple[str, str]] = set()
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
@@ -94,12 +129,14 @@ class _Adopter:
             key += ":" + digest.hexdigest()[:8]
         return key
 
-    def adopt(self, candidates: list[Candidate], *, progress: bool) -> int:
+    def adopt(self, candidates: list[Candidate], *, progress: bool, later: bool = False) -> int:
         """Adopt and watch each candidate not seen before; returns how many were new.
 
         Uses ``Gateway.adopt_many`` in chunks, so the adoptions and their
-        watch registrations share group commits. Blocks until done or
-        ``stop`` is set.
+        watch registrations share group commits. With ``later`` (sessions
+        that appeared while watching) new transcripts are read from their
+        start and every outcome is announced. Blocks until done or ``stop``
+        is set.
         """
         fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
         keyed: list[tuple[Candidate, str]] = []
@@ -116,15 +153,23 @@ class _Adopter:
             if self.stop.is_set():
                 break
             chunk = keyed[start:start + ADOPT_BATCH]
-            for (candidate, key), link in zip(chunk, self._adopt_chunk(chunk), strict=True):
+            fresh_flags = [later and is_new_since(c, self.started_ms) for c, _ in chunk]
+            links = self._adopt_chunk(chunk, fresh_flags)
+            for (candidate, key), link, from_start in zip(chunk, links, fresh_flags,
+                                                          strict=True):
+                why: str | None = None
                 if link is False:
-                    self.skipped["unusable file name"] += 1  # e.g. not valid UTF-8
+                    why = "unusable file name"  # e.g. not valid UTF-8
                 elif link is not None:
                     self.adopted[candidate.source] += 1
                 elif self.gw.session_status(key).state_version:
-                    self.skipped[_NOT_MONITORED.get(candidate.source, "not monitorable")] += 1
+                    why = _NOT_MONITORED.get(candidate.source, "not monitorable")
                 else:
-                    self.skipped["unreadable"] += 1
+                    why = "unreadable"
+                if why is not None:
+                    self.skipped[why] += 1
+                if later and self.announce is not None:
+                    self.announce(candidate, key, why, from_start)
             done += len(chunk)
             if progress:
                 self.err.write(f"\radopting {done}/{len(keyed)}")
@@ -133,10 +178,12 @@ class _Adopter:
             self.err.write("\n")
         return len(fresh)
 
-    def _adopt_chunk(self, chunk: list[tuple[Candidate, str]]) -> list[object]:
+    def _adopt_chunk(self, chunk: list[tuple[Candidate, str]],
+                     from_start: list[bool]) -> list[object]:
         """Links (or ``None``) per candidate; ``False`` for one the gateway refused."""
-        requests = [AdoptRequest(key=key, source=c.source, path=c.path, thread_id=c.thread_id)
-                    for c, key in chunk]
+        requests = [AdoptRequest(key=key, source=c.source, path=c.path, thread_id=c.thread_id,
+                                 from_start=whole)
+                    for (c, key), whole in zip(chunk, from_start, strict=True)]
         try:
             return list(self.gw.adopt_many(requests, watcher=self.watcher))
         except (SessionStateError, ValueError, TypeError):
@@ -230,7 +277,8 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                       "Pass --watcher agent:main:ssa-watch to leave them to it.\n")
             err.flush()
         gw._upstream.mark_monitoring()  # it scans what it adopts: lease new links to it
-        adopter = _Adopter(gw, args.watcher, stop, err)
+        adopter = _Adopter(gw, args.watcher, stop, err,
+                           announce=partial(_announce, as_json=args.json, out=out))
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
         if not getattr(args, "poll_only", False):
             gw.start_upstream_notifications()  # before the summary says we are watching
@@ -247,12 +295,33 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                 continue
             # Default locations that did not exist at start may appear later.
             later = catalogs if given else _all_default_catalogs()
-            adopter.adopt(_discover_all(later, err, warn=False), progress=False)
+            adopter.adopt(_discover_all(later, err, warn=False), progress=False, later=True)
             gw.scan_upstream()
             scans += 1
             next_scan = time.monotonic() + args.interval
             _report(gw, args.watcher, args.json, out)
     return 0
+
+
+def _announce(candidate: Candidate, key: str, why: str | None, from_start: bool, *,
+              as_json: bool, out: TextIO) -> None:
+    """Say that a session which appeared while watching is now watched, or why not."""
+    if as_json:
+        record: dict[str, object] = {"source": candidate.source, "sessionKey": key,
+                                     "path": candidate.path}
+        if why is None:
+            out.write(msgspec.json.encode({"adoptedSession": {
+                **record, "fromStart": from_start}}).decode() + "\n")
+        else:
+            out.write(msgspec.json.encode({"notMonitoredSession": {
+                **record, "reason": why}}).decode() + "\n")
+    elif why is None:
+        where = "from its start" if from_start else "from its current end"
+        out.write(f"new {candidate.source} session {key} ({candidate.path}): watched, "
+                  f"read {where}\n")
+    else:
+        out.write(f"new {candidate.source} session {candidate.path}: not monitored ({why})\n")
+    out.flush()
 
 
 def _summary(adopter: _Adopter, args: Any, out: TextIO, looked: list[str]) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -182,7 +184,44 @@ def test_sessions_created_after_watch_started_are_adopted_and_watched(
     out = CreateOnAdopt(late)
     assert run_watch(_args(tmp_path, claude=[str(claude)], scans=2), out=out,
                      err=io.StringIO()) == 0
-    assert 'session_status sessionKey "agent:main:claude:late"' in out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[1] == (f"new claude session agent:main:claude:late ({late}): watched, "
+                        "read from its start")
+    # Created while watching, so its first prompt (the one that made the file)
+    # is reported, and so is the turn typed after it: two notices.
+    notices = [line for line in lines if line.startswith("notice: ")]
+    assert len(notices) == 2
+    assert all('sessionKey "agent:main:claude:late"' in n for n in notices)
+    human = [line for line in lines if "human_direct_message by human" in line]
+    assert len(human) == 2
+
+
+def test_a_session_that_appears_with_an_old_time_is_adopted_at_its_end_and_announced(
+    tmp_path: Path,
+) -> None:
+    claude, _ = _catalog(tmp_path)
+    moved = claude / "-work" / "moved.jsonl"
+    legacy = tmp_path / "pi" / "--work--" / "2026-06-05T05-24-28-246Z_late.jsonl"
+
+    class MoveInOnAdopt(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith('{"adopted"'):  # the summary: now sessions appear
+                moved.write_bytes(claude_user("an old session, moved in"))
+                old = time.time() - 3600
+                os.utime(moved, (old, old))  # mv keeps the modification time
+                legacy.write_bytes(pi_header(None) + pi_user("x"))
+            return super().write(text)
+
+    out = MoveInOnAdopt()
+    args = _args(tmp_path, claude=[str(claude)], pi=[str(tmp_path / "pi")], json=True)
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    announced = {next(iter(r)): r[next(iter(r))] for r in records[1:] if len(r) == 1}
+    assert announced["adoptedSession"] == {
+        "source": "claude", "sessionKey": "agent:main:claude:moved", "path": str(moved),
+        "fromStart": False}  # its turns are old: not reported
+    assert announced["notMonitoredSession"]["reason"] == "legacy Pi format"
+    assert not [r for r in records if "notice" in r]
 
 
 def test_files_whose_names_are_not_utf8_are_skipped_not_fatal(tmp_path: Path) -> None:
