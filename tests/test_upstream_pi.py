@@ -540,3 +540,43 @@ def test_corrupted_typed_line_never_raises(cut: int, junk: bytes) -> None:
     unit = classify_pi_line(TYPED_LINE[:cut] + junk + TYPED_LINE[cut:])
     assert isinstance(unit, Unit)
     assert pi_header_version(TYPED_LINE[:cut] + junk + TYPED_LINE[cut:]) is None
+
+
+# --- /skill:name expansions (AgentSession._expandSkillCommand, pi-mono coding-agent) --------
+
+SKILL_BLOCK = ('<skill name="review" location="/home/me/.pi/agent/skills/review/SKILL.md">\n'
+               "References are relative to /home/me/.pi/agent/skills/review.\n\n"
+               "# Review\n\nRead the diff and list the problems.\n</skill>")
+
+
+def _pi_user_line(text: str) -> bytes:
+    return json.dumps({"type": "message", "id": "a1b2c3d4", "parentId": None,
+                       "timestamp": "2026-06-05T05:24:28.254Z",
+                       "message": {"role": "user", "content": [{"type": "text", "text": text}],
+                                   "timestamp": 1780637068253}}).encode()
+
+
+def test_a_bare_skill_invocation_is_a_command_not_typed_text() -> None:
+    unit = classify_pi_line(_pi_user_line(SKILL_BLOCK))
+    assert (unit.human, unit.reason) == (False, "skill_command")
+
+
+def test_text_typed_after_a_skill_counts_as_the_command_the_person_typed() -> None:
+    unit = classify_pi_line(_pi_user_line(SKILL_BLOCK + "\n\nlook at foo.py first"))
+    assert (unit.human, unit.reason) == (True, "typed")
+    # What was typed (and what a gateway would note as its own text), not the skill file.
+    assert unit.text == normalize_text("/skill:review look at foo.py first")
+
+
+def test_a_skill_file_that_quotes_its_closing_tag_never_becomes_typed_text() -> None:
+    quoting = SKILL_BLOCK.replace("list the problems.", "end with\n</skill>\n\nlike this.")
+    assert classify_pi_line(_pi_user_line(quoting)).reason == "skill_command"
+    unit = classify_pi_line(_pi_user_line(quoting + "\n\nnow"))
+    assert unit.text == normalize_text("/skill:review now")
+
+
+def test_text_that_only_looks_like_a_skill_block_is_typed_as_it_stands() -> None:
+    for text in ("<skill>hello</skill>", SKILL_BLOCK + " and more on the same line",
+                 "please explain " + SKILL_BLOCK):
+        unit = classify_pi_line(_pi_user_line(text))
+        assert (unit.human, unit.text) == (True, normalize_text(text))

@@ -29,6 +29,17 @@ so everything else about a user message looks typed. Policy decisions:
 * A user message holding a slash command (very early builds stored ``/mode``
   as text) is human: a person typed it, and current builds never store
   built-in commands as user messages.
+* ``/skill:name args`` is stored expanded (``AgentSession._expandSkillCommand``
+  in ``packages/coding-agent/src/core/agent-session.ts``): ``<skill name="…"
+  location="…">``, the skill file's body, ``</skill>``, then a blank line and
+  the arguments when there are any. The skill file is not typed text: a bare
+  ``/skill:name`` is not human (``skill_command``, like Claude Code's slash
+  commands); with arguments it is human, and its text (for self-echo) is
+  ``/skill:name args``, what the person or the gateway typed. The block ends
+  at its *last* ``</skill>`` line, so a skill file quoting ``</skill>`` never
+  turns its own lines into typed text. Prompt templates (``/name args``) are
+  stored expanded with no marker at all, so they cannot be told from typed
+  text and count as typed.
 * A line must be valid UTF-8 JSON (RFC 8259); anything else stops the scan.
   OpenClaw replaces invalid bytes instead; Pi (Node ``JSON.stringify``)
   never writes them, so only a corrupted file is affected. Lone ``\\uD8xx``
@@ -42,6 +53,7 @@ never logged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import msgspec
@@ -56,7 +68,7 @@ from actors.upstream._common import (
     normalize_text,
 )
 
-__all__ = ["classify_pi_line", "pi_header_version"]
+__all__ = ["classify_pi_line", "pi_header_version", "skill_invocation"]
 
 
 class _Part(msgspec.Struct):
@@ -87,6 +99,27 @@ _ENTRY_DECODER = msgspec.json.Decoder(_Entry)
 _MESSAGE_DECODER = msgspec.json.Decoder(_Message | None)
 _CONTENT_DECODER = msgspec.json.Decoder(str | list[_Part] | None)
 _HEADER_DECODER = msgspec.json.Decoder(_Header)
+
+_SKILL_OPEN = re.compile(r'<skill name="([^"\n]+)" location="[^"\n]*">\r?\n')
+_SKILL_CLOSE = "\n</skill>"
+
+
+def skill_invocation(text: str) -> tuple[str, str] | None:
+    """``(skill name, arguments)`` when ``text`` is an expanded ``/skill:`` command, else ``None``.
+
+    Pure; see the module doc for the stored shape. The arguments are ``""``
+    for a bare invocation.
+    """
+    opened = _SKILL_OPEN.match(text)
+    if opened is None:
+        return None
+    close = len(text)
+    while (close := text.rfind(_SKILL_CLOSE, opened.end() - 1, close)) >= 0:
+        rest = text[close + len(_SKILL_CLOSE):]  # the last close the arguments follow
+        if not rest.strip() or rest.startswith(("\n\n", "\r\n\r\n")):
+            return opened.group(1), rest.strip()
+    return None
+
 
 _STOP = Unit(human=False, reason="invalid_json", stop=True)
 _BLANK = Unit(human=False, reason="blank")
@@ -138,6 +171,12 @@ def _decide(
         media = any(kind == "image" for kind, _ in content)
     else:
         text = ""
+    skill = skill_invocation(text)
+    if skill is not None:
+        name, args = skill
+        if not args:
+            return Unit(human=False, reason="skill_command")
+        text = f"/skill:{name} {args}"
     normalized = normalize_text(text)
     if not normalized:
         return Unit(human=False, reason="image_only" if media else "empty")
