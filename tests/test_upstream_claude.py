@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
 from actors.upstream.claude import classify_claude_line, classify_claude_message
+from tests._upstream_rows import claude_user
 
 FIXTURES = (
     Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "claude-code"
@@ -620,3 +621,29 @@ def test_corrupted_typed_line_never_raises(cut: int, junk: bytes) -> None:
     assert isinstance(unit, Unit)
     if unit.human:
         assert unit.text is not None
+
+
+# --- plan approval ("Yes, clear context and ...") --------------------------------------------
+
+PLAN = "# Plan\n\n1. Add the parser.\n2. Test it."
+
+
+def _plan_row(*, plan_content: object) -> dict[str, Any]:
+    row = json.loads(claude_user(f"Implement the following plan:\n\n{PLAN}"))
+    if plan_content is not None:
+        row["planContent"] = plan_content
+    return row
+
+
+def test_a_plan_approval_row_is_a_click_not_typed_text() -> None:
+    row = _plan_row(plan_content=PLAN)
+    for unit in (classify_claude_line(json.dumps(row).encode()), classify_claude_message(row)):
+        assert (unit.human, unit.reason) == (False, "plan_approval")
+
+
+def test_typing_the_phrase_without_plan_content_still_counts() -> None:
+    for plan_content in (None, "", "  ", 7):
+        row = _plan_row(plan_content=plan_content)
+        unit = classify_claude_line(json.dumps(row).encode())
+        assert (unit.human, unit.reason) == (True, "typed")
+        assert classify_claude_message(row) == unit

@@ -36,6 +36,12 @@ text that is not its own inter-session or reseed envelope):
 * ``entrypoint`` starting with ``sdk-`` (headless ``claude -p``, Agent SDK,
   ACP adapters) means a program drove the session: not human.
 * ``promptSource`` (recent builds) other than ``"typed"`` is not human.
+* A plan-approval row (``Implement the following plan:`` followed by the plan,
+  with the plan again in ``planContent``) is what Claude Code writes when a
+  person picks an option on the plan-mode prompt ("Yes, clear context and
+  ..."): the text is the assistant's plan and the person clicked, not
+  typed; not human (``plan_approval``). A person who types that phrase has no
+  ``planContent`` and counts.
 * ``origin.kind`` other than ``"human"``, when present, is not human.
 * Image-only rows (image or document blocks, at most ``[Image #N]``
   placeholders as text) carry no typed text: not human (``image_only``).
@@ -126,6 +132,7 @@ class _Row(msgspec.Struct, rename="camel"):
     origin: object = None
     entrypoint: object = None
     prompt_source: object = None
+    plan_content: object = None
     timestamp: object = None
 
 
@@ -165,6 +172,7 @@ def _decide(
     entrypoint: object,
     prompt_source: object,
     timestamp: object,
+    plan_content: object = None,
 ) -> Unit:
     """The classification rule, on a view both entry points build the same way.
 
@@ -193,6 +201,8 @@ def _decide(
         return Unit(human=False, reason="sdk_entrypoint")
     if prompt_source is not None and prompt_source != "typed":
         return Unit(human=False, reason="not_typed_source")
+    if isinstance(plan_content, str) and plan_content.strip():
+        return Unit(human=False, reason="plan_approval")
 
     media = False
     if isinstance(content, str):
@@ -299,6 +309,7 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         row.get("entrypoint"),
         row.get("promptSource"),
         row.get("timestamp"),
+        row.get("planContent"),
     )
 
 
@@ -353,6 +364,7 @@ def classify_claude_line(line: bytes) -> Unit:
         row.entrypoint,
         row.prompt_source,
         row.timestamp,
+        row.plan_content,
     )
 
 
