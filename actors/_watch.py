@@ -35,7 +35,7 @@ SOURCES = ("claude", "codex", "opencode", "pi")
 ADOPT_BATCH = 512
 """Candidates handed to ``Gateway.adopt_many`` at once (progress is shown per batch)."""
 _NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
-                  "opencode": "OpenCode child session"}
+                  "opencode": "OpenCode child or opencode-run session"}
 NEW_FILE_SLACK_MS = 1000
 """A transcript last written at most this long before watching began still counts
 as new when it is first seen later (file system timestamps are coarse)."""

@@ -119,6 +119,34 @@ def test_opencode_child_sessions_get_no_link(gateway: Gateway, tmp_path: Path) -
                          thread_id="ses_dd4546f3affe14h47P40rzt6ym") is None
 
 
+def test_opencode_run_sessions_get_no_link_while_interactive_ones_do(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
+    assert gateway.adopt("agent:main:run", source="opencode", path=db,
+                         thread_id="ses_dd4537039ffecBg3ADoT7o4TaI") is None  # opencode run
+    assert gateway.adopt("agent:main:acp", source="opencode", path=db,
+                         thread_id="ses_dd4543c24ffejqmAZxy1b9Lb38") is not None
+
+
+def test_an_opencode_store_without_session_permissions_still_reads(tmp_path: Path) -> None:
+    import apsw
+
+    from actors.upstream import opencode as oc
+
+    db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
+    writable = apsw.Connection(str(db))
+    writable.execute("ALTER TABLE session DROP COLUMN permission")  # as older stores are
+    writable.close()
+    conn = oc.open_opencode_db(db)
+    try:
+        info = oc.read_session_info(conn, "ses_dd4537039ffecBg3ADoT7o4TaI")
+    finally:
+        conn.close()
+    assert info is not None
+    assert (info.permission, info.is_program_driven, info.refusal) == (None, False, None)
+
+
 def test_the_sample_sessions_of_all_four_tools_are_monitored(
     gateway: Gateway, tmp_path: Path,
 ) -> None:

@@ -149,9 +149,10 @@ EXPECTED: dict[str, list[tuple[str, tuple[bool, str, str | None]]]] = {
         ("msg_22babc95f001dp6IVjtK6C6045", ASSISTANT),
     ],
     RUN: [
-        # `opencode run` quotes an argument with spaces; the quotes are stored.
-        ("msg_22bac8ffe0015nlM4jc2zuli6b", _typed('"typed via opencode run"')),
-        ("msg_22bac921d001TtqWWbn1pg10Pl", ASSISTANT),
+        # `opencode run` created it (its ruleset denies "question": nobody is
+        # there to answer): a program drives it, so nothing counts.
+        ("msg_22bac8ffe0015nlM4jc2zuli6b", _not("program_session")),
+        ("msg_22bac921d001TtqWWbn1pg10Pl", _not("program_session")),
     ],
     ACP_ANNOTATED: [
         # audience:["assistant"] -> synthetic, audience:["user"] -> ignored: both dropped.
@@ -226,6 +227,11 @@ def test_fixture_session_info_flags_children(generated_db: Path) -> None:
         conn.close()
     children = {sid for sid, info in infos.items() if info is not None and info.is_child}
     assert children == {CHILD_TASK, CHILD_SCOUT}
+    driven = {sid for sid, info in infos.items() if info is not None and info.is_program_driven}
+    assert driven == {RUN}  # children deny "task", not "question"
+    assert {sid: info.refusal for sid, info in infos.items() if info is not None} == {
+        MAIN: None, CHILD_TASK: "child_session", CHILD_SCOUT: "child_session",
+        ACP_PLAIN: None, RUN: "program_session", ACP_ANNOTATED: None}
     task = infos[CHILD_TASK]
     assert task is not None
     assert task.parent_id == MAIN
@@ -249,7 +255,7 @@ def test_fixture_baseline_markers(generated_db: Path) -> None:
         CHILD_TASK: OpenCodeMarker(15, None),
         CHILD_SCOUT: OpenCodeMarker(15, None),
         ACP_PLAIN: OpenCodeMarker(46, "msg_22babc958001y1C0XPozGLZgad"),
-        RUN: OpenCodeMarker(15, "msg_22bac8ffe0015nlM4jc2zuli6b"),
+        RUN: OpenCodeMarker(15, None),
         ACP_ANNOTATED: OpenCodeMarker(45, "msg_22bad3ec5001FL3HMuFGwT8B85"),
     }
 

@@ -143,5 +143,5 @@ def opencode_baseline(
     return Baseline(
         host_id="gateway:local", thread_id=session_id,
         upstream_ref={"path": os.path.realpath(path), "sessionId": session_id},
-        marker=start, refusal="child_session" if info.parent_id else None,
+        marker=start, refusal=info.refusal,
     )

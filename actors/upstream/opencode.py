@@ -214,6 +214,8 @@ class OpenCodeSession(msgspec.Struct, frozen=True, kw_only=True):
         time_created: epoch ms.
         time_updated: epoch ms.
         time_archived: epoch ms when archived, else ``None``.
+        permission: the session's own permission ruleset (JSON text), or
+            ``None`` (older stores have no such column).
     """
 
     id: str
@@ -224,11 +226,43 @@ class OpenCodeSession(msgspec.Struct, frozen=True, kw_only=True):
     time_created: int
     time_updated: int
     time_archived: int | None = None
+    permission: str | None = None
 
     @property
     def is_child(self) -> bool:
         """True for a subagent child session: its turns never count."""
         return self.parent_id is not None
+
+    @property
+    def is_program_driven(self) -> bool:
+        """True for a session ``opencode run`` created (its prompts come from a program).
+
+        Non-interactive ``opencode run`` (``packages/opencode/src/cli/cmd/run.ts``)
+        creates its session with a ruleset that denies ``question``,
+        ``plan_enter`` and ``plan_exit`` for every pattern: nobody is there to
+        answer. A session a person drives never carries a ``question`` deny,
+        so that rule marks the program. SDK and server clients that create
+        sessions without it are not told apart (documented).
+        """
+        if not self.permission:
+            return False
+        try:
+            rules = msgspec.json.decode(self.permission)
+        except msgspec.DecodeError:
+            return False
+        return isinstance(rules, list) and any(
+            isinstance(rule, dict) and rule.get("permission") == "question"
+            and rule.get("action") == "deny" and rule.get("pattern") == "*" for rule in rules)
+
+    @property
+    def refusal(self) -> str | None:
+        """Why no turn of this session counts, or ``None``.
+
+        ``child_session`` (a subagent's), ``program_session`` (``opencode run``).
+        """
+        if self.is_child:
+            return "child_session"
+        return "program_session" if self.is_program_driven else None
 
 
 class OpenCodeMarker(msgspec.Struct, frozen=True):
@@ -277,6 +311,8 @@ _SESSION_COLUMNS: Final = (
     "id", "parent_id", "title", "version", "directory",
     "time_created", "time_updated", "time_archived",
 )
+_OPTIONAL_SESSION_COLUMNS: Final = ("permission",)
+"""Columns newer stores have; read when present."""
 
 
 # --- I/O ---------------------------------------------------------------------
@@ -387,14 +423,16 @@ def read_session_info(conn: apsw.Connection, session_id: str) -> OpenCodeSession
         apsw.Error: the query failed, or a column has an unexpected type
             (``apsw.MismatchError``). Blocks at most the busy timeout.
     """
+    present = {str(r[1]) for r in conn.execute("PRAGMA table_info(session)")}
+    columns = [*_SESSION_COLUMNS, *(c for c in _OPTIONAL_SESSION_COLUMNS if c in present)]
     row = conn.execute(
-        f"SELECT {', '.join(_SESSION_COLUMNS)} FROM session WHERE id = ?",  # noqa: S608
+        f"SELECT {', '.join(columns)} FROM session WHERE id = ?",  # noqa: S608 - our names
         (session_id,),
     ).fetchone()
     if row is None:
         return None
     try:
-        return msgspec.convert(dict(zip(_SESSION_COLUMNS, row, strict=True)), OpenCodeSession)
+        return msgspec.convert(dict(zip(columns, row, strict=True)), OpenCodeSession)
     except msgspec.ValidationError as exc:
         raise apsw.MismatchError(f"unexpected session row shape: {exc}") from None
 
@@ -491,7 +529,7 @@ def baseline_marker(conn: apsw.Connection, session_id: str) -> OpenCodeMarker | 
         messages = [] if gone else load_messages(conn, session_id)
     if seq is None or info is None:
         return None
-    result = classify_messages(messages, last_human_message_id=None, child=info.is_child)
+    result = classify_messages(messages, last_human_message_id=None, refusal=info.refusal)
     return OpenCodeMarker(seq, result.last_human_message_id)
 
 
@@ -509,7 +547,8 @@ def classify_db_session(path: str | Path, session_id: str) -> list[tuple[str, Un
 
     Returns:
         ``(message_id, Unit)`` per message, in (created, id) order; every unit
-        of a child session is ``child_session``.
+        of a child session is ``child_session``, of an ``opencode run``
+        session ``program_session``.
 
     Raises:
         LookupError: there is no such session.
@@ -522,10 +561,10 @@ def classify_db_session(path: str | Path, session_id: str) -> list[tuple[str, Un
             if info is None:
                 raise LookupError(f"no OpenCode session {session_id!r} in {path}")
             messages = load_messages(conn, session_id)
-            child = info.is_child
+            refusal = info.refusal
     finally:
         conn.close()
-    result = classify_messages(messages, last_human_message_id=None, child=child)
+    result = classify_messages(messages, last_human_message_id=None, refusal=refusal)
     return list(result.decisions)
 
 
@@ -537,7 +576,7 @@ def classify_messages(
     *,
     last_human_message_id: str | None,
     replay_window: int = REPLAY_WINDOW,
-    child: bool = False,
+    refusal: str | None = None,
 ) -> OpenCodeClassification:
     """Decide, per message, whether a person typed it.
 
@@ -558,7 +597,9 @@ def classify_messages(
             ``None`` to consider every message.
         replay_window: how many previous user messages (human or not) a text
             is compared with to suppress compaction replays; 0 disables it.
-        child: the messages belong to a subagent child session: nothing counts.
+        refusal: why nothing of this session counts (``child_session`` for a
+            subagent child, ``program_session`` for ``opencode run``), or
+            ``None``: every message carries that reason.
 
     Returns:
         Every message's decision and the next ``last_human_message_id``.
@@ -572,10 +613,10 @@ def classify_messages(
     if replay_window < 0:
         raise ValueError(f"replay_window must be >= 0, got {replay_window}")
     ordered = sorted(messages, key=_sort_key)
-    if child:
+    if refusal is not None:
         return OpenCodeClassification(
             decisions=tuple(
-                (m.id, Unit(human=False, reason="child_session", occurred_at=m.created))
+                (m.id, Unit(human=False, reason=refusal, occurred_at=m.created))
                 for m in ordered
             ),
             last_human_message_id=last_human_message_id,

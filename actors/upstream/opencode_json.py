@@ -78,4 +78,5 @@ def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessag
 def classify_json_session(path: Path, session_id: str) -> list[tuple[str, Unit]]:
     """The monitor's decision for every message of a JSON-era session (from the start)."""
     messages, child = load_json_messages(path, session_id)
-    return list(classify_messages(messages, last_human_message_id=None, child=child).decisions)
+    return list(classify_messages(messages, last_human_message_id=None,
+                                  refusal="child_session" if child else None).decisions)
