@@ -406,11 +406,12 @@ class Store:
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
             " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq", (sid, seq))
 
-    def user(self, sid: str, *parts: dict[str, Any], seq: int | None = None) -> str:
+    def user(self, sid: str, *parts: dict[str, Any], seq: int | None = None,
+             model: dict[str, str] | None = None) -> str:
         created = self.tick()
         mid = self.new_id("msg")
         data = {"role": "user", "time": {"created": created}, "agent": "build",
-                "model": MOCK_MODEL, "summary": {"diffs": []}}
+                "model": model or MOCK_MODEL, "summary": {"diffs": []}}
         with self.conn:
             self.conn.execute(
                 "INSERT INTO message (id, session_id, time_created, time_updated, data)"
@@ -422,15 +423,19 @@ class Store:
         return mid
 
     def assistant(self, sid: str, parent: str, reply: str = "OK.", *,
-                  seq: int | None = None) -> str:
+                  seq: int | None = None, error: dict[str, Any] | None = None,
+                  output: int = 10) -> str:
         created = self.tick()
         mid = self.new_id("msg")
-        data = {"parentID": parent, "role": "assistant", "mode": "build", "agent": "build",
-                "path": {"cwd": "/home/user/ocgen/proj", "root": "/home/user/ocgen/proj"},
-                "cost": 0, "tokens": {"total": 110, "input": 100, "output": 10, "reasoning": 0,
-                                      "cache": {"write": 0, "read": 0}},
-                "modelID": "mock-model", "providerID": "mock",
-                "time": {"created": created, "completed": created + 100}, "finish": "stop"}
+        data: dict[str, Any] = {
+            "parentID": parent, "role": "assistant", "mode": "build", "agent": "build",
+            "path": {"cwd": "/home/user/ocgen/proj", "root": "/home/user/ocgen/proj"},
+            "cost": 0, "tokens": {"total": 100 + output, "input": 100, "output": output,
+                                  "reasoning": 0, "cache": {"write": 0, "read": 0}},
+            "modelID": "mock-model", "providerID": "mock",
+            "time": {"created": created, "completed": created + 100}, "finish": "stop"}
+        if error is not None:
+            data["error"] = error
         with self.conn:
             self.conn.execute(
                 "INSERT INTO message (id, session_id, time_created, time_updated, data)"
@@ -578,6 +583,38 @@ def test_scenario_92_compaction_replay_is_consumed_but_not_counted(store: Store)
     assert outcome == Outcome("activity", 0, OpenCodeMarker(9, replay), None, True)
     reasons = [unit.reason for _, unit in oc.classify_db_session(store.path, sid)]
     assert reasons == ["typed", "not_user", "compaction", "not_user", "replay"]
+
+
+@pytest.mark.parametrize("failure", [
+    {"error": {"name": "APIError", "data": {"message": "overloaded", "isRetryable": True}}},
+    {"error": {"name": "MessageAbortedError", "data": {"message": "aborted"}}},
+    {"output": 0},  # came back empty
+])
+def test_a_text_sent_again_after_a_failed_or_empty_reply_is_typed(
+    store: Store, failure: dict[str, Any],
+) -> None:
+    sid = store.session(seq=0)
+    first = store.user(sid, text("fix the build"))
+    store.assistant(sid, first, "", **failure)
+    again = store.user(sid, text("fix the build"), seq=5)
+    reasons = [unit.reason for _, unit in oc.classify_db_session(store.path, sid)]
+    assert reasons == ["typed", "not_user", "typed"]
+    outcome = check(store.path, sid, OpenCodeMarker(2, first))
+    assert outcome is not None
+    assert (outcome.turns, outcome.marker) == (1, OpenCodeMarker(5, again))
+
+
+def test_a_text_sent_again_with_another_model_is_typed_and_the_same_model_is_replay(
+    store: Store,
+) -> None:
+    sid = store.session(seq=0)
+    first = store.user(sid, text("explain this"))
+    store.assistant(sid, first, "An answer.")
+    store.user(sid, text("explain this"), model={"providerID": "other", "modelID": "big"})
+    store.assistant(sid, first, "Another answer.")
+    store.user(sid, text("explain this"), seq=9)  # the first model again: as the first message
+    reasons = [unit.reason for _, unit in oc.classify_db_session(store.path, sid)]
+    assert reasons == ["typed", "not_user", "typed", "not_user", "replay"]
 
 
 def test_scenario_93_media_placeholder_replay(store: Store) -> None:

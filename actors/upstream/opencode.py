@@ -36,13 +36,17 @@ cut out) is non-empty after :func:`~actors.upstream.normalize_text`; and it is
 not the user-run shell sentinel. Such a message counts only if it is newer
 than the marker's ``last_human_message_id``, and is suppressed as compaction
 replay when its text equals the replay text of any of the previous 50 user
-messages. ``Unit.reason`` codes:
+messages, unless the store proves a person sent it again: the message right
+before it is an assistant reply that failed (``error``) or came back empty
+(``tokens.output`` 0), or its ``model`` differs from that of every earlier
+message with the same text (a re-send after switching model). ``Unit.reason``
+codes:
 
 * ``"typed"`` (human); ``"replay"`` (suppressed repeat of an earlier user
   text); ``"already_seen"`` (not newer than the marker);
 * ``"not_user"`` (assistant or other role); ``"child_session"`` (subagent
-  session); ``"undecodable"`` (the row or one of its parts is not OpenCode's
-  JSON shape); ``"no_parts"`` (staged user row whose parts have not landed);
+  session); ``"program_session"`` (created by ``opencode run``);
+  ``"undecodable"`` (the row or one of its parts is not OpenCode's JSON shape); ``"no_parts"`` (staged user row whose parts have not landed);
 * ``"compaction"``, ``"shell"``, ``"subtask"`` (subagent slash command),
   ``"image_only"`` (image/PDF attachments only, incl. ``[Image 1]``
   placeholders), ``"file_mention_only"``, ``"synthetic"`` (only
@@ -83,7 +87,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -193,6 +197,9 @@ class OpenCodeMessage(msgspec.Struct, frozen=True, kw_only=True):
         parts: the parts in id (creation) order; empty for assistant messages
             unless asked for, and for a user row whose parts have not landed.
         undecodable: ``data`` or one of the parts is not OpenCode's shape.
+        failed: an assistant reply that the store proves failed or came back
+            empty (``error`` set, or ``tokens.output`` of 0).
+        model: a user message's ``model`` as ``providerID/modelID``, if stored.
     """
 
     id: str
@@ -200,6 +207,8 @@ class OpenCodeMessage(msgspec.Struct, frozen=True, kw_only=True):
     created: int
     parts: tuple[OpenCodePart, ...] = ()
     undecodable: bool = False
+    failed: bool = False
+    model: str | None = None
 
 
 class OpenCodeSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -303,6 +312,27 @@ class _MessageTime(msgspec.Struct, frozen=True):
 class _MessageData(msgspec.Struct, frozen=True):
     role: str | None = None
     time: _MessageTime | None = None
+    error: object = None  # any shape: only its presence is read
+    tokens: object = None
+    model: object = None
+
+
+def _failed(data: _MessageData) -> bool:
+    """An assistant reply the store proves failed (``error``) or empty (no output tokens)."""
+    if data.role != "assistant":
+        return False
+    if data.error is not None:
+        return True
+    output = data.tokens.get("output") if isinstance(data.tokens, dict) else None
+    return isinstance(output, int) and not isinstance(output, bool) and output == 0
+
+
+def _model_of(data: _MessageData) -> str | None:
+    model = data.model
+    if data.role != "user" or not isinstance(model, dict):
+        return None
+    provider, name = model.get("providerID"), model.get("modelID")
+    return f"{provider}/{name}" if isinstance(provider, str) and isinstance(name, str) else None
 
 
 _message_decoder: Final = msgspec.json.Decoder(_MessageData)
@@ -624,15 +654,17 @@ def classify_messages(
     marker = last_human_message_id
     marker_ref = _marker_reference(ordered, marker)
     last, last_ref = marker, marker_ref
-    window: deque[str | None] = deque(maxlen=replay_window)
+    window: deque[tuple[str | None, str | None]] = deque(maxlen=replay_window)
     decisions: list[tuple[str, Unit]] = []
+    reply_failed = False  # the message just before is an assistant reply that failed
     for message in ordered:
+        after_failure, reply_failed = reply_failed, message.role == "assistant" and message.failed
         if message.undecodable or message.role != "user":
             reason = "undecodable" if message.undecodable else "not_user"
             decisions.append((message.id, Unit(human=False, reason=reason,
                                                occurred_at=message.created)))
             if message.role == "user":
-                window.append(None)  # its text is unknown, but it is a user message
+                window.append((None, None))  # its text is unknown, but it is a user message
             continue
         if not message.parts:
             unit = Unit(human=False, reason="no_parts", occurred_at=message.created)
@@ -651,13 +683,13 @@ def classify_messages(
             else:
                 if last is None or _is_after(message.id, message.created, last, last_ref):
                     last, last_ref = message.id, message.created
-                if text in window:
+                if _is_replay(text, message.model, window, after_failure):
                     unit = Unit(human=False, reason="replay", occurred_at=message.created)
                 else:
                     unit = Unit(human=True, reason="typed", text=text,
                                 occurred_at=message.created)
         decisions.append((message.id, unit))
-        window.append(_replay_text(message))
+        window.append((_replay_text(message), message.model))
     return OpenCodeClassification(decisions=tuple(decisions), last_human_message_id=last)
 
 
@@ -667,6 +699,20 @@ def classify_messages(
 def _chunks(ids: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(ids), _CHUNK):
         yield ids[start:start + _CHUNK]
+
+
+def _is_replay(text: str, model: str | None, window: Iterable[tuple[str | None, str | None]],
+               after_failure: bool) -> bool:
+    """Whether a text that repeats an earlier user message is compaction replay.
+
+    It is, unless the store proves a person sent it again: right after an
+    assistant reply that failed or came back empty, or with another model
+    than the earlier message had (a re-send after switching model).
+    """
+    models = [m for t, m in window if t == text]
+    if not models or after_failure:
+        return False
+    return not (model is not None and all(m is not None and m != model for m in models))
 
 
 def _placeholders(count: int) -> str:
@@ -691,7 +737,8 @@ def _decode_message(message_id: str, time_created: Any, data: Any) -> OpenCodeMe
             return OpenCodeMessage(id=message_id, role=decoded.role, created=row_created,
                                    undecodable=True)
         created = row_created
-    return OpenCodeMessage(id=message_id, role=decoded.role, created=created)
+    return OpenCodeMessage(id=message_id, role=decoded.role, created=created,
+                           failed=_failed(decoded), model=_model_of(decoded))
 
 
 def _decode_part(part_id: Any, data: Any) -> OpenCodePart | None:
