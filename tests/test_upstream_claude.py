@@ -287,7 +287,9 @@ def test_typed_prompt_variants_are_human(fields: dict[str, object]) -> None:
         ({"type": "user", "message": "x"}, "not_user"),
         ({"type": "user", "message": None}, "not_user"),
         ({"type": "queue-operation", "operation": "enqueue", "content": "typed"}, "not_user"),
-        ({"type": "attachment", "attachment": {"type": "queued_command"}}, "not_user"),
+        # A queued command without a prompt mode is not a queued prompt (see below).
+        ({"type": "attachment", "attachment": {"type": "queued_command"}}, "queued_command"),
+        ({"type": "attachment", "attachment": "x"}, "not_user"),
     ],
 )
 def test_rows_that_are_not_user_rows(row: dict[str, Any], reason: str) -> None:
@@ -647,3 +649,50 @@ def test_typing_the_phrase_without_plan_content_still_counts() -> None:
         unit = classify_claude_line(json.dumps(row).encode())
         assert (unit.human, unit.reason) == (True, "typed")
         assert classify_claude_message(row) == unit
+
+
+# --- prompts typed while the agent works: queued_command attachments ------------------------
+
+
+def _queued(prompt: object, **attachment: object) -> dict[str, Any]:
+    row = json.loads(claude_user("placeholder"))
+    del row["message"]
+    row["type"] = "attachment"
+    row["attachment"] = {"type": "queued_command", "commandMode": "prompt",
+                         "origin": {"kind": "human"}, "prompt": prompt, **attachment}
+    return row
+
+
+def _both(row: dict[str, Any]) -> Unit:
+    unit = classify_claude_line(json.dumps(row).encode())
+    assert classify_claude_message(row) == unit  # both entry points agree
+    return unit
+
+
+def test_a_prompt_typed_while_the_agent_works_counts() -> None:
+    unit = _both(_queued("also update the docs"))
+    assert (unit.human, unit.reason, unit.text) == (True, "typed", "also update the docs")
+    blocks = _both(_queued([{"type": "text", "text": "and  the tests"}]))
+    assert (blocks.human, blocks.text) == (True, "and the tests")
+
+
+@pytest.mark.parametrize(("attachment", "reason"), [
+    ({"commandMode": "task-notification"}, "task_notification"),
+    ({"commandMode": "bash"}, "queued_command"),
+    ({"origin": {"kind": "peer"}}, "not_human_origin"),
+    ({"origin": {"kind": "auto-continuation"}}, "not_human_origin"),
+    ({"origin": None}, "not_human_origin"),
+    ({"isMeta": True}, "meta"),
+])
+def test_queued_commands_that_no_person_typed_do_not_count(
+    attachment: dict[str, object], reason: str,
+) -> None:
+    unit = _both(_queued("a queued text", **attachment))
+    assert (unit.human, unit.reason) == (False, reason)
+
+
+def test_queued_prompts_follow_the_user_row_rules_and_other_attachments_stay_not_user() -> None:
+    assert _both(_queued("<command-name>/model</command-name>")).reason == "command"
+    other = _queued("x")
+    other["attachment"] = {"type": "todo_reminder", "content": []}
+    assert _both(other).reason == "not_user"

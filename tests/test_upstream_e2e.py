@@ -6,6 +6,7 @@ Fixtures are read from ``../shared`` and copied into ``tmp_path`` at test time.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -164,3 +165,22 @@ def test_the_sample_sessions_of_all_four_tools_are_monitored(
     assert sorted(e.summary for e in gateway.scan_upstream()) == [
         f"human message via {s}" for s in ("claude", "codex", "opencode", "pi")]
     assert len(gateway.pending_notices(WATCHER)) == 4
+
+
+def test_a_prompt_typed_while_claude_code_works_is_reported(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "busy.jsonl"
+    transcript.write_bytes(claude_user("start the refactor"))
+    assert gateway.adopt("agent:main:busy", source="claude", path=transcript) is not None
+    assert gateway.watch(WATCHER, "agent:main:busy")  # only watched links are scanned
+    queued = json.loads(claude_user("placeholder"))
+    del queued["message"]
+    queued.update(type="attachment", attachment={
+        "type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"},
+        "prompt": "and keep the old API working"})
+    with transcript.open("ab") as handle:  # typed while the agent worked: no user row
+        handle.write(json.dumps(queued).encode() + b"\n")
+    events = gateway.scan_upstream()
+    assert [(e.session_key, e.kind) for e in events] == [
+        ("agent:main:busy", "human_direct_message")]

@@ -36,6 +36,13 @@ text that is not its own inter-session or reseed envelope):
 * ``entrypoint`` starting with ``sdk-`` (headless ``claude -p``, Agent SDK,
   ACP adapters) means a program drove the session: not human.
 * ``promptSource`` (recent builds) other than ``"typed"`` is not human.
+* A prompt typed while the agent works is written, in current builds, as an
+  ``attachment`` row of ``attachment.type`` ``queued_command`` with
+  ``commandMode: "prompt"``, ``origin.kind: "human"`` and the text in
+  ``prompt`` (folded into the running turn: no ``user`` row follows). It is
+  human, under the same rules as a user row. A queued command of another
+  mode (``task-notification``), of another or no origin (``peer``,
+  ``auto-continuation``), or marked ``isMeta`` is not.
 * A plan-approval row (``Implement the following plan:`` followed by the plan,
   with the plan again in ``planContent``) is what Claude Code writes when a
   person picks an option on the plan-mode prompt ("Yes, clear context and
@@ -136,7 +143,23 @@ class _Row(msgspec.Struct, rename="camel"):
     timestamp: object = None
 
 
+class _Attachment(msgspec.Struct, rename="camel"):
+    type: object = None
+    command_mode: object = None
+    origin: object = None
+    prompt: object = None
+    is_meta: object = None
+
+
+class _AttachmentRow(msgspec.Struct, rename="camel"):
+    attachment: _Attachment | None = None
+    is_sidechain: object = None
+    entrypoint: object = None
+    timestamp: object = None
+
+
 _ROW_DECODER = msgspec.json.Decoder(_Row)
+_ATTACHMENT_DECODER = msgspec.json.Decoder(_AttachmentRow)
 _MESSAGE_DECODER = msgspec.json.Decoder(_Message | None)
 
 _BLANK = Unit(human=False, reason="blank")
@@ -245,6 +268,24 @@ def _decide(
     )
 
 
+def _decide_queued(kind: object, mode: object, origin: object, prompt: object,
+                   is_meta: object, is_sidechain: object, entrypoint: object,
+                   timestamp: object) -> Unit:
+    """The rule for an ``attachment`` row (see the module doc): a queued prompt is a user row."""
+    if kind != "queued_command":
+        return _NOT_USER
+    if mode != "prompt":
+        return Unit(human=False, reason="task_notification" if mode == "task-notification"
+                    else "queued_command")
+    if is_meta:
+        return Unit(human=False, reason="meta")
+    if not isinstance(origin, Mapping) or origin.get("kind") != "human":
+        return Unit(human=False, reason="not_human_origin")
+    return _decide("user", "user", prompt if isinstance(prompt, str) else None,
+                   _blocks_of(prompt), (is_sidechain, None, None, None), origin, entrypoint,
+                   None, timestamp)
+
+
 def _blocks_of(content: object) -> _Blocks | None:
     if isinstance(content, list):
         view: _Blocks = []
@@ -287,6 +328,14 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
     untyped: object = row  # hosts may hand over anything; never raise
     if not isinstance(untyped, Mapping):
         return _INVALID
+    if row.get("type") == "attachment":
+        attachment = row.get("attachment")
+        if not isinstance(attachment, Mapping):
+            return _NOT_USER
+        return _decide_queued(attachment.get("type"), attachment.get("commandMode"),
+                              attachment.get("origin"), attachment.get("prompt"),
+                              attachment.get("isMeta"), row.get("isSidechain"),
+                              row.get("entrypoint"), row.get("timestamp"))
     message = row.get("message")
     role: object = None
     content: object = None
@@ -339,6 +388,8 @@ def classify_claude_line(line: bytes) -> Unit:
     """
     try:
         row = _ROW_DECODER.decode(line)
+        if row.type == "attachment":
+            return _classify_attachment(line)
         if row.type != "user":
             return _NOT_USER
         message = _MESSAGE_DECODER.decode(row.message) if row.message else None
@@ -366,6 +417,22 @@ def classify_claude_line(line: bytes) -> Unit:
         row.timestamp,
         row.plan_content,
     )
+
+
+def _classify_attachment(line: bytes) -> Unit:
+    """An ``attachment`` row: only a queued prompt can be human (see the module doc)."""
+    try:
+        row = _ATTACHMENT_DECODER.decode(line)
+    except (msgspec.MsgspecError, RecursionError):
+        return _classify_generic(line)
+    attachment = row.attachment
+    if attachment is None or attachment.type != "queued_command":
+        return _NOT_USER
+    if not is_utf8(line):
+        return _INVALID
+    return _decide_queued(attachment.type, attachment.command_mode, attachment.origin,
+                          attachment.prompt, attachment.is_meta, row.is_sidechain,
+                          row.entrypoint, row.timestamp)
 
 
 def _classify_generic(line: bytes) -> Unit:

@@ -46,7 +46,8 @@ codes:
   text); ``"already_seen"`` (not newer than the marker);
 * ``"not_user"`` (assistant or other role); ``"child_session"`` (subagent
   session); ``"program_session"`` (created by ``opencode run``);
-  ``"undecodable"`` (the row or one of its parts is not OpenCode's JSON shape); ``"no_parts"`` (staged user row whose parts have not landed);
+  ``"undecodable"`` (the row or one of its parts is not OpenCode's JSON shape);
+  ``"no_parts"`` (staged user row whose parts have not landed);
 * ``"compaction"``, ``"shell"``, ``"subtask"`` (subagent slash command),
   ``"image_only"`` (image/PDF attachments only, incl. ``[Image 1]``
   placeholders), ``"file_mention_only"``, ``"synthetic"`` (only
