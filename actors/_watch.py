@@ -244,8 +244,10 @@ def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool
 def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Run ``ssa watch`` with parsed ``args``; returns the exit code (0).
 
-    Adopts every session found, then before each scan looks for sessions
-    that appeared since and adopts them too. A notice is printed as soon as
+    Adopts every session found (at its current end), then before each scan
+    looks for sessions that appeared since and adopts them too: from their
+    start when they are new (:func:`is_new_since`), each announced on ``out``
+    as it appears. A notice is printed as soon as
     its turn commits: file notifications scan a changed transcript at once
     (``on_wake`` wakes this loop), and every ``--interval`` a fallback scan
     covers whatever notifications missed. Blocks the calling thread until
