@@ -696,3 +696,10 @@ def test_queued_prompts_follow_the_user_row_rules_and_other_attachments_stay_not
     other = _queued("x")
     other["attachment"] = {"type": "todo_reminder", "content": []}
     assert _both(other).reason == "not_user"
+
+
+def test_agent_team_messages_are_not_typed() -> None:
+    row = json.loads(claude_user(
+        '<teammate-message teammate_id="team-lead" summary="next">\nTake task 2.\n'
+        "</teammate-message>"))
+    assert _both(row) == Unit(human=False, reason="teammate_message")

@@ -36,6 +36,9 @@ text that is not its own inter-session or reseed envelope):
 * ``entrypoint`` starting with ``sdk-`` (headless ``claude -p``, Agent SDK,
   ACP adapters) means a program drove the session: not human.
 * ``promptSource`` (recent builds) other than ``"typed"`` is not human.
+* Agent teams deliver a teammate's (or the team lead's) message as a user
+  row that starts with ``<teammate-message teammate_id="…">``: written by the
+  client for another agent, not typed; not human (``teammate_message``).
 * A prompt typed while the agent works is written, in current builds, as an
   ``attachment`` row of ``attachment.type`` ``queued_command`` with
   ``commandMode: "prompt"``, ``origin.kind: "human"`` and the text in
@@ -106,6 +109,7 @@ _WRAPPER_PREFIXES: tuple[tuple[str, str], ...] = (
     ("<bash-stderr>", "shell_output"),
     ("<user-memory-input>", "memory_input"),
     ("<task-notification>", "task_notification"),
+    ("<teammate-message", "teammate_message"),  # agent teams: another agent's message
     ("[Request interrupted by user", "interrupted"),
 )
 
@@ -316,7 +320,8 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         ``image_only``, ``ide_context``, ``empty``, ``caveat``, ``command``,
         ``command_output``, ``shell_mode``, ``shell_output``,
         ``memory_input``, ``interrupted``, ``inter_session``,
-        ``reseed_envelope``, ``openclaw_envelope``, ``invalid_json`` (not a
+        ``reseed_envelope``, ``openclaw_envelope``, ``plan_approval``,
+        ``teammate_message``, ``queued_command``, ``invalid_json`` (not a
         mapping).
 
     The rule is upstream-formats.md §2.4 and §2.7 (OpenClaw's
