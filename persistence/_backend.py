@@ -69,7 +69,9 @@ class Presence(Protocol):
         """Mark this gateway present; returns whether no other gateway is.
 
         Called inside the write transaction of the opening gateway (two
-        openers never test at once). Caller's thread; does not block.
+        openers never test at once). Caller's thread; blocks on the
+        backend (SQLite: one lock on a file; PostgreSQL: one connection and
+        two statements, at most ``connect_timeout`` plus ``lock_timeout``).
 
         Raises:
             DatabaseBusy: a gateway of an older release holds the database alone.
@@ -77,7 +79,7 @@ class Presence(Protocol):
         """
 
     def release(self) -> None:
-        """Stop being present (idempotent; caller's thread; does not block)."""
+        """Stop being present (idempotent; any thread; closes a file or a connection)."""
 
 
 class WakeSignal(Protocol):
