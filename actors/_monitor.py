@@ -17,6 +17,7 @@ from actors.upstream._changes import Fingerprint, fingerprint
 from actors.upstream._files import file_state
 from actors.upstream._scan import (
     OpenCodeHint,
+    PendingLine,
     ScanResult,
     line_classifier,
     scan_jsonl,
@@ -70,10 +71,15 @@ class ScanSoon(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan-soon
 
 
 class MonitorReport(msgspec.Struct, frozen=True, kw_only=True):
-    """What one scan recorded (its notices are already published) and whether the link is gone."""
+    """What one scan recorded (its notices are already published) and whether the link is gone.
+
+    ``more`` says a line longer than the scan cap has more bytes to read:
+    the next scan goes on with it.
+    """
 
     events: tuple[SessionStateEvent, ...] = ()
     dropped: bool = False
+    more: bool = False
 
 
 @dataclass
@@ -84,16 +90,19 @@ class LinkState:
         streak: consecutive scans that proved the source gone.
         token: the link's ``updated_at`` the streak belongs to.
         logged: ``(reason, position)`` of the last condition logged, so a
-            blocked or stopped cursor is reported once, not every cadence.
+            long line or a stopped cursor is reported once, not every cadence.
         settled: ``(fingerprint, updated_at)`` of the source and link as of
             the last scan that settled them; a cycle skips the link while
             both are unchanged (see :mod:`actors.upstream._changes`).
+        pending: a line longer than the scan cap that earlier scans read part
+            of (JSONL sources; see :class:`~actors.upstream._scan.PendingLine`).
     """
 
     streak: int = 0
     token: int | None = None
     logged: tuple[str, object] | None = None
     settled: tuple[Fingerprint, int] | None = None
+    pending: PendingLine | None = None
 
 
 class LinkMemory:
@@ -156,11 +165,14 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
                 own_hashes: frozenset[str], node_readers: NodeReaders | None = None,
-                now: int = 0, node_pool: ReaderPool | None = None) -> ScanResult:
+                now: int = 0, node_pool: ReaderPool | None = None,
+                pending: PendingLine | None = None) -> ScanResult:
     """Scan ``link``'s source once (blocking, bounded reads; never raises).
 
     Paired-node links (``host_id`` ``node:<id>``) are read through the host's
-    registered reader; without one the scan is no news.
+    registered reader; without one the scan is no news. ``pending`` is the
+    long line the last scan of a JSONL link left part-way (see
+    :func:`~actors.upstream._scan.scan_jsonl`).
     """
     if link.host_id.startswith("node:"):
         reader = node_readers(link.host_id[5:]) if node_readers else None
@@ -180,16 +192,15 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
     except KeyError:
         return ScanResult(kind="no_news", reason="unknown_source")
     return scan_jsonl(path, link.marker, classify=classify, cap=settings.scan_cap_bytes,
-                      own_hashes=own_hashes)
+                      own_hashes=own_hashes, pending=pending)
 
 
-def _settles(result: ScanResult, hint: OpenCodeHint | None, seen: Fingerprint,
-             start: object, cap: int) -> bool:
+def _settles(result: ScanResult, hint: OpenCodeHint | None) -> bool:
     """Whether a scan's outcome holds until the source changes (then cycles may skip it).
 
     Not after a failure, a source found gone, a re-baseline that must be
     followed by a settling one, or a scan that stopped at the byte cap with
-    more complete lines possibly left.
+    more bytes left to read (``result.more``).
     """
     if result.kind in ("transient", "missing"):
         return False
@@ -201,10 +212,7 @@ def _settles(result: ScanResult, hint: OpenCodeHint | None, seen: Fingerprint,
         return False
     if (result.next_marker or {}).get("settling"):
         return False
-    # A JSONL scan reads at most `cap` bytes from where it started: with more
-    # than that left, complete lines may remain for the next scan.
-    return not (result.kind == "activity" and isinstance(start, int)
-                and seen[2] - start > cap)
+    return not result.more
 
 
 def opencode_sequences(path: str, thread_ids: list[str], busy_timeout_ms: int
@@ -285,6 +293,8 @@ class UpstreamMonitor(GatewayActor):
         scanned: tells the service this process scanned the link.
         settle_later: asks for a soon scan of a link whose marker now awaits
             settling (its file was seen cut short).
+        more_soon: asks for one more scan, soon, of a link whose long line
+            has more bytes to read (each scan reads at most the scan cap).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],
@@ -297,7 +307,9 @@ class UpstreamMonitor(GatewayActor):
                  node_pool: ReaderPool | None = None,
                  settle_later: Callable[[tuple[str, str]], None] | None = None,
                  after_lease: Callable[[tuple[str, str], int, int], None] | None = None,
-                 scanned: Callable[[tuple[str, str]], None] | None = None) -> None:
+                 scanned: Callable[[tuple[str, str]], None] | None = None,
+                 more_soon: Callable[[tuple[str, str]], None] | None = None) -> None:
+        self._more_soon = more_soon
         self._after_lease = after_lease
         self._scanned = scanned
         super().__init__(dispatcher=dispatcher)
@@ -332,6 +344,8 @@ class UpstreamMonitor(GatewayActor):
                     return None
                 if report.dropped:
                     self._memory.forget((self._key, self._agent_id))
+                if report.more and self._more_soon is not None:
+                    self._more_soon((self._key, self._agent_id))
                 return None
         return super().handle(message)
 
@@ -364,20 +378,21 @@ class UpstreamMonitor(GatewayActor):
         seen = fingerprint(link)  # before reading: a later append changes it
         result = scan_source(link, hint, settings=self._settings, own_hashes=own,
                              node_readers=self._node_readers,
-                             now=self._clock() if self._clock else 0, node_pool=self._node_pool)
+                             now=self._clock() if self._clock else 0, node_pool=self._node_pool,
+                             pending=self._state.pending)
+        self._state.pending = result.pending
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0
-        start = link.marker.get("offset")
-        if seen is not None and _settles(result, hint, seen, start,
-                                         self._settings.scan_cap_bytes):
+        if seen is not None and _settles(result, hint):
             self._state.settled = (seen, link.updated_at)
         position = link.marker.get("offset", link.marker.get("seq"))
-        if result.kind == "blocked":
-            self._log_once(logging.WARNING, result.reason, position,
-                           "upstream scan of %s is blocked: one %s line is larger than the "
-                           "%d-byte scan cap", link.source, self._settings.scan_cap_bytes)
-            return MonitorReport()
+        if result.reason == "long_line":
+            self._log_once(logging.INFO, result.reason, position,
+                           "upstream scan of %s: a %s line is longer than the %d-byte scan "
+                           "cap; reading it over several scans", link.source,
+                           self._settings.scan_cap_bytes)
+            return MonitorReport(more=result.more)
         if result.kind == "no_news" and result.reason == "sequence_query_failed":
             self._log_once(logging.WARNING, result.reason, position,
                            "upstream scan of %s: its OpenCode store cannot be queried (locked, "
@@ -408,13 +423,16 @@ class UpstreamMonitor(GatewayActor):
                 payload_json=payload, occurred_at=result.occurred_at,
                 shape=self._settings.human_shape,  # type: ignore[arg-type]
             )
-        return self._commit(link, CommitScan(
+        report = self._commit(link, CommitScan(
             session_key=self._key, agent_id=self._agent_id,
             expected_updated_at=link.updated_at, source_key=link.source_key,
             marker_json=msgspec.json.encode(result.next_marker).decode(), record=record,
             lease_owner=self._settings.lease_owner,
             lease_expires_at=self._now() + self._settings.lease_ms),
             settling=bool(result.next_marker.get("settling")))
+        # Applied or not (the link changed meanwhile), bytes left past the cap are
+        # read by the next scan, which comes soon (see UpstreamService).
+        return msgspec.structs.replace(report, more=result.more) if result.more else report
 
     def _now(self) -> int:
         return self._clock() if self._clock is not None else time.time_ns() // 1_000_000

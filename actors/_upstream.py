@@ -61,6 +61,9 @@ SETTLE_MS = 500
 """How soon after a transcript was seen cut short its settling scan runs, in ms."""
 ADOPT_CHUNK = 256
 """Sessions whose baselines are read before their commands are committed together."""
+LONG_LINE_ROUNDS = 4_096
+"""Most scans one cycle runs of one link while a line longer than the scan cap has
+more to read (each scan reads at most the cap); the next cycle goes on."""
 
 
 class AdoptRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -328,8 +331,10 @@ class UpstreamService:
         cycle costs about one ``stat`` per link and touches no actor
         (:mod:`actors.upstream._changes`). Scans run concurrently on the
         dispatcher's workers; each publishes its notices as soon as its own
-        commit lands. Blocks until every scan answered or timed out (logged).
-        Never overlaps another cycle.
+        commit lands. A link whose scan stopped inside a line longer than the
+        scan cap is scanned again, a cap at a time, until the line is
+        classified (at most :data:`LONG_LINE_ROUNDS` scans). Blocks until every
+        scan answered or timed out (logged). Never overlaps another cycle.
         """
         self.mark_monitoring()
         with self._cycle_lock:
@@ -357,19 +362,39 @@ class UpstreamService:
                 self._inflight[ident] = future
                 pending.append((link, future))
             events: list[SessionStateEvent] = []
-            deadline = time.monotonic() + 2 * self._timeout
-            for link, future in pending:
-                try:
-                    report: MonitorReport = future.get(
-                        timeout=max(0.0, deadline - time.monotonic()))
-                except Exception as exc:  # one link's failure never stops the cycle
-                    logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
-                                   type(exc).__name__, exc)
-                    continue
-                events.extend(report.events)
-                if report.dropped:
-                    self.forget(link.session_key, link.agent_id)
+            for _ in range(LONG_LINE_ROUNDS):
+                pending = self._collect(pending, events)
+                if not pending:
+                    break
             return events
+
+    def _collect(self, pending: list[tuple[UpstreamLink, pykka.Future[Any]]],
+                 events: list[SessionStateEvent]
+                 ) -> list[tuple[UpstreamLink, pykka.Future[Any]]]:
+        """Wait for a round of scans; ask again those with more of a long line to read.
+
+        Returns the scans asked again (each reads at most the scan cap).
+        """
+        again: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
+        deadline = time.monotonic() + 2 * self._timeout
+        for link, future in pending:
+            try:
+                report: MonitorReport = future.get(
+                    timeout=max(0.0, deadline - time.monotonic()))
+            except Exception as exc:  # one link's failure never stops the cycle
+                logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
+                               type(exc).__name__, exc)
+                continue
+            events.extend(report.events)
+            ident = (link.session_key, link.agent_id)
+            if report.dropped:
+                self.forget(link.session_key, link.agent_id)
+            elif report.more:
+                with scheduling():
+                    next_scan = self._monitors.get(ident).ask(ScanLink(), block=False)
+                self._inflight[ident] = next_scan
+                again.append((link, next_scan))
+        return again
 
     def _due(self, link: UpstreamLink) -> bool:
         state = self._memory.peek((link.session_key, link.agent_id))
@@ -399,6 +424,15 @@ class UpstreamService:
                 continue
             queued += 1
         return queued
+
+    def more_soon(self, ident: tuple[str, str]) -> None:
+        """Scan ``ident`` once more, soon: its long line has more bytes to read.
+
+        Each scan reads at most the scan cap, so a line of many megabytes is
+        read by a chain of such scans, each one queued behind the work
+        already waiting on the dispatcher (any thread; non-blocking).
+        """
+        self.scan_soon((ident,))
 
     def settle_later(self, ident: tuple[str, str]) -> None:
         """Scan ``ident`` again :data:`SETTLE_MS` from now (its file shrank: see below).
@@ -513,7 +547,8 @@ class UpstreamService:
                                      node_readers=self.node_reader, clock=self._clock,
                                      dispatcher=self._dispatcher, soon=self._soon,
                                      node_pool=self._node_pool, settle_later=self.settle_later,
-                                     after_lease=self.after_lease, scanned=self.scanned)
+                                     after_lease=self.after_lease, scanned=self.scanned,
+                                     more_soon=self.more_soon)
 
     # --- cadence -------------------------------------------------------------
 

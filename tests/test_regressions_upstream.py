@@ -136,9 +136,10 @@ def test_classify_reports_what_the_monitor_would_decide(tmp_path: Path) -> None:
     assert reasons == [(0, False, "header"), (1, True, "typed"), (2, False, "invalid_json"),
                        (3, False, "not_reached"), (4, False, "not_reached")]
     big = tmp_path / "big.jsonl"
-    big.write_bytes(claude_user("x" * 3000) + claude_user("after") + claude_user("tail")[:-1])
-    assert [u["reason"] for u in classify_units("claude", str(big), scan_cap_bytes=1000)] == [
-        "exceeds_scan_cap"]  # the monitor never reads past it, and neither does classify
+    big.write_bytes(claude_user("x" * 3000) + claude_user("after") + claude_user("y" * 3000)[:-1])
+    assert [(u["line"], u["reason"])
+            for u in classify_units("claude", str(big), scan_cap_bytes=1000)] == [
+        (0, "typed"), (1, "typed"), (2, "partial_line")]  # a row for every line, long or not
     legacy = tmp_path / "legacy.jsonl"
     legacy.write_bytes(pi_header(None) + pi_user("typed"))
     assert [u["human"] for u in classify_units("pi", str(legacy))] == [False, False]

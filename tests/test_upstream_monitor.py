@@ -50,6 +50,13 @@ def _events(gw: Gateway, key: str = KEY) -> list[tuple[str, str]]:
     return [(e.kind, e.summary) for e in status.state_changes.events]
 
 
+def _marker(gw: Gateway, path: Path) -> dict[str, object]:
+    """The link's stored marker (adopting again keeps the link and its progress)."""
+    link = gw.adopt(KEY, source="claude", path=path)
+    assert link is not None
+    return link.marker
+
+
 def test_adopt_records_adopted_and_baselines_at_the_current_end(
     gateway: Gateway, transcript: Path,
 ) -> None:
@@ -151,29 +158,64 @@ def test_a_partial_last_line_waits_and_counts_once_when_complete(
     assert gateway.scan_upstream() == []
 
 
-def test_a_line_longer_than_the_cap_blocks_the_cursor_and_is_logged_once(
+def test_a_line_longer_than_the_cap_is_classified_over_several_scans_and_logged_once(
     open_gateway: Callable[..., Gateway], transcript: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     gw = open_gateway(GatewayConfig(scan_cap_bytes=4096))
     _adopt_watched(gw, transcript)
-    _append(transcript, claude_assistant("x" * 10_000) + claude_user("after the big line"))
-    with caplog.at_level(logging.WARNING, logger="actors"):
+    _append(transcript, claude_assistant("x" * 10_000) + claude_user("y" * 20_000)
+            + claude_user("after the big lines"))
+    with caplog.at_level(logging.INFO, logger="actors"):
+        events = gw.scan_upstream()  # one cadence reads on, a cap at a time
+        assert {e.kind for e in events} == {"human_direct_message"}
+        assert sum((e.payload or {}).get("turns", 1) for e in events) == 2
         assert gw.scan_upstream() == []
-        assert gw.scan_upstream() == []
-    assert caplog.text.count("is blocked") == 1
-    assert _events(gw)[-1][0] == "adopted"  # nothing skipped, nothing recorded
+    assert caplog.text.count("longer than the 4096-byte scan cap") == 2  # once per line
+    assert _marker(gw, transcript)["offset"] == transcript.stat().st_size
+
+
+def test_a_long_line_still_being_written_waits_and_its_end_is_read_later(
+    open_gateway: Callable[..., Gateway], transcript: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=4096))
+    _adopt_watched(gw, transcript)
+    row = claude_user("z" * 50_000)
+    start = transcript.stat().st_size
+    _append(transcript, row[:30_000])
+    assert gw.scan_upstream() == []
+    assert _marker(gw, transcript)["offset"] == start  # never past bytes it has not classified
+    _append(transcript, row[30_000:])
+    assert [e.kind for e in gw.scan_upstream()] == ["human_direct_message"]
+    assert _marker(gw, transcript)["offset"] == transcript.stat().st_size
+
+
+def test_a_long_line_rewritten_while_pending_is_read_again_from_its_start(
+    open_gateway: Callable[..., Gateway], transcript: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=4096))
+    _adopt_watched(gw, transcript)
+    start = transcript.stat().st_size
+    _append(transcript, claude_assistant("a" * 30_000)[:20_000])
+    assert gw.scan_upstream() == []
+    with transcript.open("r+b") as handle:  # the half-written line is replaced in place
+        handle.truncate(start)
+        handle.seek(start)
+        handle.write(claude_user("b" * 30_000))
+    assert [e.kind for e in gw.scan_upstream()] == ["human_direct_message"]
 
 
 def test_the_forward_scan_never_skips_a_middle_row_across_capped_scans(
     open_gateway: Callable[..., Gateway], transcript: Path,
 ) -> None:
-    """Anchor §4.5 item 76, scaled down to a 64 KiB cap."""
+    """Anchor §4.5 item 76, scaled down to a 64 KiB cap: each scan reads at most the
+    cap, and one cadence scans on until the backlog is read."""
     gw = open_gateway(GatewayConfig(scan_cap_bytes=65_536))
     _adopt_watched(gw, transcript)
     _append(transcript, claude_assistant("a" * 65_000) + claude_user("middle prompt")
             + claude_assistant("b" * 32_000))
-    assert gw.scan_upstream() == []
     assert len(gw.scan_upstream()) == 1
+    assert gw.scan_upstream() == []
+    assert _marker(gw, transcript)["offset"] == transcript.stat().st_size
 
 
 def test_three_missing_scans_record_one_upstream_missing_and_drop_the_link(

@@ -281,12 +281,15 @@ def test_library_warnings_reach_the_terminal(tmp_path: Path,
     from actors.cli import _show_library_warnings
 
     _show_library_warnings()
-    claude, session = _catalog(tmp_path)
-    big = b'{"type":"assistant","pad":"' + b"x" * (1 << 21) + b'"}\n'  # over the 1 MiB cap
-    out = AppendOnAdopt(session, big + claude_user("behind the big line"))
-    assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
-    assert "notice:" not in out.getvalue()  # the cursor is blocked, never skipped
-    assert "larger than the 1048576-byte scan cap" in capsys.readouterr().err
+    pi = tmp_path / "pi3" / "--work--"
+    pi.mkdir(parents=True)
+    session = pi / "2026-06-05T05-24-28-246Z_current.jsonl"
+    session.write_bytes(pi_header(3) + pi_user("history"))
+    out = AppendOnAdopt(session, b"{not json}\n" + pi_user("behind the bad line"))
+    assert run_watch(_args(tmp_path, pi=[str(tmp_path / "pi3")]), out=out,
+                     err=io.StringIO()) == 0
+    assert "notice:" not in out.getvalue()  # the cursor stops, never skips
+    assert "line that is not a JSON object" in capsys.readouterr().err
 
 
 def test_watch_refuses_a_watcher_that_is_not_agent_qualified(

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream._files import check_of, end_of_complete_lines, file_state, read_range
+from actors.upstream._longline import LineReducer
 
 __all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
 
@@ -66,6 +67,25 @@ def _header_id(head: bytes) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _reduced_first_line(path: str, head_bytes: bytes) -> bytes:
+    """The reduced copy of a first line longer than :data:`HEAD_LIMIT` (b"" if unfinished).
+
+    Reads on ``HEAD_LIMIT`` bytes at a time, so memory stays bounded.
+    """
+    reducer = LineReducer()
+    data: bytes | None = head_bytes
+    offset = 0
+    while data is not None and data:
+        newline = data.find(b"\n")
+        if newline >= 0:
+            reducer.feed(data[:newline])
+            return reducer.finish().line
+        reducer.feed(data)
+        offset += len(data)
+        data, _ = read_range(path, offset, HEAD_LIMIT, None)
+    return b""
+
+
 def jsonl_baseline(
     source: str, path: str, *, thread_id: str | None, from_start: bool
 ) -> Baseline | None:
@@ -81,6 +101,8 @@ def jsonl_baseline(
     if head_bytes is None:
         return None
     head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
+    if not head and len(head_bytes) == HEAD_LIMIT:
+        head = _reduced_first_line(path, head_bytes)
     offset, check = 0, b""
     if not from_start and state.size:
         end = end_of_complete_lines(path, state.size, limit=HEAD_LIMIT)

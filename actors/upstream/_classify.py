@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import apsw
 
 from actors.errors import InvalidArgument, SessionStateError
 from actors.upstream._baseline import jsonl_baseline
 from actors.upstream._files import file_state
-from actors.upstream._scan import line_classifier
+from actors.upstream._longline import LineReducer
+from actors.upstream._scan import classify_long_line, line_classifier
 
 __all__ = ["classify_units"]
 
@@ -25,11 +26,12 @@ def classify_units(source: str, path: str, *, session: str | None = None,
     non-blank line (0-based index), exactly as a monitor scanning the file
     from its start would decide: a final line without a newline is
     ``partial_line`` (it waits), a line longer than ``scan_cap_bytes`` is
-    ``exceeds_scan_cap`` and ends the listing (the monitor never reads past
-    it; memory stays bounded), every line behind a line that stops a scan
-    (``"stop": true``) is ``not_reached``; for a source that gets no
-    upstream link (legacy Pi, a Codex thread not started by a user) every
-    line is ``not_monitored: <why>``. OpenCode yields
+    read in pieces and classified on its reduced copy (see
+    :mod:`actors.upstream._longline`; memory stays bounded whatever its
+    length), every line behind a line that stops a scan (``"stop": true``)
+    is ``not_reached``; for a source that gets no upstream link (legacy Pi,
+    a Codex thread not started by a user) every line is
+    ``not_monitored: <why>``. OpenCode yields
     ``{"message": id, "session": id, "human": ..., "reason": ...}`` per message;
     ``path`` may also be a JSON-era (≤ 1.1) ``storage`` directory.
     Runs in the caller's thread; reads the file lazily.
@@ -62,20 +64,20 @@ def classify_units(source: str, path: str, *, session: str | None = None,
             raise SessionStateError(f"cannot read {path}: not a regular file")
         with os.fdopen(fd, "rb") as handle:
             for index, line in enumerate(iter(lambda: handle.readline(scan_cap_bytes + 1), b"")):
-                if not line.strip():
+                reducer: LineReducer | None = None
+                complete = line.endswith(b"\n")
+                if len(line) > scan_cap_bytes:
+                    reducer, complete = _read_long_line(handle, line, scan_cap_bytes)
+                elif not line.strip():
                     continue
                 entry: dict[str, Any] = {"line": index, "human": False}
                 if blocked_by is not None:
                     entry["reason"] = "not_reached"
-                elif len(line) > scan_cap_bytes:
-                    # The monitor never reads past such a line; neither do we (bounded memory).
-                    entry["reason"] = "exceeds_scan_cap"
-                    yield entry
-                    return
-                elif not line.endswith(b"\n"):
+                elif not complete:
                     entry["reason"] = "partial_line"
                 else:
-                    unit = classify(line.rstrip(b"\n"))
+                    unit = (classify_long_line(classify, reducer) if reducer is not None
+                            else classify(line.rstrip(b"\n")))
                     entry["human"] = unit.human and refusal is None
                     entry["reason"] = (unit.reason if refusal is None
                                        else f"not_monitored: {refusal} ({unit.reason})")
@@ -85,6 +87,23 @@ def classify_units(source: str, path: str, *, session: str | None = None,
                 yield entry
     except OSError as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+
+
+def _read_long_line(handle: BinaryIO, first: bytes, cap: int) -> tuple[LineReducer, bool]:
+    """Feed a line longer than ``cap`` to a reducer, ``cap`` bytes at a time.
+
+    Returns the reducer and whether the line ended with a newline (a final
+    line without one is partial: the monitor waits for it).
+    """
+    reducer = LineReducer()
+    piece = first
+    while True:
+        reducer.feed(piece.rstrip(b"\n"))
+        if piece.endswith(b"\n"):
+            return reducer, True
+        piece = handle.readline(cap)
+        if not piece:
+            return reducer, False
 
 
 def _opencode(path: str, session: str | None) -> Iterator[dict[str, Any]]:

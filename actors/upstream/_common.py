@@ -43,6 +43,9 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
         stop: the unit cannot be classified and classification must stop
             before it (Pi: a line that is not a JSON object); the cursor never
             passes it.
+        echo_hash: :func:`text_hash` of the whole typed text when ``text``
+            is a shortened view of it (a line longer than the scan cap,
+            see :mod:`actors.upstream._longline`); ``None`` otherwise.
     """
 
     human: bool
@@ -50,6 +53,7 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None = None
     occurred_at: int | None = None
     stop: bool = False
+    echo_hash: str | None = None
 
 
 def normalize_text(text: str | None) -> str:

@@ -19,7 +19,7 @@ from typing import Literal
 __all__ = ["CHECK_BYTES", "Chunk", "FileState", "check_of", "end_of_complete_lines",
            "file_state", "read_lines", "read_range"]
 
-ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "blocked"]
+ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "partial"]
 
 _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
@@ -56,10 +56,11 @@ class Chunk:
     Attributes:
         kind: ``"lines"`` with complete lines; otherwise why there are none:
             ``"missing"``/``"transient"`` (see :class:`FileState`),
-            ``"no_news"`` (nothing new, or only a partial last line),
-            ``"rewritten"`` (the file shrank below the marker or is another
-            inode: re-baseline), ``"blocked"`` (one line is longer than the
-            cap: the cursor cannot move).
+            ``"no_news"`` (nothing new), ``"rewritten"`` (the file shrank
+            below the marker or is another inode: re-baseline),
+            ``"partial"`` (bytes, but no newline among them: a line still
+            being written (``partial_line``), or one longer than the cap
+            (``line_exceeds_cap``); ``rest`` holds them).
         reason: a short code.
         lines: ``(start_offset, line_bytes)`` of each complete line, without
             its ``\\n`` (a trailing ``\\r`` is kept; JSON ignores it).
@@ -68,6 +69,8 @@ class Chunk:
         state: the file's state at the time of the read.
         raw: the bytes checked before the marker, then the complete lines up
             to ``end`` (so the next marker's check can be computed).
+        rest: the bytes read after ``end`` (the start of a line without its
+            newline yet).
     """
 
     kind: ReadKind
@@ -76,6 +79,7 @@ class Chunk:
     state: FileState
     lines: list[tuple[int, bytes]] = field(default_factory=list)
     raw: bytes = b""
+    rest: bytes = b""
 
 
 def file_state(path: str) -> FileState:
@@ -122,17 +126,28 @@ def read_range(path: str, offset: int, length: int, inode: int | None
 
 def end_of_complete_lines(path: str, size: int, *, limit: int = 1 << 20
                           ) -> tuple[int, bytes] | None:
-    """Offset just past the last complete line of ``path`` (0 if none in the last
-    ``limit`` bytes), and the :data:`CHECK_BYTES` before it; ``None`` if unreadable."""
-    start = max(0, size - limit)
-    data, _ = read_range(path, start, size - start, None)
-    if data is None:
-        return None
-    newline = data.rfind(b"\n")
-    if newline < 0:
-        return 0, b""
-    end = newline + 1
-    return start + end, data[max(0, end - CHECK_BYTES):end]
+    """Offset just past the last complete line of ``path`` (0 if it has none), and
+    the :data:`CHECK_BYTES` before it; ``None`` if unreadable.
+
+    Reads backwards ``limit`` bytes at a time until a newline is found, so a
+    last line of any length is found with memory bounded by ``limit``.
+    """
+    stop = size
+    while stop > 0:
+        start = max(0, stop - limit)
+        data, _ = read_range(path, start, stop - start, None)
+        if data is None:
+            return None
+        newline = data.rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            if newline + 1 >= CHECK_BYTES or start == 0:
+                return end, data[max(0, newline + 1 - CHECK_BYTES):newline + 1]
+            low = max(0, end - CHECK_BYTES)
+            check, _ = read_range(path, low, end - low, None)
+            return (None if check is None else (end, check))
+        stop = start
+    return 0, b""
 
 
 def check_of(data: bytes) -> str:
@@ -186,9 +201,8 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
         return Chunk("no_news", "no_growth", offset, state)
     last_newline = data.rfind(b"\n")
     if last_newline < 0:
-        if got >= cap:
-            return Chunk("blocked", "line_exceeds_cap", offset, state)
-        return Chunk("no_news", "partial_line", offset, state)
+        return Chunk("partial", "line_exceeds_cap" if got >= cap else "partial_line", offset,
+                     state, raw=prefix, rest=data)
     lines: list[tuple[int, bytes]] = []
     start = 0
     while start <= last_newline:
@@ -196,4 +210,4 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
         lines.append((offset + start, data[start:stop]))
         start = stop + 1
     return Chunk("lines", "ok", offset + last_newline + 1, state, lines,
-                 prefix + data[:last_newline + 1])
+                 prefix + data[:last_newline + 1], data[last_newline + 1:])

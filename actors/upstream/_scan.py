@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import msgspec
@@ -15,16 +16,20 @@ import msgspec
 from actors.upstream._common import Unit, text_hash
 from actors.upstream._files import (
     CHECK_BYTES,
+    Chunk,
     check_of,
     end_of_complete_lines,
     file_state,
     read_lines,
 )
+from actors.upstream._longline import LineReducer, reduced_unit
 
 __all__ = [
     "LineClassifier",
     "OpenCodeHint",
+    "PendingLine",
     "ScanResult",
+    "classify_long_line",
     "count_turns",
     "line_classifier",
     "scan_jsonl",
@@ -34,7 +39,40 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LineClassifier = Callable[[bytes], Unit]
-ScanKind = Literal["activity", "missing", "no_news", "transient", "blocked"]
+ScanKind = Literal["activity", "missing", "no_news", "transient"]
+
+
+@dataclass(eq=False)
+class PendingLine:
+    """A line longer than the scan cap, part-way through its reduction.
+
+    Its upstream monitor holds it in memory between scans (never stored):
+    the marker stays at the line's start until the line is classified, so a
+    restart, a lease moving to another process or a rewrite simply reads the
+    line again from its start.
+
+    Attributes:
+        reducer: the line's :class:`LineReducer`, fed up to ``resume_at``.
+        start: the line's offset (== the marker offset while pending).
+        inode: the file's inode when the line was started.
+        epoch: the marker's epoch when the line was started.
+        check: :func:`check_of` the last bytes fed (where the next read resumes).
+        stopped: the decision, once the line is classified and it stops the
+            scan (a Pi line that is not a JSON object); later scans stop at it
+            without reading it again.
+    """
+
+    reducer: LineReducer
+    start: int
+    inode: int
+    epoch: int
+    check: str
+    stopped: Unit | None = None
+
+    @property
+    def resume_at(self) -> int:
+        """The offset of the first byte not fed yet."""
+        return self.start + self.reducer.fed
 
 
 class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,14 +81,17 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         kind: ``"activity"`` (the marker moves; maybe with human turns),
             ``"missing"`` (the scan proved the source is gone), ``"no_news"``,
-            ``"transient"`` (an error that proves nothing), ``"blocked"`` (a
-            line longer than the scan cap holds the cursor).
+            ``"transient"`` (an error that proves nothing).
         reason: a short code for logs.
         human_turns: turns a person typed that are not the gateway's own.
         next_marker: the marker to store (``"activity"`` only).
         occurred_at: the newest counted turn's time, epoch ms.
         dedupe_id: identifies this batch of turns within the source (the new
             byte offset, or the newest counted message id).
+        pending: a line longer than the scan cap, part-way read, for the
+            next scan (JSONL sources; held in memory, never stored).
+        more: the scan stopped at the byte cap with bytes left to read (a
+            backlog of lines, or the rest of a long line): scan again soon.
     """
 
     kind: ScanKind
@@ -59,6 +100,8 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     next_marker: dict[str, Any] | None = None
     occurred_at: int | None = None
     dedupe_id: str | None = None
+    pending: PendingLine | None = None
+    more: bool = False
 
 
 def line_classifier(source: str) -> LineClassifier:
@@ -91,7 +134,7 @@ def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int,
     turns = 0
     newest: int | None = None
     for unit in units:
-        if not unit.human or text_hash(unit.text) in own_hashes:
+        if not unit.human or (unit.echo_hash or text_hash(unit.text)) in own_hashes:
             continue
         turns += 1
         if unit.occurred_at is not None:
@@ -99,15 +142,28 @@ def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int,
     return turns, newest
 
 
+def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
+    """Finish ``reducer`` and classify the reduced line with the source's classifier.
+
+    Caller's thread; pure apart from finishing the reducer; never raises.
+    """
+    reduced = reducer.finish()
+    return reduced_unit(_safe_classify(classify, reduced.line), reduced)
+
+
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
-    own_hashes: frozenset[str],
+    own_hashes: frozenset[str], pending: PendingLine | None = None,
 ) -> ScanResult:
     """Scan an append-only JSONL transcript forward from its byte marker.
 
     Only complete lines are classified and the marker moves only over
     classified bytes; blank lines are consumed; a unit with ``stop`` halts the
-    scan before it (it is never skipped). A file that shrank below the
+    scan before it (it is never skipped). A line longer than ``cap`` is
+    reduced a ``cap``-sized piece per scan (:class:`PendingLine`, result
+    reason ``long_line`` while bytes of it wait to be read,
+    ``long_line_waiting`` while its writer has not finished it) and
+    classified once its newline is read. A file that shrank below the
     marker, changed inode, or no longer holds the bytes it held just before
     the marker (rewritten in place) is re-baselined at the end of its last
     complete line without counting, and the marker's ``epoch`` moves on, so
@@ -122,6 +178,13 @@ def scan_jsonl(
         classify: the source's line classifier.
         cap: most bytes read in this scan.
         own_hashes: hashes of the session's recent own texts.
+        pending: the long line the previous scan left part-way (ignored
+            unless it starts at this marker, in the same inode and epoch).
+
+    Returns:
+        A :class:`ScanResult`; its ``pending`` is the long line to hand to
+        the next scan. Runs in the caller's thread; blocks on at most ``cap``
+        bytes of reads plus a stat; never raises.
     """
     offset = marker.get("offset")
     inode = marker.get("inode")
@@ -142,6 +205,20 @@ def scan_jsonl(
         return ScanResult(kind="activity", reason="rewritten_settled", next_marker={
             "offset": settled[0], "inode": state.inode, "epoch": epoch + 1,
             "check": check_of(settled[1])})
+    if pending is not None and (pending.start, pending.inode, pending.epoch) != (
+            offset, inode, epoch):
+        pending = None
+    if pending is not None and pending.stopped is not None:
+        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+    if pending is not None:
+        chunk = read_lines(path, pending.resume_at, cap=cap, inode=pending.inode,
+                           check=pending.check)
+        if chunk.kind in ("missing", "transient"):
+            return ScanResult(kind=chunk.kind, reason=chunk.reason, pending=pending)
+        if chunk.kind != "rewritten":
+            return _resume_long_line(chunk, pending, marker, classify=classify,
+                                     own_hashes=own_hashes)
+        pending = None  # changed under the line: read it again from the marker
     chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
                        check=check if isinstance(check, str) else None)
     if chunk.kind == "rewritten":
@@ -154,10 +231,57 @@ def scan_jsonl(
         if chunk.reason == "shrunk":
             next_marker["settling"] = True
         return ScanResult(kind="activity", reason=chunk.reason, next_marker=next_marker)
+    if chunk.kind == "partial" and chunk.reason == "line_exceeds_cap":
+        pending = PendingLine(reducer=LineReducer(), start=offset, inode=chunk.state.inode,
+                              epoch=epoch, check=check_of(b""))
+        return _feed_long_line(chunk, pending)
+    if chunk.kind == "partial":
+        return ScanResult(kind="no_news", reason=chunk.reason)
     if chunk.kind != "lines":
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
-    units: list[Unit] = []
-    end = offset
+    return _classify_lines(chunk, offset, [], marker, classify=classify,
+                           own_hashes=own_hashes)
+
+
+def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
+    """Feed a piece of a long line that holds no newline yet; it waits for more."""
+    pending.reducer.feed(chunk.rest)
+    pending.check = check_of((chunk.raw + chunk.rest)[-CHECK_BYTES:])
+    capped = chunk.reason == "line_exceeds_cap"
+    return ScanResult(kind="no_news", pending=pending, more=capped,
+                      reason="long_line" if capped else "long_line_waiting")
+
+
+def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
+                      classify: LineClassifier, own_hashes: frozenset[str]) -> ScanResult:
+    """Go on with a pending long line from where the last scan left it."""
+    if chunk.kind == "partial":
+        return _feed_long_line(chunk, pending)
+    if chunk.kind != "lines":
+        return ScanResult(kind="no_news", reason="long_line_waiting", pending=pending)
+    first_start, first = chunk.lines[0]
+    pending.reducer.feed(first)
+    unit = classify_long_line(classify, pending.reducer)
+    if unit.stop:
+        pending.stopped = unit
+        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+    line_end = first_start + len(first) + 1
+    rest = replace(chunk, lines=chunk.lines[1:])
+    return _classify_lines(rest, chunk.lines[0][0], [unit], marker, classify=classify,
+                           own_hashes=own_hashes, end=line_end, read_from=first_start)
+
+
+def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
+                    classify: LineClassifier, own_hashes: frozenset[str],
+                    end: int | None = None, read_from: int | None = None) -> ScanResult:
+    """Classify the complete lines of ``chunk`` after ``units`` already decided.
+
+    ``read_from`` is where the chunk's read started (its ``raw`` holds the
+    check bytes before it); the marker moves to the end of the last line
+    classified, never past a line that stops the scan.
+    """
+    start_of_read = offset if read_from is None else read_from
+    end = offset if end is None else end
     for start, line in chunk.lines:
         if line.strip():
             unit = _safe_classify(classify, line)
@@ -165,10 +289,12 @@ def scan_jsonl(
                 break
             units.append(unit)
         end = start + len(line) + 1
-    if end == offset:
+    if not units and end == offset:
         return ScanResult(kind="no_news", reason="unclassifiable_line")
+    epoch = marker.get("epoch", 0)
     turns, newest = count_turns(units, own_hashes)
-    consumed = len(chunk.raw) - (chunk.end - offset) + (end - offset)
+    before = len(chunk.raw) - (chunk.end - start_of_read)
+    consumed = before + (end - start_of_read)
     new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
@@ -176,6 +302,7 @@ def scan_jsonl(
                      "check": new_check},
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
+        more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
     )
 
 

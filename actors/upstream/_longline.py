@@ -1,0 +1,512 @@
+"""Bounded-memory classification of JSONL lines longer than the scan cap.
+
+A person who pastes a large log into Claude Code, or a tool that returns a
+large result, writes one JSONL line of many megabytes. Such a line is fed,
+chunk by chunk and possibly over several scans, to a :class:`LineReducer`: a
+resumable JSON tokenizer that writes a *reduced* copy of the line. The copy
+has the same structure and every value the classifiers read (types, roles,
+flags, the first and last :data:`KEEP_CHARS` characters of every string),
+so the source's ordinary classifier decides it: one rule, not two.
+
+What is reduced:
+
+* a string longer than :data:`SHORT_STRING_BYTES` (as written) keeps its first
+  and last :data:`KEEP_CHARS` characters around an elision marker; the
+  SHA-256 of its whole normalized text is kept beside it, so a gateway's own
+  long text is still recognised (self-echo);
+* an array keeps its first :data:`KEEP_ITEMS` elements, and a container
+  nested deeper than :data:`KEEP_DEPTH` is emptied (``[]``/``{}``). Either
+  makes the line *pruned*, and a pruned line is never counted as typed:
+  something the rule could have read was dropped;
+* a reduced copy that would exceed :data:`REDUCED_MAX_BYTES` stops growing:
+  the line is *oversized* and not typed either.
+
+Validity is preserved: a line that is not valid JSON (bad tokens, brackets,
+escapes or control characters, nesting deeper than :data:`MAX_DEPTH`) gives a
+reduced copy that is not valid JSON either, and invalid UTF-8 anywhere gives a
+copy holding invalid UTF-8, so each classifier applies its own rule for
+those. Memory is bounded by :data:`REDUCED_MAX_BYTES` plus one fed chunk,
+whatever the line's length.
+
+Pure: no I/O, no logging. A reducer is not thread-safe; its owner (one
+upstream monitor, or ``ssa classify``) feeds it from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+import msgspec
+
+from actors.upstream._common import Unit, normalize_text
+
+__all__ = [
+    "KEEP_CHARS",
+    "KEEP_DEPTH",
+    "KEEP_ITEMS",
+    "MAX_DEPTH",
+    "REDUCED_MAX_BYTES",
+    "SHORT_STRING_BYTES",
+    "LineReducer",
+    "ReducedLine",
+    "reduced_unit",
+]
+
+SHORT_STRING_BYTES = 16_384
+"""Strings up to this many bytes (as written, escapes included) are copied verbatim."""
+KEEP_CHARS = 8_192
+"""Characters kept at each end of a longer string."""
+KEEP_ITEMS = 512
+"""Elements kept of each array."""
+KEEP_DEPTH = 32
+"""Containers nested deeper than this are emptied."""
+MAX_DEPTH = 1_024
+"""Deeper nesting makes the line invalid (the classifiers' decoders refuse it too)."""
+REDUCED_MAX_BYTES = 4 << 20
+"""Most bytes of a reduced copy; a line whose copy would be longer is oversized."""
+
+_MARKER = "\ue000ssa-elided:{}\ue001"
+_MARKER_RE = re.compile("\ue000ssa-elided:(\\d+)\ue001")
+
+_TOKEN = re.compile(
+    rb"[ \t\r\n]*(?:([\[\]{},:])|(\")"
+    rb"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))")
+_BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
+_ESCAPE = re.compile(
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|u([0-9a-fA-F]{4})|([\"\\/bfnrt])|(.?))", re.DOTALL)
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t"}
+_CONTROL = re.compile("[\x00-\x1f]")
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_BACKSLASH = 0x5C
+_SCALAR_LOOKAHEAD = 32  # a scalar this close to a piece's end waits for the next piece
+
+# Parser states of a container frame.
+_FIRST, _KEY, _COLON, _VALUE, _AFTER = range(5)
+
+
+@dataclass(slots=True)
+class _Frame:
+    is_array: bool
+    kept: bool
+    state: int = _FIRST
+    count: int = 0
+
+
+class _NormalizedHash:
+    """SHA-256 of ``normalize_text`` of a text fed in pieces (whitespace runs → one space)."""
+
+    __slots__ = ("_digest", "_space", "_started")
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._started = False
+        self._space = False
+
+    def update(self, piece: str) -> None:
+        words = piece.split()
+        if not words:
+            self._space = self._space or bool(piece)
+            return
+        if self._started and (self._space or piece[0].isspace()):
+            self._digest.update(b" ")
+        self._digest.update(" ".join(words).encode("utf-8", "surrogatepass"))
+        self._started = True
+        self._space = piece[-1].isspace()
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+
+@dataclass(slots=True)
+class _LongString:
+    """A string past :data:`SHORT_STRING_BYTES`: its ends, length and normalized hash."""
+
+    kept: bool
+    decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")("strict"))
+    head: str = ""
+    tail: str = ""
+    chars: int = 0
+    digest: _NormalizedHash = field(default_factory=_NormalizedHash)
+
+
+@dataclass(frozen=True, slots=True)
+class ReducedLine:
+    """What :meth:`LineReducer.finish` returns.
+
+    Attributes:
+        line: the reduced copy (bytes, one JSON document or deliberately not).
+        size: bytes of the original line.
+        pruned: array elements or deep containers were dropped.
+        oversized: the copy reached :data:`REDUCED_MAX_BYTES` and stopped growing.
+        elided: per elision marker index, ``(normalized shortened text,
+            text_hash of the whole normalized text)``.
+    """
+
+    line: bytes
+    size: int
+    pruned: bool
+    oversized: bool
+    elided: tuple[tuple[str, str], ...]
+
+
+class LineReducer:
+    """Turns one JSONL line, fed in pieces, into a bounded :class:`ReducedLine`.
+
+    ``feed`` the line's bytes in order (without its newline), then call
+    ``finish`` once. The owner's thread runs both; neither blocks nor raises.
+    """
+
+    def __init__(self) -> None:
+        self._out = bytearray()
+        self._carry = b""
+        self._stack: list[_Frame] = []
+        self._top_done = False
+        self._invalid = False
+        self._bad_utf8 = False
+        self._pruned = False
+        self._oversized = False
+        self._size = 0
+        # The string being read: None outside strings.
+        self._string: bytearray | None = None
+        self._string_kept = False
+        self._string_is_key = False
+        self._long: _LongString | None = None
+        self._elided: list[tuple[str, str]] = []
+
+    @property
+    def fed(self) -> int:
+        """Bytes fed so far."""
+        return self._size
+
+    def feed(self, data: bytes) -> None:
+        """Reduce the next ``data`` bytes of the line (owner's thread; never raises)."""
+        self._size += len(data)
+        if self._invalid:
+            return
+        buf = self._carry + data if self._carry else data
+        self._carry = b""
+        self._carry = buf[self._run(buf, final=False):]
+
+    def finish(self) -> ReducedLine:
+        """The reduced copy of everything fed (owner's thread; call once; never raises)."""
+        if not self._invalid:
+            rest = self._carry
+            self._carry = b""
+            used = self._run(rest, final=True)
+            if (self._string is not None or self._stack or not self._top_done
+                    or _BLANK_TAIL.fullmatch(rest, used) is None):
+                self._invalid = True
+        line = bytes(self._out)
+        if self._invalid:
+            line = b"!"  # never valid JSON, in any encoding
+        elif self._bad_utf8 and line.startswith(b"{"):
+            line = b'{"\xff":0' + (b"," if line != b"{}" else b"") + line[1:]
+        elif self._bad_utf8:
+            line += b" \xff"
+        return ReducedLine(line=line, size=self._size, pruned=self._pruned,
+                           oversized=self._oversized, elided=tuple(self._elided))
+
+    # --- the tokenizer ------------------------------------------------------------
+
+    def _emit(self, data: bytes) -> None:
+        if self._oversized:
+            return
+        if len(self._out) + len(data) > REDUCED_MAX_BYTES:
+            self._oversized = True
+            return
+        self._out += data
+
+    def _run(self, buf: bytes, *, final: bool) -> int:
+        """Consume ``buf`` from 0; return where the unconsumed carry starts."""
+        pos = 0
+        end = len(buf)
+        while pos < end and not self._invalid:
+            if self._string is not None:
+                pos, closed = self._string_part(buf, pos, final=final)
+                if not closed:
+                    return pos  # the string continues in the next piece
+                continue
+            match = _TOKEN.match(buf, pos)
+            if match is None:
+                blank = _BLANK_TAIL.match(buf, pos)
+                start = blank.end() if blank is not None else pos
+                if start == end:
+                    return end
+                if not final and end - start < _SCALAR_LOOKAHEAD:
+                    return start  # maybe a literal or number cut by the piece's end
+                self._invalid = True
+                return pos
+            if (match.group(3) is not None and not final
+                    and match.end() > end - _SCALAR_LOOKAHEAD):
+                return match.start(3)  # a number may continue in the next piece
+            punct, quote, scalar = match.groups()
+            pos = match.end()
+            if quote is not None:
+                self._open_string()
+            elif scalar is not None:
+                self._scalar(scalar)
+            else:
+                self._punct(punct)
+        return pos
+
+    def _value_start(self) -> bool | None:
+        """Check a value may start here; say whether it is kept (None: invalid)."""
+        if not self._stack:
+            if self._top_done:
+                return None
+            return True
+        top = self._stack[-1]
+        if top.is_array:
+            if top.state not in (_FIRST, _VALUE):
+                return None
+            top.state = _AFTER
+            kept = top.kept and top.count < KEEP_ITEMS
+            if top.kept and not kept:
+                self._pruned = True
+            if kept and top.count:
+                self._emit(b",")
+            top.count += 1
+            return kept
+        if top.state != _VALUE:
+            return None
+        top.state = _AFTER
+        return top.kept
+
+    def _value_done(self) -> None:
+        if not self._stack:
+            self._top_done = True
+
+    def _scalar(self, token: bytes) -> None:
+        kept = self._value_start()
+        if kept is None:
+            self._invalid = True
+            return
+        if kept:
+            self._emit(token)
+        self._value_done()
+
+    def _punct(self, char: bytes) -> None:
+        top = self._stack[-1] if self._stack else None
+        if char in (b"[", b"{"):
+            kept = self._value_start()
+            if kept is None or len(self._stack) >= MAX_DEPTH:
+                self._invalid = True
+                return
+            is_array = char == b"["
+            if kept and len(self._stack) >= KEEP_DEPTH:
+                self._emit(b"[]" if is_array else b"{}")
+                self._pruned = True
+                kept = False
+            elif kept:
+                self._emit(char)
+            self._stack.append(_Frame(is_array=is_array, kept=kept))
+        elif char in (b"]", b"}"):
+            if top is None or top.is_array != (char == b"]") or top.state not in (
+                    (_FIRST, _AFTER)):
+                self._invalid = True
+                return
+            self._stack.pop()
+            if top.kept:
+                self._emit(char)
+            self._value_done()
+        elif char == b",":
+            if top is None or top.state != _AFTER:
+                self._invalid = True
+                return
+            top.state = _VALUE if top.is_array else _KEY
+        else:  # ":"
+            if top is None or top.is_array or top.state != _COLON:
+                self._invalid = True
+                return
+            top.state = _VALUE
+            if top.kept:
+                self._emit(b":")
+
+    def _open_string(self) -> None:
+        top = self._stack[-1] if self._stack else None
+        if top is not None and not top.is_array and top.state in (_FIRST, _KEY):
+            top.state = _COLON
+            self._string_is_key = True
+            self._string_kept = top.kept
+            if top.kept and top.count:
+                self._emit(b",")
+            top.count += 1
+        else:
+            kept = self._value_start()
+            if kept is None:
+                self._invalid = True
+                return
+            self._string_is_key = False
+            self._string_kept = kept
+        self._string = bytearray()
+        self._long = None
+
+    # --- strings --------------------------------------------------------------------
+
+    def _string_part(self, buf: bytes, pos: int, *, final: bool) -> tuple[int, bool]:
+        """Read string bytes from ``pos``: ``(where to go on, whether the string closed)``.
+
+        An unclosed string's carry starts where this returns.
+        """
+        close = _closing_quote(buf, pos)
+        if close < 0:
+            cut = len(buf) if final else _safe_cut(buf, pos)
+            self._string_bytes(buf[pos:cut])
+            if final:
+                self._invalid = True  # the line ended inside a string
+            return cut, False
+        self._string_bytes(buf[pos:close])
+        self._close_string()
+        return close + 1, True
+
+    def _string_bytes(self, raw: bytes) -> None:
+        if not raw:
+            return
+        if self._long is None:
+            assert self._string is not None
+            self._string += raw
+            if len(self._string) <= SHORT_STRING_BYTES:
+                return
+            raw = bytes(self._string)
+            self._string = bytearray()
+            self._long = _LongString(kept=self._string_kept)
+        self._long_bytes(self._long, raw, final=False)
+
+    def _long_bytes(self, long: _LongString, raw: bytes, *, final: bool) -> None:
+        try:
+            text = long.decoder.decode(raw, final)
+        except UnicodeDecodeError:
+            self._bad_utf8 = True
+            long.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            text = long.decoder.decode(raw, final)
+        if _CONTROL.search(text):
+            self._invalid = True  # a raw control character: not JSON
+            return
+        if "\\" in text:
+            text = self._unescape(text)
+        if not text:
+            return
+        long.chars += len(text)
+        if len(long.head) < KEEP_CHARS:
+            long.head += text[:KEEP_CHARS - len(long.head)]
+        long.tail = (long.tail + text[-KEEP_CHARS:])[-KEEP_CHARS:]
+        if long.kept:
+            long.digest.update(text)
+
+    def _unescape(self, text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            high, low, code, simple, bad = match.groups()
+            if high is not None:
+                return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+            if code is not None:
+                return chr(int(code, 16))
+            if simple is not None:
+                return _SIMPLE_ESCAPES[simple]
+            del bad
+            self._invalid = True
+            return ""
+
+        return _ESCAPE.sub(one, text)
+
+    def _close_string(self) -> None:
+        raw, long = self._string, self._long
+        self._string = None
+        self._long = None
+        kept = self._string_kept
+        if long is None:
+            assert raw is not None
+            if kept:
+                self._emit(b'"' + bytes(raw) + b'"')
+            elif not self._bad_utf8:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    self._bad_utf8 = True
+        else:
+            self._long_bytes(long, b"", final=True)
+            if kept and not self._invalid:
+                self._emit(self._long_copy(long))
+        if self._string_is_key:
+            return
+        self._value_done()
+
+    def _long_copy(self, long: _LongString) -> bytes:
+        if long.chars <= 2 * KEEP_CHARS:
+            rest = long.chars - len(long.head)
+            text = long.head + (long.tail[-rest:] if rest > 0 else "")
+        else:
+            marker = _MARKER.format(len(self._elided))
+            text = long.head + marker + long.tail
+            self._elided.append((normalize_text(text), long.digest.hexdigest()))
+        return json.dumps(text).encode("ascii")
+
+
+def _closing_quote(buf: bytes, pos: int) -> int:
+    """Index of the first unescaped ``"`` at or after ``pos``, or -1."""
+    while (quote := buf.find(b'"', pos)) >= 0:
+        run = 0
+        back = quote - 1
+        while back >= 0 and buf[back] == _BACKSLASH:
+            run += 1
+            back -= 1
+        if run % 2 == 0:
+            return quote
+        pos = quote + 1
+    return -1
+
+
+def _escape_starts(buf: bytes, index: int) -> bool:
+    """Whether the backslash at ``index`` starts an escape (an even run stands before it)."""
+    run = 0
+    back = index - 1
+    while back >= 0 and buf[back] == _BACKSLASH:
+        run += 1
+        back -= 1
+    return run % 2 == 0
+
+
+def _safe_cut(buf: bytes, pos: int) -> int:
+    """Where to cut string bytes so no escape, or surrogate pair of escapes, is split.
+
+    The bytes from the cut on are carried into the next piece, so the escape
+    state of a ``"`` found there is decided with its backslashes in view.
+    """
+    end = len(buf)
+    last = buf.rfind(b"\\", max(pos, end - 12), end)
+    if last < 0 or not _escape_starts(buf, last):
+        return end
+    cut = last
+    if (cut - 6 >= pos and _HIGH_SURROGATE_ESCAPE.fullmatch(buf, cut - 6, cut)
+            and _escape_starts(buf, cut - 6)):
+        cut -= 6
+    return cut
+
+
+def reduced_unit(unit: Unit, reduced: ReducedLine) -> Unit:
+    """The decision on a line, given its classifier's ``unit`` for ``reduced.line``.
+
+    A pruned or oversized line is never typed (``oversized_structure`` /
+    ``oversized_line``). A typed unit whose text is one shortened string
+    carries that string's whole-text hash in ``echo_hash``. Pure; never raises.
+    """
+    if not unit.human:
+        return unit
+    if reduced.oversized:
+        return Unit(human=False, reason="oversized_line")
+    if reduced.pruned:
+        return Unit(human=False, reason="oversized_structure")
+    text = unit.text or ""
+    match = _MARKER_RE.search(text)
+    if match is None:
+        return unit
+    index = int(match.group(1))
+    if index < len(reduced.elided) and reduced.elided[index][0] == text:
+        return msgspec.structs.replace(unit, echo_hash=reduced.elided[index][1])
+    return unit
