@@ -569,10 +569,10 @@ class UpstreamService:
             if last <= now < due:
                 continue  # not due yet (a clock that went backwards makes it due now)
             last = now
+            due = now + interval_ms  # from the cycle's start: set before anyone sees it run
             self.cadence_cycle()
             if self._stop.is_set():
                 return
-            due = self._clock() + interval_ms
 
     def cadence_cycle(self) -> None:
         """One cycle of the cadence: :meth:`scan_cycle`, its failure logged, never raised.
