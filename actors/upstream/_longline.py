@@ -76,12 +76,8 @@ _TOKEN = re.compile(
     rb"[ \t\r\n]*(?:([\[\]{},:])|(\")"
     rb"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))")
 _BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
-_ESCAPE = re.compile(
-    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|u([0-9a-fA-F]{4})|([\"\\/bfnrt])|(.?))", re.DOTALL)
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
-                   "r": "\r", "t": "\t"}
 _CONTROL = re.compile("[\x00-\x1f]")
+_WHITESPACE = re.compile(r"\s+")
 _HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _BACKSLASH = 0x5C
 _SCALAR_LOOKAHEAD = 32  # a scalar this close to a piece's end waits for the next piece
@@ -99,7 +95,13 @@ class _Frame:
 
 
 class _NormalizedHash:
-    """SHA-256 of ``normalize_text`` of a text fed in pieces (whitespace runs → one space)."""
+    """SHA-256 of ``normalize_text`` of a text fed in pieces (whitespace runs → one space).
+
+    ``re``'s ``\\s`` and ``str.split`` both use Python's Unicode whitespace
+    test, so the hash is exactly ``text_hash`` of the whole text; each piece
+    is collapsed with one substitution (no list of words: memory stays near
+    the piece's size).
+    """
 
     __slots__ = ("_digest", "_space", "_started")
 
@@ -109,15 +111,16 @@ class _NormalizedHash:
         self._space = False
 
     def update(self, piece: str) -> None:
-        words = piece.split()
-        if not words:
-            self._space = self._space or bool(piece)
+        collapsed = _WHITESPACE.sub(" ", piece)
+        core = collapsed.strip(" ")
+        if not core:
+            self._space = self._space or bool(collapsed)
             return
-        if self._started and (self._space or piece[0].isspace()):
+        if self._started and (self._space or collapsed[0] == " "):
             self._digest.update(b" ")
-        self._digest.update(" ".join(words).encode("utf-8", "surrogatepass"))
+        self._digest.update(core.encode("utf-8", "surrogatepass"))
         self._started = True
-        self._space = piece[-1].isspace()
+        self._space = collapsed[-1] == " "
 
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
@@ -386,11 +389,15 @@ class LineReducer:
             self._bad_utf8 = True
             long.decoder = codecs.getincrementaldecoder("utf-8")("replace")
             text = long.decoder.decode(raw, final)
-        if _CONTROL.search(text):
+        if "\\" in text:
+            try:  # the piece never splits an escape: C's JSON string scanner decodes it
+                text = json.loads('"' + text + '"')
+            except ValueError:
+                self._invalid = True  # a bad escape or a raw control character
+                return
+        elif _CONTROL.search(text):
             self._invalid = True  # a raw control character: not JSON
             return
-        if "\\" in text:
-            text = self._unescape(text)
         if not text:
             return
         long.chars += len(text)
@@ -399,21 +406,6 @@ class LineReducer:
         long.tail = (long.tail + text[-KEEP_CHARS:])[-KEEP_CHARS:]
         if long.kept:
             long.digest.update(text)
-
-    def _unescape(self, text: str) -> str:
-        def one(match: re.Match[str]) -> str:
-            high, low, code, simple, bad = match.groups()
-            if high is not None:
-                return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
-            if code is not None:
-                return chr(int(code, 16))
-            if simple is not None:
-                return _SIMPLE_ESCAPES[simple]
-            del bad
-            self._invalid = True
-            return ""
-
-        return _ESCAPE.sub(one, text)
 
     def _close_string(self) -> None:
         raw, long = self._string, self._long

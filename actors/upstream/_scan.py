@@ -246,7 +246,10 @@ def scan_jsonl(
 def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
     """Feed a piece of a long line that holds no newline yet; it waits for more."""
     pending.reducer.feed(chunk.rest)
-    pending.check = check_of((chunk.raw + chunk.rest)[-CHECK_BYTES:])
+    tail = chunk.rest[-CHECK_BYTES:]
+    if len(tail) < CHECK_BYTES:
+        tail = (chunk.raw[-CHECK_BYTES:] + tail)[-CHECK_BYTES:]
+    pending.check = check_of(tail)
     capped = chunk.reason == "line_exceeds_cap"
     return ScanResult(kind="no_news", pending=pending, more=capped,
                       reason="long_line" if capped else "long_line_waiting")
