@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import selectors
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,7 @@ def write_transcript(source: str, path: Path, mib: int) -> int:
     before, big, after = _rows(source)
     marker = json.dumps(_PLACEHOLDER)[1:-1].encode()
     block_bytes = len(json.dumps(_LOG_LINE % 0)[1:-1].encode()) * _BLOCK_LINES
-    blocks = (mib << 20) // block_bytes
+    blocks = -(-(mib << 20) // block_bytes)  # the big line is at least mib MiB
     with path.open("wb") as handle:
         for row in before:
             handle.write(row)
@@ -218,14 +219,38 @@ class _LineReader:
         return data
 
 
-def measure(mode: str, source: str, path: Path) -> dict[str, Any]:
-    """Run ``child`` in a fresh interpreter; its own peak RSS comes from ``os.wait4``."""
+def measure(mode: str, source: str, path: Path, *, timeout: float = 120.0) -> dict[str, Any]:
+    """Run ``child`` in a fresh interpreter; its own peak RSS comes from ``os.wait4``.
+
+    Blocks for at most ``timeout`` seconds; a child still running then is
+    killed and :class:`TimeoutError` raised. Raises :class:`RuntimeError` if
+    the child fails.
+    """
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", mode,
                              source, str(path)], stdout=subprocess.PIPE, cwd=str(ROOT))
     assert proc.stdout is not None
-    out = proc.stdout.read()
+    deadline = time.monotonic() + timeout
+    out = b""
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                proc.kill()
+                break
+            if not selector.select(left):
+                continue
+            part = os.read(proc.stdout.fileno(), 65536)
+            if not part:
+                break
+            out += part
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout.close()
+    if timed_out:
+        raise TimeoutError(f"{mode} {source} took longer than {timeout} s")
     if proc.returncode != 0:
         raise RuntimeError(f"{mode} {source} failed with exit code {proc.returncode}")
     result: dict[str, Any] = json.loads(out)

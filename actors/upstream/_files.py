@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["CHECK_BYTES", "Chunk", "FileState", "check_of", "end_of_complete_lines",
-           "file_state", "read_lines", "read_range"]
+           "file_state", "read_lines", "read_range", "read_ranges"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "partial"]
 
@@ -101,6 +101,18 @@ def read_range(path: str, offset: int, length: int, inode: int | None
                ) -> tuple[bytes | None, str]:
     """Read ``length`` bytes at ``offset`` of a regular file without ever blocking on
     a FIFO or device; ``(None, reason)`` when it cannot (never raises)."""
+    parts, reason = read_ranges(path, ((offset, length),), inode)
+    return (None, reason) if parts is None else (parts[0], reason)
+
+
+def read_ranges(path: str, ranges: tuple[tuple[int, int], ...], inode: int | None
+                ) -> tuple[list[bytes] | None, str]:
+    """Read several ``(offset, length)`` ranges of one regular file, through one open.
+
+    Each range comes back as its own bytes object (none is a slice of a larger
+    read, so none is copied); a range past the end is short. Never blocks on a
+    FIFO or device; ``(None, reason)`` when the file cannot be read (never raises).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -109,19 +121,26 @@ def read_range(path: str, offset: int, length: int, inode: int | None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (inode is not None and st.st_ino != inode):
             return None, "replaced_while_opening"
-        parts: list[bytes] = []
-        got = 0
-        while got < length:
-            part = os.pread(fd, length - got, offset + got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-        return b"".join(parts), "ok"
+        return [_pread_all(fd, offset, length) for offset, length in ranges], "ok"
     except OSError:
         return None, "read_failed"
     finally:
         os.close(fd)
+
+
+def _pread_all(fd: int, offset: int, length: int) -> bytes:
+    first = os.pread(fd, length, offset) if length > 0 else b""
+    if len(first) == length or not first:
+        return first
+    parts = [first]
+    got = len(first)
+    while got < length:
+        part = os.pread(fd, length - got, offset + got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
 
 
 def end_of_complete_lines(path: str, size: int, *, limit: int = 1 << 20
@@ -189,13 +208,13 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
     if state.size == offset and not before:
         return Chunk("no_news", "no_growth", offset, state)
     want = min(state.size - offset, cap)
-    data, reason = read_range(path, offset - before, before + want, inode)
-    if data is None:
+    parts, reason = read_ranges(path, ((offset - before, before), (offset, want)), inode)
+    if parts is None:
         kind: ReadKind = "missing" if reason == "missing" else "transient"
         return Chunk(kind, reason, offset, state)
-    if before and check_of(data[:before]) != check:
+    prefix, data = parts
+    if before and check_of(prefix) != check:
         return Chunk("rewritten", "rewritten_in_place", offset, state)
-    prefix, data = data[:before], data[before:]
     got = len(data)
     if not got:
         return Chunk("no_news", "no_growth", offset, state)

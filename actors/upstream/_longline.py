@@ -18,8 +18,9 @@ What is reduced:
   nested deeper than :data:`KEEP_DEPTH` is emptied (``[]``/``{}``). Either
   makes the line *pruned*, and a pruned line is never counted as typed:
   something the rule could have read was dropped;
-* a reduced copy that would exceed :data:`REDUCED_MAX_BYTES` stops growing:
-  the line is *oversized* and not typed either.
+* once the reduced copy holds :data:`REDUCED_MAX_BYTES`, later array elements
+  and object members are dropped (the copy stays valid JSON): the line is
+  *oversized* and not typed either.
 
 Validity is preserved: a line that is not valid JSON (bad tokens, brackets,
 escapes or control characters, nesting deeper than :data:`MAX_DEPTH`) gives a
@@ -67,7 +68,7 @@ KEEP_DEPTH = 32
 MAX_DEPTH = 1_024
 """Deeper nesting makes the line invalid (the classifiers' decoders refuse it too)."""
 REDUCED_MAX_BYTES = 4 << 20
-"""Most bytes of a reduced copy; a line whose copy would be longer is oversized."""
+"""Budget of a reduced copy; past it, later elements and members are dropped (oversized)."""
 
 _MARKER = "\ue000ssa-elided:{}\ue001"
 _MARKER_RE = re.compile("\ue000ssa-elided:(\\d+)\ue001")
@@ -81,6 +82,8 @@ _WHITESPACE = re.compile(r"\s+")
 _HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _BACKSLASH = 0x5C
 _SCALAR_LOOKAHEAD = 32  # a scalar this close to a piece's end waits for the next piece
+_PIECE_BYTES = 65_536  # long strings are decoded this many bytes at a time
+_JOIN_BYTES = 4_096  # a carried token is finished on this much of the next piece
 
 # Parser states of a container frame.
 _FIRST, _KEY, _COLON, _VALUE, _AFTER = range(5)
@@ -92,6 +95,7 @@ class _Frame:
     kept: bool
     state: int = _FIRST
     count: int = 0
+    member_kept: bool = True  # objects: whether the current member (key and value) is kept
 
 
 class _NormalizedHash:
@@ -147,7 +151,8 @@ class ReducedLine:
         line: the reduced copy (bytes, one JSON document or deliberately not).
         size: bytes of the original line.
         pruned: array elements or deep containers were dropped.
-        oversized: the copy reached :data:`REDUCED_MAX_BYTES` and stopped growing.
+        oversized: the copy reached :data:`REDUCED_MAX_BYTES`; later elements and
+            members were dropped.
         elided: per elision marker index, ``(normalized shortened text,
             text_hash of the whole normalized text)``.
     """
@@ -193,16 +198,25 @@ class LineReducer:
         self._size += len(data)
         if self._invalid:
             return
-        buf = self._carry + data if self._carry else data
-        self._carry = b""
-        self._carry = buf[self._run(buf, final=False):]
+        carry, self._carry = self._carry, b""
+        start = 0
+        if carry:
+            # Finish the carried token on a short head instead of copying all of data.
+            head = carry + data[:_JOIN_BYTES]
+            stop = self._run(head, 0, final=False)
+            if stop < len(carry):  # not resolved yet (a very long number): copy and go on
+                data = head[stop:] + data[_JOIN_BYTES:]
+                stop = len(carry)
+            start = stop - len(carry)
+        if not self._invalid:
+            self._carry = data[self._run(data, start, final=False):]
 
     def finish(self) -> ReducedLine:
         """The reduced copy of everything fed (owner's thread; call once; never raises)."""
         if not self._invalid:
             rest = self._carry
             self._carry = b""
-            used = self._run(rest, final=True)
+            used = self._run(rest, 0, final=True)
             if (self._string is not None or self._stack or not self._top_done
                     or _BLANK_TAIL.fullmatch(rest, used) is None):
                 self._invalid = True
@@ -219,16 +233,20 @@ class LineReducer:
     # --- the tokenizer ------------------------------------------------------------
 
     def _emit(self, data: bytes) -> None:
-        if self._oversized:
-            return
-        if len(self._out) + len(data) > REDUCED_MAX_BYTES:
-            self._oversized = True
-            return
         self._out += data
 
-    def _run(self, buf: bytes, *, final: bool) -> int:
-        """Consume ``buf`` from 0; return where the unconsumed carry starts."""
-        pos = 0
+    def _room(self) -> bool:
+        """Whether another element or member may be kept (the copy's budget)."""
+        if len(self._out) > REDUCED_MAX_BYTES:
+            self._oversized = True
+        return not self._oversized
+
+    def _run(self, buf: bytes, pos: int, *, final: bool) -> int:
+        """Consume ``buf`` from ``pos``; return where the unconsumed carry starts.
+
+        Bytes before ``pos`` may be read as context (the backslashes before a
+        quote), never consumed again.
+        """
         end = len(buf)
         while pos < end and not self._invalid:
             if self._string is not None:
@@ -270,9 +288,9 @@ class LineReducer:
             if top.state not in (_FIRST, _VALUE):
                 return None
             top.state = _AFTER
-            kept = top.kept and top.count < KEEP_ITEMS
-            if top.kept and not kept:
+            if top.kept and top.count >= KEEP_ITEMS:
                 self._pruned = True
+            kept = top.kept and top.count < KEEP_ITEMS and self._room()
             if kept and top.count:
                 self._emit(b",")
             top.count += 1
@@ -280,7 +298,7 @@ class LineReducer:
         if top.state != _VALUE:
             return None
         top.state = _AFTER
-        return top.kept
+        return top.member_kept
 
     def _value_done(self) -> None:
         if not self._stack:
@@ -329,7 +347,7 @@ class LineReducer:
                 self._invalid = True
                 return
             top.state = _VALUE
-            if top.kept:
+            if top.member_kept:
                 self._emit(b":")
 
     def _open_string(self) -> None:
@@ -337,8 +355,9 @@ class LineReducer:
         if top is not None and not top.is_array and top.state in (_FIRST, _KEY):
             top.state = _COLON
             self._string_is_key = True
-            self._string_kept = top.kept
-            if top.kept and top.count:
+            top.member_kept = top.kept and self._room()
+            self._string_kept = top.member_kept
+            if top.member_kept and top.count:
                 self._emit(b",")
             top.count += 1
         else:
@@ -359,28 +378,41 @@ class LineReducer:
         An unclosed string's carry starts where this returns.
         """
         close = _closing_quote(buf, pos)
+        view = memoryview(buf)
         if close < 0:
             cut = len(buf) if final else _safe_cut(buf, pos)
-            self._string_bytes(buf[pos:cut])
+            self._string_bytes(view[pos:cut])
             if final:
                 self._invalid = True  # the line ended inside a string
             return cut, False
-        self._string_bytes(buf[pos:close])
+        self._string_bytes(view[pos:close])
         self._close_string()
         return close + 1, True
 
-    def _string_bytes(self, raw: bytes) -> None:
+    def _string_bytes(self, raw: memoryview) -> None:
+        """Take string bytes that end at an escape-safe point (see :func:`_safe_cut`)."""
         if not raw:
             return
         if self._long is None:
             assert self._string is not None
-            self._string += raw
-            if len(self._string) <= SHORT_STRING_BYTES:
+            if len(self._string) + len(raw) <= SHORT_STRING_BYTES:
+                self._string += raw
                 return
-            raw = bytes(self._string)
-            self._string = bytearray()
             self._long = _LongString(kept=self._string_kept)
-        self._long_bytes(self._long, raw, final=False)
+            self._long_pieces(self._long, memoryview(bytes(self._string)))
+            self._string = bytearray()
+        self._long_pieces(self._long, raw)
+
+    def _long_pieces(self, long: _LongString, raw: memoryview) -> None:
+        """Decode ``raw`` :data:`_PIECE_BYTES` at a time (memory near a piece, not a chunk)."""
+        carry = b""
+        for start in range(0, len(raw), _PIECE_BYTES):
+            piece = carry + bytes(raw[start:start + _PIECE_BYTES])
+            cut = len(piece) if start + _PIECE_BYTES >= len(raw) else _safe_cut(piece, 0)
+            self._long_bytes(long, piece[:cut], final=False)
+            carry = piece[cut:]
+            if self._invalid:
+                return
 
     def _long_bytes(self, long: _LongString, raw: bytes, *, final: bool) -> None:
         try:
@@ -441,24 +473,25 @@ class LineReducer:
 
 
 def _closing_quote(buf: bytes, pos: int) -> int:
-    """Index of the first unescaped ``"`` at or after ``pos``, or -1."""
-    while (quote := buf.find(b'"', pos)) >= 0:
-        run = 0
-        back = quote - 1
-        while back >= 0 and buf[back] == _BACKSLASH:
-            run += 1
-            back -= 1
-        if run % 2 == 0:
+    """Index of the first unescaped ``"`` at or after ``pos``, or -1.
+
+    String bytes before ``pos`` were taken up to an escape-safe point, so a
+    backslash run that matters starts at ``pos`` at the earliest.
+    """
+    search = pos
+    while (quote := buf.find(b'"', search)) >= 0:
+        if _escape_starts(buf, quote, pos):
             return quote
-        pos = quote + 1
+        search = quote + 1
     return -1
 
 
-def _escape_starts(buf: bytes, index: int) -> bool:
-    """Whether the backslash at ``index`` starts an escape (an even run stands before it)."""
+def _escape_starts(buf: bytes, index: int, floor: int) -> bool:
+    """Whether ``buf[index]`` is not escaped: an even backslash run (counted down to
+    ``floor``) stands before it."""
     run = 0
     back = index - 1
-    while back >= 0 and buf[back] == _BACKSLASH:
+    while back >= floor and buf[back] == _BACKSLASH:
         run += 1
         back -= 1
     return run % 2 == 0
@@ -472,11 +505,11 @@ def _safe_cut(buf: bytes, pos: int) -> int:
     """
     end = len(buf)
     last = buf.rfind(b"\\", max(pos, end - 12), end)
-    if last < 0 or not _escape_starts(buf, last):
+    if last < 0 or not _escape_starts(buf, last, pos):
         return end
     cut = last
     if (cut - 6 >= pos and _HIGH_SURROGATE_ESCAPE.fullmatch(buf, cut - 6, cut)
-            and _escape_starts(buf, cut - 6)):
+            and _escape_starts(buf, cut - 6, pos)):
         cut -= 6
     return cut
 
