@@ -749,3 +749,25 @@ def test_link_refusal_policy(fields: dict[str, object], refusal: str | None) -> 
 def test_no_session_meta_is_refused() -> None:
     assert codex_link_refusal(None) == "not_a_rollout"
     assert codex_link_refusal(read_codex_thread(b"garbage")) == "not_a_rollout"
+
+
+def test_a_session_meta_line_longer_than_a_mebibyte_still_names_its_thread(
+    tmp_path: Path,
+) -> None:
+    from actors.upstream._baseline import jsonl_baseline
+
+    meta = {"timestamp": "2025-11-01T01:03:39.000Z", "type": "session_meta",
+            "payload": {"id": "01a06421-3bf7-7ed2-a618-e42b6c961905", "cwd": "/work",
+                        "originator": "codex_cli_rs", "cli_version": "0.57.0", "source": "cli",
+                        "base_instructions": {"text": "instructions " * 200_000}}}
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(json.dumps(meta).encode() + b"\n")
+    baseline = jsonl_baseline("codex", str(path), thread_id=None, from_start=False)
+    assert baseline is not None
+    assert baseline.refusal is None
+    assert baseline.thread_id == "01a06421-3bf7-7ed2-a618-e42b6c961905"
+    exec_meta = dict(meta, payload=dict(meta["payload"], source="exec"))  # type: ignore[arg-type]
+    path.write_bytes(json.dumps(exec_meta).encode() + b"\n")
+    refused = jsonl_baseline("codex", str(path), thread_id=None, from_start=False)
+    assert refused is not None
+    assert refused.refusal == "exec_thread"

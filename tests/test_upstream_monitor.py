@@ -385,3 +385,27 @@ def test_a_cadence_that_meets_a_storage_fault_logs_once_per_episode(
     monkeypatch.setattr(manager, "scan_cycle", real)
     manager.cadence_cycle()
     assert any("cycles work again" in r.getMessage() for r in caplog.records)
+
+
+def test_the_gateways_own_long_text_is_self_echo_and_a_persons_is_counted(
+    open_gateway: Callable[..., Gateway], transcript: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=65_536))
+    _adopt_watched(gw, transcript)
+    own = "relayed log line\n" * 20_000  # 340 KB, read in six pieces
+    gw.note_own_text(KEY, own)
+    _append(transcript, claude_user(own))
+    assert gw.scan_upstream() == []  # the gateway's own text came back: not a person
+    _append(transcript, claude_user(own + "and one more line typed by a person"))
+    assert [e.kind for e in gw.scan_upstream()] == ["human_direct_message"]
+
+
+def test_adoption_at_the_end_finds_the_end_of_a_last_line_longer_than_a_mebibyte(
+    gateway: Gateway, transcript: Path,
+) -> None:
+    _append(transcript, claude_user("old " * 400_000))  # a 1.6 MB last line
+    link = gateway.adopt(KEY, source="claude", path=transcript)
+    assert link is not None
+    assert link.marker["offset"] == transcript.stat().st_size  # not 0: history is not new
+    assert gateway.watch(WATCHER, KEY)
+    assert gateway.scan_upstream() == []
