@@ -771,3 +771,34 @@ def test_a_session_meta_line_longer_than_a_mebibyte_still_names_its_thread(
     refused = jsonl_baseline("codex", str(path), thread_id=None, from_start=False)
     assert refused is not None
     assert refused.refusal == "exec_thread"
+
+
+_UNCOMMITTED = ("Review the current code changes (staged, unstaged, and untracked files) and "
+                "provide prioritized findings.")
+_COMMIT = ('Review the code changes introduced by commit 1a2b3c4 ("fix: retry"). Provide '
+           "prioritized, actionable findings.")
+
+
+def test_a_review_preset_prompt_re_emitted_from_the_review_sub_agent_is_not_typed() -> None:
+    """``/review`` as the parent rollout holds it (codex-rs/core/src/tasks/review.rs)."""
+    rows = [
+        _line({"type": "entered_review_mode", "target": {"type": "uncommittedChanges"},
+               "user_facing_hint": "current changes"}),
+        _user_message(_UNCOMMITTED),
+        _line({"type": "message", "id": "review:rollout:user", "role": "user",
+               "content": [{"type": "input_text", "text": "<user_action>findings</user_action>"}]},
+              kind="response_item"),
+        _line({"type": "exited_review_mode", "review_output": None}),
+        _user_message(_COMMIT),
+        _user_item(_text(_UNCOMMITTED)),
+    ]
+    units = [classify_codex_line(row) for row in rows]
+    assert [u.human for u in units] == [False] * 6
+    assert [units[i].reason for i in (1, 4, 5)] == ["review_request"] * 3
+
+
+def test_custom_review_instructions_and_look_alikes_are_typed() -> None:
+    for text in ("Focus on the retry logic and its tests", "Review the current code changes",
+                 _UNCOMMITTED + " Then fix them."):
+        unit = classify_codex_line(_user_message(text))
+        assert (unit.human, unit.reason) == (True, "typed"), text

@@ -32,6 +32,14 @@ Policy decisions (each also noted where it is applied):
   ``user_message`` event is a separate submission.
 * a text that starts with an injected-context marker is never human, even in
   a ``user_message`` event (defensive; Codex does not put them there).
+* ``/review``: the review runs in a sub-agent whose events the parent thread
+  re-emits (``tasks/review.rs``, ``codex_delegate.rs``), so the review's
+  prompt lands in the parent rollout as a ``user_message`` between
+  ``entered_review_mode`` and ``exited_review_mode``. A preset's prompt
+  (current changes, base branch, commit: ``review_prompts.rs``) is a menu
+  choice, not typed: not human (``review_request``). Custom review
+  instructions are typed and count. The findings come back as a user-role
+  ``response_item`` (``id: "review:rollout:user"``), which never counts.
 * multi-part paginated messages join their text parts with one space (what
   OpenClaw's self-echo check compares against); a legacy ``message`` is
   Codex's own concatenation of the parts with no separator.
@@ -42,6 +50,7 @@ Message text only travels in the returned :class:`~actors.upstream.Unit`.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import msgspec
@@ -163,6 +172,25 @@ _INJECTED_MARKERS = (
 _MARKER_PREFIX_LEN = max(len(marker) for marker in _INJECTED_MARKERS)
 
 
+# --- /review presets (codex-rs/core/src/review_prompts.rs) -------------------------
+#
+# `/review` runs a review sub-agent whose events the parent thread re-emits, its
+# `user_message` included, so the preset's prompt lands in the parent rollout as
+# if typed. Custom review instructions are typed by the person and count.
+_REVIEW_PRESETS = re.compile(
+    r"Review the current code changes \(staged, unstaged, and untracked files\) and provide "
+    r"prioritized findings\."
+    r"|Review the code changes against the base branch '.+'\. Start by finding the merge diff "
+    r"between the current branch and .+ Provide prioritized, actionable findings\."
+    r"|Review the code changes introduced by commit \S+( \(\".*\"\))?\. Provide "
+    r"prioritized, actionable findings\.", re.DOTALL)
+
+
+def _is_review_preset(text: str) -> bool:
+    """Whether normalized ``text`` is the prompt of one of Codex's ``/review`` presets."""
+    return _REVIEW_PRESETS.fullmatch(text) is not None
+
+
 def _is_injected(text: str) -> bool:
     """Codex's contextual-fragment test, by opening marker only (case-insensitive).
 
@@ -251,6 +279,8 @@ def _classify_user_message(payload: _Payload, occurred_at: int | None) -> Unit:
         if _non_empty_list(payload.images) or _non_empty_list(payload.local_images):
             return Unit(human=False, reason="image_only", occurred_at=occurred_at)
         return Unit(human=False, reason="empty_text", occurred_at=occurred_at)
+    if _is_review_preset(text):
+        return Unit(human=False, reason="review_request", occurred_at=occurred_at)
     return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
 
 
@@ -278,6 +308,8 @@ def _classify_item_completed(payload: _Payload, occurred_at: int | None) -> Unit
         # POLICY: image-only turns are not human (see module docstring).
         reason = "image_only" if has_image else "empty_text"
         return Unit(human=False, reason=reason, occurred_at=occurred_at)
+    if _is_review_preset(text):
+        return Unit(human=False, reason="review_request", occurred_at=occurred_at)
     return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
 
 
@@ -314,7 +346,9 @@ def classify_codex_line(line: bytes) -> Unit:
     (not JSON, or not a JSON object, or too deeply nested), ``unexpected_shape``
     (an object whose fields have unexpected types), ``response_item_duplicate``
     (the user-role ``response_item`` copy of a typed prompt),
-    ``injected_context``, ``response_item``, ``user_message_kind``,
+    ``injected_context``, ``review_request`` (the prompt of a ``/review``
+    preset, re-emitted from the review sub-agent), ``response_item``,
+    ``user_message_kind``,
     ``image_only``, ``empty_text``, ``non_user_item``, ``event``,
     ``session_meta``, ``turn_context``, ``compacted``, ``other``.
 
