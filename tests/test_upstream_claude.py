@@ -693,9 +693,14 @@ def test_queued_commands_that_no_person_typed_do_not_count(
 
 def test_queued_prompts_follow_the_user_row_rules_and_other_attachments_stay_not_user() -> None:
     assert _both(_queued("<command-name>/model</command-name>")).reason == "command"
-    other = _queued("x")
-    other["attachment"] = {"type": "todo_reminder", "content": []}
-    assert _both(other).reason == "not_user"
+    for attachment in ({"type": "todo_reminder", "content": []},
+                       {"type": "plan_mode", "reminderType": "full", "isSubAgent": False,
+                        "planFilePath": "/home/u/.claude/plans/p.md", "planExists": False},
+                       {"type": "plan_mode_exit", "planFilePath": "/p.md", "planExists": True},
+                       {"type": "edited_text_file", "filename": "/w/a.py", "snippet": "x"}):
+        other = _queued("x")
+        other["attachment"] = attachment
+        assert _both(other).reason == "not_user", attachment
 
 
 def test_agent_team_messages_are_not_typed() -> None:
