@@ -409,3 +409,22 @@ def test_adoption_at_the_end_finds_the_end_of_a_last_line_longer_than_a_mebibyte
     assert link.marker["offset"] == transcript.stat().st_size  # not 0: history is not new
     assert gateway.watch(WATCHER, KEY)
     assert gateway.scan_upstream() == []
+
+
+def test_a_rewrite_before_the_marker_while_a_long_line_is_pending_re_baselines(
+    open_gateway: Callable[..., Gateway], transcript: Path,
+) -> None:
+    gw = open_gateway(GatewayConfig(scan_cap_bytes=4096))
+    _adopt_watched(gw, transcript)
+    row = claude_user("p" * 30_000)
+    _append(transcript, row[:20_000])
+    assert gw.scan_upstream() == []  # the line waits, part-way read
+    data = transcript.read_bytes()
+    with transcript.open("r+b") as handle:  # the row before the marker, rewritten in place
+        handle.write(data.replace(b'"text": "ok"', b'"text": "OK"'))
+    assert b'"OK"' in transcript.read_bytes()
+    _append(transcript, row[20_000:])
+    assert gw.scan_upstream() == []  # re-baselined: nothing counted from rewritten history
+    marker = _marker(gw, transcript)
+    assert marker["epoch"] == 1
+    assert marker["offset"] == transcript.stat().st_size

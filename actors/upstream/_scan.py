@@ -21,6 +21,7 @@ from actors.upstream._files import (
     end_of_complete_lines,
     file_state,
     read_lines,
+    read_range,
 )
 from actors.upstream._longline import LineReducer, reduced_unit
 
@@ -205,9 +206,9 @@ def scan_jsonl(
         return ScanResult(kind="activity", reason="rewritten_settled", next_marker={
             "offset": settled[0], "inode": state.inode, "epoch": epoch + 1,
             "check": check_of(settled[1])})
-    if pending is not None and (pending.start, pending.inode, pending.epoch) != (
-            offset, inode, epoch):
-        pending = None
+    if pending is not None and ((pending.start, pending.inode, pending.epoch) != (
+            offset, inode, epoch) or not _marker_holds(path, offset, check, pending.inode)):
+        pending = None  # read the line again from the marker, which sees any rewrite
     if pending is not None and pending.stopped is not None:
         return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
     if pending is not None:
@@ -241,6 +242,17 @@ def scan_jsonl(
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
     return _classify_lines(chunk, offset, [], marker, classify=classify,
                            own_hashes=own_hashes)
+
+
+def _marker_holds(path: str, offset: int, check: object, inode: int) -> bool:
+    """Whether the bytes before the marker are still those its ``check`` digests."""
+    if not isinstance(check, str):
+        return True
+    length, _, _ = check.partition(":")
+    if not length.isdigit() or not 0 < int(length) <= offset:
+        return True
+    before, _ = read_range(path, offset - int(length), int(length), inode)
+    return before is not None and check_of(before) == check
 
 
 def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
