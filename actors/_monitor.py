@@ -73,8 +73,8 @@ class ScanSoon(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan-soon
 class MonitorReport(msgspec.Struct, frozen=True, kw_only=True):
     """What one scan recorded (its notices are already published) and whether the link is gone.
 
-    ``more`` says a line longer than the scan cap has more bytes to read:
-    the next scan goes on with it.
+    ``more`` says the scan stopped at the scan cap with bytes left (a backlog,
+    or the rest of a line longer than the cap): the next scan goes on.
     """
 
     events: tuple[SessionStateEvent, ...] = ()
@@ -293,8 +293,8 @@ class UpstreamMonitor(GatewayActor):
         scanned: tells the service this process scanned the link.
         settle_later: asks for a soon scan of a link whose marker now awaits
             settling (its file was seen cut short).
-        more_soon: asks for one more scan, soon, of a link whose long line
-            has more bytes to read (each scan reads at most the scan cap).
+        more_soon: asks for one more scan, soon, of a link with more bytes to
+            read than one scan takes (each scan reads at most the scan cap).
     """
 
     def __init__(self, key: str, agent_id: str, *, persistence: pykka.ActorRef[Any],

@@ -61,9 +61,10 @@ SETTLE_MS = 500
 """How soon after a transcript was seen cut short its settling scan runs, in ms."""
 ADOPT_CHUNK = 256
 """Sessions whose baselines are read before their commands are committed together."""
-LONG_LINE_ROUNDS = 4_096
-"""Most scans one cycle runs of one link while a line longer than the scan cap has
-more to read (each scan reads at most the cap); the next cycle goes on."""
+BACKLOG_ROUNDS = 4_096
+"""Most scans one cycle runs of one link while it has more bytes to read than one scan
+takes (a backlog of lines, or a line longer than the scan cap; each scan reads at most
+the cap); the next cycle goes on."""
 
 
 class AdoptRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -331,10 +332,11 @@ class UpstreamService:
         cycle costs about one ``stat`` per link and touches no actor
         (:mod:`actors.upstream._changes`). Scans run concurrently on the
         dispatcher's workers; each publishes its notices as soon as its own
-        commit lands. A link whose scan stopped inside a line longer than the
-        scan cap is scanned again, a cap at a time, until the line is
-        classified (at most :data:`LONG_LINE_ROUNDS` scans). Blocks until every
-        scan answered or timed out (logged). Never overlaps another cycle.
+        commit lands. A link whose scan stopped at the scan cap with bytes left
+        (a backlog, or a line longer than the cap) is scanned again, a cap at a
+        time, until they are read (at most :data:`BACKLOG_ROUNDS` scans).
+        Blocks until every scan answered or timed out (logged). Never
+        overlaps another cycle.
         """
         self.mark_monitoring()
         with self._cycle_lock:
@@ -362,7 +364,7 @@ class UpstreamService:
                 self._inflight[ident] = future
                 pending.append((link, future))
             events: list[SessionStateEvent] = []
-            for _ in range(LONG_LINE_ROUNDS):
+            for _ in range(BACKLOG_ROUNDS):
                 pending = self._collect(pending, events)
                 if not pending:
                     break
@@ -426,10 +428,10 @@ class UpstreamService:
         return queued
 
     def more_soon(self, ident: tuple[str, str]) -> None:
-        """Scan ``ident`` once more, soon: its long line has more bytes to read.
+        """Scan ``ident`` once more, soon: it has more bytes to read than one scan takes.
 
-        Each scan reads at most the scan cap, so a line of many megabytes is
-        read by a chain of such scans, each one queued behind the work
+        Each scan reads at most the scan cap, so a backlog or a line of many
+        megabytes is read by a chain of such scans, each one queued behind the work
         already waiting on the dispatcher (any thread; non-blocking).
         """
         self.scan_soon((ident,))
