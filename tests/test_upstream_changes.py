@@ -142,6 +142,20 @@ def test_a_file_event_scans_that_link_at_once_and_queues_its_notice(
     assert len(gw.pending_notices(WATCHER)) == 1
 
 
+def test_one_file_event_reads_a_line_longer_than_the_cap_to_its_end(
+    watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], scans: Counter[str],
+) -> None:
+    gw, wakes, feed = watched
+    gw.scan_upstream()
+    scans.clear()
+    _append(home[1], claude_user("pasted " * 500_000))  # 3.5 MB: four scans of the 1 MiB cap
+    feed.emit({str(home[1])})  # one event; the scans chain on their own
+    assert wakes.wait_for(1)
+    assert wakes.calls == [WATCHER]
+    assert scans[_key(1)] >= 4
+    assert gw.scan_upstream() == []  # all of it was read
+
+
 def test_a_burst_of_events_for_one_link_queues_one_scan(
     watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path],
 ) -> None:
