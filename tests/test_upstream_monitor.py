@@ -356,8 +356,11 @@ def test_the_cadence_scans_after_the_initial_delay_and_then_on_its_interval(
 
     gw._upstream.scan_cycle = counting_cycle  # type: ignore[method-assign]
     _append(transcript, claude_user("picked up by the cadence"))
+    # The first cycle (no initial delay) may have run before the patch: one interval
+    # later (10 ms on the injected clock) a counted one is due either way.
+    clock.advance(10)
     assert cycles.acquire(timeout=TIMEOUT)
-    clock.advance(10)  # the interval (10 ms on the injected clock) has passed
+    clock.advance(10)  # and one interval after that, the next
     assert cycles.acquire(timeout=TIMEOUT)
     assert [k for k, _ in _events(gw)] == ["adopted", "human_direct_message"]
 
