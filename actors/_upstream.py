@@ -324,7 +324,7 @@ class UpstreamService:
 
     # --- scanning ------------------------------------------------------------
 
-    def scan_cycle(self) -> list[SessionStateEvent]:
+    def scan_cycle(self, *, follow_backlog: bool = True) -> list[SessionStateEvent]:
         """One cadence: scan every watched link whose source changed, publish, return new events.
 
         A link is scanned only when its fingerprint (one ``stat``) or its
@@ -334,9 +334,11 @@ class UpstreamService:
         dispatcher's workers; each publishes its notices as soon as its own
         commit lands. A link whose scan stopped at the scan cap with bytes left
         (a backlog, or a line longer than the cap) is scanned again, a cap at a
-        time, until they are read (at most :data:`BACKLOG_ROUNDS` scans).
-        Blocks until every scan answered or timed out (logged). Never
-        overlaps another cycle.
+        time, until they are read: within this call (at most
+        :data:`BACKLOG_ROUNDS` scans) with ``follow_backlog``, else by a
+        chain of soon scans on the dispatcher (:meth:`more_soon`), so a
+        background cadence never waits for a long backlog. Blocks until every
+        scan answered or timed out (logged). Never overlaps another cycle.
         """
         self.mark_monitoring()
         with self._cycle_lock:
@@ -364,18 +366,19 @@ class UpstreamService:
                 self._inflight[ident] = future
                 pending.append((link, future))
             events: list[SessionStateEvent] = []
-            for _ in range(BACKLOG_ROUNDS):
-                pending = self._collect(pending, events)
+            for _ in range(BACKLOG_ROUNDS if follow_backlog else 1):
+                pending = self._collect(pending, events, ask_again=follow_backlog)
                 if not pending:
                     break
             return events
 
     def _collect(self, pending: list[tuple[UpstreamLink, pykka.Future[Any]]],
-                 events: list[SessionStateEvent]
+                 events: list[SessionStateEvent], *, ask_again: bool
                  ) -> list[tuple[UpstreamLink, pykka.Future[Any]]]:
-        """Wait for a round of scans; ask again those with more of a long line to read.
+        """Wait for a round of scans; go on with those that have more to read.
 
-        Returns the scans asked again (each reads at most the scan cap).
+        With ``ask_again`` they are asked again and returned (each reads at
+        most the scan cap); otherwise they are left to :meth:`more_soon`.
         """
         again: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
         deadline = time.monotonic() + 2 * self._timeout
@@ -391,6 +394,8 @@ class UpstreamService:
             ident = (link.session_key, link.agent_id)
             if report.dropped:
                 self.forget(link.session_key, link.agent_id)
+            elif report.more and not ask_again:
+                self.more_soon(ident)
             elif report.more:
                 with scheduling():
                     next_scan = self._monitors.get(ident).ask(ScanLink(), block=False)
@@ -497,7 +502,7 @@ class UpstreamService:
     def _request_cycle(self) -> None:
         # In the feed's thread: events buffer meanwhile; a cycle is cheap when idle.
         try:
-            self.scan_cycle()
+            self.scan_cycle(follow_backlog=False)
         except Exception:
             logger.exception("an upstream rescan after lost file events failed")
 
@@ -581,10 +586,12 @@ class UpstreamService:
 
         A storage fault is logged once per episode (a warning, then an info
         line when cycles work again); anything else with its traceback.
-        Cadence thread (tests call it directly); blocks as :meth:`scan_cycle`.
+        A backlog is left to soon scans (``follow_backlog=False``), so the
+        cadence keeps its interval. Cadence thread (tests call it directly);
+        blocks as :meth:`scan_cycle`.
         """
         try:
-            self.scan_cycle()
+            self.scan_cycle(follow_backlog=False)
         except Exception as exc:
             if self._stop.is_set():
                 return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import signal
@@ -27,6 +28,8 @@ from actors.upstream.catalog import Candidate, default_catalogs, discover
 from persistence.keys import agent_id_of, key_problem
 
 __all__ = ["NOTICE_PATTERN", "run_watch"]
+
+logger = logging.getLogger(__name__)
 
 NOTICE_PATTERN = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
 """Finds the target and base version in a notice line."""
@@ -298,11 +301,23 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             # Default locations that did not exist at start may appear later.
             later = catalogs if given else _all_default_catalogs()
             adopter.adopt(_discover_all(later, err, warn=False), progress=False, later=True)
-            gw.scan_upstream()
+            _fallback_scan(gw)
             scans += 1
             next_scan = time.monotonic() + args.interval
             _report(gw, args.watcher, args.json, out)
     return 0
+
+
+def _fallback_scan(gw: Gateway) -> None:
+    """One fallback cycle that leaves a backlog to soon scans (their notices wake the loop).
+
+    ``scan_upstream()`` would read a long line to its end before returning,
+    and the loop prints notices only between cycles. Never raises (logged).
+    """
+    try:
+        gw._upstream.scan_cycle(follow_backlog=False)
+    except Exception as exc:  # a scan never stops the watch
+        logger.warning("the fallback scan failed: %s: %s", type(exc).__name__, exc)
 
 
 def _announce(candidate: Candidate, key: str, why: str | None, from_start: bool, *,

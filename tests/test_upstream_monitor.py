@@ -349,8 +349,9 @@ def test_the_cadence_scans_after_the_initial_delay_and_then_on_its_interval(
     cycles = threading.Semaphore(0)
     original = gw._upstream.scan_cycle
 
-    def counting_cycle() -> list[object]:
-        events = original()
+    def counting_cycle(**kwargs: bool) -> list[object]:
+        assert kwargs == {"follow_backlog": False}  # the cadence leaves backlogs to soon scans
+        events = original(**kwargs)
         cycles.release()
         return list(events)
 
@@ -373,7 +374,7 @@ def test_a_cadence_that_meets_a_storage_fault_logs_once_per_episode(
     failures: list[BaseException] = [StorageError("the server is down")] * 3 + [
         RuntimeError("a bug")]
 
-    def failing() -> list[object]:
+    def failing(**_: bool) -> list[object]:
         raise failures.pop(0)
 
     monkeypatch.setattr(manager, "scan_cycle", failing)

@@ -73,20 +73,75 @@ REDUCED_MAX_BYTES = 4 << 20
 _MARKER = "\ue000ssa-elided:{}\ue001"
 _MARKER_RE = re.compile("\ue000ssa-elided:(\\d+)\ue001")
 
-_TOKEN = re.compile(
-    rb"[ \t\r\n]*(?:([\[\]{},:])|(\")"
-    rb"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))")
+_TOKEN = re.compile(rb"[ \t\r\n]*(?:([\[\]{},:])|(\")|(true|false|null)|([-0-9]))")
+_DIGITS = re.compile(rb"[0-9]*")
+# Runs of dropped array elements that need no tokenizer steps: `, element` units, each
+# followed by its delimiter in the same piece (so no element is cut by the piece's end).
+_SIMPLE_STRING = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"'  # printable ASCII, no escapes
+_SIMPLE_VALUE = (rb"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|"
+                 + _SIMPLE_STRING + rb")")
+_SKIPPABLE = (rb"(?:" + _SIMPLE_VALUE
+              + rb"|\[[ \t\r\n]*(?:" + _SIMPLE_VALUE + rb"(?:[ \t\r\n]*,[ \t\r\n]*"
+              + _SIMPLE_VALUE + rb")*)?[ \t\r\n]*\]"
+              + rb"|\{[ \t\r\n]*(?:" + _SIMPLE_STRING + rb"[ \t\r\n]*:[ \t\r\n]*"
+              + _SIMPLE_VALUE + rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SIMPLE_STRING
+              + rb"[ \t\r\n]*:[ \t\r\n]*" + _SIMPLE_VALUE + rb")*)?[ \t\r\n]*\})")
+_DROPPED_RUN = re.compile(rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SKIPPABLE
+                          + rb"(?=[ \t\r\n]*[,\]])){1,1024}")  # bounded: re keeps state per unit
 _BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
 _CONTROL = re.compile("[\x00-\x1f]")
 _WHITESPACE = re.compile(r"\s+")
 _HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _BACKSLASH = 0x5C
-_SCALAR_LOOKAHEAD = 32  # a scalar this close to a piece's end waits for the next piece
+_SCALAR_LOOKAHEAD = 8  # a literal cut by a piece's end waits for the next piece
+_NUMBER_KEEP = 64  # a longer number is copied as 0 and prunes the line
+# JSON number grammar (RFC 8259 §6) as states of a small automaton.
+_N_START, _N_MINUS, _N_ZERO, _N_INT, _N_DOT, _N_FRAC, _N_E, _N_ESIGN, _N_EXP = range(9)
+_N_ACCEPTING = frozenset({_N_ZERO, _N_INT, _N_FRAC, _N_EXP})
+_N_DIGIT_RUNS = frozenset({_N_INT, _N_FRAC, _N_EXP})
 _PIECE_BYTES = 65_536  # long strings are decoded this many bytes at a time
 _JOIN_BYTES = 4_096  # a carried token is finished on this much of the next piece
 
 # Parser states of a container frame.
 _FIRST, _KEY, _COLON, _VALUE, _AFTER = range(5)
+
+
+@dataclass(slots=True)
+class _Number:
+    """A number being read: its automaton state, its first bytes and its length."""
+
+    kept: bool
+    state: int = _N_START
+    head: bytearray = field(default_factory=bytearray)
+    length: int = 0
+
+    def take(self, buf: bytes, start: int, stop: int) -> None:
+        self.length += stop - start
+        room = _NUMBER_KEEP + 1 - len(self.head)
+        if room > 0:
+            self.head += buf[start:min(stop, start + room)]
+
+
+def _number_step(state: int, byte: int) -> int | None:
+    """The number automaton's next state on ``byte``, or ``None`` where the number ends."""
+    digit = 0x30 <= byte <= 0x39
+    if state in (_N_START, _N_MINUS):
+        if byte == 0x30:
+            return _N_ZERO
+        if digit:
+            return _N_INT
+        return _N_MINUS if state == _N_START and byte == 0x2D else None
+    if state in (_N_ZERO, _N_INT, _N_FRAC):
+        if digit and state != _N_ZERO:
+            return state
+        if byte == 0x2E and state != _N_FRAC:
+            return _N_DOT
+        return _N_E if byte in (0x45, 0x65) else None
+    if state == _N_DOT:
+        return _N_FRAC if digit else None
+    if state == _N_E and byte in (0x2B, 0x2D):
+        return _N_ESIGN
+    return _N_EXP if digit else None  # _N_E, _N_ESIGN, _N_EXP
 
 
 @dataclass(slots=True)
@@ -186,6 +241,7 @@ class LineReducer:
         self._string_kept = False
         self._string_is_key = False
         self._long: _LongString | None = None
+        self._number: _Number | None = None
         self._elided: list[tuple[str, str]] = []
 
     @property
@@ -217,8 +273,8 @@ class LineReducer:
             rest = self._carry
             self._carry = b""
             used = self._run(rest, 0, final=True)
-            if (self._string is not None or self._stack or not self._top_done
-                    or _BLANK_TAIL.fullmatch(rest, used) is None):
+            if (self._string is not None or self._number is not None or self._stack
+                    or not self._top_done or _BLANK_TAIL.fullmatch(rest, used) is None):
                 self._invalid = True
         line = bytes(self._out)
         if self._invalid:
@@ -254,6 +310,19 @@ class LineReducer:
                 if not closed:
                     return pos  # the string continues in the next piece
                 continue
+            if self._number is not None:
+                pos, closed = self._number_part(self._number, buf, pos)
+                if not closed:
+                    break  # the number may go on in the next piece
+                continue
+            top = self._stack[-1] if self._stack else None
+            if (top is not None and top.is_array and top.state == _AFTER
+                    and (not top.kept or top.count >= KEEP_ITEMS)):
+                run = _DROPPED_RUN.match(buf, pos)
+                if run is not None:  # dropped elements: no tokenizer steps for them
+                    self._pruned = self._pruned or top.kept
+                    pos = run.end()
+                    continue
             match = _TOKEN.match(buf, pos)
             if match is None:
                 blank = _BLANK_TAIL.match(buf, pos)
@@ -264,17 +333,20 @@ class LineReducer:
                     return start  # maybe a literal or number cut by the piece's end
                 self._invalid = True
                 return pos
-            if (match.group(3) is not None and not final
-                    and match.end() > end - _SCALAR_LOOKAHEAD):
-                return match.start(3)  # a number may continue in the next piece
-            punct, quote, scalar = match.groups()
+            punct, quote, literal, number = match.groups()
+            if number is not None:
+                pos = match.start(4)
+                self._open_number()
+                continue
             pos = match.end()
             if quote is not None:
                 self._open_string()
-            elif scalar is not None:
-                self._scalar(scalar)
+            elif literal is not None:
+                self._scalar(literal)
             else:
                 self._punct(punct)
+        if final and self._number is not None and not self._invalid:
+            self._close_number(self._number)
         return pos
 
     def _value_start(self) -> bool | None:
@@ -303,6 +375,45 @@ class LineReducer:
     def _value_done(self) -> None:
         if not self._stack:
             self._top_done = True
+
+    def _open_number(self) -> None:
+        kept = self._value_start()
+        if kept is None:
+            self._invalid = True
+            return
+        self._number = _Number(kept=kept)
+
+    def _number_part(self, number: _Number, buf: bytes, pos: int) -> tuple[int, bool]:
+        """Read number bytes from ``pos``: ``(where to go on, whether the number ended)``."""
+        end = len(buf)
+        while pos < end:
+            if number.state in _N_DIGIT_RUNS:
+                run = _DIGITS.match(buf, pos)
+                if run is not None and run.end() > pos:
+                    number.take(buf, pos, run.end())
+                    pos = run.end()
+                    continue
+            state = _number_step(number.state, buf[pos])
+            if state is None:
+                self._close_number(number)
+                return pos, True
+            number.state = state
+            number.take(buf, pos, pos + 1)
+            pos += 1
+        return pos, False
+
+    def _close_number(self, number: _Number) -> None:
+        self._number = None
+        if number.state not in _N_ACCEPTING:
+            self._invalid = True
+            return
+        if number.kept:
+            if number.length <= _NUMBER_KEEP:
+                self._emit(bytes(number.head))
+            else:
+                self._emit(b"0")  # a number no rule reads; its digits would be unbounded
+                self._pruned = True
+        self._value_done()
 
     def _scalar(self, token: bytes) -> None:
         kept = self._value_start()
