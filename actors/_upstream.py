@@ -27,7 +27,12 @@ from actors._monitor import (
 )
 from actors._registry import ActorPool
 from actors.errors import GatewayClosed
-from actors.upstream._baseline import jsonl_baseline, opencode_baseline, source_key_of
+from actors.upstream._baseline import (
+    first_line_pending,
+    jsonl_baseline,
+    opencode_baseline,
+    source_key_of,
+)
 from actors.upstream._changes import fingerprint
 from actors.upstream._common import text_hash
 from actors.upstream._scan import OpenCodeHint
@@ -215,7 +220,11 @@ class UpstreamService:
         else:
             baseline = jsonl_baseline(source, path, thread_id=thread_id, from_start=from_start)
         if baseline is None:
-            logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
+            if source != "opencode" and first_line_pending(source, path):
+                logger.info("not adopting %s yet: its %s transcript has no complete first "
+                            "line", key, source)
+            else:
+                logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
             return None
         source_key = source_key_of(baseline.host_id, baseline.thread_id, baseline.upstream_ref)
         adopted = RecordEvent(

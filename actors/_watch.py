@@ -168,6 +168,14 @@ class _Adopter:
                 elif self.gw.session_status(key).state_version:
                     why = _NOT_MONITORED.get(candidate.source, "not monitorable")
                 else:
+                    # Nothing was recorded (unreadable, or a header still being
+                    # written): try again at the next interval, and say so only
+                    # once it is decided.
+                    self.seen.discard((candidate.source,
+                                       candidate.path + "\0" + candidate.thread_id))
+                    self.keys.discard(key)
+                    if later:
+                        continue
                     why = "unreadable"
                 if why is not None:
                     self.skipped[why] += 1

@@ -245,3 +245,62 @@ def test_real_transcripts_are_decided_alike_on_their_reduced_copies(
                                                             whole.stop), (source, line[:200])
     assert len(lines) > 600
     assert reduced_some > 100
+
+
+def test_a_huge_number_is_read_in_bounded_memory_and_copied_as_zero() -> None:
+    """Regression: a 40 MiB number was carried whole (memory and quadratic time)."""
+    import tracemalloc
+
+    reducer = LineReducer()
+    head = json.dumps(json.loads(claude_user("typed"))).encode()[:-1] + b', "pad": 1'
+    tracemalloc.start()
+    try:
+        reducer.feed(head)
+        for _ in range(48):
+            reducer.feed(b"7" * 65_536)  # 3 MiB of digits
+        reducer.feed(b".5e-3}")
+        reduced = reducer.finish()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 1024
+    assert json.loads(reduced.line)["pad"] == 0
+    assert reduced.pruned
+    classify = line_classifier("claude")
+    assert reduced_unit(classify(reduced.line), reduced).reason == "oversized_structure"
+    assert json.loads(reduce(b'{"n":-12.5e+3,"m":0,"k":[1,2.25]}', 1).line) == {
+        "n": -12.5e3, "m": 0, "k": [1, 2.25]}
+
+
+@pytest.mark.parametrize("defect", [b",,", b",01", b",1.", b",-", b",1 2", b",tru", b',"a\\x"',
+                                    b',{"a":}', b",[1,]", b',"\x01"'])
+def test_a_defect_among_dropped_array_elements_stays_invalid(defect: bytes) -> None:
+    line = b'{"a":[' + b",".join(b"%d" % i for i in range(700)) + defect + b",5]}"
+    for piece in (3, 1000, len(line)):
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(reduce(line, piece).line)
+
+
+def test_many_dropped_array_elements_keep_the_copy_small_and_pruned() -> None:
+    elements = [0, 1, "b", {}, [], {"a": "b", "n": 1}, [1, "x", None], True, -2.5]
+    line = json.dumps({"type": "user", "pad": elements * 20_000}).encode()
+    reduced = reduce(line, 65_536)
+    assert reduced.pruned
+    assert json.loads(reduced.line)["pad"] == (elements * 60)[:_longline.KEEP_ITEMS]
+    assert len(reduced.line) < 16_384
+
+
+def test_a_pruned_content_list_is_never_called_image_only() -> None:
+    """Regression: 600 images and then a text block read as image_only when reduced."""
+    row = json.loads(claude_user("x"))
+    row["message"]["content"] = [{"type": "image", "source": {"type": "base64",
+                                                            "data": "QUJD"}}] * 600 + [
+        {"type": "text", "text": "hi"}]
+    reduced = reduce(json.dumps(row).encode(), 4096)
+    unit = reduced_unit(line_classifier("claude")(reduced.line), reduced)
+    assert (unit.human, unit.reason) == (False, "oversized_structure")
+    tool = json.loads(claude_user("x"))
+    tool["message"]["content"] = [{"type": "tool_result", "tool_use_id": "t",
+                                   "content": "out"}] * 600
+    reduced = reduce(json.dumps(tool).encode(), 4096)
+    assert reduced_unit(line_classifier("claude")(reduced.line), reduced).reason == "tool_result"

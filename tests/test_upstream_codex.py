@@ -802,3 +802,22 @@ def test_custom_review_instructions_and_look_alikes_are_typed() -> None:
                  _UNCOMMITTED + " Then fix them."):
         unit = classify_codex_line(_user_message(text))
         assert (unit.human, unit.reason) == (True, "typed"), text
+
+
+def test_a_rollout_whose_session_meta_is_not_written_yet_is_not_adopted_yet(
+    tmp_path: Path,
+) -> None:
+    from actors.upstream._baseline import first_line_pending, jsonl_baseline
+
+    path = tmp_path / "rollout.jsonl"
+    meta = json.dumps({"timestamp": "2025-11-01T01:03:39.000Z", "type": "session_meta",
+                       "payload": {"id": "t1", "originator": "codex_cli_rs", "source": "cli"}})
+    for content in (b"", meta.encode()[:30], meta.encode()):  # empty, half, no newline yet
+        path.write_bytes(content)
+        assert jsonl_baseline("codex", str(path), thread_id=None, from_start=True) is None
+        assert first_line_pending("codex", str(path))
+    path.write_bytes(meta.encode() + b"\n")
+    assert not first_line_pending("codex", str(path))
+    baseline = jsonl_baseline("codex", str(path), thread_id=None, from_start=True)
+    assert baseline is not None
+    assert baseline.refusal is None

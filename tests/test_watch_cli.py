@@ -319,3 +319,37 @@ def test_a_notice_is_printed_before_it_is_acknowledged(
         run_watch(_args(tmp_path, claude=[str(claude)], poll_only=True), out=out,
                   err=io.StringIO())
     assert "notice: " in out.getvalue()  # already on stdout: a restart repeats, never loses
+
+
+def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: an empty or half-written header was 'not monitored' for the whole run."""
+    from actors import _watch
+
+    pi = tmp_path / "pi" / "--work--"
+    pi.mkdir(parents=True)
+    early = pi / "2026-06-05T05-24-28-246Z_early.jsonl"
+    early.write_bytes(pi_header(3)[:20])  # being written when the watch starts
+    late = pi / "2026-06-05T05-24-29-246Z_late.jsonl"
+    original = _watch._report
+    calls: list[int] = []
+
+    def write_the_headers(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            late.write_bytes(b"")  # appears empty ...
+        elif len(calls) == 2:  # ... and both are written after the next scan
+            early.write_bytes(pi_header(3) + pi_user("first prompt of early"))
+            late.write_bytes(pi_header(3) + pi_user("first prompt of late"))
+        return original(gw, watcher, as_json, out)
+
+    monkeypatch.setattr(_watch, "_report", write_the_headers)
+    out = io.StringIO()
+    assert run_watch(_args(tmp_path, pi=[str(tmp_path / "pi")], scans=3), out=out,
+                     err=io.StringIO()) == 0
+    text = out.getvalue()
+    assert text.startswith("adopted 0 sessions (none); not monitored: 1 unreadable")  # at start
+    assert ": not monitored (" not in text  # never announced as such
+    assert text.count(": watched, read from its start") == 2
+    assert text.count("human_direct_message by human") == 2  # both first prompts

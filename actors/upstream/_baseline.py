@@ -17,7 +17,8 @@ import msgspec
 from actors.upstream._files import check_of, end_of_complete_lines, file_state, read_range
 from actors.upstream._longline import LineReducer
 
-__all__ = ["HEAD_LIMIT", "Baseline", "jsonl_baseline", "opencode_baseline", "source_key_of"]
+__all__ = ["HEAD_LIMIT", "Baseline", "first_line_pending", "jsonl_baseline",
+           "opencode_baseline", "source_key_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,22 @@ def _header_id(head: bytes) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def first_line_pending(source: str, path: str) -> bool:
+    """Whether ``path`` is a Codex or Pi file whose first line is not complete yet.
+
+    Such a file is not adopted yet (its header decides whether it may be
+    monitored); adopt it again once it is written. Caller's thread; one
+    bounded read; never raises.
+    """
+    if source not in ("codex", "pi"):
+        return False
+    state = file_state(path)
+    if state.kind != "ok":
+        return False
+    head, _ = read_range(path, 0, min(state.size, HEAD_LIMIT), None)
+    return head is not None and b"\n" not in head and len(head) < HEAD_LIMIT
+
+
 def _reduced_first_line(path: str, head_bytes: bytes) -> bytes:
     """The reduced copy of a first line longer than :data:`HEAD_LIMIT` (b"" if unfinished).
 
@@ -92,7 +109,10 @@ def jsonl_baseline(
     """Baseline a Claude, Codex or Pi transcript; ``None`` when it cannot be read.
 
     The marker is the end of the last complete line (a partial last line is
-    left for the first scan), or ``0`` with ``from_start``.
+    left for the first scan), or ``0`` with ``from_start``. A Codex or Pi
+    file whose first line (``session_meta``, the session header) is not
+    complete yet (empty, or being written) is ``None`` too: whether it may be
+    monitored cannot be told yet (see :func:`first_line_pending`).
     """
     state = file_state(path)
     if state.kind != "ok":
@@ -103,6 +123,8 @@ def jsonl_baseline(
     head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
     if not head and len(head_bytes) == HEAD_LIMIT:
         head = _reduced_first_line(path, head_bytes)
+    if source in ("codex", "pi") and not head:
+        return None  # its header is not written yet: decide when it is
     offset, check = 0, b""
     if not from_start and state.size:
         end = end_of_complete_lines(path, state.size, limit=HEAD_LIMIT)

@@ -558,12 +558,9 @@ class LineReducer:
         if long is None:
             assert raw is not None
             if kept:
-                self._emit(b'"' + bytes(raw) + b'"')
-            elif not self._bad_utf8:
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    self._bad_utf8 = True
+                self._emit(b'"' + bytes(raw) + b'"')  # the classifier's decoder checks it
+            else:
+                self._check_dropped_string(raw)
         else:
             self._long_bytes(long, b"", final=True)
             if kept and not self._invalid:
@@ -571,6 +568,21 @@ class LineReducer:
         if self._string_is_key:
             return
         self._value_done()
+
+    def _check_dropped_string(self, raw: bytearray) -> None:
+        """Validate a short string that is not copied: UTF-8, escapes, control characters."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._bad_utf8 = True
+            text = raw.decode("utf-8", "replace")
+        if "\\" in text:
+            try:
+                json.loads('"' + text + '"')
+            except ValueError:
+                self._invalid = True
+        elif _CONTROL.search(text):
+            self._invalid = True
 
     def _long_copy(self, long: _LongString) -> bytes:
         if long.chars <= 2 * KEEP_CHARS:
@@ -625,19 +637,29 @@ def _safe_cut(buf: bytes, pos: int) -> int:
     return cut
 
 
+# Decisions that read everything a content list holds: on a pruned copy they may be
+# wrong (600 images and then a text block is not image-only), so they say so instead.
+_WHOLE_CONTENT_REASONS = frozenset({"image_only", "no_text", "empty", "empty_text",
+                                    "ide_context"})
+
+
 def reduced_unit(unit: Unit, reduced: ReducedLine) -> Unit:
     """The decision on a line, given its classifier's ``unit`` for ``reduced.line``.
 
-    A pruned or oversized line is never typed (``oversized_structure`` /
-    ``oversized_line``). A typed unit whose text is one shortened string
-    carries that string's whole-text hash in ``echo_hash``. Pure; never raises.
+    A pruned or oversized line is never typed: a typed unit, or one whose
+    reason depends on the whole content list (``image_only``, ``empty``…),
+    becomes ``oversized_structure`` / ``oversized_line``; other reasons
+    (``tool_result``, ``not_user``…) stand, since what they read was kept. A
+    typed unit whose text is one shortened string carries that string's
+    whole-text hash in ``echo_hash``. Pure; never raises.
     """
+    if reduced.oversized or reduced.pruned:
+        if unit.human or unit.reason in _WHOLE_CONTENT_REASONS:
+            reason = "oversized_line" if reduced.oversized else "oversized_structure"
+            return Unit(human=False, reason=reason, occurred_at=unit.occurred_at)
+        return unit
     if not unit.human:
         return unit
-    if reduced.oversized:
-        return Unit(human=False, reason="oversized_line")
-    if reduced.pruned:
-        return Unit(human=False, reason="oversized_structure")
     text = unit.text or ""
     match = _MARKER_RE.search(text)
     if match is None:
