@@ -86,8 +86,12 @@ _SKIPPABLE = (rb"(?:" + _SIMPLE_VALUE
               + rb"|\{[ \t\r\n]*(?:" + _SIMPLE_STRING + rb"[ \t\r\n]*:[ \t\r\n]*"
               + _SIMPLE_VALUE + rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SIMPLE_STRING
               + rb"[ \t\r\n]*:[ \t\r\n]*" + _SIMPLE_VALUE + rb")*)?[ \t\r\n]*\})")
+# Bounded runs (re keeps backtracking state per unit); the delimiter after the run's last
+# unit proves that unit was not cut by the piece's end.
 _DROPPED_RUN = re.compile(rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SKIPPABLE
-                          + rb"(?=[ \t\r\n]*[,\]])){1,1024}")  # bounded: re keeps state per unit
+                          + rb"){1,4096}(?=[ \t\r\n]*[,\]])")
+_DROPPED_INTS = re.compile(  # the common case, about twice as fast
+    rb"(?:,(?:-?(?:0|[1-9][0-9]*+)|true|false|null)){1,4096}(?=[,\]])")
 _BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
 _CONTROL = re.compile("[\x00-\x1f]")
 _WHITESPACE = re.compile(r"\s+")
@@ -318,7 +322,7 @@ class LineReducer:
             top = self._stack[-1] if self._stack else None
             if (top is not None and top.is_array and top.state == _AFTER
                     and (not top.kept or top.count >= KEEP_ITEMS)):
-                run = _DROPPED_RUN.match(buf, pos)
+                run = _DROPPED_INTS.match(buf, pos) or _DROPPED_RUN.match(buf, pos)
                 if run is not None:  # dropped elements: no tokenizer steps for them
                     self._pruned = self._pruned or top.kept
                     pos = run.end()
