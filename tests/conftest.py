@@ -17,14 +17,11 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors._base import GatewayActor
-from persistence import PersistenceActor
+from actors.testing import LeakCheck, ManualClock
 from tests._pg import PgServer, pg_server, required
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
@@ -51,19 +48,6 @@ WATCHER = "agent:main:main"
 NESTED_WATCHER = "agent:main:subagent:parent"
 CHILD = "agent:main:subagent:child"
 GROUP = "agent:main:telegram:group:room-1"
-
-
-@dataclass
-class FakeClock:
-    """An injected clock in epoch milliseconds; tests move it by hand."""
-
-    now: int = START_MS
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 class Wakes:
@@ -97,8 +81,8 @@ class WakeRecorder:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock(START_MS)
 
 
 @pytest.fixture
@@ -169,7 +153,7 @@ def db(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest
 
 @pytest.fixture
 def open_gateway(
-    db: SignalLogDb, clock: FakeClock, wakes: WakeRecorder
+    db: SignalLogDb, clock: ManualClock, wakes: WakeRecorder
 ) -> Iterator[Callable[..., Gateway]]:
     """Open gateways on the test database; all are closed at teardown."""
     opened: list[Gateway] = []
@@ -192,28 +176,13 @@ def gateway(open_gateway: Callable[..., Gateway]) -> Gateway:
     return open_gateway()
 
 
-def _our_actors() -> list[pykka.ActorRef[Any]]:
-    return [
-        ref for ref in pykka.ActorRegistry.get_all()
-        if issubclass(ref.actor_class, GatewayActor | PersistenceActor)
-    ]
-
-
 @pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
     """Fail the test if it leaves one of our actors or a new thread running."""
-    before = set(threading.enumerate())
+    check = LeakCheck(timeout=JOIN_TIMEOUT_S)
     yield
-    leaked_actors = _our_actors()
-    for ref in leaked_actors:
-        ref.stop(block=True, timeout=JOIN_TIMEOUT_S)
-    leaked_threads = []
-    for thread in set(threading.enumerate()) - before:
-        thread.join(timeout=JOIN_TIMEOUT_S)
-        if thread.is_alive():
-            leaked_threads.append(thread.name)
-    assert not leaked_actors, f"actors left running: {leaked_actors}"
-    assert not leaked_threads, f"threads left running: {leaked_threads}"
+    problems = check.check()
+    assert not problems, "; ".join(problems)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -33,7 +33,7 @@ from tests.conftest import (
     RETENTION_MS,
     START_MS,
     WATCHER,
-    FakeClock,
+    ManualClock,
     WakeRecorder,
 )
 
@@ -150,7 +150,7 @@ def _reopen(gw: Gateway, open_gateway: OpenGateway, **kwargs: Any) -> Gateway:
 
 
 def test_the_head_survives_pruning_of_every_event_of_the_session(
-    gateway: Gateway, open_gateway: OpenGateway, clock: FakeClock
+    gateway: Gateway, open_gateway: OpenGateway, clock: ManualClock
 ) -> None:
     """§4.1 item 1."""
     event = gateway.record(_event())
@@ -496,7 +496,7 @@ def test_changes_since_pages_and_truncates_and_a_deleted_row_is_not_a_gap(
 
 
 def test_history_gap_comes_only_from_real_pruning(
-    gateway: Gateway, open_gateway: OpenGateway, clock: FakeClock
+    gateway: Gateway, open_gateway: OpenGateway, clock: ManualClock
 ) -> None:
     """§4.1 item 15."""
     for i in range(3):
@@ -758,7 +758,7 @@ def test_draining_an_ambient_notice_queues_a_follow_up_without_a_wake(
 
 
 def test_a_dormant_ambient_cursor_is_pruned_and_an_active_one_kept(
-    gateway: Gateway, open_gateway: OpenGateway, clock: FakeClock, db_path: Path
+    gateway: Gateway, open_gateway: OpenGateway, clock: ManualClock, db_path: Path
 ) -> None:
     """§4.1 item 26."""
     assert gateway.human_message(GROUP, channel="telegram") is not None

@@ -76,7 +76,7 @@ from tests._sec_support import (
     valid_keys,
 )
 from tests._upstream_rows import claude_user
-from tests.conftest import DAY_MS, FakeClock, SignalLogDb
+from tests.conftest import DAY_MS, ManualClock, SignalLogDb
 
 MAX_EXAMPLES = int(__import__("os").environ.get("SEC_EXAMPLES", "200"))
 SETTINGS = settings(
@@ -120,7 +120,7 @@ def report(name: str, model: Model, counts: dict[str, int]) -> None:
 
 @pytest.fixture
 def fuzz_gateway(open_gateway: Callable[..., Gateway], db: SignalLogDb,
-                 clock: FakeClock) -> Iterator[tuple[Gateway, Model]]:
+                 clock: ManualClock) -> Iterator[tuple[Gateway, Model]]:
     """A gateway for one property; its database is checked open and after close."""
     gw = open_gateway(config=GatewayConfig(changes_limit=5))
     model = Model()
@@ -192,7 +192,7 @@ FIELDS = ("session_key", "kind", "actor_type", "summary", "agent_id", "session_i
 
 
 def test_record_round_trips_every_field_exactly_or_rejects_it(
-    fuzz_gateway: tuple[Gateway, Model], clock: FakeClock,
+    fuzz_gateway: tuple[Gateway, Model], clock: ManualClock,
 ) -> None:
     gw, model = fuzz_gateway
     now = clock.now
@@ -285,7 +285,7 @@ PRODUCERS = ("human_message", "set_goal", "compacted", "finish_run", "spawn_suba
 
 
 def test_producers_round_trip_channels_actions_outcomes_and_ids_or_reject_them(
-    fuzz_gateway: tuple[Gateway, Model], clock: FakeClock,
+    fuzz_gateway: tuple[Gateway, Model], clock: ManualClock,
 ) -> None:
     gw, model = fuzz_gateway
     now = clock.now

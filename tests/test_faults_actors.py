@@ -30,6 +30,7 @@ import persistence._writes
 from actors import Gateway
 from actors._notices import NoticeQueue, notice_text
 from actors.errors import GatewayClosed, SessionStateError, StorageError
+from actors.testing import running_actors
 from tests._faults_support import (
     ADOPTED,
     bounded,
@@ -39,7 +40,7 @@ from tests._faults_support import (
     raise_once,
 )
 from tests._upstream_rows import claude_assistant, claude_user
-from tests.conftest import CHILD, WATCHER, WakeRecorder, _our_actors
+from tests.conftest import CHILD, WATCHER, WakeRecorder
 
 WAIT_S = 30.0
 THREADS = 8
@@ -321,7 +322,7 @@ def test_a_corrupt_database_file_makes_the_gateway_close_in_order(
         gw.session_status(CHILD)
     assert any("unusable" in text for text in _errors(caplog, "persistence"))
     assert any("closing the gateway" in text for text in _errors(caplog))
-    assert _our_actors() == []  # every actor stopped in order; the leak check joins threads
+    assert running_actors() == []  # every actor stopped in order; the leak check joins threads
     with pytest.raises(StorageError):
         Gateway.open(db_path, config=config, monitor=False)
     print(f"actor failure corrupt file: tried {THREADS * per_thread + 3} calls from "

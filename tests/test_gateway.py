@@ -19,7 +19,7 @@ from actors.errors import (
     InvalidSessionKey,
     ReentrantCall,
 )
-from tests.conftest import CHILD, GROUP, WATCHER, FakeClock, WakeRecorder
+from tests.conftest import CHILD, GROUP, WATCHER, ManualClock, WakeRecorder
 
 TIMEOUT = 5.0
 COORDINATOR = "agent:main:coordinator"
@@ -128,7 +128,7 @@ def test_bad_arguments_raise_documented_errors_naming_the_argument(gateway: Gate
         GatewayConfig(changes_limit=500)
 
 
-def test_status_json_uses_the_seeds_camel_case_names(gateway: Gateway, clock: FakeClock) -> None:
+def test_status_json_uses_the_seeds_camel_case_names(gateway: Gateway, clock: ManualClock) -> None:
     gateway.watch(WATCHER, CHILD)
     event = gateway.human_message(CHILD, channel="telegram")
     assert event is not None
@@ -148,7 +148,7 @@ def test_status_json_uses_the_seeds_camel_case_names(gateway: Gateway, clock: Fa
         b'{"stateVersion":%d}' % event.sequence)
 
 
-def test_record_round_trips_every_field(gateway: Gateway, clock: FakeClock) -> None:
+def test_record_round_trips_every_field(gateway: Gateway, clock: ManualClock) -> None:
     event = gateway.record(SessionStateEventInput(
         session_key=CHILD, kind="run_failed", actor_type="system", summary="child run failed",
         session_id="s-1", actor_id="agent:main:runner", run_id="r-9",

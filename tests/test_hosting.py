@@ -17,7 +17,7 @@ import pytest
 
 from actors import Gateway, GatewayConfig
 from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey, StorageError
-from tests.conftest import CHILD, JOIN_TIMEOUT_S, WATCHER, FakeClock, WakeRecorder
+from tests.conftest import CHILD, JOIN_TIMEOUT_S, WATCHER, ManualClock, WakeRecorder
 
 QUIET = GatewayConfig(probe_interval_ms=60_000, lease_ms=600_000)
 
@@ -58,7 +58,7 @@ def test_a_notice_the_host_causes_itself_wakes_it_directly(
 
 
 def test_a_lapsed_lease_sends_wakes_back_to_the_producer(
-    open_gateway: Callable[..., Gateway], clock: FakeClock,
+    open_gateway: Callable[..., Gateway], clock: ManualClock,
 ) -> None:
     host, host_wakes, producer, producer_wakes = _pair(open_gateway)
     clock.advance(QUIET.lease_ms)  # the host stopped renewing (as if it died)
@@ -124,7 +124,7 @@ def test_hosting_arguments_are_checked(open_gateway: Callable[..., Gateway]) -> 
 
 
 def test_a_host_that_stalled_past_its_lease_still_takes_the_wakes_addressed_to_it(
-    open_gateway: Callable[..., Gateway], clock: FakeClock,
+    open_gateway: Callable[..., Gateway], clock: ManualClock,
 ) -> None:
     host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
     assert producer.human_message(CHILD, channel="c") is not None  # addressed to host
@@ -184,7 +184,7 @@ def test_a_lease_shorter_than_ten_probe_periods_is_refused() -> None:
 
 
 def test_taking_over_from_a_dead_host_wakes_once_per_notice_it_was_told_of(
-    open_gateway: Callable[..., Gateway], clock: FakeClock,
+    open_gateway: Callable[..., Gateway], clock: ManualClock,
 ) -> None:
     host, host_wakes, producer, _producer_wakes = _pair(open_gateway)
     assert producer.watch(WATCHER, "agent:main:other")

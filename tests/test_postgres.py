@@ -28,7 +28,7 @@ from persistence._postgres import STALL_TIMEOUT_FLOOR_MS, Backoff
 from persistence._prune import prune
 from persistence.errors import DriverError, SchemaError, StorageError
 from tests._pg import LocalServer, find_bindir, required
-from tests.conftest import CHILD, START_MS, WATCHER, FakeClock, SignalLogDb, Wakes
+from tests.conftest import CHILD, START_MS, WATCHER, ManualClock, SignalLogDb, Wakes
 
 psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
@@ -155,7 +155,7 @@ def role(pg: SignalLogDb, open_gateway: Callable[..., Gateway]) -> Iterator[tupl
 
 
 def test_a_role_with_only_data_privileges_runs_a_gateway(
-    role: tuple[str, str], clock: FakeClock,
+    role: tuple[str, str], clock: ManualClock,
 ) -> None:
     _name, url = role
     wakes = Wakes()
@@ -168,7 +168,7 @@ def test_a_role_with_only_data_privileges_runs_a_gateway(
 
 
 def test_a_read_only_server_degrades_writes_and_they_recover_without_a_restart(
-    role: tuple[str, str], clock: FakeClock, caplog: pytest.LogCaptureFixture,
+    role: tuple[str, str], clock: ManualClock, caplog: pytest.LogCaptureFixture,
     pg: SignalLogDb,
 ) -> None:
     name, url = role
@@ -192,7 +192,7 @@ def test_a_read_only_server_degrades_writes_and_they_recover_without_a_restart(
 
 
 def test_a_role_that_may_not_create_the_schema_gets_a_clear_error(
-    role: tuple[str, str], clock: FakeClock,
+    role: tuple[str, str], clock: ManualClock,
 ) -> None:
     _name, url = role
     other = url.rsplit("schema=", 1)[0] + "schema=never_created_" + uuid.uuid4().hex[:8]
@@ -251,7 +251,7 @@ def test_pruning_deletes_in_bounded_chunks_and_keeps_history_gap_exact(
     assert [e.sequence for e in kept.events] == newest
 
 
-def test_a_schema_of_something_else_is_refused(pg: SignalLogDb, clock: FakeClock) -> None:
+def test_a_schema_of_something_else_is_refused(pg: SignalLogDb, clock: ManualClock) -> None:
     schema = str(pg.location).rsplit("schema=", 1)[1]
     with _admin(str(pg.location)) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
@@ -287,7 +287,7 @@ def test_without_the_extra_a_postgresql_url_names_it() -> None:
 
 
 def test_an_unreachable_server_fails_the_open_with_a_storage_error(
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     with pytest.raises(StorageError, match="cannot connect"):
         Gateway.open("postgresql://nobody@127.0.0.1:1/none", config=GatewayConfig(),
@@ -329,7 +329,7 @@ def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_the_server_down_degrades_and_recovery_needs_no_restart(
-    own_server: LocalServer, clock: FakeClock, caplog: pytest.LogCaptureFixture, mode: str,
+    own_server: LocalServer, clock: ManualClock, caplog: pytest.LogCaptureFixture, mode: str,
 ) -> None:
     url = own_server.url
     host_wakes = Wakes()
@@ -498,7 +498,7 @@ def test_two_schemas_never_share_a_lock() -> None:
 
 
 def test_missing_grants_are_named_at_open_and_by_the_cli(
-    role: tuple[str, str], pg: SignalLogDb, clock: FakeClock,
+    role: tuple[str, str], pg: SignalLogDb, clock: ManualClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     name, url = role
@@ -534,7 +534,7 @@ def test_missing_grants_are_named_at_open_and_by_the_cli(
     "CREATE TABLE {schema}.ssa_schema (id int)",
 ])
 def test_a_schema_holding_anything_of_something_else_is_refused(
-    pg: SignalLogDb, clock: FakeClock, statement: str,
+    pg: SignalLogDb, clock: ManualClock, statement: str,
 ) -> None:
     url = str(pg.location)
     schema = url.rsplit("schema=", 1)[1]

@@ -18,7 +18,7 @@ from actors import Gateway, GatewayConfig
 from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
 from actors.upstream._classify import classify_units
 from tests._upstream_rows import claude_user, pi_header, pi_user
-from tests.conftest import DAY_MS, WATCHER, FakeClock
+from tests.conftest import DAY_MS, WATCHER, ManualClock
 
 TIMEOUT = 10.0
 
@@ -226,7 +226,7 @@ def test_a_scan_in_the_middle_of_a_rewrite_never_counts_old_turns_again(
 
 
 def test_pending_watches_survive_expiry_and_dormant_ones_do_not(
-    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
+    open_gateway: Callable[..., Gateway], clock: ManualClock, tmp_path: Path,
 ) -> None:
     gw = open_gateway()
     gw.watch(WATCHER, "agent:main:busy")

@@ -50,7 +50,7 @@ from tests._sec_support import (
     read_only,
 )
 from tests._upstream_rows import claude_assistant, claude_user
-from tests.conftest import FakeClock, WakeRecorder
+from tests.conftest import ManualClock, WakeRecorder
 
 WATCHER = "agent:main:main"
 MARKER = hashlib.sha256(b"issue-5 privacy marker").hexdigest()[:32]
@@ -210,7 +210,7 @@ def test_message_text_reaches_neither_the_database_nor_the_logs(
 
 @pytest.mark.parametrize("umask", [0o022, 0o000, 0o077])
 def test_the_database_is_0600_in_new_0700_directories_under_any_umask(
-    tmp_path: Path, clock: FakeClock, umask: int,
+    tmp_path: Path, clock: ManualClock, umask: int,
 ) -> None:
     top = tmp_path / "home"
     db_path = top / "state" / "ssa" / "state.sqlite"
@@ -543,7 +543,7 @@ class Pairs:
 
 
 def test_a_watcher_only_hears_about_pairs_it_registered_or_was_seeded_into(
-    tmp_path: Path, clock: FakeClock,
+    tmp_path: Path, clock: ManualClock,
 ) -> None:
     total: Counter[str] = Counter()
     for seed in (1, 2, 3):
@@ -554,7 +554,7 @@ def test_a_watcher_only_hears_about_pairs_it_registered_or_was_seeded_into(
           + ", ".join(f"{op} {total['op ' + op]}" for op in sorted(set(OPS))))
 
 
-def run_isolation_workload(path: Path, clock: FakeClock, seed: int, total: Counter[str]) -> None:
+def run_isolation_workload(path: Path, clock: ManualClock, seed: int, total: Counter[str]) -> None:
     rng = random.Random(seed)
     pairs = Pairs()
     wakes = WakeRecorder()

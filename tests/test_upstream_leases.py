@@ -7,7 +7,7 @@ from pathlib import Path
 
 from actors import AdoptRequest, Gateway, GatewayConfig
 from tests._upstream_rows import claude_assistant, claude_user
-from tests.conftest import WATCHER, FakeClock
+from tests.conftest import WATCHER, ManualClock
 
 CONFIG = GatewayConfig(lease_ms=10_000)
 KEY = "agent:main:claude:leased"
@@ -35,7 +35,7 @@ def _refused(open_gateway: Callable[..., Gateway], tmp_path: Path) -> tuple[Gate
 
 
 def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
-    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
+    open_gateway: Callable[..., Gateway], clock: ManualClock, tmp_path: Path,
 ) -> None:
     holder, other = _refused(open_gateway, tmp_path)
     retry = other._upstream._settles[(KEY, "main")]
@@ -47,7 +47,7 @@ def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
 
 
 def test_no_retry_is_kept_once_the_holder_scanned_the_change(
-    open_gateway: Callable[..., Gateway], clock: FakeClock, tmp_path: Path,
+    open_gateway: Callable[..., Gateway], clock: ManualClock, tmp_path: Path,
 ) -> None:
     holder, other = _refused(open_gateway, tmp_path)
     assert len(holder.scan_upstream()) == 1  # the holder counts it

@@ -19,7 +19,7 @@ import pytest
 from actors import Gateway, GatewayConfig
 from actors.errors import StorageError
 from tests._upstream_rows import claude_assistant, claude_user, pi_header, pi_user
-from tests.conftest import DAY_MS, WATCHER, FakeClock, WakeRecorder
+from tests.conftest import DAY_MS, WATCHER, ManualClock, WakeRecorder
 
 KEY = "agent:main:adopted:claude"
 TIMEOUT = 5.0
@@ -70,7 +70,7 @@ def test_adopt_records_adopted_and_baselines_at_the_current_end(
 
 
 def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
-    gateway: Gateway, transcript: Path, wakes: WakeRecorder, clock: FakeClock,
+    gateway: Gateway, transcript: Path, wakes: WakeRecorder, clock: ManualClock,
 ) -> None:
     _adopt_watched(gateway, transcript)
     assert gateway.scan_upstream() == []  # nothing new yet
@@ -134,7 +134,7 @@ def test_sessions_send_to_an_adopted_session_counts_as_own_text(
 
 
 def test_several_turns_in_one_scan_record_one_event_with_a_turn_count(
-    gateway: Gateway, transcript: Path, clock: FakeClock,
+    gateway: Gateway, transcript: Path, clock: ManualClock,
 ) -> None:
     _adopt_watched(gateway, transcript)
     old = "2025-01-01T00:00:00.000Z"
@@ -341,7 +341,7 @@ def test_a_key_adopted_under_two_agents_is_skipped_as_ambiguous(
 
 
 def test_the_cadence_scans_after_the_initial_delay_and_then_on_its_interval(
-    open_gateway: Callable[..., Gateway], transcript: Path, clock: FakeClock,
+    open_gateway: Callable[..., Gateway], transcript: Path, clock: ManualClock,
 ) -> None:
     gw = open_gateway(GatewayConfig(upstream_initial_delay_s=0.0, upstream_interval_s=0.01),
                       monitor=True)

@@ -1,0 +1,53 @@
+"""A test kit for suites that embed the gateway: a clock to move, fixtures, leak checks.
+
+* :class:`ManualClock`: epoch milliseconds that move only when the test says
+  (``advance(ms)``, ``set(ms)``); pass it as ``Gateway.open(clock=...)``.
+* :class:`LeakCheck` and :func:`running_actors`: fail a test that leaves one
+  of the library's actors or a thread running.
+* Transcript builders that write the real on-disk rows of another coding
+  agent, to test "a person typed into the adopted session" end to end with
+  ``Gateway.adopt`` and ``scan_upstream()``: :class:`ClaudeCodeTranscript`,
+  fed the turns :class:`Typed`, :class:`Reply`, :class:`ToolCall`,
+  :class:`ToolResult`, :class:`SlashCommand`, :class:`Interrupt`,
+  :class:`Compaction`, :class:`SubagentRow` and :class:`ImageOnly`.
+* A pytest plugin, off unless the suite asks for it (``-p actors.testing`` on
+  the command line, ``addopts = "-p actors.testing"``, or ``ssa_fixtures =
+  true`` in the pytest ini). Its fixtures:
+
+  * ``ssa_clock``: a fresh :class:`ManualClock`;
+  * ``ssa_gateway``: a :class:`~actors.Gateway` on a SQLite file under
+    ``tmp_path``, ``monitor=False``, on ``ssa_clock``; closed at teardown,
+    and the test fails if any of our actors or threads survive it.
+
+Importing this module registers nothing; everything here is safe to use
+from any thread unless a docstring says otherwise.
+"""
+
+from __future__ import annotations
+
+from actors.testing._claude import ClaudeCodeTranscript
+from actors.testing._clock import DEFAULT_START_MS, ManualClock
+from actors.testing._leaks import LeakCheck, running_actors
+from actors.testing._turns import (
+    Compaction,
+    ImageOnly,
+    Interrupt,
+    Reply,
+    SlashCommand,
+    SubagentRow,
+    ToolCall,
+    ToolResult,
+    Turn,
+    Typed,
+)
+
+__all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "Compaction", "ImageOnly", "Interrupt",
+           "LeakCheck", "ManualClock", "Reply", "SlashCommand", "SubagentRow", "ToolCall",
+           "ToolResult", "Turn", "Typed", "running_actors"]
+
+try:  # the fixtures need pytest; the clock and the leak check do not
+    from actors.testing._fixtures import ssa_clock, ssa_gateway
+except ImportError:  # pragma: no cover - pytest is not installed
+    pass
+else:
+    __all__ += ["ssa_clock", "ssa_gateway"]
