@@ -13,11 +13,13 @@ import pytest
 from actors.testing import (
     DEFAULT_START_MS,
     ClaudeCodeTranscript,
+    CodexRollout,
     Compaction,
     ImageOnly,
     Interrupt,
     LeakCheck,
     ManualClock,
+    PiSession,
     Reply,
     SlashCommand,
     SubagentRow,
@@ -63,38 +65,71 @@ def test_the_leak_check_names_a_thread_left_running() -> None:
 ALL_TURNS = (Typed("a person's prompt"), Reply("the answer"),
              ToolCall("Bash", {"command": "ls"}, "toolu_01"), ToolResult("toolu_01", "a.py"),
              SlashCommand("model", "opus"), Interrupt(), Compaction("what happened so far"),
-             SubagentRow("a sub-agent's prompt"), ImageOnly(2))
-CLAUDE_REASONS = ["typed", "not_user", "not_user", "tool_result", "meta", "command",
-                  "command_output", "interrupted", "not_user", "compact_summary", "sidechain",
-                  "image_only"]
+             SubagentRow("a sub-agent's prompt"), ImageOnly(2), SlashCommand("review"),
+             SlashCommand("skill:lint"), SlashCommand("skill:lint", "only the tests"))
+BUILDERS = {"claude": ClaudeCodeTranscript, "codex": CodexRollout, "pi": PiSession}
+EXPECTED = {  # what the tool writes for ALL_TURNS, as the monitor decides it, row by row
+    "claude": ["typed", "not_user", "not_user", "tool_result", "meta", "command",
+               "command_output", "interrupted", "not_user", "compact_summary", "sidechain",
+               "image_only", "meta", "command", "command_output", "meta", "command",
+               "command_output", "meta", "command", "command_output"],
+    "codex": ["session_meta", "response_item_duplicate", "typed", "response_item", "event",
+              "response_item", "response_item", "event", "compacted", "event",
+              "injected_context", "response_item_duplicate", "image_only", "event",
+              "review_request", "event"],
+    "pi": ["header", "typed", "assistant", "assistant", "tool_result", "model_change",
+           "assistant", "compaction", "custom_entry", "image_only", "skill_command", "typed"],
+}
+# Reasons the builders write that no real fixture row has (so no side-by-side row).
+UNSEEN = {"claude": {"sidechain", "image_only"},
+          "codex": {"compacted", "image_only", "review_request"},
+          "pi": {"image_only", "skill_command"}}
+FIXTURE_DIRS = {"claude": "claude-code", "codex": "codex", "pi": "pi"}
 
 
-def test_claude_code_builder_rows_are_decided_as_the_tool_writes_them(tmp_path: Path) -> None:
-    session = ClaudeCodeTranscript(tmp_path / "s.jsonl")
-    assert session.append(*ALL_TURNS) == len(CLAUDE_REASONS)
-    decided = list(classify_units("claude", str(session.path)))
-    assert [row["reason"] for row in decided] == CLAUDE_REASONS
-    assert [row["human"] for row in decided] == [True] + [False] * 11
-    rows = [json.loads(line) for line in session.path.read_text().splitlines()]
-    assert all(row["sessionId"] == "s" for row in rows)
-    assert [row["timestamp"] for row in rows] == sorted(row["timestamp"] for row in rows)
+@pytest.mark.parametrize("source", sorted(BUILDERS))
+def test_builder_rows_are_decided_as_the_tool_writes_them(source: str, tmp_path: Path) -> None:
+    session = BUILDERS[source](tmp_path / "s.jsonl")
+    assert session.append(*ALL_TURNS) == len(EXPECTED[source])
+    decided = list(classify_units(source, str(session.path)))
+    assert [row["reason"] for row in decided] == EXPECTED[source]
+    typed = [row["human"] for row in decided if row["reason"] == "typed"]
+    assert typed
+    assert all(typed)
+    assert not any(row["human"] for row in decided if row["reason"] != "typed")
+    stamps = [json.loads(line).get("timestamp") for line in session.path.read_text().splitlines()]
+    assert stamps == sorted(stamps)  # the builder's own clock moves on per row
+    assert session.append() == 0  # nothing to write: no header twice either
     with pytest.raises(TypeError, match="not a turn"):
         session.append("typed")  # type: ignore[arg-type]
 
 
 @needs_fixtures
-def test_builder_rows_and_real_rows_of_the_same_shape_are_decided_alike(tmp_path: Path) -> None:
-    """Every reason the real Claude Code fixtures hold, the builder's rows get too."""
+@pytest.mark.parametrize("source", sorted(BUILDERS))
+def test_builder_rows_and_real_rows_of_the_same_shape_are_decided_alike(
+    source: str, tmp_path: Path,
+) -> None:
+    """Through ``ssa classify``'s code path: every reason the builder writes that the real
+    transcripts of the tool hold (their own decisions, also in files that get no link) is
+    the same decision, and the rest are listed."""
     real: Counter[str] = Counter()
-    for path in sorted((FIXTURES / "claude-code").glob("*.jsonl")):
-        real.update(row["reason"] for row in classify_units("claude", str(path)))
-    session = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    for path in sorted((FIXTURES / FIXTURE_DIRS[source]).glob("*.jsonl")):
+        for row in classify_units(source, str(path)):
+            reason = row["reason"]
+            if reason.startswith("not_monitored: "):
+                reason = reason.rsplit("(", 1)[1].rstrip(")")
+            real[reason] += 1
+    session = BUILDERS[source](tmp_path / "s.jsonl")
     session.append(*ALL_TURNS)
-    built = Counter(row["reason"] for row in classify_units("claude", str(session.path)))
-    shared = set(real) & set(built)
-    assert shared >= {"typed", "not_user", "tool_result", "meta", "command", "command_output",
-                      "interrupted", "compact_summary"}
-    assert set(built) - shared == {"sidechain", "image_only"}  # no such rows in the fixtures
+    built = {row["reason"] for row in classify_units(source, str(session.path))}
+    assert "typed" in built & set(real)
+    assert built - set(real) == UNSEEN[source]
+
+
+def test_a_codex_exec_rollout_gets_no_link(tmp_path: Path) -> None:
+    rollout = CodexRollout(tmp_path / "r.jsonl", source="exec")
+    rollout.append(Typed("run the suite"))
+    assert {row["human"] for row in classify_units("codex", str(rollout.path))} == {False}
 
 
 def test_the_example_test_passes_with_the_plugin_and_fixtures_are_off_without_it(

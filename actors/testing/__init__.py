@@ -7,9 +7,10 @@
 * Transcript builders that write the real on-disk rows of another coding
   agent, to test "a person typed into the adopted session" end to end with
   ``Gateway.adopt`` and ``scan_upstream()``: :class:`ClaudeCodeTranscript`,
-  fed the turns :class:`Typed`, :class:`Reply`, :class:`ToolCall`,
-  :class:`ToolResult`, :class:`SlashCommand`, :class:`Interrupt`,
-  :class:`Compaction`, :class:`SubagentRow` and :class:`ImageOnly`.
+  :class:`CodexRollout` and :class:`PiSession`, each fed the turns
+  :class:`Typed`, :class:`Reply`, :class:`ToolCall`, :class:`ToolResult`,
+  :class:`SlashCommand`, :class:`Interrupt`, :class:`Compaction`,
+  :class:`SubagentRow` and :class:`ImageOnly`.
 * A pytest plugin, off unless the suite asks for it (``-p actors.testing`` on
   the command line, ``addopts = "-p actors.testing"``, or ``ssa_fixtures =
   true`` in the pytest ini). Its fixtures:
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 from actors.testing._claude import ClaudeCodeTranscript
 from actors.testing._clock import DEFAULT_START_MS, ManualClock
+from actors.testing._codex import CodexRollout
 from actors.testing._leaks import LeakCheck, running_actors
+from actors.testing._pi import PiSession
 from actors.testing._turns import (
     Compaction,
     ImageOnly,
@@ -41,9 +44,10 @@ from actors.testing._turns import (
     Typed,
 )
 
-__all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "Compaction", "ImageOnly", "Interrupt",
-           "LeakCheck", "ManualClock", "Reply", "SlashCommand", "SubagentRow", "ToolCall",
-           "ToolResult", "Turn", "Typed", "running_actors"]
+__all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "CodexRollout", "Compaction",
+           "ImageOnly", "Interrupt", "LeakCheck", "ManualClock", "PiSession", "Reply",
+           "SlashCommand", "SubagentRow", "ToolCall", "ToolResult", "Turn", "Typed",
+           "running_actors"]
 
 try:  # the fixtures need pytest; the clock and the leak check do not
     from actors.testing._fixtures import ssa_clock, ssa_gateway

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.testing._clock import ManualClock
+from actors.testing._jsonl import JsonlFile, iso
 from actors.testing._turns import (
     Compaction,
     ImageOnly,
@@ -32,10 +30,6 @@ _COMPACTED = ("This session is being continued from a previous conversation that
               "context. The conversation is summarized below:\n")
 
 
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 class ClaudeCodeTranscript:
     """Appends to ``<projects>/<slug>/<session id>.jsonl`` as Claude Code does.
 
@@ -44,7 +38,7 @@ class ClaudeCodeTranscript:
             must exist). Claude Code keeps it under
             ``~/.claude/projects/<slug of the working directory>/``.
         session_id: the session's id (default: the file name's stem).
-        clock: epoch-ms clock stamping each row (default: a
+        clock: epoch-ms clock stamping each row (default: a private
             :class:`~actors.testing.ManualClock` that moves 1 s per row).
         cwd: the working directory written into each row.
 
@@ -55,9 +49,9 @@ class ClaudeCodeTranscript:
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, cwd: str = "/work") -> None:
-        self.path = Path(path)
+        self._file = JsonlFile(path, clock)
+        self.path: Path = self._file.path
         self.session_id = session_id or self.path.stem
-        self._clock = clock or ManualClock()
         self._cwd = cwd
         self._parent: str | None = None
 
@@ -71,10 +65,7 @@ class ClaudeCodeTranscript:
         rows: list[dict[str, Any]] = []
         for turn in turns:
             rows += self._rows(turn)
-        data = b"".join(json.dumps(row, ensure_ascii=False).encode() + b"\n" for row in rows)
-        with self.path.open("ab") as handle:
-            handle.write(data)
-        return len(rows)
+        return self._file.write(rows)
 
     def _row(self, kind: str, message: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
         row_id = str(uuid.uuid4())
@@ -84,16 +75,9 @@ class ClaudeCodeTranscript:
             "gitBranch": "main", "type": kind}
         if message is not None:
             row["message"] = message
-        row.update(extra, uuid=row_id, timestamp=_iso(self._now()))
+        row.update(extra, uuid=row_id, timestamp=iso(self._file.now()))
         self._parent = row_id
         return row
-
-    def _now(self) -> int:
-        clock = self._clock
-        now = clock()
-        if isinstance(clock, ManualClock):
-            clock.advance(1000)
-        return now
 
     def _user(self, content: str | list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         return self._row("user", {"role": "user", "content": content}, **extra)

@@ -1,0 +1,132 @@
+"""A Codex CLI rollout, written in the rows the interactive CLI (0.5x) writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.testing._jsonl import JsonlFile, iso
+from actors.testing._turns import (
+    Compaction,
+    ImageOnly,
+    Interrupt,
+    Reply,
+    SlashCommand,
+    SubagentRow,
+    ToolCall,
+    ToolResult,
+    Turn,
+    Typed,
+)
+
+__all__ = ["CodexRollout"]
+
+_PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # noqa: E501
+_REVIEW_PROMPT = ("Review the current code changes (staged, unstaged, and untracked files) "
+                  "and provide prioritized findings.")
+
+
+class CodexRollout:
+    """Appends to ``~/.codex/sessions/YYYY/MM/DD/rollout-…-<thread id>.jsonl`` as Codex does.
+
+    The first append writes the ``session_meta`` line of an interactive
+    thread (``source: "cli"``; ``source="exec"`` gives a ``codex exec``
+    thread, which gets no upstream link).
+
+    Args:
+        path: the rollout file (its parent must exist).
+        thread_id: the thread id (default: a new UUID).
+        clock: epoch-ms clock stamping each row (default: a private clock
+            moving 1 s per row).
+        source: the thread's ``session_meta`` ``source``.
+
+    Turns map to what the CLI writes: :class:`~actors.testing.Typed` a
+    user-role response item and the ``user_message`` event that counts;
+    :class:`~actors.testing.SlashCommand` ``review`` the ``/review`` preset's
+    rows (other built-in commands write nothing: no lines);
+    :class:`~actors.testing.SubagentRow` the ``<subagent_notification>``
+    context item a sub-agent leaves in its parent. Not thread-safe; blocks
+    on the file write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
+                 clock: Callable[[], int] | None = None, source: str = "cli") -> None:
+        self._file = JsonlFile(path, clock)
+        self.path: Path = self._file.path
+        self.thread_id = thread_id or str(uuid.uuid4())
+        self._source = source
+
+    def append(self, *turns: Turn) -> int:
+        """Write the rows of ``turns``, in order; return how many lines were written.
+
+        Raises:
+            TypeError: a turn of an unknown kind.
+            OSError: the file cannot be written.
+        """
+        rows: list[dict[str, Any]] = []
+        if self._file.is_empty():
+            now = iso(self._file.now())
+            rows.append({"timestamp": now, "type": "session_meta", "payload": {
+                "id": self.thread_id, "timestamp": now, "cwd": "/work",
+                "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
+                "cli_version": "0.57.0", "instructions": None, "source": self._source,
+                "model_provider": "openai"}})
+        for turn in turns:
+            rows += self._rows(turn)
+        return self._file.write(rows)
+
+    def _line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": iso(self._file.now()), "type": kind, "payload": payload}
+
+    def _user_item(self, *content: dict[str, Any]) -> dict[str, Any]:
+        return self._line("response_item", {"type": "message", "role": "user",
+                                            "content": list(content)})
+
+    def _rows(self, turn: Turn) -> list[dict[str, Any]]:
+        match turn:
+            case Typed(text=text):
+                return [self._user_item({"type": "input_text", "text": text}),
+                        self._line("event_msg", {"type": "user_message", "message": text,
+                                                 "images": []})]
+            case Reply(text=text):
+                return [self._line("response_item", {
+                            "type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text}]}),
+                        self._line("event_msg", {"type": "agent_message", "message": text})]
+            case ToolCall(name=name, input=arguments, call_id=call_id):
+                return [self._line("response_item", {"type": "function_call", "name": name,
+                                                     "arguments": json.dumps(arguments),
+                                                     "call_id": call_id})]
+            case ToolResult(call_id=call_id, output=output):
+                return [self._line("response_item", {
+                    "type": "function_call_output", "call_id": call_id,
+                    "output": json.dumps({"output": output, "metadata": {"exit_code": 0}})})]
+            case SlashCommand(name="review"):
+                return [self._line("event_msg", {"type": "entered_review_mode",
+                                                 "target": {"type": "uncommittedChanges"},
+                                                 "user_facing_hint": "current changes"}),
+                        self._line("event_msg", {"type": "user_message",
+                                                 "message": _REVIEW_PROMPT, "images": []}),
+                        self._line("event_msg", {"type": "exited_review_mode",
+                                                 "review_output": None})]
+            case SlashCommand():
+                return []  # built-in commands (/model, /approvals ...) write no row
+            case Interrupt():
+                return [self._line("event_msg", {"type": "turn_aborted",
+                                                 "reason": "interrupted"})]
+            case Compaction(summary=summary):
+                return [self._line("compacted", {"message": summary}),
+                        self._line("event_msg", {"type": "context_compacted"})]
+            case SubagentRow(text=text):
+                return [self._user_item({"type": "input_text", "text":
+                                         f"<subagent_notification>{text}"
+                                         "</subagent_notification>"})]
+            case ImageOnly(count=count):
+                return [self._user_item(*[{"type": "input_image", "image_url": _PIXEL}] * count),
+                        self._line("event_msg", {"type": "user_message", "message": "",
+                                                 "images": [_PIXEL] * count})]
+        raise TypeError(f"not a turn: {turn!r}")

@@ -1,0 +1,64 @@
+"""What every JSONL transcript builder shares: the file, the clock, whole-line appends."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from actors.testing._clock import ManualClock
+
+__all__ = ["JsonlFile", "iso"]
+
+ROW_STEP_MS = 1000
+"""How far a builder's own clock moves per row when no clock is given."""
+
+
+def iso(ms: int) -> str:
+    """Epoch ms as the ISO 8601 UTC text the tools write (``2026-01-01T00:00:00.000Z``)."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class JsonlFile:
+    """An append-only JSONL file and the clock that stamps its rows.
+
+    Args:
+        path: the file (created on the first write; its parent must exist).
+        clock: epoch-ms clock; default a private :class:`ManualClock` that
+            moves :data:`ROW_STEP_MS` per row, so rows keep their order.
+
+    Not thread-safe; blocks on file writes.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], clock: Callable[[], int] | None) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._own = ManualClock() if clock is None else None
+
+    def now(self) -> int:
+        """The time for the next row, epoch ms."""
+        if self._own is not None:
+            return self._own.advance(ROW_STEP_MS)
+        assert self._clock is not None
+        return self._clock()
+
+    def is_empty(self) -> bool:
+        """Whether nothing was written yet (a missing file counts as empty)."""
+        try:
+            return self.path.stat().st_size == 0
+        except FileNotFoundError:
+            return True
+
+    def write(self, rows: list[dict[str, Any]]) -> int:
+        """Append ``rows`` as whole lines in one write; return how many.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        data = b"".join(json.dumps(row, ensure_ascii=False).encode() + b"\n" for row in rows)
+        with self.path.open("ab") as handle:
+            handle.write(data)
+        return len(rows)

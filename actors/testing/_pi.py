@@ -1,0 +1,125 @@
+"""A Pi coding-agent session (format v3), written in the entries Pi writes."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.testing._jsonl import JsonlFile, iso
+from actors.testing._turns import (
+    Compaction,
+    ImageOnly,
+    Interrupt,
+    Reply,
+    SlashCommand,
+    SubagentRow,
+    ToolCall,
+    ToolResult,
+    Turn,
+    Typed,
+)
+
+__all__ = ["PiSession"]
+
+_PIXEL = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAA"
+          "AABJRU5ErkJggg==")
+
+
+class PiSession:
+    """Appends to ``~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl`` as Pi does.
+
+    The first append writes the v3 ``session`` header. Turns map to Pi's
+    entries: :class:`~actors.testing.SlashCommand` ``skill:NAME`` is the
+    expanded skill block Pi stores, ``model`` a ``model_change`` entry (other
+    commands write nothing); :class:`~actors.testing.Interrupt` an assistant
+    message that stopped with ``aborted``; :class:`~actors.testing.SubagentRow`
+    an extension's ``custom`` entry (Pi has no sub-agents of its own).
+
+    Args:
+        path: the session file (its parent must exist).
+        session_id: the header's id (default: a new UUID).
+        clock: epoch-ms clock stamping each entry (default: a private clock
+            moving 1 s per entry).
+
+    Not thread-safe; blocks on the file write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
+        self._file = JsonlFile(path, clock)
+        self.path: Path = self._file.path
+        self.session_id = session_id or str(uuid.uuid4())
+        self._parent: str | None = None
+
+    def append(self, *turns: Turn) -> int:
+        """Write the entries of ``turns``, in order; return how many lines were written.
+
+        Raises:
+            TypeError: a turn of an unknown kind.
+            OSError: the file cannot be written.
+        """
+        rows: list[dict[str, Any]] = []
+        if self._file.is_empty():
+            rows.append({"type": "session", "version": 3, "id": self.session_id,
+                         "timestamp": iso(self._file.now()), "cwd": "/work"})
+        for turn in turns:
+            rows += self._rows(turn)
+        return self._file.write(rows)
+
+    def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        entry_id = uuid.uuid4().hex[:8]
+        entry = {"type": kind, "id": entry_id, "parentId": self._parent,
+                 "timestamp": iso(self._file.now()), **fields}
+        self._parent = entry_id
+        return entry
+
+    def _message(self, role: str, content: list[dict[str, Any]], **extra: Any
+                 ) -> dict[str, Any]:
+        message = self._entry("message", message={"role": role, "content": content, **extra})
+        message["message"]["timestamp"] = self._file.now()
+        return message
+
+    def _assistant(self, content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+        return self._message("assistant", content, api="anthropic-messages",
+                             provider="anthropic", model="claude-sonnet-4-5",
+                             usage={"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0,
+                                    "totalTokens": 15},
+                             stopReason=stop)
+
+    def _rows(self, turn: Turn) -> list[dict[str, Any]]:
+        match turn:
+            case Typed(text=text):
+                return [self._message("user", [{"type": "text", "text": text}])]
+            case Reply(text=text):
+                return [self._assistant([{"type": "text", "text": text}], "stop")]
+            case ToolCall(name=name, input=arguments, call_id=call_id):
+                return [self._assistant([{"type": "toolCall", "id": call_id, "name": name,
+                                          "arguments": arguments}], "toolUse")]
+            case ToolResult(call_id=call_id, output=output):
+                return [self._message("toolResult", [{"type": "text", "text": output}],
+                                      toolCallId=call_id, toolName="bash", isError=False)]
+            case SlashCommand(name=name, args=args) if name.startswith("skill:"):
+                skill = name.removeprefix("skill:")
+                text = (f'<skill name="{skill}" location="/home/u/.pi/skills/{skill}/SKILL.md">'
+                        f"\n# {skill}\n\nWhat the skill file says.\n</skill>")
+                return [self._message("user", [{"type": "text",
+                                                "text": text + (f"\n\n{args}" if args else "")}])]
+            case SlashCommand(name="model", args=args):
+                return [self._entry("model_change", provider="anthropic",
+                                    modelId=args or "claude-sonnet-4-5")]
+            case SlashCommand():
+                return []  # other built-in commands write no entry
+            case Interrupt():
+                return [self._assistant([], "aborted")]
+            case Compaction(summary=summary):
+                return [self._entry("compaction", summary=summary,
+                                    firstKeptEntryId=self._parent, tokensBefore=1000)]
+            case SubagentRow(text=text):
+                return [self._entry("custom", customType="subagent", data={"text": text})]
+            case ImageOnly(count=count):
+                return [self._message("user", [{"type": "image", "data": _PIXEL,
+                                                "mimeType": "image/png"}] * count)]
+        raise TypeError(f"not a turn: {turn!r}")
