@@ -9,23 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from actors.testing import _turns as t
 from actors.testing._jsonl import JsonlFile, iso
-from actors.testing._turns import (
-    Compaction,
-    ImageOnly,
-    Interrupt,
-    Reply,
-    SlashCommand,
-    SubagentRow,
-    ToolCall,
-    ToolResult,
-    Turn,
-    Typed,
-)
 
 __all__ = ["CodexRollout"]
 
-_PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # noqa: E501
+_PIXEL = "data:image/png;base64," + t.PIXEL_PNG
 _REVIEW_PROMPT = ("Review the current code changes (staged, unstaged, and untracked files) "
                   "and provide prioritized findings.")
 
@@ -60,24 +49,22 @@ class CodexRollout:
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
 
-    def append(self, *turns: Turn) -> int:
-        """Write the rows of ``turns``, in order; return how many lines were written.
+    def append(self, *turns: t.Turn) -> int:
+        """Write the rows of ``turns`` in one write; return how many lines.
 
         Raises:
-            TypeError: a turn of an unknown kind.
+            TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        rows: list[dict[str, Any]] = []
-        if self._file.is_empty():
-            now = iso(self._file.now())
-            rows.append({"timestamp": now, "type": "session_meta", "payload": {
-                "id": self.thread_id, "timestamp": now, "cwd": "/work",
-                "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
-                "cli_version": "0.57.0", "instructions": None, "source": self._source,
-                "model_provider": "openai"}})
-        for turn in turns:
-            rows += self._rows(turn)
-        return self._file.write(rows)
+        return self._file.append_turns(turns, self._rows, self._session_meta)
+
+    def _session_meta(self) -> dict[str, Any]:
+        now = iso(self._file.now())
+        return {"timestamp": now, "type": "session_meta", "payload": {
+            "id": self.thread_id, "timestamp": now, "cwd": "/work",
+            "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
+            "cli_version": "0.57.0", "instructions": None, "source": self._source,
+            "model_provider": "openai"}}
 
     def _line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"timestamp": iso(self._file.now()), "type": kind, "payload": payload}
@@ -86,26 +73,26 @@ class CodexRollout:
         return self._line("response_item", {"type": "message", "role": "user",
                                             "content": list(content)})
 
-    def _rows(self, turn: Turn) -> list[dict[str, Any]]:
+    def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
         match turn:
-            case Typed(text=text):
+            case t.Typed(text=text):
                 return [self._user_item({"type": "input_text", "text": text}),
                         self._line("event_msg", {"type": "user_message", "message": text,
                                                  "images": []})]
-            case Reply(text=text):
+            case t.Reply(text=text):
                 return [self._line("response_item", {
                             "type": "message", "role": "assistant",
                             "content": [{"type": "output_text", "text": text}]}),
                         self._line("event_msg", {"type": "agent_message", "message": text})]
-            case ToolCall(name=name, input=arguments, call_id=call_id):
+            case t.ToolCall(name=name, input=arguments, call_id=call_id):
                 return [self._line("response_item", {"type": "function_call", "name": name,
                                                      "arguments": json.dumps(arguments),
                                                      "call_id": call_id})]
-            case ToolResult(call_id=call_id, output=output):
+            case t.ToolResult(call_id=call_id, output=output):
                 return [self._line("response_item", {
                     "type": "function_call_output", "call_id": call_id,
                     "output": json.dumps({"output": output, "metadata": {"exit_code": 0}})})]
-            case SlashCommand(name="review"):
+            case t.SlashCommand(name="review"):
                 return [self._line("event_msg", {"type": "entered_review_mode",
                                                  "target": {"type": "uncommittedChanges"},
                                                  "user_facing_hint": "current changes"}),
@@ -113,19 +100,19 @@ class CodexRollout:
                                                  "message": _REVIEW_PROMPT, "images": []}),
                         self._line("event_msg", {"type": "exited_review_mode",
                                                  "review_output": None})]
-            case SlashCommand():
+            case t.SlashCommand():
                 return []  # built-in commands (/model, /approvals ...) write no row
-            case Interrupt():
+            case t.Interrupt():
                 return [self._line("event_msg", {"type": "turn_aborted",
                                                  "reason": "interrupted"})]
-            case Compaction(summary=summary):
+            case t.Compaction(summary=summary):
                 return [self._line("compacted", {"message": summary}),
                         self._line("event_msg", {"type": "context_compacted"})]
-            case SubagentRow(text=text):
+            case t.SubagentRow(text=text):
                 return [self._user_item({"type": "input_text", "text":
                                          f"<subagent_notification>{text}"
                                          "</subagent_notification>"})]
-            case ImageOnly(count=count):
+            case t.ImageOnly(count=count):
                 return [self._user_item(*[{"type": "input_image", "image_url": _PIXEL}] * count),
                         self._line("event_msg", {"type": "user_message", "message": "",
                                                  "images": [_PIXEL] * count})]

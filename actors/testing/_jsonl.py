@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,22 @@ class JsonlFile:
             return self.path.stat().st_size == 0
         except FileNotFoundError:
             return True
+
+    def append_turns(self, turns: Iterable[object],
+                     rows_of: Callable[[Any], list[dict[str, Any]]],
+                     header: Callable[[], dict[str, Any]] | None = None) -> int:
+        """Write ``header()`` if the file is empty, then ``rows_of(turn)`` for each turn.
+
+        Returns how many lines were written, all in one write.
+
+        Raises:
+            TypeError: ``rows_of`` refused a turn (nothing is written then).
+            OSError: the file cannot be written.
+        """
+        rows = [header()] if header is not None and self.is_empty() else []
+        for turn in turns:
+            rows += rows_of(turn)
+        return self.write(rows)
 
     def write(self, rows: list[dict[str, Any]]) -> int:
         """Append ``rows`` as whole lines in one write; return how many.

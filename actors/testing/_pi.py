@@ -8,24 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from actors.testing import _turns as t
 from actors.testing._jsonl import JsonlFile, iso
-from actors.testing._turns import (
-    Compaction,
-    ImageOnly,
-    Interrupt,
-    Reply,
-    SlashCommand,
-    SubagentRow,
-    ToolCall,
-    ToolResult,
-    Turn,
-    Typed,
-)
 
 __all__ = ["PiSession"]
 
-_PIXEL = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAA"
-          "AABJRU5ErkJggg==")
 
 
 class PiSession:
@@ -54,20 +41,18 @@ class PiSession:
         self.session_id = session_id or str(uuid.uuid4())
         self._parent: str | None = None
 
-    def append(self, *turns: Turn) -> int:
-        """Write the entries of ``turns``, in order; return how many lines were written.
+    def append(self, *turns: t.Turn) -> int:
+        """Write the entries of ``turns`` in one write; return how many lines.
 
         Raises:
-            TypeError: a turn of an unknown kind.
+            TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        rows: list[dict[str, Any]] = []
-        if self._file.is_empty():
-            rows.append({"type": "session", "version": 3, "id": self.session_id,
-                         "timestamp": iso(self._file.now()), "cwd": "/work"})
-        for turn in turns:
-            rows += self._rows(turn)
-        return self._file.write(rows)
+        return self._file.append_turns(turns, self._rows, self._header)
+
+    def _header(self) -> dict[str, Any]:
+        return {"type": "session", "version": 3, "id": self.session_id,
+                "timestamp": iso(self._file.now()), "cwd": "/work"}
 
     def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry_id = uuid.uuid4().hex[:8]
@@ -89,37 +74,37 @@ class PiSession:
                                     "totalTokens": 15},
                              stopReason=stop)
 
-    def _rows(self, turn: Turn) -> list[dict[str, Any]]:
+    def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
         match turn:
-            case Typed(text=text):
+            case t.Typed(text=text):
                 return [self._message("user", [{"type": "text", "text": text}])]
-            case Reply(text=text):
+            case t.Reply(text=text):
                 return [self._assistant([{"type": "text", "text": text}], "stop")]
-            case ToolCall(name=name, input=arguments, call_id=call_id):
+            case t.ToolCall(name=name, input=arguments, call_id=call_id):
                 return [self._assistant([{"type": "toolCall", "id": call_id, "name": name,
                                           "arguments": arguments}], "toolUse")]
-            case ToolResult(call_id=call_id, output=output):
+            case t.ToolResult(call_id=call_id, output=output):
                 return [self._message("toolResult", [{"type": "text", "text": output}],
                                       toolCallId=call_id, toolName="bash", isError=False)]
-            case SlashCommand(name=name, args=args) if name.startswith("skill:"):
+            case t.SlashCommand(name=name, args=args) if name.startswith("skill:"):
                 skill = name.removeprefix("skill:")
                 text = (f'<skill name="{skill}" location="/home/u/.pi/skills/{skill}/SKILL.md">'
                         f"\n# {skill}\n\nWhat the skill file says.\n</skill>")
                 return [self._message("user", [{"type": "text",
                                                 "text": text + (f"\n\n{args}" if args else "")}])]
-            case SlashCommand(name="model", args=args):
+            case t.SlashCommand(name="model", args=args):
                 return [self._entry("model_change", provider="anthropic",
                                     modelId=args or "claude-sonnet-4-5")]
-            case SlashCommand():
+            case t.SlashCommand():
                 return []  # other built-in commands write no entry
-            case Interrupt():
+            case t.Interrupt():
                 return [self._assistant([], "aborted")]
-            case Compaction(summary=summary):
+            case t.Compaction(summary=summary):
                 return [self._entry("compaction", summary=summary,
                                     firstKeptEntryId=self._parent, tokensBefore=1000)]
-            case SubagentRow(text=text):
+            case t.SubagentRow(text=text):
                 return [self._entry("custom", customType="subagent", data={"text": text})]
-            case ImageOnly(count=count):
-                return [self._message("user", [{"type": "image", "data": _PIXEL,
+            case t.ImageOnly(count=count):
+                return [self._message("user", [{"type": "image", "data": t.PIXEL_PNG,
                                                 "mimeType": "image/png"}] * count)]
         raise TypeError(f"not a turn: {turn!r}")

@@ -20,8 +20,13 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Compaction", "ImageOnly", "Interrupt", "Reply", "SlashCommand", "SubagentRow",
-           "ToolCall", "ToolResult", "Turn", "Typed"]
+__all__ = ["PIXEL_PNG", "Compaction", "ImageOnly", "Interrupt", "Reply", "SlashCommand",
+           "SubagentRow", "ToolCall", "ToolResult", "Turn", "Typed"]
+
+
+PIXEL_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAA"
+             "AABJRU5ErkJggg==")
+"""A 1x1 PNG, base64: the image the builders' :class:`ImageOnly` turns send."""
 
 
 class Typed(msgspec.Struct, frozen=True):
