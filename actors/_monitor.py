@@ -346,6 +346,7 @@ class UpstreamMonitor(GatewayActor):
                     self._memory.forget((self._key, self._agent_id))
                 if report.more and self._more_soon is not None:
                     self._more_soon((self._key, self._agent_id))
+                    self.runtime_requeue = True  # the next scan waits its turn behind others
                 return None
         return super().handle(message)
 

@@ -402,6 +402,7 @@ class Mailbox:
         assert actor is not None
         _flags.depth += 1
         handled = 0
+        requeue = False
         envelope: Envelope[Any] | None = None
         try:
             while True:
@@ -410,9 +411,9 @@ class Mailbox:
                     if not self._queue:
                         self._state = _IDLE
                         return
-                    if (handled >= BUDGET and self._dispatcher is not None
-                            and self._dispatcher.has_capacity()):
-                        self._state = _SCHEDULED  # the rest goes to a free worker
+                    if requeue or (handled >= BUDGET and self._dispatcher is not None
+                                   and self._dispatcher.has_capacity()):
+                        self._state = _SCHEDULED  # the rest goes to a (free) worker
                         break
                     envelope = self._queue.popleft()
                 handled += 1
@@ -421,6 +422,9 @@ class Mailbox:
                 if actor.actor_stopped.is_set():
                     self._teardown()
                     return
+                if actor.runtime_requeue:
+                    actor.runtime_requeue = False
+                    requeue = self._dispatcher is not None  # to the back of the queue
                 if actor.runtime_yield:
                     actor.runtime_yield = False
                     if (not _flags.worker and self._dispatcher is not None
@@ -484,6 +488,13 @@ class InlineActor(pykka.Actor):
     free, so the caller returns as soon as its own work is done (the
     persistence actor sets it after each commit). With every worker busy the
     calling thread goes on, so queued work never waits for a worker."""
+
+    runtime_requeue: bool = False
+    """Set by a handler to send the rest of the mailbox to the back of the
+    dispatcher's queue after this message, whatever thread drives it and
+    whether or not a worker is free: an actor that queues itself more work
+    (an upstream monitor reading a long backlog a scan at a time) then takes
+    turns with every other actor instead of keeping its worker."""
 
     def __init__(self, *, dispatcher: Dispatcher | None = None) -> None:
         super().__init__()

@@ -304,3 +304,33 @@ def test_a_pruned_content_list_is_never_called_image_only() -> None:
                                    "content": "out"}] * 600
     reduced = reduce(json.dumps(tool).encode(), 4096)
     assert reduced_unit(line_classifier("claude")(reduced.line), reduced).reason == "tool_result"
+
+
+def test_dropped_elements_and_members_of_common_shapes_take_one_pattern_match() -> None:
+    """The reviewer's slow shapes (seconds per MiB through the tokenizer) are passed by
+    the bounded run patterns, and a defect ends a run before it."""
+    elements, members = _longline._dropped_patterns()
+    run = (b',[[]],[[[]]],{"a":{"b":1}},{"a":[]},"\\n","\\"","a\\\\b",'
+           + '"é"'.encode() + b',"\\u00e9\\n",0,-1.5e3,true,null,[1,"x",{}]')
+    assert elements.fullmatch(run + b"]", 0, len(run)) is None  # needs the delimiter ...
+    matched = elements.match(run + b"]")
+    assert matched is not None
+    assert matched.end() == len(run)  # ... and then takes every element at once
+    for defect in (b',"\x01"', b',[1,]', b",01", b',"\xff"', b',"\\x"', b",[[[[]]]]"):
+        stopped = elements.match(b",1" + defect + b"]")
+        assert stopped is not None
+        assert stopped.end() == 2  # the defect (or a fourth level) is left to the tokenizer
+    keyed = b',"k1":1,"k2":{"a":[1]},"k3":"v"'
+    found = members.match(keyed + b"}")
+    assert found is not None
+    assert found.end() == len(keyed)
+
+
+def test_an_object_keeps_its_first_members_and_prunes_the_rest() -> None:
+    row = json.loads(claude_user("typed"))
+    row["extra"] = {f"k{i}": i for i in range(_longline.KEEP_MEMBERS + 10)}
+    reduced = reduce(json.dumps(row).encode(), 4096)
+    assert reduced.pruned
+    assert len(json.loads(reduced.line)["extra"]) == _longline.KEEP_MEMBERS
+    assert reduced_unit(line_classifier("claude")(reduced.line), reduced).reason == (
+        "oversized_structure")

@@ -323,3 +323,57 @@ def test_take_told_takes_only_told_messages_from_the_front() -> None:
     assert mailbox.take_told(lambda m: True, 0) == []  # the limit
     assert mailbox.take_told(lambda m: True, 5) == ["c"]
     assert mailbox.empty()
+
+
+class Chain(InlineActor):
+    """Tells itself ``n - 1`` after handling ``n`` (like a monitor reading a backlog).
+
+    Every message handled is appended to ``order`` as ``"<name> <message>"``.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, name: str, order: list[str], requeue: bool,
+                 gate: threading.Event) -> None:
+        super().__init__(dispatcher=dispatcher)
+        self._name, self._order, self._requeue, self._gate = name, order, requeue, gate
+        self.finished = threading.Event()
+
+    def on_receive(self, message: Any) -> Any:
+        if message == "start":
+            assert self._gate.wait(TIMEOUT)  # until the other actor's message is queued
+            message = 5
+        self._order.append(f"{self._name} {message}")
+        if isinstance(message, int) and message > 0:
+            self.actor_ref.tell(message - 1)
+            self.runtime_requeue = self._requeue
+        elif message == 0:
+            self.finished.set()
+        return None
+
+
+@pytest.mark.parametrize("requeue", [True, False])
+def test_an_actor_that_requeues_itself_takes_turns_with_the_others(requeue: bool) -> None:
+    pool = Dispatcher("one-worker", 1)
+    order: list[str] = []
+    gate = threading.Event()
+    chain = Chain.start(pool, "chain", order, requeue, gate)
+    other = Chain.start(pool, "other", order, requeue, gate)
+    try:
+        with scheduling():
+            chain.tell("start")  # the only worker drives the chain ...
+            other.tell("turn")  # ... and this waits in the dispatcher's queue
+        gate.set()
+        actor = chain._actor_weakref()
+        assert actor is not None
+        assert actor.finished.wait(TIMEOUT)
+        other.ask("done", timeout=TIMEOUT)
+    finally:
+        gate.set()
+        chain.stop(block=True, timeout=TIMEOUT)
+        other.stop(block=True, timeout=TIMEOUT)
+        assert pool.close(TIMEOUT) == 0
+    chained = [entry for entry in order if entry.startswith("chain ")]
+    assert chained == [f"chain {n}" for n in range(5, -1, -1)]
+    if requeue:  # one message of the chain, then the other actor's turn
+        assert order[:2] == ["chain 5", "other turn"]
+    else:  # the chain keeps the worker until it runs dry
+        assert order.index("other turn") == 6

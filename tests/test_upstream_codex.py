@@ -821,3 +821,12 @@ def test_a_rollout_whose_session_meta_is_not_written_yet_is_not_adopted_yet(
     baseline = jsonl_baseline("codex", str(path), thread_id=None, from_start=True)
     assert baseline is not None
     assert baseline.refusal is None
+
+
+def test_a_session_meta_over_a_mebibyte_still_being_written_is_pending(tmp_path: Path) -> None:
+    from actors.upstream._baseline import first_line_pending, jsonl_baseline
+
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(b'{"type":"session_meta","payload":{"base_instructions":"' + b"x" * (3 << 20))
+    assert first_line_pending("codex", str(path))  # logged as waiting, not as unreadable
+    assert jsonl_baseline("codex", str(path), thread_id=None, from_start=True) is None

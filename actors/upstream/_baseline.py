@@ -72,16 +72,23 @@ def first_line_pending(source: str, path: str) -> bool:
     """Whether ``path`` is a Codex or Pi file whose first line is not complete yet.
 
     Such a file is not adopted yet (its header decides whether it may be
-    monitored); adopt it again once it is written. Caller's thread; one
-    bounded read; never raises.
+    monitored); adopt it again once it is written. Caller's thread; reads
+    up to the first newline, :data:`HEAD_LIMIT` bytes at a time; never raises.
     """
     if source not in ("codex", "pi"):
         return False
     state = file_state(path)
     if state.kind != "ok":
         return False
-    head, _ = read_range(path, 0, min(state.size, HEAD_LIMIT), None)
-    return head is not None and b"\n" not in head and len(head) < HEAD_LIMIT
+    offset = 0
+    while offset < state.size:  # a first line of any length: HEAD_LIMIT at a time
+        piece, _ = read_range(path, offset, min(state.size - offset, HEAD_LIMIT), None)
+        if not piece:
+            return False
+        if b"\n" in piece:
+            return False
+        offset += len(piece)
+    return True
 
 
 def _reduced_first_line(path: str, head_bytes: bytes) -> bytes:

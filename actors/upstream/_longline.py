@@ -14,9 +14,10 @@ What is reduced:
   and last :data:`KEEP_CHARS` characters around an elision marker; the
   SHA-256 of its whole normalized text is kept beside it, so a gateway's own
   long text is still recognised (self-echo);
-* an array keeps its first :data:`KEEP_ITEMS` elements, and a container
-  nested deeper than :data:`KEEP_DEPTH` is emptied (``[]``/``{}``). Either
-  makes the line *pruned*, and a pruned line is never counted as typed:
+* an array keeps its first :data:`KEEP_ITEMS` elements, an object its first
+  :data:`KEEP_MEMBERS` members, and a container
+  nested deeper than :data:`KEEP_DEPTH` is emptied (``[]``/``{}``). Any of
+  these makes the line *pruned*, and a pruned line is never counted as typed:
   something the rule could have read was dropped;
 * once the reduced copy holds :data:`REDUCED_MAX_BYTES`, later array elements
   and object members are dropped (the copy stays valid JSON): the line is
@@ -36,6 +37,7 @@ upstream monitor, or ``ssa classify``) feeds it from one thread at a time.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import re
@@ -49,6 +51,7 @@ __all__ = [
     "KEEP_CHARS",
     "KEEP_DEPTH",
     "KEEP_ITEMS",
+    "KEEP_MEMBERS",
     "MAX_DEPTH",
     "REDUCED_MAX_BYTES",
     "SHORT_STRING_BYTES",
@@ -63,6 +66,8 @@ KEEP_CHARS = 8_192
 """Characters kept at each end of a longer string."""
 KEEP_ITEMS = 512
 """Elements kept of each array."""
+KEEP_MEMBERS = 1_024
+"""Members kept of each object (a row has a few dozen; a tool's result may have more)."""
 KEEP_DEPTH = 32
 """Containers nested deeper than this are emptied."""
 MAX_DEPTH = 1_024
@@ -75,21 +80,42 @@ _MARKER_RE = re.compile("\ue000ssa-elided:(\\d+)\ue001")
 
 _TOKEN = re.compile(rb"[ \t\r\n]*(?:([\[\]{},:])|(\")|(true|false|null)|([-0-9]))")
 _DIGITS = re.compile(rb"[0-9]*")
-# Runs of dropped array elements that need no tokenizer steps: `, element` units, each
-# followed by its delimiter in the same piece (so no element is cut by the piece's end).
-_SIMPLE_STRING = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"'  # printable ASCII, no escapes
-_SIMPLE_VALUE = (rb"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|"
-                 + _SIMPLE_STRING + rb")")
-_SKIPPABLE = (rb"(?:" + _SIMPLE_VALUE
-              + rb"|\[[ \t\r\n]*(?:" + _SIMPLE_VALUE + rb"(?:[ \t\r\n]*,[ \t\r\n]*"
-              + _SIMPLE_VALUE + rb")*)?[ \t\r\n]*\]"
-              + rb"|\{[ \t\r\n]*(?:" + _SIMPLE_STRING + rb"[ \t\r\n]*:[ \t\r\n]*"
-              + _SIMPLE_VALUE + rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SIMPLE_STRING
-              + rb"[ \t\r\n]*:[ \t\r\n]*" + _SIMPLE_VALUE + rb")*)?[ \t\r\n]*\})")
-# Bounded runs (re keeps backtracking state per unit); the delimiter after the run's last
-# unit proves that unit was not cut by the piece's end.
-_DROPPED_RUN = re.compile(rb"(?:[ \t\r\n]*,[ \t\r\n]*" + _SKIPPABLE
-                          + rb"){1,4096}(?=[ \t\r\n]*[,\]])")
+# Runs of dropped array elements (and object members) that need no tokenizer steps:
+# `, element` units, each followed by its delimiter in the same piece, so no element is
+# cut by the piece's end. Strings: printable ASCII, JSON escapes, or well-formed UTF-8
+# (the exact RFC 3629 byte ranges), so a skipped string is a valid one.
+_WS = rb"[ \t\r\n]*"
+_UTF8_CHAR = (rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
+              rb"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+              rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+              rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
+_SIMPLE_STRING = (rb'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}|'
+                  + _UTF8_CHAR + rb')*+"')
+_SCALAR = (rb"(?:-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null|"
+           + _SIMPLE_STRING + rb")")
+
+
+def _nested(inner: bytes) -> bytes:
+    """A value that is ``inner`` or an array or object of ``inner`` values."""
+    member = _SIMPLE_STRING + _WS + rb":" + _WS + inner
+    return (rb"(?:" + inner
+            + rb"|\[" + _WS + rb"(?:" + inner + rb"(?:" + _WS + rb"," + _WS + inner + rb")*+)?"
+            + _WS + rb"\]"
+            + rb"|\{" + _WS + rb"(?:" + member + rb"(?:" + _WS + rb"," + _WS + member
+            + rb")*+)?" + _WS + rb"\})")
+
+
+@functools.cache
+def _dropped_patterns() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """``(elements, members)``: bounded runs (re keeps state per unit) of values nested up
+    to three containers deep; the delimiter after a run's last unit proves that unit was
+    not cut by the piece's end. Compiled on first use (about 0.2 s, once per process)."""
+    value = _nested(_nested(_nested(_SCALAR)))
+    elements = re.compile(rb"(?:" + _WS + rb"," + _WS + value + rb"){1,4096}(?=" + _WS
+                          + rb"[,\]])")
+    members = re.compile(rb"(?:" + _WS + rb"," + _WS + _SIMPLE_STRING + _WS + rb":" + _WS
+                         + value + rb"){1,4096}(?=" + _WS + rb"[,}])")
+    return elements, members
 _DROPPED_INTS = re.compile(  # the common case, about twice as fast
     rb"(?:,(?:-?(?:0|[1-9][0-9]*+)|true|false|null)){1,4096}(?=[,\]])")
 _BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
@@ -320,12 +346,10 @@ class LineReducer:
                     break  # the number may go on in the next piece
                 continue
             top = self._stack[-1] if self._stack else None
-            if (top is not None and top.is_array and top.state == _AFTER
-                    and (not top.kept or top.count >= KEEP_ITEMS)):
-                run = _DROPPED_INTS.match(buf, pos) or _DROPPED_RUN.match(buf, pos)
-                if run is not None:  # dropped elements: no tokenizer steps for them
-                    self._pruned = self._pruned or top.kept
-                    pos = run.end()
+            if top is not None and top.state == _AFTER:
+                run = self._dropped_run(top, buf, pos)
+                if run > pos:  # dropped elements or members: no tokenizer steps for them
+                    pos = run
                     continue
             match = _TOKEN.match(buf, pos)
             if match is None:
@@ -352,6 +376,22 @@ class LineReducer:
         if final and self._number is not None and not self._invalid:
             self._close_number(self._number)
         return pos
+
+    def _dropped_run(self, top: _Frame, buf: bytes, pos: int) -> int:
+        """Where a run of elements (or members) of ``top`` that will not be kept ends."""
+        if top.is_array:
+            if top.kept and top.count < KEEP_ITEMS:
+                return pos
+            run = _DROPPED_INTS.match(buf, pos) or _dropped_patterns()[0].match(buf, pos)
+            if run is not None:
+                self._pruned = self._pruned or top.kept
+        else:
+            if top.kept and top.count < KEEP_MEMBERS and not self._oversized:
+                return pos
+            run = _dropped_patterns()[1].match(buf, pos)
+            if run is not None:
+                self._pruned = self._pruned or top.kept
+        return pos if run is None else run.end()
 
     def _value_start(self) -> bool | None:
         """Check a value may start here; say whether it is kept (None: invalid)."""
@@ -470,7 +510,9 @@ class LineReducer:
         if top is not None and not top.is_array and top.state in (_FIRST, _KEY):
             top.state = _COLON
             self._string_is_key = True
-            top.member_kept = top.kept and self._room()
+            if top.kept and top.count >= KEEP_MEMBERS:
+                self._pruned = True
+            top.member_kept = top.kept and top.count < KEEP_MEMBERS and self._room()
             self._string_kept = top.member_kept
             if top.member_kept and top.count:
                 self._emit(b",")
