@@ -15,10 +15,12 @@ What is reduced:
   SHA-256 of its whole normalized text is kept beside it, so a gateway's own
   long text is still recognised (self-echo);
 * an array keeps its first :data:`KEEP_ITEMS` elements, an object its first
-  :data:`KEEP_MEMBERS` members, and a container
-  nested deeper than :data:`KEEP_DEPTH` is emptied (``[]``/``{}``). Any of
-  these makes the line *pruned*, and a pruned line is never counted as typed:
-  something the rule could have read was dropped;
+  :data:`KEEP_MEMBERS` members, a container nested deeper than
+  :data:`KEEP_DEPTH` is emptied (``[]``/``{}``), and a number longer than 64
+  characters is written as ``0``. Any of these makes the line *pruned*, and
+  a pruned line is never counted as typed: something the rule could have
+  read was dropped. Dropped runs of small elements are passed by bounded
+  regular expressions rather than token by token;
 * once the reduced copy holds :data:`REDUCED_MAX_BYTES`, later array elements
   and object members are dropped (the copy stays valid JSON): the line is
   *oversized* and not typed either.
@@ -235,7 +237,8 @@ class ReducedLine:
     Attributes:
         line: the reduced copy (bytes, one JSON document or deliberately not).
         size: bytes of the original line.
-        pruned: array elements or deep containers were dropped.
+        pruned: array elements, object members, deep containers or a long
+            number's digits were dropped.
         oversized: the copy reached :data:`REDUCED_MAX_BYTES`; later elements and
             members were dropped.
         elided: per elision marker index, ``(normalized shortened text,
@@ -290,7 +293,7 @@ class LineReducer:
             # Finish the carried token on a short head instead of copying all of data.
             head = carry + data[:_JOIN_BYTES]
             stop = self._run(head, 0, final=False)
-            if stop < len(carry):  # not resolved yet (a very long number): copy and go on
+            if stop < len(carry):  # not resolved yet (a piece shorter than the token): join
                 data = head[stop:] + data[_JOIN_BYTES:]
                 stop = len(carry)
             start = stop - len(carry)
