@@ -132,6 +132,7 @@ def test_a_codex_exec_rollout_gets_no_link(tmp_path: Path) -> None:
     assert {row["human"] for row in classify_units("codex", str(rollout.path))} == {False}
 
 
+@pytest.mark.timeout(150)  # three interpreters, each bounded by 40 s
 def test_the_example_test_passes_with_the_plugin_and_fixtures_are_off_without_it(
     pytester: pytest.Pytester,
 ) -> None:
@@ -159,6 +160,6 @@ def test_the_gateway_fixture_fails_a_test_that_leaves_a_thread_running(
             threading.Thread(target=stop.wait, args=(30,), daemon=True, name="mine").start()
     """)
     result = pytester.runpytest_subprocess("-p", "actors.testing", "-p", "no:cacheprovider",
-                                           "-q", timeout=60)
+                                           "-q", timeout=40)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*thread left running: mine*"])
