@@ -24,6 +24,7 @@ from actors._upstream import AdoptRequest
 from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
+from actors.upstream._baseline import first_line_pending
 from actors.upstream.catalog import Candidate, default_catalogs, discover
 from persistence.keys import agent_id_of, key_problem
 
@@ -168,14 +169,14 @@ class _Adopter:
                 elif self.gw.session_status(key).state_version:
                     why = _NOT_MONITORED.get(candidate.source, "not monitorable")
                 else:
-                    # Nothing was recorded (unreadable, or a header still being
-                    # written): try again at the next interval, and say so only
-                    # once it is decided.
-                    self.seen.discard((candidate.source,
-                                       candidate.path + "\0" + candidate.thread_id))
-                    self.keys.discard(key)
-                    if later:
-                        continue
+                    if first_line_pending(candidate.source, candidate.path):
+                        # Its header is still being written: nothing was recorded.
+                        # Try again at the next interval; say so once it is decided.
+                        self.seen.discard((candidate.source,
+                                           candidate.path + "\0" + candidate.thread_id))
+                        self.keys.discard(key)
+                        if later:
+                            continue
                     why = "unreadable"
                 if why is not None:
                     self.skipped[why] += 1

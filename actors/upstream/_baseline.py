@@ -130,7 +130,7 @@ def jsonl_baseline(
     head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
     if not head and len(head_bytes) == HEAD_LIMIT:
         head = _reduced_first_line(path, head_bytes)
-    if source in ("codex", "pi") and not head:
+    if source in ("codex", "pi") and not head and b"\n" not in head_bytes:
         return None  # its header is not written yet: decide when it is
     offset, check = 0, b""
     if not from_start and state.size:
