@@ -282,20 +282,20 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
         return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
     line_end = first_start + len(first) + 1
     rest = replace(chunk, lines=chunk.lines[1:])
-    return _classify_lines(rest, chunk.lines[0][0], [unit], marker, classify=classify,
-                           own_hashes=own_hashes, end=line_end, read_from=first_start)
+    return _classify_lines(rest, first_start, [unit], marker, classify=classify,
+                           own_hashes=own_hashes, end=line_end)
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
                     classify: LineClassifier, own_hashes: frozenset[str],
-                    end: int | None = None, read_from: int | None = None) -> ScanResult:
+                    end: int | None = None) -> ScanResult:
     """Classify the complete lines of ``chunk`` after ``units`` already decided.
 
-    ``read_from`` is where the chunk's read started (its ``raw`` holds the
-    check bytes before it); the marker moves to the end of the last line
-    classified, never past a line that stops the scan.
+    ``offset`` is where the chunk's read started (its ``raw`` holds the check
+    bytes before it); ``end`` where the bytes already decided end (default
+    ``offset``). The marker moves to the end of the last line classified,
+    never past a line that stops the scan.
     """
-    start_of_read = offset if read_from is None else read_from
     end = offset if end is None else end
     for start, line in chunk.lines:
         if line.strip():
@@ -308,8 +308,8 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
         return ScanResult(kind="no_news", reason="unclassifiable_line")
     epoch = marker.get("epoch", 0)
     turns, newest = count_turns(units, own_hashes)
-    before = len(chunk.raw) - (chunk.end - start_of_read)
-    consumed = before + (end - start_of_read)
+    before = len(chunk.raw) - (chunk.end - offset)
+    consumed = before + (end - offset)
     new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
