@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from actors import Gateway
 from actors.testing import (
     DEFAULT_START_MS,
     ClaudeCodeTranscript,
@@ -19,6 +21,7 @@ from actors.testing import (
     Interrupt,
     LeakCheck,
     ManualClock,
+    OpenCodeTranscript,
     PiSession,
     Reply,
     SlashCommand,
@@ -124,6 +127,114 @@ def test_builder_rows_and_real_rows_of_the_same_shape_are_decided_alike(
     built = {row["reason"] for row in classify_units(source, str(session.path))}
     assert "typed" in built & set(real)
     assert built - set(real) == UNSEEN[source]
+
+
+OPENCODE_EXPECTED = [  # ALL_TURNS in the session itself, message by message
+    "typed", "not_user", "not_user", "not_user", "compaction", "not_user", "not_user",
+    "image_only", "subtask", "not_user", "synthetic", "subtask", "not_user", "synthetic",
+    "subtask", "not_user", "synthetic"]
+OPENCODE_UNSEEN = {"compaction"}  # no real store holds a /compact
+OPENCODE_FIXTURES = ("opencode-1.18.33-generated.db", "opencode-1.1.65-storage/storage")
+
+
+def _store_reasons(db: Path) -> Counter[str]:
+    """Every message's decision in every session of a store (``ssa classify``'s path)."""
+    with sqlite3.connect(db) as conn:
+        sessions = [row[0] for row in conn.execute("SELECT id FROM session")]
+    return Counter(row["reason"] for session in sessions
+                   for row in classify_units("opencode", str(db), session=session))
+
+
+def test_opencode_store_rows_are_decided_as_opencode_writes_them(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    session = OpenCodeTranscript(db)
+    assert session.append(*ALL_TURNS) == 25  # 17 here, 8 in the four sub-agents' sessions
+    decided = list(classify_units("opencode", str(db), session=session.session_id))
+    assert [row["reason"] for row in decided] == OPENCODE_EXPECTED
+    assert [row["human"] for row in decided].count(True) == 1
+    with sqlite3.connect(db) as conn:
+        children = conn.execute("SELECT count(*) FROM session WHERE parent_id = ?",
+                                (session.session_id,)).fetchone()[0]
+        seq = conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?",
+                           (session.session_id,)).fetchone()[0]
+        tool = json.loads(conn.execute(
+            "SELECT data FROM part WHERE data LIKE '%toolu_01%'").fetchone()[0])
+    assert children == 4
+    assert tool["state"]["status"] == "completed"  # ToolResult completed the part in place
+    assert tool["state"]["output"] == "a.py"
+    assert session.append() == 0
+    with sqlite3.connect(db) as conn:  # nothing written, nothing moved
+        assert conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?",
+                            (session.session_id,)).fetchone()[0] == seq
+    with pytest.raises(TypeError, match="not a turn"):
+        session.append(Typed("kept?"), "typed")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no running tool call"):
+        session.append(Typed("kept?"), ToolResult("toolu_99", ""))
+    assert len(list(classify_units("opencode", str(db), session=session.session_id))) == 17
+    with pytest.raises(ValueError, match="already exists"):
+        OpenCodeTranscript(db, session_id=session.session_id)
+
+
+def test_opencode_child_and_run_sessions_never_count(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    parent = OpenCodeTranscript(db)
+    child = OpenCodeTranscript(db, parent_id=parent.session_id)
+    run = OpenCodeTranscript(db, run=True)
+    for session, reason in ((child, "child_session"), (run, "program_session")):
+        session.append(Typed("looks typed"), Reply("ok"))
+        assert {(row["human"], row["reason"]) for row in classify_units(
+            "opencode", str(db), session=session.session_id)} == {(False, reason)}
+
+
+@pytest.mark.parametrize(("between", "second"), [
+    ((Reply("ok"),), "replay"),  # a repeat is taken for compaction replay
+    ((Interrupt(),), "typed"),  # unless the reply before it was aborted
+    ((Reply("ok"), SlashCommand("model", "openai/gpt-5")), "typed"),  # or the model changed
+])
+def test_opencode_repeats_are_decided_by_what_the_store_proves(
+    between: tuple[Reply | Interrupt | SlashCommand, ...], second: str, tmp_path: Path,
+) -> None:
+    session = OpenCodeTranscript(tmp_path / "opencode.db")
+    session.append(Typed("run the tests"), *between, Typed("run the tests"))
+    reasons = [row["reason"] for row in classify_units(
+        "opencode", str(session.path), session=session.session_id)]
+    assert reasons[0] == "typed"
+    assert reasons[-1] == second
+
+
+@needs_fixtures
+def test_opencode_store_rows_and_real_rows_are_decided_alike(tmp_path: Path) -> None:
+    """Every session of the real stores (1.18 SQLite and 1.1 JSON) against every session
+    the builder writes, through ``ssa classify``'s code path."""
+    real = _store_reasons(FIXTURES / "opencode" / OPENCODE_FIXTURES[0])
+    storage = FIXTURES / "opencode" / OPENCODE_FIXTURES[1]
+    for info in storage.glob("session/*/*.json"):
+        real.update(row["reason"] for row in classify_units("opencode", str(storage),
+                                                            session=info.stem))
+    db = tmp_path / "opencode.db"
+    session = OpenCodeTranscript(db)
+    session.append(*ALL_TURNS)
+    OpenCodeTranscript(db, run=True).append(Typed("from a script"))
+    built = set(_store_reasons(db))
+    assert {"typed", "child_session", "program_session", "subtask"} <= built & set(real)
+    assert built - set(real) == OPENCODE_UNSEEN
+
+
+def test_an_opencode_session_a_person_types_into_notifies_the_watcher(
+    tmp_path: Path, gateway: Gateway, clock: ManualClock,
+) -> None:
+    session = OpenCodeTranscript(tmp_path / "opencode.db", clock=clock)
+    session.append(Typed("before adoption"), Reply("done"))
+    worker = "agent:main:opencode:worker"
+    assert gateway.adopt(worker, source="opencode", path=session.path,
+                                     thread_id=session.session_id) is not None
+    assert gateway.watch("agent:main:main", worker)
+    session.append(SubagentRow("explore"), SlashCommand("review"), Reply("ok"))
+    assert gateway.scan_upstream() == []
+    clock.advance(60_000)
+    session.append(Typed("stop, run the tests first"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+    assert len(gateway.drain("agent:main:main")) == 1
 
 
 def test_a_codex_exec_rollout_gets_no_link(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@
 * Transcript builders that write the real on-disk rows of another coding
   agent, to test "a person typed into the adopted session" end to end with
   ``Gateway.adopt`` and ``scan_upstream()``: :class:`ClaudeCodeTranscript`,
-  :class:`CodexRollout` and :class:`PiSession`, each fed the turns
+  :class:`CodexRollout`, :class:`OpenCodeTranscript` (an ``opencode.db``
+  store) and :class:`PiSession`, each fed the turns
   :class:`Typed`, :class:`Reply`, :class:`ToolCall`, :class:`ToolResult`,
   :class:`SlashCommand`, :class:`Interrupt`, :class:`Compaction`,
   :class:`SubagentRow` and :class:`ImageOnly`.
@@ -30,6 +31,7 @@ from actors.testing._claude import ClaudeCodeTranscript
 from actors.testing._clock import DEFAULT_START_MS, ManualClock
 from actors.testing._codex import CodexRollout
 from actors.testing._leaks import LeakCheck, running_actors
+from actors.testing._opencode import OpenCodeTranscript
 from actors.testing._pi import PiSession
 from actors.testing._turns import (
     Compaction,
@@ -45,7 +47,8 @@ from actors.testing._turns import (
 )
 
 __all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "CodexRollout", "Compaction",
-           "ImageOnly", "Interrupt", "LeakCheck", "ManualClock", "PiSession", "Reply",
+           "ImageOnly", "Interrupt", "LeakCheck", "ManualClock", "OpenCodeTranscript",
+           "PiSession", "Reply",
            "SlashCommand", "SubagentRow", "ToolCall", "ToolResult", "Turn", "Typed",
            "running_actors"]
 

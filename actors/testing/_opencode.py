@@ -1,0 +1,411 @@
+"""An OpenCode (1.18) session, written into an ``opencode.db`` store as OpenCode writes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from actors.testing import _turns as t
+from actors.testing._clock import ManualClock
+from actors.testing._jsonl import ROW_STEP_MS
+
+__all__ = ["OpenCodeTranscript"]
+
+VERSION = "1.18.33"
+"""The OpenCode version the builder's sessions and schema follow."""
+
+_SCHEMA = (  # the 1.18.33 tables the builder writes, as OpenCode's migrations create them
+    "CREATE TABLE IF NOT EXISTS `project` (`id` text PRIMARY KEY, `worktree` text NOT NULL,"
+    " `vcs` text, `name` text, `icon_url` text, `icon_url_override` text, `icon_color` text,"
+    " `time_created` integer NOT NULL, `time_updated` integer NOT NULL,"
+    " `time_initialized` integer, `sandboxes` text NOT NULL, `commands` text)",
+    "CREATE TABLE IF NOT EXISTS `session` (`id` text PRIMARY KEY, `project_id` text NOT NULL,"
+    " `workspace_id` text, `parent_id` text, `slug` text NOT NULL, `directory` text NOT NULL,"
+    " `path` text, `title` text NOT NULL, `version` text NOT NULL, `share_url` text,"
+    " `summary_additions` integer, `summary_deletions` integer, `summary_files` integer,"
+    " `summary_diffs` text, `metadata` text, `cost` real DEFAULT 0 NOT NULL,"
+    " `tokens_input` integer DEFAULT 0 NOT NULL, `tokens_output` integer DEFAULT 0 NOT NULL,"
+    " `tokens_reasoning` integer DEFAULT 0 NOT NULL,"
+    " `tokens_cache_read` integer DEFAULT 0 NOT NULL,"
+    " `tokens_cache_write` integer DEFAULT 0 NOT NULL, `revert` text, `permission` text,"
+    " `agent` text, `model` text, `time_created` integer NOT NULL,"
+    " `time_updated` integer NOT NULL, `time_compacting` integer, `time_archived` integer,"
+    " CONSTRAINT `fk_session_project_id_project_id_fk` FOREIGN KEY (`project_id`)"
+    " REFERENCES `project`(`id`) ON DELETE CASCADE)",
+    "CREATE INDEX IF NOT EXISTS `session_project_idx` ON `session` (`project_id`)",
+    "CREATE INDEX IF NOT EXISTS `session_parent_idx` ON `session` (`parent_id`)",
+    "CREATE TABLE IF NOT EXISTS `message` (`id` text PRIMARY KEY, `session_id` text NOT NULL,"
+    " `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `data` text NOT NULL,"
+    " CONSTRAINT `fk_message_session_id_session_id_fk` FOREIGN KEY (`session_id`)"
+    " REFERENCES `session`(`id`) ON DELETE CASCADE)",
+    "CREATE INDEX IF NOT EXISTS `message_session_time_created_id_idx`"
+    " ON `message` (`session_id`,`time_created`,`id`)",
+    "CREATE TABLE IF NOT EXISTS `part` (`id` text PRIMARY KEY, `message_id` text NOT NULL,"
+    " `session_id` text NOT NULL, `time_created` integer NOT NULL,"
+    " `time_updated` integer NOT NULL, `data` text NOT NULL,"
+    " CONSTRAINT `fk_part_message_id_message_id_fk` FOREIGN KEY (`message_id`)"
+    " REFERENCES `message`(`id`) ON DELETE CASCADE)",
+    "CREATE INDEX IF NOT EXISTS `part_message_id_id_idx` ON `part` (`message_id`,`id`)",
+    "CREATE INDEX IF NOT EXISTS `part_session_idx` ON `part` (`session_id`)",
+    "CREATE TABLE IF NOT EXISTS `event_sequence` (`aggregate_id` text PRIMARY KEY,"
+    " `seq` integer NOT NULL, `owner_id` text)",
+)
+_PROJECT = "3fbdf7f8bd3883037d80b445136aff4a357eaa3a"
+_MODEL = {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}
+_RUN_PERMISSION = [{"permission": p, "pattern": "*", "action": "deny"}
+                   for p in ("question", "plan_enter", "plan_exit")]
+_CHILD_PERMISSION = [{"permission": "task", "pattern": "*", "action": "deny"}]
+_SUMMARIZE = "Summarize the task tool output above and continue with your task."
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+_ID_MASK = (1 << 48) - 1
+_BUSY_MS = 5000
+
+
+class OpenCodeTranscript:
+    """One OpenCode session in an ``opencode.db`` store, appended to as OpenCode 1.18 does.
+
+    The store (``~/.local/share/opencode/opencode.db``) is created with
+    OpenCode's schema for the tables it writes when the file does not exist
+    yet; a session row and its ``event_sequence`` row are added on
+    construction. Each :meth:`append` is one SQLite transaction holding the
+    message rows, their part rows and the session's advanced event
+    sequence, as OpenCode commits them, so a monitor never sees half a turn.
+
+    How the turns are stored (formats doc §4.2-§4.3):
+
+    * :class:`~actors.testing.Typed`: a user message with one ``text`` part.
+    * :class:`~actors.testing.Reply`: an assistant message with
+      ``step-start``, ``text`` and ``step-finish`` parts.
+    * :class:`~actors.testing.ToolCall`: an assistant message whose ``tool``
+      part is ``running``; :class:`~actors.testing.ToolResult` completes that
+      part in place (OpenCode updates the part row; no new message).
+    * :class:`~actors.testing.SlashCommand`: ``model`` with
+      ``"provider/model"`` (or ``"model"``) args switches the model of later
+      user messages and writes nothing (the TUI keeps it); any other name is a sub-agent command
+      (``subtask: true``): a user message whose only part is ``subtask``, the
+      parent's ``task`` tool call, the child session it ran in, and the
+      synthetic "Summarize the task tool output…" user message.
+    * :class:`~actors.testing.Interrupt`: an assistant message that stopped
+      with ``MessageAbortedError`` (Esc in the TUI).
+    * :class:`~actors.testing.Compaction`: ``/compact``: a user message with a
+      ``compaction`` part and the ``summary: true`` assistant message.
+    * :class:`~actors.testing.SubagentRow`: the model's ``task`` tool call and
+      the child session (``parent_id`` set) whose first user message is the
+      text.
+    * :class:`~actors.testing.ImageOnly`: pasted images: ``[Image 1]`` …
+      placeholders, each covered by a ``file`` part's ``source.text`` span.
+
+    Args:
+        path: the ``opencode.db`` file (created if missing; its parent must
+            exist).
+        session_id: the session id (default: a new ``ses_…`` id in
+            OpenCode's descending shape).
+        parent_id: makes this a sub-agent's child session of that session
+            (its turns never count).
+        run: the session ``opencode run`` creates (its permission ruleset
+            denies ``question``; its turns never count).
+        title: the session title.
+        directory: the project directory written into the rows.
+        clock: epoch-ms clock stamping each row (default: a private
+            :class:`~actors.testing.ManualClock` moving 1 s per row).
+
+    Attributes:
+        path: the store file.
+        session_id: what to pass as ``AdoptRequest.thread_id``.
+
+    Raises:
+        apsw.Error: the store cannot be created or written.
+        ValueError: ``session_id`` already exists in the store.
+
+    Not thread-safe; blocks on SQLite (busy timeout 5 s) in the caller's thread.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
+                 parent_id: str | None = None, run: bool = False,
+                 title: str = "A session", directory: str = "/work",
+                 clock: Callable[[], int] | None = None) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._own = ManualClock() if clock is None else None
+        self._counter = 0
+        self._last_ms = -1
+        self._directory = directory
+        self._model = dict(_MODEL)
+        self._last_user: str | None = None
+        self._calls: dict[str, tuple[str, str, str]] = {}  # call id -> part, message, session
+        now = self._now()
+        self.session_id = session_id or self._id("ses", now, descending=True)
+        permission = _RUN_PERMISSION if run else _CHILD_PERMISSION if parent_id else None
+        with self._connection() as conn, conn:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            if conn.execute("SELECT 1 FROM session WHERE id = ?", (self.session_id,)).get:
+                raise ValueError(f"session {self.session_id!r} already exists in {self.path}")
+            self._create_session(conn, self.session_id, parent_id, title, permission, now)
+
+    def append(self, *turns: t.Turn) -> int:
+        """Write ``turns`` in one transaction; return how many message rows were added.
+
+        Raises:
+            TypeError: a turn of an unknown kind (nothing is written).
+            ValueError: a :class:`~actors.testing.ToolResult` names no running
+                call of this session (nothing is written).
+            apsw.Error: the store cannot be written.
+        """
+        written = 0
+        with self._connection() as conn, conn:
+            for turn in turns:
+                written += self._write(conn, turn)
+        return written
+
+    # --- one turn ----------------------------------------------------------
+
+    def _write(self, conn: apsw.Connection, turn: t.Turn) -> int:
+        match turn:
+            case t.Typed(text=text):
+                self._user(conn, self.session_id, [{"type": "text", "text": text}])
+                return 1
+            case t.Reply(text=text):
+                self._reply(conn, self.session_id, text)
+                return 1
+            case t.ToolCall(name=name, input=arguments, call_id=call_id):
+                message = self._assistant(conn, self.session_id, finish="tool-calls")
+                part = self._part(conn, self.session_id, message, {
+                    "type": "tool", "tool": name, "callID": call_id,
+                    "state": {"status": "running", "input": arguments,
+                              "time": {"start": self._now()}}})
+                self._calls[call_id] = (part, message, self.session_id)
+                return 1
+            case t.ToolResult(call_id=call_id, output=output):
+                self._complete(conn, call_id, output)
+                return 0
+            case t.SlashCommand(name="model", args=args):
+                provider, _, model = args.rpartition("/")
+                if model:
+                    self._model = {"providerID": provider or self._model["providerID"],
+                                   "modelID": model}
+                return 0
+            case t.SlashCommand(name=name, args=args):
+                return self._subtask_command(conn, name, args)
+            case t.Interrupt():
+                self._assistant(conn, self.session_id, error={
+                    "name": "MessageAbortedError",
+                    "data": {"message": "The operation was aborted."}})
+                return 1
+            case t.Compaction(summary=summary):
+                self._user(conn, self.session_id, [{"type": "compaction", "auto": False}])
+                message = self._assistant(conn, self.session_id, mode="compaction",
+                                          summary=True)
+                self._part(conn, self.session_id, message, {"type": "text", "text": summary})
+                return 2
+            case t.SubagentRow(text=text):
+                return self._task(conn, "general", "Sub-task", text, command=None)
+            case t.ImageOnly(count=count):
+                parts: list[dict[str, Any]] = []
+                placeholders = [f"[Image {n}]" for n in range(1, count + 1)]
+                parts.append({"type": "text", "text": " ".join(placeholders)})
+                start = 0
+                for n, placeholder in enumerate(placeholders, 1):
+                    end = start + len(placeholder)
+                    parts.append({"type": "file", "mime": "image/png",
+                                  "filename": f"pasted-{n}.png",
+                                  "url": f"data:image/png;base64,{t.PIXEL_PNG}",
+                                  "source": {"text": {"value": placeholder, "start": start,
+                                                      "end": end},
+                                             "type": "file", "path": f"pasted-{n}.png"}})
+                    start = end + 1
+                self._user(conn, self.session_id, parts)
+                return 1
+        raise TypeError(f"not a turn: {turn!r}")
+
+    def _subtask_command(self, conn: apsw.Connection, name: str, args: str) -> int:
+        """``/name args`` for a command with ``subtask: true`` (run by a sub-agent)."""
+        prompt = args or f"Run the {name} command."
+        self._user(conn, self.session_id, [{
+            "type": "subtask", "agent": "general", "description": f"/{name}", "command": name,
+            "model": dict(self._model), "prompt": prompt}])
+        written = 1 + self._task(conn, "general", f"/{name}", prompt, command=name)
+        self._user(conn, self.session_id, [{"type": "text", "text": _SUMMARIZE,
+                                            "synthetic": True}])
+        return written + 1
+
+    def _task(self, conn: apsw.Connection, agent: str, description: str, prompt: str, *,
+              command: str | None) -> int:
+        """The parent's ``task`` tool call and the child session it ran; messages written."""
+        now = self._now()
+        child = self._id("ses", now, descending=True)
+        self._create_session(conn, child, self.session_id,
+                             f"{description} (@{agent} subagent)", _CHILD_PERMISSION, now)
+        call = self._assistant(conn, self.session_id, finish="tool-calls")
+        arguments: dict[str, Any] = {"description": description, "prompt": prompt,
+                                     "subagent_type": agent}
+        if command is not None:
+            arguments["command"] = command
+        asked = self._user(conn, child, [{"type": "text", "text": prompt}], agent=agent)
+        self._reply(conn, child, "Done.", parent=asked)
+        self._part(conn, self.session_id, call, {
+            "type": "tool", "tool": "task", "callID": f"call_{secrets.token_hex(8)}",
+            "state": {"status": "completed", "input": arguments, "title": description,
+                      "output": f'<task id="{child}" state="completed">\n<task_result>\nDone.\n'
+                                "</task_result>\n</task>",
+                      "metadata": {"parentSessionId": self.session_id, "sessionId": child},
+                      "time": {"start": now, "end": self._now()}}})
+        return 3
+
+    def _complete(self, conn: apsw.Connection, call_id: str, output: str) -> None:
+        found = self._calls.pop(call_id, None)
+        if found is None:
+            raise ValueError(f"no running tool call {call_id!r} in this session")
+        part_id, message_id, session_id = found
+        row = conn.execute("SELECT data FROM part WHERE id = ?", (part_id,)).get
+        data = json.loads(str(row))
+        now = self._now()
+        data["state"] = {"status": "completed", "input": data["state"]["input"],
+                         "output": output, "title": data["tool"],
+                         "metadata": {"output": output, "truncated": False},
+                         "time": {"start": data["state"]["time"]["start"], "end": now}}
+        conn.execute("UPDATE part SET data = ?, time_updated = ? WHERE id = ?",
+                     (json.dumps(data), now, part_id))
+        self._part(conn, session_id, message_id, _step_finish("tool-calls"))
+
+    # --- rows --------------------------------------------------------------
+
+    def _create_session(self, conn: apsw.Connection, session_id: str, parent_id: str | None,
+                        title: str, permission: list[dict[str, str]] | None, now: int) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated,"
+            " sandboxes) VALUES (?, ?, 'git', ?, ?, '[]')",
+            (_PROJECT, self._directory, now, now))
+        conn.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,"
+            " permission, agent, model, time_created, time_updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, _PROJECT, parent_id, "quiet-harbor", self._directory, title, VERSION,
+             None if permission is None else json.dumps(permission),
+             "general" if parent_id else "build",
+             json.dumps({"id": self._model["modelID"], "providerID": self._model["providerID"],
+                         "variant": "default"}), now, now))
+        conn.execute("INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, 0)",
+                     (session_id,))
+
+    def _user(self, conn: apsw.Connection, session_id: str, parts: list[dict[str, Any]], *,
+              agent: str = "build") -> str:
+        now = self._now()
+        message = self._message(conn, session_id, now, {
+            "role": "user", "time": {"created": now}, "agent": agent,
+            "model": dict(self._model), "summary": {"diffs": []}})
+        for part in parts:
+            self._part(conn, session_id, message, part)
+        if session_id == self.session_id:
+            self._last_user = message
+        return message
+
+    def _assistant(self, conn: apsw.Connection, session_id: str, *, finish: str = "stop",
+                   mode: str = "build", summary: bool = False,
+                   error: dict[str, Any] | None = None, parent: str | None = None) -> str:
+        now = self._now()
+        data: dict[str, Any] = {
+            "parentID": parent or self._last_user, "role": "assistant", "mode": mode, "agent": mode,
+            "path": {"cwd": self._directory, "root": self._directory}, "cost": 0,
+            "tokens": {"total": 110, "input": 100, "output": 10, "reasoning": 0,
+                       "cache": {"write": 0, "read": 0}},
+            "modelID": self._model["modelID"], "providerID": self._model["providerID"],
+            "time": {"created": now, "completed": now}, "finish": finish}
+        if summary:
+            data["summary"] = True
+        if error is not None:
+            data["error"] = error
+            del data["finish"]
+        message = self._message(conn, session_id, now, data)
+        self._part(conn, session_id, message, {"type": "step-start"})
+        return message
+
+    def _reply(self, conn: apsw.Connection, session_id: str, text: str, *,
+               parent: str | None = None) -> str:
+        message = self._assistant(conn, session_id, parent=parent)
+        now = self._now()
+        self._part(conn, session_id, message, {"type": "text", "text": text,
+                                               "time": {"start": now, "end": now}})
+        self._part(conn, session_id, message, _step_finish("stop"))
+        return message
+
+    def _message(self, conn: apsw.Connection, session_id: str, now: int,
+                 data: dict[str, Any]) -> str:
+        message_id = self._id("msg", now)
+        conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data)"
+                     " VALUES (?, ?, ?, ?, ?)", (message_id, session_id, now, now,
+                                                 json.dumps(data, ensure_ascii=False)))
+        self._advance(conn, session_id)
+        return message_id
+
+    def _part(self, conn: apsw.Connection, session_id: str, message_id: str,
+              data: dict[str, Any]) -> str:
+        now = self._now()
+        part_id = self._id("prt", now)
+        conn.execute("INSERT INTO part (id, message_id, session_id, time_created, time_updated,"
+                     " data) VALUES (?, ?, ?, ?, ?, ?)",
+                     (part_id, message_id, session_id, now, now,
+                      json.dumps(data, ensure_ascii=False)))
+        self._advance(conn, session_id)
+        return part_id
+
+    @staticmethod
+    def _advance(conn: apsw.Connection, session_id: str) -> None:
+        """One event per row written (``message.updated`` / ``message.part.updated``)."""
+        conn.execute("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?",
+                     (session_id,))
+
+    # --- ids and time --------------------------------------------------------
+
+    def _now(self) -> int:
+        if self._own is not None:
+            return self._own.advance(ROW_STEP_MS)
+        assert self._clock is not None
+        return self._clock()
+
+    def _id(self, prefix: str, now: int, *, descending: bool = False) -> str:
+        """OpenCode's id: 12 hex digits of ``ms * 0x1000 + counter`` (inverted for
+        sessions, so newer sort first), then 14 random base62 characters."""
+        self._counter = self._counter + 1 if now == self._last_ms else 0
+        self._last_ms = now
+        value = (now * 0x1000 + self._counter) & _ID_MASK
+        if descending:
+            value = ~value & _ID_MASK
+        tail = "".join(secrets.choice(_BASE62) for _ in range(14))
+        return f"{prefix}_{value:012x}{tail}"
+
+    def _connection(self) -> _Store:
+        return _Store(self.path)
+
+
+class _Store:
+    """A short-lived write connection to the store (WAL, as OpenCode keeps it)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._conn: apsw.Connection | None = None
+
+    def __enter__(self) -> apsw.Connection:
+        conn = apsw.Connection(str(self._path))
+        conn.set_busy_timeout(_BUSY_MS)
+        conn.pragma("journal_mode", "wal")
+        self._conn = conn
+        return conn
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._conn is not None
+        self._conn.close()
+        self._conn = None
+
+
+def _step_finish(reason: str) -> dict[str, Any]:
+    return {"type": "step-finish", "reason": reason,
+            "tokens": {"total": 110, "input": 100, "output": 10, "reasoning": 0,
+                       "cache": {"write": 0, "read": 0}}, "cost": 0}
