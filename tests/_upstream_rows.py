@@ -1,37 +1,45 @@
-"""Synthetic upstream transcript rows in each tool's real format (for tests)."""
+"""Upstream transcript lines as bytes, for tests that write partial or odd lines.
+
+The current formats come from the test kit's builders (``actors.testing``),
+so the row shapes live in one place. Only the legacy formats the kit does not
+write (a Pi v1 header, a Codex 0.34 rollout, a Codex 0.152 paginated rollout)
+are spelled out here.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
+
+from actors.testing import ClaudeCodeTranscript, PiSession, Reply, Typed
+
+_CLAUDE_SESSION = "ce24e94d-ea12-40cb-9b87-ceb55770af78"
+_PI_SESSION = "019e963d-6bd6-7ade-8a49-256ac3391bdd"
+_UNUSED = "unused.jsonl"  # the builders' lines() never touch their file
 
 
-def claude_user(text: str, *, timestamp: str = "2026-07-13T10:05:00.000Z") -> bytes:
+def _ms(timestamp: str) -> int:
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def claude_user(text: str, *, timestamp: str | None = None) -> bytes:
     """A Claude Code user row as the CLI writes it for a typed prompt."""
-    row = {
-        "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work",
-        "sessionId": "ce24e94d-ea12-40cb-9b87-ceb55770af78", "version": "2.1.37",
-        "gitBranch": "main", "type": "user", "message": {"role": "user", "content": text},
-        "uuid": str(uuid.uuid4()), "timestamp": timestamp,
-    }
-    return json.dumps(row).encode() + b"\n"
+    clock = None if timestamp is None else (lambda: _ms(timestamp))
+    return ClaudeCodeTranscript(_UNUSED, session_id=_CLAUDE_SESSION, clock=clock).lines(
+        Typed(text))
 
 
 def claude_assistant(text: str) -> bytes:
     """A Claude Code assistant row."""
-    row = {
-        "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work",
-        "sessionId": "ce24e94d-ea12-40cb-9b87-ceb55770af78", "version": "2.1.37",
-        "type": "assistant", "uuid": str(uuid.uuid4()), "timestamp": "2026-07-13T10:06:00.000Z",
-        "message": {"role": "assistant", "type": "message",
-                    "content": [{"type": "text", "text": text}]},
-    }
-    return json.dumps(row).encode() + b"\n"
+    return ClaudeCodeTranscript(_UNUSED, session_id=_CLAUDE_SESSION).lines(Reply(text))
 
 
 def pi_header(version: int | None = 3) -> bytes:
     """A Pi session header line (``version`` None: a v1 file without the field)."""
-    row: dict[str, object] = {"type": "session", "id": "019e963d-6bd6-7ade-8a49-256ac3391bdd",
+    if version == 3:
+        return PiSession(_UNUSED, session_id=_PI_SESSION).header_line()
+    row: dict[str, object] = {"type": "session", "id": _PI_SESSION,
                               "timestamp": "2026-06-05T05:24:28.246Z", "cwd": "/work"}
     if version is not None:
         row["version"] = version
@@ -40,11 +48,7 @@ def pi_header(version: int | None = 3) -> bytes:
 
 def pi_user(text: str) -> bytes:
     """A Pi v3 user message entry."""
-    row = {"type": "message", "id": uuid.uuid4().hex[:8], "parentId": None,
-           "timestamp": "2026-06-05T05:24:28.254Z",
-           "message": {"role": "user", "content": [{"type": "text", "text": text}],
-                       "timestamp": 1780637068253}}
-    return json.dumps(row).encode() + b"\n"
+    return PiSession(_UNUSED, session_id=_PI_SESSION).lines(Typed(text))
 
 
 def codex_paginated_user(text: str, *, ordinal: int = 100) -> bytes:

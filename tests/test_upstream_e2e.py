@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from actors import Gateway
-from actors.upstream.samples import append_opencode_turn
+from actors.testing import OpenCodeTranscript, Typed
 from tests._upstream_rows import claude_user, codex_legacy_user, codex_paginated_user, pi_user
 from tests.conftest import WATCHER
 
@@ -79,7 +79,7 @@ def test_a_typed_turn_in_a_real_opencode_store_gives_one_event_then_missing(
     assert link is not None
     assert gateway.watch(WATCHER, key)
     assert gateway.scan_upstream() == []
-    append_opencode_turn(db, OPENCODE_MAIN, "please also update the changelog")
+    OpenCodeTranscript.resume(db, OPENCODE_MAIN).append(Typed("please also update the changelog"))
     events = gateway.scan_upstream()
     assert [(e.kind, e.summary) for e in events] == [
         ("human_direct_message", "human message via opencode")]

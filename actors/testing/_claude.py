@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, iso
+from actors.testing._jsonl import JsonlFile, encode, iso
 
 __all__ = ["ClaudeCodeTranscript"]
 
@@ -50,6 +50,19 @@ class ClaudeCodeTranscript:
             OSError: the file cannot be written.
         """
         return self._file.append_turns(turns, self._rows)
+
+    def lines(self, *turns: t.Turn) -> bytes:
+        """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
+
+        For tests that need the raw bytes: half a line, a line written to
+        another file. No header line is included (see :meth:`header_line`)
+        and the file is not touched; the builder's clock and row chain move
+        on as if the lines had been written.
+
+        Raises:
+            TypeError: a turn of an unknown kind.
+        """
+        return encode(row for turn in turns for row in self._rows(turn))
 
     def _row(self, kind: str, message: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
         row_id = str(uuid.uuid4())

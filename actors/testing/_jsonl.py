@@ -11,7 +11,7 @@ from typing import Any
 
 from actors.testing._clock import ManualClock
 
-__all__ = ["JsonlFile", "iso"]
+__all__ = ["JsonlFile", "encode", "iso"]
 
 ROW_STEP_MS = 1000
 """How far a builder's own clock moves per row when no clock is given."""
@@ -74,7 +74,13 @@ class JsonlFile:
         Raises:
             OSError: the file cannot be written.
         """
-        data = b"".join(json.dumps(row, ensure_ascii=False).encode() + b"\n" for row in rows)
+        data = encode(rows)
         with self.path.open("ab") as handle:
             handle.write(data)
         return len(rows)
+
+
+def encode(rows: Iterable[dict[str, Any]]) -> bytes:
+    """``rows`` as JSONL bytes: one compact UTF-8 line each, as the tools' serializers write."""
+    return b"".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+                    for row in rows)

@@ -131,15 +131,7 @@ class OpenCodeTranscript:
                  parent_id: str | None = None, run: bool = False,
                  title: str = "A session", directory: str = "/work",
                  clock: Callable[[], int] | None = None) -> None:
-        self.path = Path(path)
-        self._clock = clock
-        self._own = ManualClock() if clock is None else None
-        self._counter = 0
-        self._last_ms = -1
-        self._directory = directory
-        self._model = dict(_MODEL)
-        self._last_user: str | None = None
-        self._calls: dict[str, tuple[str, str, str]] = {}  # call id -> part, message, session
+        self._setup(Path(path), clock, directory=directory)
         now = self._now()
         self.session_id = session_id or self._id("ses", now, descending=True)
         permission = _RUN_PERMISSION if run else _CHILD_PERMISSION if parent_id else None
@@ -149,6 +141,50 @@ class OpenCodeTranscript:
             if conn.execute("SELECT 1 FROM session WHERE id = ?", (self.session_id,)).get:
                 raise ValueError(f"session {self.session_id!r} already exists in {self.path}")
             self._create_session(conn, self.session_id, parent_id, title, permission, now)
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike[str], session_id: str, *,
+               clock: Callable[[], int] | None = None) -> OpenCodeTranscript:
+        """Append to a session that already exists in a store (another builder's, or a copy
+        of a real ``opencode.db``).
+
+        Args:
+            path: the store file.
+            session_id: the session's id.
+            clock: epoch-ms clock for the new rows (default: a private clock
+                starting 1 s after the store's newest row and moving 1 s per row, so
+                new messages sort after every existing one).
+
+        Returns:
+            A builder whose :meth:`append` adds to that session (with the model of
+            its newest user message).
+
+        Raises:
+            LookupError: the store has no such session.
+            apsw.Error: the store cannot be read.
+        """
+        builder = cls.__new__(cls)
+        builder._setup(Path(path), clock, directory="/work")
+        with builder._connection() as conn:
+            row = conn.execute("SELECT directory FROM session WHERE id = ?", (session_id,)).get
+            if row is None:
+                raise LookupError(f"no OpenCode session {session_id!r} in {builder.path}")
+            builder._directory = str(row)
+            newest = conn.execute("SELECT max(time_created) FROM message").get
+            last_user = conn.execute(
+                "SELECT id, data FROM message WHERE session_id = ?"
+                " AND json_extract(data, '$.role') = 'user'"
+                " ORDER BY time_created DESC, id DESC LIMIT 1", (session_id,)).get
+        if builder._own is not None and isinstance(newest, int):
+            builder._own.set(max(builder._own.now, newest))
+        if isinstance(last_user, tuple):
+            builder._last_user = str(last_user[0])
+            model = json.loads(str(last_user[1])).get("model")
+            if isinstance(model, dict) and {"providerID", "modelID"} <= model.keys():
+                builder._model = {"providerID": str(model["providerID"]),
+                                  "modelID": str(model["modelID"])}
+        builder.session_id = session_id
+        return builder
 
     def append(self, *turns: t.Turn) -> int:
         """Write ``turns`` in one transaction; return how many message rows were added.
@@ -164,6 +200,17 @@ class OpenCodeTranscript:
             for turn in turns:
                 written += self._write(conn, turn)
         return written
+
+    def _setup(self, path: Path, clock: Callable[[], int] | None, *, directory: str) -> None:
+        self.path = path
+        self._clock = clock
+        self._own = ManualClock() if clock is None else None
+        self._counter = 0
+        self._last_ms = -1
+        self._directory = directory
+        self._model = dict(_MODEL)
+        self._last_user: str | None = None
+        self._calls: dict[str, tuple[str, str, str]] = {}  # call id -> part, message, session
 
     # --- one turn ----------------------------------------------------------
 
