@@ -1,6 +1,7 @@
 """Session state awareness for multi-agent gateways.
 
-The public API is the thread-safe :class:`Gateway` (``api-contract.md``):
+The public API is the thread-safe :class:`Gateway` (``api-contract.md``), and
+:class:`AsyncGateway`, its asyncio face with the same methods as coroutines:
 producers record typed events into a durable signal log, watchers get one
 notice per watcher/target pair however many changes land, and
 ``session_status(changes_since=N)`` reconciles cheaply.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from actors._async import AsyncGateway
 from actors._config import GatewayConfig
 from actors._types import (
     SendResult,
@@ -30,6 +32,7 @@ from actors.gateway import Gateway, default_state_path
 
 __all__ = [
     "AdoptRequest",
+    "AsyncGateway",
     "Gateway",
     "GatewayConfig",
     "SendResult",

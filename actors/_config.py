@@ -49,6 +49,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         worker_threads: most worker threads of the actor runtime's dispatcher
             (upstream scans, late publishes); every other actor runs on the
             threads that call the gateway.
+        async_call_threads: most threads an :class:`~actors.AsyncGateway` runs
+            its awaited calls on (started on demand, reused); more concurrent
+            awaits wait in a queue, off the event loop.
         upstream_notifications: with ``monitor=True``, also scan a link as soon
             as file notifications say its transcript changed (see
             ``Gateway.start_upstream_notifications``).
@@ -90,6 +93,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_monitor_actors: int = 16_384
     read_connections: int = 4
     worker_threads: int = 4
+    async_call_threads: int = 8
     upstream_notifications: bool = True
     vfs: str | None = None
     lease_ms: int = 10_000
@@ -115,7 +119,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidArgument("changes_limit must be between 1 and 200")
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
                      "max_monitor_actors", "max_session_actors",
-                     "read_connections", "worker_threads", "own_text_window",
+                     "read_connections", "worker_threads", "async_call_threads",
+                     "own_text_window",
                      "opencode_replay_window",
                      "missing_threshold", "scan_cap_bytes", "lease_ms",
                      "probe_interval_ms"):
@@ -124,7 +129,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
                 raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
         limits = {"retention_days": 36_500, "max_rows": 100_000_000, "queue_limit": 10_000,
                   "scan_cap_bytes": 1 << 30, "read_connections": 64,
-                  "worker_threads": 64, "lease_ms": 86_400_000, "probe_interval_ms": 60_000}
+                  "worker_threads": 64, "async_call_threads": 256, "lease_ms": 86_400_000,
+                  "probe_interval_ms": 60_000}
         for name, limit in limits.items():
             if getattr(self, name) > limit:
                 raise InvalidArgument(f"{name} must be at most {limit}")

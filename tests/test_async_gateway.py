@@ -1,0 +1,221 @@
+"""AsyncGateway: the same engine from an asyncio loop, which it never blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from actors import AsyncGateway, Gateway, GatewayConfig
+from actors.errors import GatewayClosed, InvalidSessionKey
+from tests._faultvfs import FaultVFS
+from tests.conftest import START_MS, ManualClock
+
+T = TypeVar("T")
+MANAGER = "agent:main:main"
+WORKERS = [f"agent:main:subagent:w{i}" for i in range(20)]
+BUDGET_S = 30.0  # every run below ends well before pytest-timeout's 60 s
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    """Run ``main()`` on a fresh event loop, bounded by ``BUDGET_S``."""
+    async def bounded() -> T:
+        return await asyncio.wait_for(main(), BUDGET_S)
+    return asyncio.run(bounded())
+
+
+async def _open(tmp_path: Path, **kwargs: Any) -> AsyncGateway:
+    kwargs.setdefault("clock", ManualClock(START_MS))
+    kwargs.setdefault("monitor", False)
+    return await AsyncGateway.open(tmp_path / "state.sqlite", **kwargs)
+
+
+class Ticker:
+    """Measures the loop's largest gap between ticks of ``period_s`` while it runs."""
+
+    def __init__(self, period_s: float = 0.002) -> None:
+        self.period_s = period_s
+        self.largest_gap_s = 0.0
+        self.ticks = 0
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        while not self._stop.is_set():
+            start = time.perf_counter()
+            await asyncio.sleep(self.period_s)  # the instrument, not a wait for a condition
+            self.largest_gap_s = max(self.largest_gap_s, time.perf_counter() - start)
+            self.ticks += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def test_every_gateway_method_is_a_coroutine_with_the_same_signature() -> None:
+    public = {name for name in dir(Gateway) if not name.startswith("_")}
+    properties = {name for name in public if isinstance(getattr(Gateway, name), property)}
+    for name in sorted(public - properties - {"open", "config"}):
+        mine = getattr(AsyncGateway, name)
+        assert inspect.iscoroutinefunction(mine), name
+        theirs = inspect.signature(getattr(Gateway, name))
+        assert inspect.signature(mine).parameters.keys() == theirs.parameters.keys(), name
+        assert mine.__doc__, name
+    assert properties <= set(dir(AsyncGateway))
+    assert inspect.iscoroutinefunction(AsyncGateway.open)
+    opened = inspect.signature(AsyncGateway.open).parameters
+    assert opened.keys() == inspect.signature(Gateway.open).parameters.keys()
+
+
+def test_twenty_concurrent_producers_never_block_the_loop(tmp_path: Path) -> None:
+    """Every fsync takes 0.2 s: a blocking call would stall the loop at least that long."""
+    vfs = FaultVFS()
+    delay = 0.2
+
+    async def main() -> tuple[float, float, int, int]:
+        gw = await _open(tmp_path, config=GatewayConfig(vfs=vfs.name))
+        async with gw:
+            for worker in WORKERS:
+                await gw.watch(MANAGER, worker)
+            vfs.sync_delay_s = delay
+            ticker = Ticker()
+            ticking = asyncio.create_task(ticker.run())
+            await asyncio.sleep(0.01)
+            events = await asyncio.gather(*(
+                gw.human_message(worker, channel="webchat") for worker in WORKERS))
+            ticker.stop()
+            await ticking
+            async_gap, ticks = ticker.largest_gap_s, ticker.ticks
+            # Same run, same disk: the blocking Gateway called from the loop (the baseline).
+            ticker = Ticker()
+            ticking = asyncio.create_task(ticker.run())
+            await asyncio.sleep(0.01)
+            gw.gateway.human_message(WORKERS[0], channel="webchat")
+            await asyncio.sleep(0.01)
+            ticker.stop()
+            await ticking
+            vfs.sync_delay_s = 0.0
+            pending = await gw.pending_notices(MANAGER)
+        assert all(event is not None for event in events)
+        return async_gap, ticker.largest_gap_s, ticks, len(pending)
+
+    async_gap, blocking_gap, ticks, pending = run(main)
+    print(f"[async] largest loop gap with 20 concurrent producers: {async_gap * 1000:.1f} ms;"
+          f" one blocking call on the loop: {blocking_gap * 1000:.1f} ms (fsync {delay}s)")
+    assert blocking_gap >= delay  # the baseline really stalls the loop for a commit
+    assert async_gap < delay / 2, f"the loop stalled {async_gap * 1000:.0f} ms"
+    assert ticks >= 20  # the loop kept running while 20 commits went by
+    assert pending == 20  # one notice per target, each read back (read your writes)
+
+
+def test_a_coroutine_on_wake_runs_on_the_loop_before_the_producer_returns(
+    tmp_path: Path,
+) -> None:
+    woken: list[tuple[str, bool]] = []
+    drained: list[list[str]] = []
+
+    async def main() -> None:
+        loop_thread = threading.get_ident()
+        gateway: list[AsyncGateway] = []
+
+        async def on_wake(watcher_key: str) -> None:
+            woken.append((watcher_key, threading.get_ident() == loop_thread))
+            drained.append(await gateway[0].drain(watcher_key))  # may await the gateway
+
+        gw = await _open(tmp_path, on_wake=on_wake)
+        gateway.append(gw)
+        async with gw:
+            await gw.watch(MANAGER, WORKERS[0])
+            await gw.human_message(WORKERS[0], channel="webchat")
+            assert woken == [(MANAGER, True)]  # already ran, on the loop's thread
+            await gw.human_message(WORKERS[0], channel="webchat")
+            assert woken == [(MANAGER, True)] * 2  # a new notice: woken once more
+
+    run(main)
+    assert [len(notices) for notices in drained] == [1, 1]
+
+
+def test_a_failing_on_wake_is_logged_and_survived(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[str] = []
+
+    def on_wake(watcher_key: str) -> None:  # a plain function: also run on the loop
+        calls.append(watcher_key)
+        raise RuntimeError("boom")
+
+    async def main() -> int:
+        async with await _open(tmp_path, on_wake=on_wake) as gw:
+            await gw.watch(MANAGER, WORKERS[0])
+            await gw.watch(MANAGER, WORKERS[1])
+            assert await gw.human_message(WORKERS[0], channel="webchat") is not None
+            await gw.drain(MANAGER)
+            assert await gw.human_message(WORKERS[1], channel="webchat") is not None
+            return len(await gw.pending_notices(MANAGER))
+
+    with caplog.at_level(logging.ERROR, logger="actors._async"):
+        assert run(main) == 1
+    assert calls == [MANAGER, MANAGER]
+    assert [r.getMessage() for r in caplog.records].count(
+        f"on_wake for {MANAGER} raised; the gateway goes on") == 2
+
+
+def test_errors_are_the_gateways_and_a_closed_gateway_says_so(tmp_path: Path) -> None:
+    async def main() -> None:
+        gw = await _open(tmp_path)
+        try:
+            with pytest.raises(InvalidSessionKey):
+                await gw.human_message("", channel="webchat")
+            status = await gw.session_status(WORKERS[0])
+            assert status.state_version == 0
+        finally:
+            await gw.close()
+        await gw.close()  # idempotent
+        with pytest.raises(GatewayClosed):
+            await gw.drain(MANAGER)
+
+    run(main)
+
+
+def test_a_cancelled_call_still_commits_and_wakes(tmp_path: Path) -> None:
+    vfs = FaultVFS()
+    woken: list[str] = []
+
+    async def on_wake(watcher_key: str) -> None:
+        woken.append(watcher_key)
+
+    async def main() -> int:
+        gw = await _open(tmp_path, config=GatewayConfig(vfs=vfs.name), on_wake=on_wake)
+        async with gw:
+            await gw.watch(MANAGER, WORKERS[0])
+            vfs.sync_delay_s = 0.1
+            call = asyncio.create_task(gw.human_message(WORKERS[0], channel="webchat"))
+            await asyncio.sleep(0.02)  # the call is in its thread, waiting on the disk
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            vfs.sync_delay_s = 0.0
+        # Closing waited for the cancelled call and the wake task it left behind.
+        assert woken == [MANAGER]
+        async with await _open(tmp_path) as again:
+            return len(await again.pending_notices(MANAGER))
+
+    assert run(main) == 1
+
+
+def test_open_needs_a_running_loop_and_checks_its_arguments(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError):
+        AsyncGateway.open(tmp_path / "x.sqlite").send(None)
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="on_wake must be callable"):
+            await AsyncGateway.open(tmp_path / "x.sqlite", on_wake="no")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="GatewayConfig"):
+            await AsyncGateway.open(tmp_path / "x.sqlite", config={})  # type: ignore[arg-type]
+
+    run(main)
