@@ -16,7 +16,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Declare ``ssa_fixtures`` (pytest hook; runs once at start-up)."""
     parser.addini("ssa_fixtures", type="bool", default=False,
                   help="register the session-state-awareness test fixtures "
-                       "(ssa_clock, ssa_gateway); same as -p actors.testing")
+                       "(ssa_clock, ssa_gateway, ssa_async_gateway); same as -p actors.testing")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -73,9 +73,9 @@ def test_every_gateway_method_is_a_coroutine_with_the_same_signature() -> None:
 
 
 def test_twenty_concurrent_producers_never_block_the_loop(tmp_path: Path) -> None:
-    """Every fsync takes 0.2 s: a blocking call would stall the loop at least that long."""
+    """Every fsync takes 0.4 s: a blocking call would stall the loop at least that long."""
     vfs = FaultVFS()
-    delay = 0.2
+    delay = 0.4
 
     async def main() -> tuple[float, float, int, int]:
         gw = await _open(tmp_path, config=GatewayConfig(vfs=vfs.name))

@@ -247,17 +247,17 @@ def test_a_codex_exec_rollout_gets_no_link(tmp_path: Path) -> None:
 def test_the_example_test_passes_with_the_plugin_and_fixtures_are_off_without_it(
     pytester: pytest.Pytester,
 ) -> None:
-    example = ROOT / "examples" / "test_adopted_session.py"
-    shutil.copy(example, pytester.path / example.name)
+    for name in ("test_adopted_session.py", "test_async_gateway.py"):
+        shutil.copy(ROOT / "examples" / name, pytester.path / name)
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     without = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=40)
-    without.assert_outcomes(errors=1)  # fixture 'ssa_gateway' not found
+    without.assert_outcomes(errors=2)  # fixture 'ssa_gateway' not found
     with_plugin = pytester.runpytest_subprocess("-p", "actors.testing", "-p",
                                                 "no:cacheprovider", "-q", timeout=40)
-    with_plugin.assert_outcomes(passed=1)
+    with_plugin.assert_outcomes(passed=2)
     pytester.makeini("[pytest]\nfilterwarnings = error\nssa_fixtures = true\n")
     by_ini = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=40)
-    by_ini.assert_outcomes(passed=1)
+    by_ini.assert_outcomes(passed=2)
 
 
 def test_the_gateway_fixture_fails_a_test_that_leaves_a_thread_running(
@@ -266,11 +266,18 @@ def test_the_gateway_fixture_fails_a_test_that_leaves_a_thread_running(
     pytester.makepyfile(test_leak="""
         import threading
 
+        import pytest
+
         def test_leaks(ssa_gateway):
             stop = threading.Event()
             threading.Thread(target=stop.wait, args=(30,), daemon=True, name="mine").start()
+
+        @pytest.mark.anyio
+        async def test_leaks_too(ssa_async_gateway):
+            stop = threading.Event()
+            threading.Thread(target=stop.wait, args=(30,), daemon=True, name="ours").start()
     """)
     result = pytester.runpytest_subprocess("-p", "actors.testing", "-p", "no:cacheprovider",
                                            "-q", timeout=40)
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*thread left running: mine*"])
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(["*thread left running: mine*", "*thread left running: ours*"])

@@ -1,7 +1,8 @@
 """A test kit for suites that embed the gateway: a clock to move, fixtures, leak checks.
 
 * :class:`ManualClock`: epoch milliseconds that move only when the test says
-  (``advance(ms)``, ``set(ms)``); pass it as ``Gateway.open(clock=...)``.
+  (``advance(ms)``, ``set(ms)``); pass it as ``Gateway.open(clock=...)`` or
+  ``AsyncGateway.open(clock=...)``.
 * :class:`LeakCheck` and :func:`running_actors`: fail a test that leaves one
   of the library's actors or a thread running.
 * Transcript builders that write the real on-disk rows of another coding
@@ -19,7 +20,11 @@
   * ``ssa_clock``: a fresh :class:`ManualClock`;
   * ``ssa_gateway``: a :class:`~actors.Gateway` on a SQLite file under
     ``tmp_path``, ``monitor=False``, on ``ssa_clock``; closed at teardown,
-    and the test fails if any of our actors or threads survive it.
+    and the test fails if any of our actors or threads survive it;
+  * ``ssa_async_gateway``: the same as an :class:`~actors.AsyncGateway`, opened
+    on the test's event loop (an async fixture: mark the test
+    ``@pytest.mark.anyio``, anyio's plugin comes with this library, or use
+    pytest-asyncio in auto mode).
 
 Importing this module registers nothing; everything here is safe to use
 from any thread unless a docstring says otherwise.
@@ -53,8 +58,8 @@ __all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "CodexRollout", "Compacti
            "running_actors"]
 
 try:  # the fixtures need pytest; the clock and the leak check do not
-    from actors.testing._fixtures import ssa_clock, ssa_gateway
+    from actors.testing._fixtures import ssa_async_gateway, ssa_clock, ssa_gateway
 except ImportError:  # pragma: no cover - pytest is not installed
     pass
 else:
-    __all__ += ["ssa_clock", "ssa_gateway"]
+    __all__ += ["ssa_async_gateway", "ssa_clock", "ssa_gateway"]

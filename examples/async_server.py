@@ -1,0 +1,126 @@
+"""Embed an AsyncGateway in an asyncio HTTP service (stdlib ``asyncio`` streams only).
+
+Run it: ``python -m examples.async_server [DB] [PORT]`` (default port 8766), then::
+
+    curl -X POST localhost:8766/watch/agent:main:subagent:w1       # the manager watches w1
+    curl -X POST localhost:8766/human/agent:main:subagent:w1       # a person typed into w1
+    curl localhost:8766/wait/agent:main:main?timeout=5             # a notice is queued
+    curl -X POST localhost:8766/drain/agent:main:main              # ... and here it is
+    curl 'localhost:8766/status/agent:main:subagent:w1?since=0'    # reconcile
+
+Routes (keys are URL-decoded; anything else is 404, a bad key 400):
+
+* ``POST /watch/<target>``: ``agent:main:main`` watches ``<target>``.
+* ``POST /human/<key>``: record a ``human_message`` on ``<key>``.
+* ``POST /drain/<watcher>``: drain the watcher's notices (a JSON list).
+* ``GET /status/<key>?since=N``: ``session_status`` with ``changesSince``.
+* ``GET /wait/<watcher>?timeout=S``: wait (at most ``S`` s, default 10) until the
+  watcher has a notice; the coroutine ``on_wake`` sets the event it waits on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections import defaultdict
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import msgspec
+
+from actors import AsyncGateway
+from actors.errors import SessionStateError
+
+MANAGER = "agent:main:main"
+MAX_HEADER_BYTES = 16_384
+WAIT_LIMIT_S = 60.0
+
+
+class Service:
+    """The HTTP routes over one :class:`AsyncGateway` (all on the event loop)."""
+
+    def __init__(self) -> None:
+        self.gateway: AsyncGateway | None = None
+        self._woken: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
+
+    async def on_wake(self, watcher_key: str) -> None:
+        """The gateway's ``on_wake``: a notice is queued for ``watcher_key``."""
+        self._woken[watcher_key].set()
+
+    async def route(self, method: str, target: str) -> tuple[int, object]:
+        """``(status, JSON body)`` for one request."""
+        assert self.gateway is not None
+        gw = self.gateway
+        url = urlsplit(target)
+        parts = url.path.split("/", 2)
+        if len(parts) != 3 or not parts[2]:
+            return 404, {"error": "no such route"}
+        action, key = parts[1], unquote(parts[2])
+        query = parse_qs(url.query)
+        match method, action:
+            case "POST", "watch":
+                return 200, await gw.watch(MANAGER, key)
+            case "POST", "human":
+                return 200, await gw.human_message(key, channel="http") is not None
+            case "POST", "drain":
+                self._woken[key].clear()
+                return 200, await gw.drain(key)
+            case "GET", "status":
+                since = int(query["since"][0]) if "since" in query else None
+                status = await gw.session_status(key, changes_since=since)
+                return 200, msgspec.to_builtins(status)
+            case "GET", "wait":
+                timeout = min(float(query.get("timeout", ["10"])[0]), WAIT_LIMIT_S)
+                if await gw.pending_notices(key):
+                    return 200, True
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._woken[key].wait(), timeout)
+                return 200, bool(await gw.pending_notices(key))
+        return 404, {"error": "no such route"}
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection: one request, one response (``Connection: close``)."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if len(head) > MAX_HEADER_BYTES:
+                raise ValueError("headers too large")
+            method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            try:
+                status, body = await self.route(method, target)
+            except (SessionStateError, ValueError) as exc:  # a bad key or argument
+                status, body = 400, {"error": str(exc)}
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            status, body = 400, {"error": "malformed request"}
+        data = json.dumps(body).encode()
+        writer.write(f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + data)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def serve(db: str | None, port: int, started: asyncio.Future[int] | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve on 127.0.0.1:``port`` until ``stop`` is set (or forever).
+
+    ``started`` receives the bound port (``port`` 0 picks a free one).
+    """
+    service = Service()
+    async with await AsyncGateway.open(db, on_wake=service.on_wake) as gw:
+        service.gateway = gw
+        server = await asyncio.start_server(service.handle, "127.0.0.1", port,
+                                            limit=MAX_HEADER_BYTES)
+        async with server:
+            if started is not None:
+                started.set_result(server.sockets[0].getsockname()[1])
+            await (stop.wait() if stop is not None else asyncio.Event().wait())
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the gateway closes cleanly
+        asyncio.run(serve(sys.argv[1] if len(sys.argv) > 1 else None,
+                          int(sys.argv[2]) if len(sys.argv) > 2 else 8766))
