@@ -8,6 +8,7 @@ concurrency is checked by what has connected, never by sleeping.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -20,10 +21,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from actors import _watch
 from actors._exec import ExecPool, command_argv
+from actors._watch import run_watch
+from actors.cli import main
 from actors.errors import SessionStateError
+from tests._upstream_rows import claude_user
+from tests.test_watch_cli import AppendOnAdopt, _args, _catalog
 
 TIMEOUT = 20.0
 """Seconds any single wait of these tests may take (below pytest-timeout's 60)."""
@@ -118,7 +125,7 @@ def _nobody_waiting(server: socket.socket) -> bool:
     return not ready
 
 
-# --- the command ----------------------------------------------------------------------------
+# --- the command line -------------------------------------------------------------------------
 
 
 def test_command_is_split_without_a_shell_and_its_program_checked(tmp_path: Path) -> None:
@@ -136,6 +143,34 @@ def test_command_is_split_without_a_shell_and_its_program_checked(tmp_path: Path
             command_argv(command, shell=False)
     with pytest.raises(SessionStateError, match="needs a command"):
         command_argv("", shell=True)
+
+
+def test_a_missing_program_is_one_line_at_startup(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    claude, _ = _catalog(tmp_path)
+    db = tmp_path / "state.sqlite"
+    assert main(["watch", "--db", str(db), "--claude", str(claude),
+                 "--exec", "no-such-program-ssa --flag"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("ssa: --exec: command not found on PATH: no-such-program-ssa "
+                   "(--shell runs it with /bin/sh -c)\n")
+    assert not db.exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize(("extra", "problem"), [
+    (["--shell"], "--shell needs --exec CMD"),
+    (["--exec-jobs", "2"], "--exec-jobs needs --exec CMD"),
+    (["--exec", sys.executable, "--exec-jobs", "0"], "--exec-jobs must be from 1 to 64"),
+    (["--exec", sys.executable, "--exec-timeout", "nan"], "--exec-timeout must be a number"),
+    (["--exec", sys.executable, "--exec-timeout", "0"], "--exec-timeout must be a number"),
+])
+def test_exec_options_are_checked(extra: list[str], problem: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "--db", str(tmp_path / "s.sqlite"), *extra]) == 1
+    err = capsys.readouterr().err
+    assert problem in err
+    assert err.count("\n") == 1
 
 
 # --- the pool: slow, failing, crashing commands ----------------------------------------------
@@ -328,3 +363,102 @@ def test_closing_stops_running_commands_and_drops_queued_ones(
         exec_log.text
     assert "--exec: the watch stopped; 1 queued runs were not started" in exec_log.text
     assert "--exec for run 3: skipped, the watch is stopping" in exec_log.text
+
+
+# --- ssa watch --exec, end to end --------------------------------------------------------------
+
+
+def test_watch_exec_hands_each_notice_to_a_failing_command_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exec_log: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(_watch, "EXEC_SHUTDOWN_GRACE_S", TIMEOUT)  # let the run finish
+    claude, session = _catalog(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    script = _script(tmp_path, """\
+        import json, os, sys
+        with open(os.path.join(sys.argv[1], f"run-{os.getpid()}.json"), "w") as f:
+            json.dump({"stdin": sys.stdin.read(), "env": {
+                k: v for k, v in os.environ.items() if k.startswith("SSA_")}}, f)
+        sys.exit(3)
+    """)
+    out = AppendOnAdopt(session, claude_user("typed while watched"))
+    args = _args(tmp_path, claude=[str(claude)], json=True, poll_only=True,
+                 exec=f"{' '.join(script)} '{runs}'", exec_timeout=TIMEOUT, exec_jobs=2)
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    notice_line = out.getvalue().splitlines()[1]
+    record = msgspec.json.decode(notice_line)
+    assert record["sessionKey"] == "agent:main:claude:abc"
+    assert [e["kind"] for e in record["events"]] == ["human_direct_message"]
+    assert (record["historyGap"], record["truncated"]) == (False, False)
+    [run] = [json.loads(p.read_text()) for p in runs.iterdir()]
+    assert run["stdin"] == notice_line + "\n"  # the --json line, as one document
+    assert run["env"] == {"SSA_SESSION_KEY": "agent:main:claude:abc",
+                          "SSA_CHANGES_SINCE": str(record["changesSince"]),
+                          "SSA_STATE_VERSION": str(record["stateVersion"]),
+                          "SSA_WATCHER": "agent:main:main"}
+    assert "--exec for agent:main:claude:abc changesSince 1: exited with status 3" in \
+        exec_log.text
+    # The command failed; the notice is still reconcilable from the signal log.
+    capsys.readouterr()
+    assert main(["status", "agent:main:claude:abc", "--changes-since",
+                 str(record["changesSince"]), "--db", str(args.db)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [e["kind"] for e in status["stateChanges"]["events"]] == ["human_direct_message"]
+
+
+class TypeAgainOnNotice(AppendOnAdopt):
+    """Types a second turn once the first notice is printed; on the second, waits for
+    the first notice's run to connect to ``server`` (so it surely hangs meanwhile)."""
+
+    def __init__(self, path: Path, rows: bytes, server: socket.socket) -> None:
+        super().__init__(path, rows)
+        self.server = server
+        self.runs: list[tuple[socket.socket, str]] = []
+
+    def write(self, text: str) -> int:
+        if text.startswith("notice: "):
+            if "notice: " not in self.getvalue():
+                with self.path.open("ab") as handle:
+                    handle.write(claude_user("typed again"))
+            else:
+                self.runs.append(_arrived(self.server))
+        return super().write(text)
+
+
+def test_a_hanging_command_never_stalls_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exec_log: pytest.LogCaptureFixture,
+    gate: tuple[socket.socket, str],
+) -> None:
+    monkeypatch.setattr(_watch, "EXEC_SHUTDOWN_GRACE_S", 0.2)
+    server, path = gate
+    claude, session = _catalog(tmp_path)
+    script = _script(tmp_path, GATE)
+    out = TypeAgainOnNotice(session, claude_user("typed while watched"), server)
+    args = _args(tmp_path, claude=[str(claude)], scans=2, poll_only=True,
+                 exec=f"{' '.join(script)} '{path}'", exec_timeout=50.0, exec_jobs=1)
+    started = time.monotonic()
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    assert time.monotonic() - started < TIMEOUT  # not the command's 50 s
+    assert out.getvalue().count("notice: ") == 2  # the second while the first run hung
+    [(conn, document)] = out.runs
+    with conn:
+        assert json.loads(document)["changesSince"] == 1
+        assert conn.recv(1) == b""  # killed when the watch stopped
+    assert "changesSince 1: stopped with the watch; its process group was killed" in \
+        exec_log.text
+    assert "the watch stopped; 1 queued runs were not started" in exec_log.text
+
+
+def test_shell_mode_runs_the_command_with_sh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_watch, "EXEC_SHUTDOWN_GRACE_S", TIMEOUT)
+    claude, session = _catalog(tmp_path)
+    seen = tmp_path / "seen.txt"
+    out = AppendOnAdopt(session, claude_user("typed while watched"))
+    args = _args(tmp_path, claude=[str(claude)], poll_only=True, shell=True,
+                 exec=f'echo "$SSA_SESSION_KEY $SSA_CHANGES_SINCE" > \'{seen}\'')
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    assert seen.read_text() == "agent:main:claude:abc 1\n"
