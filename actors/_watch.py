@@ -361,8 +361,8 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     def wake(watcher: str) -> None:  # in whichever thread queued the notice
         attention.set()
 
-    # The pool closes inside the signal handlers: Ctrl-C during its grace only
-    # cuts it short, and no command is left running either way.
+    # The pool closes while these signal handlers are still installed: a second
+    # Ctrl-C during its grace cannot break off the cleanup and leave a command running.
     with _stop_on_signals(stop, attention), _exec_pool(args, argv) as pool, \
             Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
         handoff = None if pool is None else partial(_hand_off, pool, args.watcher)
