@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
+from actors._types import SessionStateEvent
 from actors._upstream import AdoptRequest
 from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
@@ -28,7 +30,7 @@ from actors.upstream._baseline import first_line_pending
 from actors.upstream.catalog import Candidate, default_catalogs, discover
 from persistence.keys import agent_id_of, key_problem
 
-__all__ = ["NOTICE_PATTERN", "run_watch"]
+__all__ = ["NOTICE_PATTERN", "NoticeRecord", "run_watch"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,36 @@ _NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started b
 NEW_FILE_SLACK_MS = 1000
 """A transcript last written at most this long before watching began still counts
 as new when it is first seen later (file system timestamps are coarse)."""
+EXEC_SHUTDOWN_GRACE_S = 5.0
+"""Seconds ``--exec`` runs still have when the watch stops; the rest are killed."""
+
+
+class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One drained notice reconciled: a ``--json`` line and an ``--exec`` run's stdin.
+
+    Attributes:
+        notice: the notice line, as drained.
+        session_key: the session it is about.
+        changes_since: the version it asks to reconcile from.
+        state_version: the session's head when it was reconciled.
+        events: ``session_status(key, changes_since=...)``'s events, in the
+            contract's JSON shape.
+        history_gap, truncated, earliest_available_sequence: the rest of
+            that answer's ``stateChanges``.
+    """
+
+    notice: str
+    session_key: str
+    changes_since: int
+    state_version: int
+    events: tuple[SessionStateEvent, ...]
+    history_gap: bool
+    truncated: bool
+    earliest_available_sequence: int
+
+
+Handoff = Callable[[NoticeRecord], None]
+"""Takes each reconciled notice after it is printed (``--exec``); must not block."""
 
 
 @contextmanager
@@ -209,36 +241,71 @@ class _Adopter:
             return results
 
 
-def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
-    # Print before acknowledging: a kill between the two prints a notice
-    # again after the restart instead of losing it (at least once).
+def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
+            handoff: Handoff | None = None) -> int:
+    # Print (and hand off) before acknowledging: a kill between the two shows a
+    # notice again after the restart instead of losing it (at least once).
     shown = gw.pending_notices(watcher)
-    _print_notices(gw, shown, as_json, out)
+    _print_notices(gw, shown, as_json, out, handoff)
     drained = gw.drain(watcher)
-    _print_notices(gw, [t for t in drained if t not in shown], as_json, out)
+    _print_notices(gw, [t for t in drained if t not in shown], as_json, out, handoff)
     return len(set(shown) | set(drained))
 
 
-def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO) -> None:
-    for text in notices:
-        match = NOTICE_PATTERN.search(text)
-        if match is None:
-            continue
-        key, since = match["key"], int(match["since"])
-        status = gw.session_status(key, changes_since=since)
-        events = status.state_changes.events if status.state_changes else ()
+def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
+    """The notice with the events behind it; ``None`` for a line that is not a notice."""
+    match = NOTICE_PATTERN.search(text)
+    if match is None:
+        return None
+    key, since = match["key"], int(match["since"])
+    status = gw.session_status(key, changes_since=since)
+    changes = status.state_changes
+    return NoticeRecord(
+        notice=text, session_key=key, changes_since=since, state_version=status.state_version,
+        events=changes.events if changes else (),
+        history_gap=changes.history_gap if changes else False,
+        truncated=changes.truncated if changes else False,
+        earliest_available_sequence=changes.earliest_available_sequence if changes else 0)
+
+
+def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
+                   handoff: Handoff | None = None) -> None:
+    records = [r for r in (_reconcile(gw, text) for text in notices) if r is not None]
+    for record in records:
         if as_json:
-            out.write(msgspec.json.encode({
-                "notice": text, "sessionKey": key, "changesSince": since,
-                "stateVersion": status.state_version, "events": events}).decode() + "\n")
+            out.write(msgspec.json.encode(record).decode() + "\n")
             continue
-        out.write(f"notice: {text}\n")
-        for event in events:
+        out.write(f"notice: {record.notice}\n")
+        for event in record.events:
             turns = f" ({event.payload['turns']} turns)" if event.payload and \
                 "turns" in event.payload else ""
             out.write(f"  #{event.sequence} {event.kind} by {event.actor_type}: "
                       f"{event.summary}{turns}\n")
     out.flush()
+    if handoff is not None:
+        for record in records:
+            handoff(record)
+
+
+def _exec_pool(args: Any, argv: list[str] | None) -> AbstractContextManager[ExecPool | None]:
+    """The ``--exec`` pool (closed on exit, after ``EXEC_SHUTDOWN_GRACE_S``), or nothing."""
+    if argv is None:
+        return nullcontext()
+    timeout = getattr(args, "exec_timeout", None)
+    jobs = getattr(args, "exec_jobs", None)
+    return ExecPool(argv, timeout_s=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+                    jobs=DEFAULT_JOBS if jobs is None else jobs,
+                    shutdown_grace_s=EXEC_SHUTDOWN_GRACE_S)
+
+
+def _hand_off(pool: ExecPool, watcher: str, record: NoticeRecord) -> None:
+    """Queue one ``--exec`` run for ``record`` (never blocks; a skip is logged)."""
+    pool.submit(msgspec.json.encode(record) + b"\n", {
+        "SSA_SESSION_KEY": record.session_key,
+        "SSA_CHANGES_SINCE": str(record.changes_since),
+        "SSA_STATE_VERSION": str(record.state_version),
+        "SSA_WATCHER": watcher,
+    }, f"{record.session_key} changesSince {record.changes_since}")
 
 
 def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool
@@ -266,7 +333,18 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     ``--scans`` fallback scans are done or SIGINT/SIGTERM arrives (handled
     only when called from the main thread); the gateway is closed cleanly
     either way. With ``--json`` every line on stdout is one JSON object.
+
+    With ``--exec`` each printed notice is also handed to that command
+    (:mod:`actors._exec`): its :class:`NoticeRecord` as JSON on stdin,
+    ``SSA_SESSION_KEY``, ``SSA_CHANGES_SINCE``, ``SSA_STATE_VERSION`` and
+    ``SSA_WATCHER`` in its environment; runs never block this loop, and
+    when it stops they get ``EXEC_SHUTDOWN_GRACE_S`` seconds before being
+    killed. Raises :class:`SessionStateError` at once when the command's
+    program is not found.
     """
+    command = getattr(args, "exec", None)
+    argv = None if command is None else command_argv(
+        command, shell=bool(getattr(args, "shell", False)))
     catalogs, looked, given = _catalogs(args)
     if not catalogs:
         if args.json:
@@ -283,8 +361,11 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     def wake(watcher: str) -> None:  # in whichever thread queued the notice
         attention.set()
 
-    with _stop_on_signals(stop, attention), \
+    # The pool closes while these signal handlers are still installed: a second
+    # Ctrl-C during its grace cannot break off the cleanup and leave a command running.
+    with _stop_on_signals(stop, attention), _exec_pool(args, argv) as pool, \
             Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
+        handoff = None if pool is None else partial(_hand_off, pool, args.watcher)
         if gw.shared_at_open and args.watcher == DEFAULT_WATCHER:
             err.write(f"ssa watch: another gateway has this database open; watching as "
                       f"{args.watcher} takes that watcher's wakes and drains its notices. "
@@ -305,7 +386,8 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                 if attention.wait(remaining):
                     attention.clear()
                     if not stop.is_set():
-                        _report(gw, args.watcher, args.json, out)  # notified turns, at once
+                        # notified turns, at once
+                        _report(gw, args.watcher, args.json, out, handoff)
                 continue
             # Default locations that did not exist at start may appear later.
             later = catalogs if given else _all_default_catalogs()
@@ -313,7 +395,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             _fallback_scan(gw)
             scans += 1
             next_scan = time.monotonic() + args.interval
-            _report(gw, args.watcher, args.json, out)
+            _report(gw, args.watcher, args.json, out, handoff)
     return 0
 
 

@@ -23,6 +23,7 @@ import apsw
 import msgspec
 
 from actors import _validate as v
+from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
 from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
@@ -67,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--poll-only", action="store_true",
                        help="no file notifications: report turns at the fallback scans only")
     watch.add_argument("--json", action="store_true", help="JSON lines instead of text")
+    watch.add_argument("--exec", metavar="CMD",
+                       help="also run CMD once per notice, the notice and its events as JSON "
+                       "on stdin (split like a shell would, run without one)")
+    watch.add_argument("--shell", action="store_true", help="run --exec's CMD with /bin/sh -c")
+    watch.add_argument("--exec-timeout", type=float, metavar="S",
+                       help=f"seconds before a --exec run is killed (default "
+                       f"{DEFAULT_TIMEOUT_S:g})")
+    watch.add_argument("--exec-jobs", type=int, metavar="N",
+                       help=f"--exec runs at once (default {DEFAULT_JOBS}, at most {MAX_JOBS})")
     classify = sub.add_parser(
         "classify", help="show why each unit of an upstream transcript does or does not count")
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
@@ -139,7 +149,23 @@ def _watch(args: argparse.Namespace) -> int:
                                 "at most 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
+    _check_exec_options(args)
     return run_watch(args)
+
+
+def _check_exec_options(args: argparse.Namespace) -> None:
+    """``--exec``'s companions: only with ``--exec``, and in range (the command: run_watch)."""
+    if args.exec is None:
+        for flag, given in (("--shell", args.shell), ("--exec-timeout", args.exec_timeout),
+                            ("--exec-jobs", args.exec_jobs)):
+            if given not in (None, False):
+                raise SessionStateError(f"{flag} needs --exec CMD")
+    if args.exec_timeout is not None and not (
+            math.isfinite(args.exec_timeout) and 0 < args.exec_timeout <= 86_400):
+        raise SessionStateError("--exec-timeout must be a number of seconds, more than 0 and "
+                                "at most 86400")
+    if args.exec_jobs is not None and not 1 <= args.exec_jobs <= MAX_JOBS:
+        raise SessionStateError(f"--exec-jobs must be from 1 to {MAX_JOBS}")
 
 
 def _open_existing(db: Path | str | None) -> Any:

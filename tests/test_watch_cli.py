@@ -173,12 +173,13 @@ def test_sessions_created_after_watch_started_are_adopted_and_watched(
     original = _watch._report
     calls: list[int] = []
 
-    def report_then_type(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
+    def report_then_type(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
+                         *rest: _watch.Handoff | None) -> int:
         calls.append(1)
         if len(calls) == 1:  # after scan 1 adopted late.jsonl at its end: a person types
             with late.open("ab") as handle:
                 handle.write(claude_user("typed into the late session"))
-        return original(gw, watcher, as_json, out)
+        return original(gw, watcher, as_json, out, *rest)
 
     monkeypatch.setattr(_watch, "_report", report_then_type)
     out = CreateOnAdopt(late)
@@ -335,14 +336,15 @@ def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_writt
     original = _watch._report
     calls: list[int] = []
 
-    def write_the_headers(gw: Gateway, watcher: str, as_json: bool, out: TextIO) -> int:
+    def write_the_headers(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
+                          *rest: _watch.Handoff | None) -> int:
         calls.append(1)
         if len(calls) == 1:
             late.write_bytes(b"")  # appears empty ...
         elif len(calls) == 2:  # ... and both are written after the next scan
             early.write_bytes(pi_header(3) + pi_user("first prompt of early"))
             late.write_bytes(pi_header(3) + pi_user("first prompt of late"))
-        return original(gw, watcher, as_json, out)
+        return original(gw, watcher, as_json, out, *rest)
 
     monkeypatch.setattr(_watch, "_report", write_the_headers)
     out = io.StringIO()
