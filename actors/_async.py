@@ -92,6 +92,7 @@ class AsyncGateway:
         self._tasks: set[asyncio.Task[None]] = set()
         self._calls: set[asyncio.Future[Any]] = set()
         self._closed = False
+        self._closing: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -138,10 +139,14 @@ class AsyncGateway:
             if holder:
                 holder[0]._wake_from_thread(watcher_key)
 
+        opening = loop.run_in_executor(pool, partial(
+            Gateway.open, path, config=config, clock=clock,
+            on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts))
         try:
-            gateway = await loop.run_in_executor(pool, partial(
-                Gateway.open, path, config=config, clock=clock,
-                on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts))
+            gateway = await asyncio.shield(opening)
+        except asyncio.CancelledError:  # it opens anyway: close it when it has
+            opening.add_done_callback(partial(_close_abandoned, pool))
+            raise
         except BaseException:
             await _shutdown(pool)
             raise
@@ -157,12 +162,17 @@ class AsyncGateway:
                 ``on_wake`` tasks still running.
 
         Calls still in flight (cancelled ones included) finish first, for at
-        most ``timeout`` seconds. Idempotent. The loop keeps running
-        meanwhile; the call threads are joined before this returns.
+        most ``timeout`` seconds. Idempotent: a second call waits for the
+        first to finish. Cancelling the awaiting task does not stop the
+        close. The loop keeps running meanwhile; the call threads are joined
+        before this returns.
         """
-        if self._closed:
-            return
-        self._closed = True
+        if self._closing is None:
+            self._closed = True
+            self._closing = self._loop.create_task(self._close(timeout))
+        await asyncio.shield(self._closing)
+
+    async def _close(self, timeout: float) -> None:
         if self._calls:
             await asyncio.wait(set(self._calls), timeout=timeout)
         try:
@@ -393,6 +403,19 @@ class AsyncGateway:
     async def scan_upstream(self) -> list[SessionStateEvent]:
         """:meth:`Gateway.scan_upstream`, awaited."""
         return await self._call(self.gateway.scan_upstream)
+
+
+def _close_abandoned(pool: concurrent.futures.ThreadPoolExecutor,
+                     opening: asyncio.Future[Gateway]) -> None:
+    """An ``open`` whose caller was cancelled finished: close what it opened (loop thread)."""
+    gateway = None if opening.cancelled() or opening.exception() else opening.result()
+
+    def close() -> None:
+        if gateway is not None:
+            gateway.close()
+        pool.shutdown(wait=True)
+
+    threading.Thread(target=close, name="ssa-async-close").start()
 
 
 async def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:

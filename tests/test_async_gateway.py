@@ -219,3 +219,30 @@ def test_open_needs_a_running_loop_and_checks_its_arguments(tmp_path: Path) -> N
             await AsyncGateway.open(tmp_path / "x.sqlite", config={})  # type: ignore[arg-type]
 
     run(main)
+
+
+def test_a_cancelled_open_closes_what_it_opened_and_close_survives_cancellation(
+    tmp_path: Path,
+) -> None:
+    vfs = FaultVFS()
+    vfs.sync_delay_s = 0.05  # opening commits: the cancel lands while it is under way
+
+    async def main() -> int:
+        opening = asyncio.create_task(_open(tmp_path, config=GatewayConfig(vfs=vfs.name)))
+        await asyncio.sleep(0.01)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        gw = await _open(tmp_path)
+        closing = asyncio.create_task(gw.close())
+        await asyncio.sleep(0)
+        closing.cancel()  # the close goes on regardless
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        await gw.close()  # waits for the first close to finish
+        with pytest.raises(GatewayClosed):
+            await gw.drain(MANAGER)
+        return 0
+
+    assert run(main) == 0
+    # The leak check (autouse) fails this test if the abandoned open left anything.
