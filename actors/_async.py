@@ -124,7 +124,11 @@ class AsyncGateway:
                 :class:`GatewayConfig`.
             Everything :meth:`Gateway.open` raises.
         """
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("AsyncGateway.open needs a running asyncio event loop (await it"
+                               " from a coroutine; trio is not supported)") from None
         config = config if config is not None else GatewayConfig()
         if not isinstance(config, GatewayConfig):
             raise v.ArgumentTypeError(

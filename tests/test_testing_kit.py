@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import threading
 from collections import Counter
 from pathlib import Path
 
+import apsw
 import pytest
 
 from actors import Gateway
@@ -137,10 +137,18 @@ OPENCODE_UNSEEN = {"compaction"}  # no real store holds a /compact
 OPENCODE_FIXTURES = ("opencode-1.18.33-generated.db", "opencode-1.1.65-storage/storage")
 
 
+def _rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    """Read a store with apsw (never a second SQLite copy in this process: README, Limits)."""
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return list(conn.execute(sql, params))
+    finally:
+        conn.close()
+
+
 def _store_reasons(db: Path) -> Counter[str]:
     """Every message's decision in every session of a store (``ssa classify``'s path)."""
-    with sqlite3.connect(db) as conn:
-        sessions = [row[0] for row in conn.execute("SELECT id FROM session")]
+    sessions = [str(row[0]) for row in _rows(db, "SELECT id FROM session")]
     return Counter(row["reason"] for session in sessions
                    for row in classify_units("opencode", str(db), session=session))
 
@@ -152,20 +160,18 @@ def test_opencode_store_rows_are_decided_as_opencode_writes_them(tmp_path: Path)
     decided = list(classify_units("opencode", str(db), session=session.session_id))
     assert [row["reason"] for row in decided] == OPENCODE_EXPECTED
     assert [row["human"] for row in decided].count(True) == 1
-    with sqlite3.connect(db) as conn:
-        children = conn.execute("SELECT count(*) FROM session WHERE parent_id = ?",
-                                (session.session_id,)).fetchone()[0]
-        seq = conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?",
-                           (session.session_id,)).fetchone()[0]
-        tool = json.loads(conn.execute(
-            "SELECT data FROM part WHERE data LIKE '%toolu_01%'").fetchone()[0])
+    [(children,)] = _rows(db, "SELECT count(*) FROM session WHERE parent_id = ?",
+                          session.session_id)
+    [(seq,)] = _rows(db, "SELECT seq FROM event_sequence WHERE aggregate_id = ?",
+                     session.session_id)
+    [(data,)] = _rows(db, "SELECT data FROM part WHERE data LIKE '%toolu_01%'")
+    tool = json.loads(str(data))
     assert children == 4
     assert tool["state"]["status"] == "completed"  # ToolResult completed the part in place
     assert tool["state"]["output"] == "a.py"
     assert session.append() == 0
-    with sqlite3.connect(db) as conn:  # nothing written, nothing moved
-        assert conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?",
-                            (session.session_id,)).fetchone()[0] == seq
+    assert _rows(db, "SELECT seq FROM event_sequence WHERE aggregate_id = ?",
+                 session.session_id) == [(seq,)]  # nothing written, nothing moved
     with pytest.raises(TypeError, match="not a turn"):
         session.append(Typed("kept?"), "typed")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no running tool call"):
@@ -281,3 +287,173 @@ def test_the_gateway_fixture_fails_a_test_that_leaves_a_thread_running(
                                            "-q", timeout=40)
     result.assert_outcomes(passed=2, errors=2)
     result.stdout.fnmatch_lines(["*thread left running: mine*", "*thread left running: ours*"])
+
+
+# --- regressions from the adversarial review ------------------------------------------
+
+
+def test_the_leak_check_leaves_a_wider_fixtures_gateway_alone(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        import pytest
+        from actors import Gateway
+
+        @pytest.fixture(scope="module")
+        def shared(tmp_path_factory):
+            gw = Gateway.open(tmp_path_factory.mktemp("s") / "s.sqlite", monitor=False)
+            yield gw
+            gw.close()
+    """)
+    pytester.makepyfile(test_shared="""
+        import pytest
+
+        def test_one(shared, ssa_gateway):
+            shared.human_message("agent:main:a", channel="t")
+
+        def test_two(shared):
+            assert shared.watch("agent:main:main", "agent:main:b")
+
+        @pytest.mark.anyio
+        async def test_both(ssa_gateway, ssa_async_gateway):
+            assert await ssa_async_gateway.watch("agent:main:main", "agent:main:c")
+            assert ssa_gateway.pending_notices("agent:main:main") == []  # another file
+    """)
+    result = pytester.runpytest_subprocess("-p", "actors.testing", "-p", "no:cacheprovider",
+                                           "-q", timeout=40)
+    result.assert_outcomes(passed=3)
+
+
+def test_the_plugin_loads_without_the_library_and_beside_a_users_actors_package(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.mkpydir("actors")  # the user's own package of that name
+    pytester.makepyfile(test_mine="""
+        import sys
+
+        def test_mine():
+            import actors
+            assert not hasattr(actors, "Gateway")  # theirs, not ours
+            assert "actors.testing" not in sys.modules
+    """)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=40)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_conftest_may_import_the_kit_before_the_ini_registers_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nfilterwarnings = error\nssa_fixtures = true\n")
+    pytester.makeconftest("from actors.testing import ManualClock  # noqa: F401\n")
+    pytester.makepyfile(test_it="""
+        import asyncio
+        import pytest
+
+        def test_it(ssa_gateway, ssa_clock):
+            assert ssa_gateway.watch("agent:main:main", "agent:main:w")
+
+        @pytest.mark.anyio
+        async def test_loop_threads_are_not_leaks(ssa_async_gateway):
+            await asyncio.to_thread(lambda: None)  # asyncio's own executor thread
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=40)
+    result.assert_outcomes(passed=2)
+
+
+def test_the_fixtures_take_open_arguments_from_ssa_gateway_options(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_options="""
+        import pytest
+
+        woken = []
+
+        @pytest.fixture
+        def ssa_gateway_options():
+            return {"on_wake": woken.append}
+
+        def test_wakes(ssa_gateway):
+            ssa_gateway.watch("agent:main:main", "agent:main:w")
+            ssa_gateway.human_message("agent:main:w", channel="t")
+            assert woken == ["agent:main:main"]
+    """)
+    result = pytester.runpytest_subprocess("-p", "actors.testing", "-p", "no:cacheprovider",
+                                           "-q", timeout=40)
+    result.assert_outcomes(passed=1)
+
+
+def test_opencode_ids_go_past_the_store_s_newest_with_a_frozen_clock(
+    tmp_path: Path, gateway: Gateway, clock: ManualClock,
+) -> None:
+    db = tmp_path / "opencode.db"
+    first = OpenCodeTranscript(db, clock=clock)
+    first.append(Typed("before"), Reply("ok"))
+    worker = "agent:main:opencode:w"
+    assert gateway.adopt(worker, source="opencode", path=db,
+                         thread_id=first.session_id) is not None
+    assert gateway.watch("agent:main:main", worker)
+    resumed = OpenCodeTranscript.resume(db, first.session_id, clock=clock)  # same frozen ms
+    resumed.append(Typed("typed after a restart"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+    resumed.append(*[Reply("busy")] * 1100, Typed("more than 4096 ids in one ms"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+    clock.advance(1)
+    resumed.append(Typed("and the next ms"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+
+
+@needs_fixtures
+def test_resuming_a_real_store_with_an_earlier_clock_still_counts(
+    tmp_path: Path, gateway: Gateway, clock: ManualClock,
+) -> None:
+    db = tmp_path / "opencode.db"
+    shutil.copy(FIXTURES / "opencode" / OPENCODE_FIXTURES[0], db)
+    main_session = "ses_dd45483e1ffey2Pb2WIeXKDqPz"
+    worker = "agent:main:opencode:real"
+    assert gateway.adopt(worker, source="opencode", path=db, thread_id=main_session)
+    assert gateway.watch("agent:main:main", worker)
+    OpenCodeTranscript.resume(db, main_session, clock=clock).append(Typed("one more"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+
+
+def test_a_failed_append_leaves_the_builder_as_it_was(tmp_path: Path) -> None:
+    store = OpenCodeTranscript(tmp_path / "opencode.db")
+    store.append(ToolCall("bash", {}, "c1"))
+    with pytest.raises(TypeError):
+        store.append(ToolResult("c1", "out"), SlashCommand("model", "openai/gpt-5"), "bogus")  # type: ignore[arg-type]
+    store.append(ToolResult("c1", "out"), Typed("x"))  # the call is still running
+    models = [json.loads(str(row[0])).get("model", {}).get("modelID") for row in _rows(
+        store.path, "SELECT data FROM message WHERE json_extract(data, '$.role') = 'user'")]
+    assert models == ["claude-sonnet-4-5"]  # the rolled-back /model did not stick
+    claude = ClaudeCodeTranscript(tmp_path / "c.jsonl")
+    claude.append(Typed("one"))
+    with pytest.raises(TypeError):
+        claude.append(Typed("two"), "bogus")  # type: ignore[arg-type]
+    claude.append(Typed("three"))
+    rows = [json.loads(line) for line in claude.path.read_text().splitlines()]
+    assert rows[1]["parentUuid"] == rows[0]["uuid"]  # chained to what was written
+
+
+def test_codex_custom_review_instructions_count(tmp_path: Path) -> None:
+    rollout = CodexRollout(tmp_path / "r.jsonl")
+    rollout.append(SlashCommand("review", "check the error handling in the parser"))
+    decided = [(row["human"], row["reason"]) for row in
+               classify_units("codex", str(rollout.path))]
+    assert (True, "typed") in decided
+    assert (False, "review_request") not in decided
+
+
+def test_turns_and_the_clock_refuse_what_no_tool_or_gateway_takes(tmp_path: Path) -> None:
+    for bad, error in ((lambda: Typed(None)), TypeError), ((lambda: ImageOnly(0)), ValueError), \
+            ((lambda: SlashCommand("skill:")), ValueError), \
+            ((lambda: SlashCommand("/model")), ValueError), \
+            ((lambda: ToolCall("", {}, "c")), ValueError), \
+            ((lambda: ManualClock(-1)), ValueError), ((lambda: ManualClock(2**53)), ValueError):
+        with pytest.raises(error):
+            bad()  # type: ignore[no-untyped-call]
+    clock = ManualClock(2**53 - 2)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        clock.advance(5)
+    assert clock() == 2**53 - 2
+    session = PiSession(tmp_path / "p.jsonl")
+    session.append(Typed("half \ud800 a surrogate"))  # written as Node writes it: escaped
+    assert b"\\ud800" in session.path.read_bytes()

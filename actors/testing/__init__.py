@@ -23,11 +23,19 @@
     and the test fails if any of our actors or threads survive it;
   * ``ssa_async_gateway``: the same as an :class:`~actors.AsyncGateway`, opened
     on the test's event loop (an async fixture: mark the test
-    ``@pytest.mark.anyio``, anyio's plugin comes with this library, or use
-    pytest-asyncio in auto mode).
+    ``@pytest.mark.anyio``, or use pytest-asyncio in auto mode without that
+    mark);
+  * ``ssa_gateway_options``: extra ``open`` arguments for both (``on_wake``,
+    ``config``, ``hosts``...); empty unless a suite overrides it.
+
+  Only what a test started counts as its leak: a wider-scoped fixture's
+  gateway is left alone.
 
 Importing this module registers nothing; everything here is safe to use
-from any thread unless a docstring says otherwise.
+from any thread unless a docstring says otherwise. PYTEST_DONT_REWRITE: a
+conftest may import the kit before pytest registers it as a plugin (without
+this marker pytest warns that it cannot rewrite it; the kit reports with
+``pytest.fail``, not ``assert``).
 """
 
 from __future__ import annotations
@@ -58,8 +66,13 @@ __all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "CodexRollout", "Compacti
            "running_actors"]
 
 try:  # the fixtures need pytest; the clock and the leak check do not
-    from actors.testing._fixtures import ssa_async_gateway, ssa_clock, ssa_gateway
+    from actors.testing._fixtures import (
+        ssa_async_gateway,
+        ssa_clock,
+        ssa_gateway,
+        ssa_gateway_options,
+    )
 except ImportError:  # pragma: no cover - pytest is not installed
     pass
 else:
-    __all__ += ["ssa_async_gateway", "ssa_clock", "ssa_gateway"]
+    __all__ += ["ssa_async_gateway", "ssa_clock", "ssa_gateway", "ssa_gateway_options"]

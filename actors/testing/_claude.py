@@ -49,15 +49,20 @@ class ClaudeCodeTranscript:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        return self._file.append_turns(turns, self._rows)
+        parent = self._parent
+        try:
+            return self._file.append_turns(turns, self._rows)
+        except BaseException:  # nothing was written: neither is the chain moved on
+            self._parent = parent
+            raise
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
 
         For tests that need the raw bytes: half a line, a line written to
-        another file. No header line is included (see :meth:`header_line`)
-        and the file is not touched; the builder's clock and row chain move
-        on as if the lines had been written.
+        another file. The file is not touched; the builder's clock and row
+        chain move on as if the lines had been written (Claude Code writes
+        no header line).
 
         Raises:
             TypeError: a turn of an unknown kind.

@@ -10,9 +10,21 @@ DEFAULT_START_MS = 1_767_225_600_000
 """Where a :class:`ManualClock` starts unless told: 2026-01-01T00:00:00Z."""
 
 
+MAX_MS = 1 << 53
+"""Exclusive upper bound of the times a gateway accepts from a clock (about year 287,000)."""
+
+
 def _ms(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int of milliseconds, not {type(value).__name__}")
+    return value
+
+
+def _epoch(value: int, name: str) -> int:
+    """``value`` if the gateway would take it as epoch ms, else ``ValueError``."""
+    if not 0 <= value < MAX_MS:
+        raise ValueError(f"{name} must be epoch milliseconds from 0 to 2**53 - 1, not {value}"
+                         " (the gateway would ignore the clock)")
     return value
 
 
@@ -29,13 +41,15 @@ class ManualClock:
 
     Raises:
         TypeError: ``start_ms`` is not an ``int``.
+        ValueError: ``start_ms`` is not epoch milliseconds the gateway
+            accepts (0 to 2**53 - 1).
 
     Thread-safe: the gateway's threads read it while the test moves it; no
     method blocks beyond a short lock.
     """
 
     def __init__(self, start_ms: int = DEFAULT_START_MS) -> None:
-        self._now = _ms(start_ms, "start_ms")
+        self._now = _epoch(_ms(start_ms, "start_ms"), "start_ms")
         self._lock = threading.Lock()
 
     def __call__(self) -> int:
@@ -53,13 +67,14 @@ class ManualClock:
 
         Raises:
             TypeError: ``ms`` is not an ``int``.
-            ValueError: ``ms`` is negative (use :meth:`set` to go back).
+            ValueError: ``ms`` is negative (use :meth:`set` to go back), or the
+                new time is past 2**53 - 1.
         """
         step = _ms(ms, "ms")
         if step < 0:
             raise ValueError("advance(ms) takes ms >= 0; use set() to move the clock back")
         with self._lock:
-            self._now += step
+            self._now = _epoch(self._now + step, "the advanced time")
             return self._now
 
     def set(self, ms: int) -> None:
@@ -67,8 +82,9 @@ class ManualClock:
 
         Raises:
             TypeError: ``ms`` is not an ``int``.
+            ValueError: ``ms`` is not epoch milliseconds (0 to 2**53 - 1).
         """
-        value = _ms(ms, "ms")
+        value = _epoch(_ms(ms, "ms"), "ms")
         with self._lock:
             self._now = value
 

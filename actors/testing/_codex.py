@@ -36,7 +36,8 @@ class CodexRollout:
     Turns map to what the CLI writes: :class:`~actors.testing.Typed` a
     user-role response item and the ``user_message`` event that counts;
     :class:`~actors.testing.SlashCommand` ``review`` the ``/review`` preset's
-    rows (other built-in commands write nothing: no lines);
+    rows, or with ``args`` the rows of custom review instructions (which a
+    person typed, so they count); other built-in commands write nothing;
     :class:`~actors.testing.SubagentRow` the ``<subagent_notification>``
     context item a sub-agent leaves in its parent. Not thread-safe; blocks
     on the file write.
@@ -112,12 +113,15 @@ class CodexRollout:
                 return [self._line("response_item", {
                     "type": "function_call_output", "call_id": call_id,
                     "output": json.dumps({"output": output, "metadata": {"exit_code": 0}})})]
-            case t.SlashCommand(name="review"):
+            case t.SlashCommand(name="review", args=args):
+                target = {"type": "custom", "instructions": args} if args else \
+                    {"type": "uncommittedChanges"}
                 return [self._line("event_msg", {"type": "entered_review_mode",
-                                                 "target": {"type": "uncommittedChanges"},
-                                                 "user_facing_hint": "current changes"}),
+                                                 "target": target,
+                                                 "user_facing_hint": args or "current changes"}),
                         self._line("event_msg", {"type": "user_message",
-                                                 "message": _REVIEW_PROMPT, "images": []}),
+                                                 "message": args or _REVIEW_PROMPT,
+                                                 "images": []}),
                         self._line("event_msg", {"type": "exited_review_mode",
                                                  "review_output": None})]
             case t.SlashCommand():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 from actors.testing._clock import ManualClock
 
-__all__ = ["JsonlFile", "encode", "iso"]
+__all__ = ["JsonlFile", "encode", "encode_json", "iso"]
 
 ROW_STEP_MS = 1000
 """How far a builder's own clock moves per row when no clock is given."""
@@ -80,7 +81,19 @@ class JsonlFile:
         return len(rows)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def encode(rows: Iterable[dict[str, Any]]) -> bytes:
-    """``rows`` as JSONL bytes: one compact UTF-8 line each, as the tools' serializers write."""
-    return b"".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-                    for row in rows)
+    """``rows`` as JSONL bytes: one compact UTF-8 line each, as the tools' serializers write.
+
+    A lone surrogate in a text is written as a ``\\uXXXX`` escape, as
+    ``JSON.stringify`` writes it (it has no UTF-8 form).
+    """
+    return b"".join(encode_json(row).encode() + b"\n" for row in rows)
+
+
+def encode_json(value: object) -> str:
+    """``value`` as compact JSON text, non-ASCII kept, lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pykka
@@ -20,32 +21,47 @@ def running_actors() -> list[pykka.ActorRef[Any]]:
 
 
 class LeakCheck:
-    """Notes the live threads now; :meth:`check` later names what was left running.
+    """Notes the live threads and actors now; :meth:`check` later names what was left running.
+
+    Only what started after the check was made counts: a gateway a wider
+    fixture holds (a module- or session-scoped one) is neither reported nor
+    touched.
 
     Args:
-        timeout: seconds :meth:`check` waits for each new thread to end and
-            each leftover actor to stop (default 5).
+        timeout: seconds :meth:`check` waits, in all, for new threads to end
+            and leftover actors to stop (default 5).
+        ignore: thread names (prefixes) that are not leaks, e.g. the event
+            loop's own executor threads (``"asyncio_"``), which end with the
+            loop after the test.
 
     Use from the thread that runs the test; :meth:`check` blocks up to
-    ``timeout`` per leftover thread or actor.
+    ``timeout``.
     """
 
-    def __init__(self, timeout: float = 5.0) -> None:
+    def __init__(self, timeout: float = 5.0, *, ignore: tuple[str, ...] = ()) -> None:
         self._before = set(threading.enumerate())
+        self._actors = {ref.actor_urn for ref in running_actors()}
         self._timeout = timeout
+        self._ignore = ignore
 
     def check(self) -> list[str]:
         """Stop leftover actors, join new threads; return a line per thing left running.
 
-        An empty list means nothing leaked. Leftover actors are stopped (so a
-        leak never spreads to the next test) and still reported.
+        An empty list means nothing leaked. Actors started since the check
+        was made and still running are stopped (so they do not run on into
+        the next test) and reported; older ones are left alone.
         """
+        deadline = time.monotonic() + self._timeout
         problems: list[str] = []
         for ref in running_actors():
+            if ref.actor_urn in self._actors:
+                continue
             problems.append(f"actor left running: {ref}")
-            ref.stop(block=True, timeout=self._timeout)
+            ref.stop(block=True, timeout=max(0.0, deadline - time.monotonic()))
         for thread in set(threading.enumerate()) - self._before:
-            thread.join(timeout=self._timeout)
+            if thread.name.startswith(self._ignore) and self._ignore:
+                continue
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 problems.append(f"thread left running: {thread.name}")
         return problems

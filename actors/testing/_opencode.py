@@ -14,7 +14,8 @@ import apsw
 
 from actors.testing import _turns as t
 from actors.testing._clock import ManualClock
-from actors.testing._jsonl import ROW_STEP_MS
+from actors.testing._jsonl import ROW_STEP_MS, encode_json
+from actors.upstream.opencode import unwrapped_id
 
 __all__ = ["OpenCodeTranscript"]
 
@@ -127,6 +128,18 @@ class OpenCodeTranscript:
     Not thread-safe; blocks on SQLite (busy timeout 5 s) in the caller's thread.
     """
 
+    path: Path
+    session_id: str
+    _clock: Callable[[], int] | None
+    _own: ManualClock | None
+    _counter: int
+    _last_ms: int
+    _floor: int
+    _directory: str
+    _model: dict[str, str]
+    _last_user: str | None
+    _calls: dict[str, tuple[str, str, str]]  # call id -> part, message, session
+
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  parent_id: str | None = None, run: bool = False,
                  title: str = "A session", directory: str = "/work",
@@ -195,10 +208,18 @@ class OpenCodeTranscript:
                 call of this session (nothing is written).
             apsw.Error: the store cannot be written.
         """
+        saved = (dict(self._calls), dict(self._model), self._last_user, self._counter,
+                 self._last_ms, self._floor)
         written = 0
-        with self._connection() as conn, conn:
-            for turn in turns:
-                written += self._write(conn, turn)
+        try:
+            with self._connection() as conn, conn:
+                self._floor = max(self._floor, _newest_id_value(conn))
+                for turn in turns:
+                    written += self._write(conn, turn)
+        except BaseException:  # rolled back: the builder forgets it too
+            (self._calls, self._model, self._last_user, self._counter, self._last_ms,
+             self._floor) = saved
+            raise
         return written
 
     def _setup(self, path: Path, clock: Callable[[], int] | None, *, directory: str) -> None:
@@ -207,10 +228,11 @@ class OpenCodeTranscript:
         self._own = ManualClock() if clock is None else None
         self._counter = 0
         self._last_ms = -1
+        self._floor = 0  # the newest message id's value in the store: new ids go past it
         self._directory = directory
         self._model = dict(_MODEL)
-        self._last_user: str | None = None
-        self._calls: dict[str, tuple[str, str, str]] = {}  # call id -> part, message, session
+        self._last_user = None
+        self._calls = {}
 
     # --- one turn ----------------------------------------------------------
 
@@ -319,7 +341,7 @@ class OpenCodeTranscript:
                          "metadata": {"output": output, "truncated": False},
                          "time": {"start": data["state"]["time"]["start"], "end": now}}
         conn.execute("UPDATE part SET data = ?, time_updated = ? WHERE id = ?",
-                     (json.dumps(data), now, part_id))
+                     (encode_json(data), now, part_id))
         self._part(conn, session_id, message_id, _step_finish("tool-calls"))
 
     # --- rows --------------------------------------------------------------
@@ -388,7 +410,7 @@ class OpenCodeTranscript:
         message_id = self._id("msg", now)
         conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data)"
                      " VALUES (?, ?, ?, ?, ?)", (message_id, session_id, now, now,
-                                                 json.dumps(data, ensure_ascii=False)))
+                                                 encode_json(data)))
         self._advance(conn, session_id)
         return message_id
 
@@ -399,7 +421,7 @@ class OpenCodeTranscript:
         conn.execute("INSERT INTO part (id, message_id, session_id, time_created, time_updated,"
                      " data) VALUES (?, ?, ?, ?, ?, ?)",
                      (part_id, message_id, session_id, now, now,
-                      json.dumps(data, ensure_ascii=False)))
+                      encode_json(data)))
         self._advance(conn, session_id)
         return part_id
 
@@ -418,15 +440,24 @@ class OpenCodeTranscript:
         return self._clock()
 
     def _id(self, prefix: str, now: int, *, descending: bool = False) -> str:
-        """OpenCode's id: 12 hex digits of ``ms * 0x1000 + counter`` (inverted for
-        sessions, so newer sort first), then 14 random base62 characters."""
-        self._counter = self._counter + 1 if now == self._last_ms else 0
+        """OpenCode's id: 12 hex digits of the low 48 bits of ``ms * 0x1000 +
+        counter`` (the counter starts at 1 in each ms; inverted for sessions, so
+        newer sort first), then 14 random base62 characters.
+
+        Message and part ids also go past the newest message id in the store,
+        as a running OpenCode's do while its clock stands still or moves on
+        (a frozen test clock, a second builder on the same store, ``resume``).
+        """
+        self._counter = self._counter + 1 if now == self._last_ms else 1
         self._last_ms = now
-        value = (now * 0x1000 + self._counter) & _ID_MASK
+        value = now * 0x1000 + self._counter
         if descending:
             value = ~value & _ID_MASK
+        else:
+            value = max(value, self._floor + 1)
+            self._floor = value
         tail = "".join(secrets.choice(_BASE62) for _ in range(14))
-        return f"{prefix}_{value:012x}{tail}"
+        return f"{prefix}_{value & _ID_MASK:012x}{tail}"
 
     def _connection(self) -> _Store:
         return _Store(self.path)
@@ -450,6 +481,16 @@ class _Store:
         assert self._conn is not None
         self._conn.close()
         self._conn = None
+
+
+def _newest_id_value(conn: apsw.Connection) -> int:
+    """The full ``ms * 0x1000 + counter`` of the store's newest message id (0: none)."""
+    row = conn.execute("SELECT id, time_created FROM message"
+                       " ORDER BY time_created DESC, id DESC LIMIT 1").get
+    if not isinstance(row, tuple):
+        return 0
+    value = unwrapped_id(str(row[0]), int(row[1]))
+    return 0 if value is None else value
 
 
 def _step_finish(reason: str) -> dict[str, Any]:

@@ -48,7 +48,12 @@ class PiSession:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        return self._file.append_turns(turns, self._rows, self._header)
+        parent = self._parent
+        try:
+            return self._file.append_turns(turns, self._rows, self._header)
+        except BaseException:  # nothing was written: neither is the chain moved on
+            self._parent = parent
+            raise
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.

@@ -114,6 +114,7 @@ __all__ = [
     "open_opencode_db",
     "read_sequences",
     "read_session_info",
+    "unwrapped_id",
 ]
 
 SHELL_SENTINEL: Final = "The following tool was executed by the user"
@@ -850,8 +851,17 @@ def _marker_reference(ordered: list[OpenCodeMessage], marker: str | None) -> int
     return ordered[-1].created
 
 
-def _unwrapped(message_id: str, reference_ms: int | None) -> int | None:
-    """The full ``created_ms * 0x1000 + counter`` of an OpenCode id (POLICY: id wrap)."""
+def unwrapped_id(message_id: str, reference_ms: int | None) -> int | None:
+    """The full ``created_ms * 0x1000 + counter`` of an OpenCode id (POLICY: id wrap).
+
+    Args:
+        message_id: an id in OpenCode's ``msg_<12 hex>…`` shape.
+        reference_ms: a time near the id's creation (epoch ms), to unwrap the
+            48 stored bits around.
+
+    Returns:
+        The full value, or ``None`` for another shape or no reference. Pure.
+    """
     match = _ID_SHAPE.match(message_id)
     if match is None or reference_ms is None:
         return None
@@ -865,7 +875,7 @@ def _is_after(
     message_id: str, created: int, other_id: str, other_reference: int | None
 ) -> bool:
     """``message_id`` is newer than ``other_id``: string order unless the ids wrapped."""
-    mine, theirs = _unwrapped(message_id, created), _unwrapped(other_id, other_reference)
+    mine, theirs = unwrapped_id(message_id, created), unwrapped_id(other_id, other_reference)
     if mine is None or theirs is None or mine == theirs:
         return message_id > other_id
     return mine > theirs

@@ -1,10 +1,11 @@
-"""The ``pytest11`` entry point: it only registers the ``ssa_fixtures`` ini option.
+"""session-state-awareness's ``pytest11`` entry point: only the ``ssa_fixtures`` ini option.
 
-pytest loads every installed ``pytest11`` plugin; this one adds nothing to a
-suite that does not ask for it. With ``ssa_fixtures = true`` in the suite's
-ini (or ``-p actors.testing``) the fixtures of :mod:`actors.testing` are
-registered. It lives outside :mod:`actors.testing` so that package is first
-imported by pytest itself (its assertion rewriting needs that).
+pytest loads every installed ``pytest11`` plugin into every run; this one
+adds nothing to a suite that does not ask for it, and imports nothing of the
+library (a top-level module of its own, so a project with its own
+``actors`` package is not disturbed). With ``ssa_fixtures = true`` in the
+suite's ini (or ``-p actors.testing``) the fixtures of :mod:`actors.testing`
+are registered.
 """
 
 from __future__ import annotations
