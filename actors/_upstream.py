@@ -571,7 +571,10 @@ class UpstreamService:
     def start_cadence(self) -> None:
         """Start the cadence thread: first cycle after the initial delay, then every interval."""
         self.mark_monitoring()
-        self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence")
+        # A daemon: an unclosed gateway must not hang interpreter exit (actors._exit
+        # closes it there, which stops this thread first).
+        self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence",
+                                        daemon=True)
         self._ticker.start()
 
     def _run_cadence(self) -> None:
