@@ -1,16 +1,17 @@
 """The ``ssa`` command line (``api-contract.md``, "Command line").
 
-``ssa demo`` walks through the core protocol; ``ssa status`` and ``ssa list``
-read a database without starting any actor; ``ssa classify`` runs the
-upstream monitor's classifiers over one transcript; ``ssa bench`` runs the
-checkout's ``scripts/bench.py``. User mistakes print one line on stderr and exit
+``ssa demo`` walks through the core protocol; ``ssa watch`` adopts the
+coding-agent sessions it finds and prints a notice when a person types into
+one; ``ssa status`` and ``ssa list`` read a database without starting any
+actor; ``ssa classify`` runs the upstream monitor's classifiers over one
+transcript. (The benchmarks are scripts of a checkout, not commands:
+``python -m scripts.bench``.) User mistakes print one line on stderr and exit
 non-zero, without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import math
 import os
@@ -72,34 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
     classify.add_argument("path", type=Path, help="transcript file (OpenCode: opencode.db)")
     classify.add_argument("--session", help="OpenCode session id (required for opencode)")
-    bench = sub.add_parser(
-        "bench", help="benchmark against same-run baselines (runs scripts/bench.py of a checkout)")
-    bench.add_argument("--quick", action="store_true", help="much smaller sizes (smoke test)")
-    bench.add_argument("--json", action="store_true", help="one JSON object instead of a table")
-    bench.add_argument("--dir", type=Path, help="where the temporary databases go")
     return parser
-
-
-def _bench_script() -> Path:
-    return Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
-
-
-def _bench(args: argparse.Namespace) -> int:
-    script = _bench_script()
-    if not script.is_file():
-        raise SessionStateError(
-            f"bench needs a source checkout ({script} not found); run it from a checkout: "
-            "python scripts/bench.py")
-    spec = importlib.util.spec_from_file_location("_ssa_bench", script)
-    if spec is None or spec.loader is None:
-        raise SessionStateError(f"cannot load {script}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    argv = [flag for flag, on in (("--quick", args.quick), ("--json", args.json)) if on]
-    if args.dir is not None:
-        argv += ["--dir", str(args.dir)]
-    return int(module.main(argv))
 
 
 def _classify(args: argparse.Namespace) -> int:
@@ -259,8 +233,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _classify(args)
         if args.command == "watch":
             return _watch(args)
-        if args.command == "bench":
-            return _bench(args)
         return _list(args)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback
