@@ -101,6 +101,32 @@ def _db_path(value: str) -> Path | str:
     return value
 
 
+def _check_new_location(db: Path | str | None) -> None:
+    """Refuse an explicit ``--db`` file that could only be opened by creating directories.
+
+    Only the default location's directories are created (``Gateway.open``);
+    a path given on the command line must name a file in an existing
+    directory, so a typo never creates a directory tree. A ``postgresql://``
+    URL (a ``str``) and the default (``None``) pass. Caller's thread; one
+    ``stat`` or two.
+
+    Raises:
+        SessionStateError: the parent directory is missing or not a
+            directory, or the path is a directory.
+    """
+    if not isinstance(db, Path):
+        return
+    parent = db.parent
+    if db.is_dir():
+        raise SessionStateError(f"--db {db} is a directory; give a database file, "
+                                f"e.g. {db / 'state.sqlite'}")
+    if not parent.exists():
+        raise SessionStateError(f"--db {db}: directory {parent} does not exist (create it "
+                                "first; only the default location's directories are created)")
+    if not parent.is_dir():
+        raise SessionStateError(f"--db {db}: {parent} is not a directory")
+
+
 def _watch(args: argparse.Namespace) -> int:
     from actors._watch import run_watch  # noqa: PLC0415
 
@@ -113,7 +139,8 @@ def _watch(args: argparse.Namespace) -> int:
                                 "at most 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
-    return run_watch(args)
+    _check_new_location(args.db)
+    return run_watch(args, out=sys.stdout, err=sys.stderr)  # today's streams, not import-time
 
 
 def _open_existing(db: Path | str | None) -> Any:
@@ -226,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from actors._demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
 
+            _check_new_location(args.db)
             return run_demo(args.db)
         if args.command == "status":
             return _status(args)

@@ -12,6 +12,7 @@ import pytest
 
 from actors import Gateway
 from actors.cli import main
+from actors.errors import InvalidArgument, SchemaError
 from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
 
 
@@ -19,6 +20,8 @@ def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
     db: SignalLogDb, capsys: pytest.CaptureFixture[str]
 ) -> None:
     location = str(db.location)
+    if isinstance(db.location, Path):
+        db.location.parent.mkdir()  # an explicit --db names a file in an existing directory
     assert main(["demo", "--db", location]) == 0
     out = capsys.readouterr().out
     assert "manager's queued notices: 1" in out
@@ -112,3 +115,71 @@ def test_the_scan_benchmark_runs_on_the_real_fixtures(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert [line.split()[0] for line in out.splitlines()[1:]] == [
         "claude", "codex", "pi", "opencode"]
+
+
+@pytest.mark.parametrize("command", [["watch", "--scans", "0"], ["demo"]])
+def test_an_explicit_db_needs_an_existing_directory_and_creates_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "x.sqlite"
+    assert main([*command, "--db", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"ssa: --db {missing}: directory {missing.parent} does not exist (create "
+                   "it first; only the default location's directories are created)\n")
+    assert not (tmp_path / "no").exists()
+    assert main([*command, "--db", str(tmp_path)]) == 1  # a directory, not a file
+    assert capsys.readouterr().err.startswith(f"ssa: --db {tmp_path} is a directory")
+    (tmp_path / "file").write_text("x")
+    assert main([*command, "--db", str(tmp_path / "file" / "x.sqlite")]) == 1
+    assert capsys.readouterr().err.endswith(f"{tmp_path / 'file'} is not a directory\n")
+    assert sorted(p.name for p in tmp_path.parent.glob(f"{tmp_path.name}*")) == [tmp_path.name]
+
+
+def test_the_default_location_gets_its_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path / "state" / "ssa"))
+    (tmp_path / "claude").mkdir()
+    assert main(["watch", "--scans", "0", "--claude", str(tmp_path / "claude")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "state" / "ssa" / "state.sqlite").is_file()
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_failed_open_leaves_no_lock_file_beside_the_users_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# not a database\n" * 100)
+    (tmp_path / "claude").mkdir()
+    assert main(["watch", "--db", str(notes), "--scans", "0",
+                 "--claude", str(tmp_path / "claude")]) == 1
+    assert capsys.readouterr().err.endswith(f"cannot open {notes}: file is not a database\n")
+    foreign = tmp_path / "foreign.sqlite"
+    conn = apsw.Connection(str(foreign))
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    with pytest.raises(SchemaError, match="not a session-state database"):
+        Gateway.open(foreign, monitor=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude", "foreign.sqlite", "notes.md"]
+    assert notes.read_text() == "# not a database\n" * 100
+
+
+def test_a_postgresql_url_is_never_taken_for_a_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = "postgresql://nobody@127.0.0.1:1/ssa?connect_timeout=2"
+    for command in (["watch", "--scans", "0", "--claude", str(tmp_path)], ["demo"]):
+        assert main([*command, "--db", url]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ssa: cannot connect to postgresql://nobody@127.0.0.1:1/ssa")
+        assert err.count("\n") == 1
+    for mistyped in ("postgresql:/127.0.0.1/ssa", "postgres//127.0.0.1/ssa"):
+        with pytest.raises(SystemExit) as info:
+            main(["watch", "--db", mistyped])
+        assert info.value.code == 2
+        assert "starts with postgresql://" in capsys.readouterr().err
+        with pytest.raises(InvalidArgument):
+            Gateway.open(mistyped, monitor=False)
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" directory, no file
