@@ -220,10 +220,11 @@ class UpstreamService:
         else:
             baseline = jsonl_baseline(source, path, thread_id=thread_id, from_start=from_start)
         if baseline is None:
+            # (An OpenCode session's baseline already said why, in one line.)
             if source != "opencode" and first_line_pending(source, path):
                 logger.info("not adopting %s yet: its %s transcript has no complete first "
                             "line", key, source)
-            else:
+            elif source != "opencode":
                 logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
             return None
         source_key = source_key_of(baseline.host_id, baseline.thread_id, baseline.upstream_ref)

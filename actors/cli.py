@@ -15,6 +15,7 @@ import argparse
 import logging
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,9 +27,16 @@ import msgspec
 from actors import _validate as v
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
-from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
+from persistence import (
+    StorageError,
+    list_sessions,
+    open_connection,
+    read_changes,
+    read_entry,
+    read_version,
+)
 from persistence._backend import is_url, open_backend, url_problem
-from persistence._schema import APPLICATION_ID
+from persistence._schema import APPLICATION_ID, SCHEMA_VERSION
 from persistence.errors import BackendNotInstalled, InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
 
@@ -37,6 +45,8 @@ __all__ = ["main"]
 
 DEFAULT_WATCHER = "agent:main:main"
 """``ssa watch``'s default ``--watcher`` (the contract's)."""
+LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\n"
+"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet)."""
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -143,8 +153,20 @@ def _watch(args: argparse.Namespace) -> int:
     return run_watch(args, out=sys.stdout, err=sys.stderr)  # today's streams, not import-time
 
 
-def _open_existing(db: Path | str | None) -> Any:
-    """A read-only connection to an existing signal log (never creates one)."""
+_SIGNAL_LOG_TABLES = ("session_state_events", "session_state_heads", "sessions")
+"""The tables ``ssa status`` and ``ssa list`` read."""
+
+
+def _open_existing(db: Path | str | None) -> tuple[Any, str]:
+    """A read-only connection to an existing signal log and where it is (never creates one).
+
+    Returns:
+        ``(connection, location for messages)``.
+
+    Raises:
+        SessionStateError: there is no signal log there, or it cannot be
+            read (one line, in the user's terms).
+    """
     if isinstance(db, str):
         try:
             backend = open_backend(db)
@@ -159,7 +181,7 @@ def _open_existing(db: Path | str | None) -> Any:
                 problem = f"this role may not read {{}}: GRANT USAGE ON SCHEMA {schema} TO it"
             else:
                 conn.execute("SELECT version FROM ssa_schema")
-                return conn
+                return conn, backend.location
         except StorageError as exc:
             problem = f"cannot read {{}}: {str(exc).splitlines()[0]}"
         conn.close()
@@ -169,22 +191,47 @@ def _open_existing(db: Path | str | None) -> Any:
         raise SessionStateError(f"no database at {path} (pass --db PATH)")
     try:
         conn = open_connection(str(path))
-        app_id = conn.pragma("application_id")
+        try:
+            app_id = conn.pragma("application_id")
+            version = int(conn.pragma("user_version"))
+            tables = {str(name) for (name,) in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        except apsw.Error:
+            conn.close()
+            raise
     except apsw.Error as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    refusal: str | None = None
     if app_id != APPLICATION_ID:
+        refusal = f"{path} is not a session-state database"
+    elif version > SCHEMA_VERSION:
+        refusal = (f"{path} has schema version {version}; this release reads up to "
+                   f"{SCHEMA_VERSION}: upgrade session-state-awareness")
+    elif not tables.issuperset(_SIGNAL_LOG_TABLES):
+        refusal = (f"{path} is an incomplete session-state database (its tables are "
+                   "missing); open it with a gateway to set it up")
+    if refusal is not None:
         conn.close()
-        raise SessionStateError(f"{path} is not a session-state database")
-    return conn
+        raise SessionStateError(refusal)
+    return conn, str(path)
 
 
 def _status(args: argparse.Namespace) -> int:
     v.check_key(args.key, "KEY")
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
-    conn = _open_existing(args.db)
+    if args.changes_since is not None and args.changes_since < 0:
+        raise SessionStateError("--changes-since must not be negative")
+    conn, where = _open_existing(args.db)
     try:
+        version = read_version(conn, args.key, agent)
+        if version == 0 and read_entry(conn, args.key, agent) is None:
+            # Never seen (version 0 would look like a session with no changes yet).
+            owner = "" if args.agent_id is None else f" of agent {agent}"
+            raise SessionStateError(
+                f"no session {args.key}{owner} in {where} (ssa list --db {shlex.quote(where)} "
+                "shows the sessions it knows)")
         if args.changes_since is None:
-            status: object = {"stateVersion": read_version(conn, args.key, agent)}
+            status: object = {"stateVersion": version}
         else:
             after = v.check_changes_since(args.changes_since)
             version, changes = read_changes(conn, args.key, agent, after, 200)
@@ -197,7 +244,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn = _open_existing(args.db)
+    conn, _ = _open_existing(args.db)
     try:
         rows = list_sessions(conn, agent)
     finally:
@@ -206,7 +253,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.Encoder().encode_lines(rows).decode())
     else:
-        sys.stdout.write("".join(
+        sys.stdout.write(LIST_HEADER + "".join(
             f"{row.session_key}\t{row.agent_id}\t"
             f"{row.state_version if row.state_version is not None else '-'}\n" for row in rows))
     return 0

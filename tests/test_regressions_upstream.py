@@ -253,3 +253,29 @@ def test_an_alias_of_an_open_database_finds_the_gateway_already_there(
     gw.drain("agent:main:main")
     # Not re-frozen by the alias's open: the drain leaves exactly one follow-up.
     assert len(gw.pending_notices("agent:main:main")) == 1
+
+
+def test_an_unreadable_opencode_session_is_reported_once_in_plain_words(
+    open_gateway: Callable[..., Gateway], tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Adopting from an OpenCode store of an unknown layout logged two lines, one with
+    SQLite's own text (``SQLError: no such column: time_archived``); now one, in words."""
+    import apsw
+
+    store = tmp_path / "opencode.db"
+    conn = apsw.Connection(str(store))
+    conn.execute("CREATE TABLE session (id TEXT, parent_id TEXT, directory TEXT, title TEXT,"
+                 " version TEXT, time_created INTEGER, time_updated INTEGER);"
+                 " INSERT INTO session VALUES ('ses_a', NULL, '/w', 't', '1', 1, 2);")
+    conn.close()
+    gw = open_gateway()
+    with caplog.at_level("INFO", logger="actors"):
+        assert gw.adopt("agent:main:opencode:a", source="opencode", path=store,
+                        thread_id="ses_a") is None
+        assert gw.adopt("agent:main:opencode:b", source="opencode", path=store,
+                        thread_id="ses_gone") is None
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"cannot adopt OpenCode session ses_a: cannot read {store}: an OpenCode database of a "
+        "layout this release does not read (OpenCode 1.2 or newer is read)",
+        f"cannot adopt OpenCode session ses_gone: cannot read {store}: an OpenCode database "
+        "of a layout this release does not read (OpenCode 1.2 or newer is read)"]
