@@ -227,9 +227,10 @@ def _status(args: argparse.Namespace) -> int:
         if version == 0 and read_entry(conn, args.key, agent) is None:
             # Never seen (version 0 would look like a session with no changes yet).
             owner = "" if args.agent_id is None else f" of agent {agent}"
+            listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
             raise SessionStateError(
-                f"no session {args.key}{owner} in {where} (ssa list --db {shlex.quote(where)} "
-                "shows the sessions it knows)")
+                f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
+                "knows)")
         if args.changes_since is None:
             status: object = {"stateVersion": version}
         else:
