@@ -33,6 +33,8 @@ EXIT_CLOSE_TIMEOUT_S = 5.0
 
 
 class _Closable(Protocol):
+    """What this module needs of a gateway: an idempotent ``close``."""
+
     def close(self, timeout: float = ...) -> None:
         """Close the gateway (blocks up to ``timeout`` seconds per step)."""
 

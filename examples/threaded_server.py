@@ -28,6 +28,8 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
     }
 
     class Handler(BaseHTTPRequestHandler):
+        """One request, on its own thread (ThreadingHTTPServer); blocks on the gateway."""
+
         def do_POST(self) -> None:
             action, _, key = urlsplit(self.path).path.removeprefix("/").partition("/")
             if action not in routes:
@@ -41,6 +43,7 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
                 self.answer(503, {"error": str(exc)})
 
         def answer(self, status: int, body: object) -> None:
+            """Send ``body`` as JSON with ``status``."""
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
