@@ -20,6 +20,7 @@ import pykka
 
 from actors._config import GatewayConfig
 from actors._cursor import CursorActor, should_wake
+from actors._exit import forget, track
 from actors._filefeed import ChangeFeed
 from actors._hosting import Hosting
 from actors._late import LatePublisher, late_sink
@@ -126,6 +127,7 @@ class GatewayCore:
             lease_ms=config.lease_ms, probe_interval_ms=config.probe_interval_ms,
             timeout=self._timeout, wake=self._wake)
         self._rewakes = Rewakes(self._wake, self._owes_wake)
+        track(self)  # closed at interpreter exit if the program never closes it
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every actor this gateway started, and nothing else.
@@ -134,7 +136,9 @@ class GatewayCore:
             timeout: seconds to wait for each actor to stop.
 
         Idempotent; safe from any thread but the gateway's own. Pending
-        notices are durable and come back at the next :meth:`open`.
+        notices are durable and come back at the next :meth:`open`. A
+        gateway still open when the interpreter exits is closed then
+        (:mod:`actors._exit`).
 
         Raises:
             ReentrantCall: called from ``on_wake`` or another gateway thread
@@ -146,6 +150,7 @@ class GatewayCore:
             if self._closed:
                 return
             self._closed = True
+        forget(self)
         stuck = 0
         # Each step is isolated: one failing step never skips the others.
         steps: list[Callable[[], int | None]] = [

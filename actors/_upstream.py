@@ -35,6 +35,7 @@ from actors.upstream._baseline import (
 )
 from actors.upstream._changes import fingerprint
 from actors.upstream._common import text_hash
+from actors.upstream._opencode_problems import store_problem
 from actors.upstream._scan import OpenCodeHint
 from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, node_baseline
 from persistence import (
@@ -214,13 +215,17 @@ class UpstreamService:
                   thread_id: str | None, from_start: bool, watcher: str | None = None,
                   ) -> UpsertLink | RecordEvent | None:
         """The command that adopts one session (``None``: its source is unreadable)."""
+        why: str | None = None
         if source == "opencode":
             assert thread_id is not None
-            baseline = opencode_baseline(path, session_id=thread_id, from_start=from_start)
+            found = opencode_baseline(path, session_id=thread_id, from_start=from_start)
+            baseline, why = (None, found) if isinstance(found, str) else (found, None)
         else:
             baseline = jsonl_baseline(source, path, thread_id=thread_id, from_start=from_start)
         if baseline is None:
-            if source != "opencode" and first_line_pending(source, path):
+            if why is not None:
+                logger.warning("cannot adopt %s: %s", key, why)
+            elif first_line_pending(source, path):
                 logger.info("not adopting %s yet: its %s transcript has no complete first "
                             "line", key, source)
             else:
@@ -544,8 +549,10 @@ class UpstreamService:
             except Exception as exc:  # apsw errors, undecodable rows: proves nothing
                 level = logging.DEBUG if path in self._failing_stores else logging.WARNING
                 self._failing_stores.add(path)
-                logger.log(level, "OpenCode sequence query on %s failed (%s: %s); its sessions "
-                           "get no news until it works again", path, type(exc).__name__, exc)
+                logger.log(level, "cannot read the OpenCode store %s: %s; its sessions get no "
+                           "news until it can be read again", path, store_problem(exc))
+                logger.debug("the OpenCode sequence query on %s failed: %s: %s", path,
+                             type(exc).__name__, exc)
                 sequences = None
             else:
                 if path in self._failing_stores:
@@ -571,7 +578,10 @@ class UpstreamService:
     def start_cadence(self) -> None:
         """Start the cadence thread: first cycle after the initial delay, then every interval."""
         self.mark_monitoring()
-        self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence")
+        # A daemon: an unclosed gateway must not hang interpreter exit (actors._exit
+        # closes it there, which stops this thread first).
+        self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence",
+                                        daemon=True)
         self._ticker.start()
 
     def _run_cadence(self) -> None:

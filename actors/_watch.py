@@ -27,7 +27,7 @@ from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream._baseline import first_line_pending
-from actors.upstream.catalog import Candidate, default_catalogs, discover
+from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from persistence.keys import agent_id_of, key_problem
 
 __all__ = ["NOTICE_PATTERN", "NoticeRecord", "run_watch"]
@@ -313,7 +313,7 @@ def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool
     candidates: list[Candidate] = []
     for source, root in catalogs:
         found = list(discover(source, root))
-        if warn and not found:
+        if warn and not found and unreadable_store(root) is None:  # else it said why
             why = "does not exist" if not root.exists() else "holds no sessions"
             err.write(f"ssa watch: --{source} {root} {why}\n")
         candidates += found

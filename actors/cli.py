@@ -1,19 +1,21 @@
 """The ``ssa`` command line (``api-contract.md``, "Command line").
 
-``ssa demo`` walks through the core protocol; ``ssa status`` and ``ssa list``
-read a database without starting any actor; ``ssa classify`` runs the
-upstream monitor's classifiers over one transcript; ``ssa bench`` runs the
-checkout's ``scripts/bench.py``. User mistakes print one line on stderr and exit
+``ssa demo`` walks through the core protocol; ``ssa watch`` adopts the
+coding-agent sessions it finds and prints a notice when a person types into
+one; ``ssa status`` and ``ssa list`` read a database without starting any
+actor; ``ssa classify`` runs the upstream monitor's classifiers over one
+transcript. (The benchmarks are scripts of a checkout, not commands:
+``python -m scripts.bench``.) User mistakes print one line on stderr and exit
 non-zero, without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,9 +28,16 @@ from actors import _validate as v
 from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
-from persistence import StorageError, list_sessions, open_connection, read_changes, read_version
+from persistence import (
+    StorageError,
+    list_sessions,
+    open_connection,
+    read_changes,
+    read_entry,
+    read_version,
+)
 from persistence._backend import is_url, open_backend, url_problem
-from persistence._schema import APPLICATION_ID
+from persistence._schema import APPLICATION_ID, SCHEMA_VERSION
 from persistence.errors import BackendNotInstalled, InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
 
@@ -37,6 +46,8 @@ __all__ = ["main"]
 
 DEFAULT_WATCHER = "agent:main:main"
 """``ssa watch``'s default ``--watcher`` (the contract's)."""
+LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\n"
+"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet)."""
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -82,34 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
     classify.add_argument("path", type=Path, help="transcript file (OpenCode: opencode.db)")
     classify.add_argument("--session", help="OpenCode session id (required for opencode)")
-    bench = sub.add_parser(
-        "bench", help="benchmark against same-run baselines (runs scripts/bench.py of a checkout)")
-    bench.add_argument("--quick", action="store_true", help="much smaller sizes (smoke test)")
-    bench.add_argument("--json", action="store_true", help="one JSON object instead of a table")
-    bench.add_argument("--dir", type=Path, help="where the temporary databases go")
     return parser
-
-
-def _bench_script() -> Path:
-    return Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
-
-
-def _bench(args: argparse.Namespace) -> int:
-    script = _bench_script()
-    if not script.is_file():
-        raise SessionStateError(
-            f"bench needs a source checkout ({script} not found); run it from a checkout: "
-            "python scripts/bench.py")
-    spec = importlib.util.spec_from_file_location("_ssa_bench", script)
-    if spec is None or spec.loader is None:
-        raise SessionStateError(f"cannot load {script}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    argv = [flag for flag, on in (("--quick", args.quick), ("--json", args.json)) if on]
-    if args.dir is not None:
-        argv += ["--dir", str(args.dir)]
-    return int(module.main(argv))
 
 
 def _classify(args: argparse.Namespace) -> int:
@@ -137,6 +121,32 @@ def _db_path(value: str) -> Path | str:
     return value
 
 
+def _check_new_location(db: Path | str | None) -> None:
+    """Refuse an explicit ``--db`` file that could only be opened by creating directories.
+
+    Only the default location's directories are created (``Gateway.open``);
+    a path given on the command line must name a file in an existing
+    directory, so a typo never creates a directory tree. A ``postgresql://``
+    URL (a ``str``) and the default (``None``) pass. Caller's thread; one
+    ``stat`` or two.
+
+    Raises:
+        SessionStateError: the parent directory is missing or not a
+            directory, or the path is a directory.
+    """
+    if not isinstance(db, Path):
+        return
+    parent = db.parent
+    if db.is_dir():
+        raise SessionStateError(f"--db {db} is a directory; give a database file, "
+                                f"e.g. {db / 'state.sqlite'}")
+    if not parent.exists():
+        raise SessionStateError(f"--db {db}: directory {parent} does not exist (create it "
+                                "first; only the default location's directories are created)")
+    if not parent.is_dir():
+        raise SessionStateError(f"--db {db}: {parent} is not a directory")
+
+
 def _watch(args: argparse.Namespace) -> int:
     from actors._watch import run_watch  # noqa: PLC0415
 
@@ -149,8 +159,9 @@ def _watch(args: argparse.Namespace) -> int:
                                 "at most 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
+    _check_new_location(args.db)
     _check_exec_options(args)
-    return run_watch(args)
+    return run_watch(args, out=sys.stdout, err=sys.stderr)  # today's streams, not import-time
 
 
 def _check_exec_options(args: argparse.Namespace) -> None:
@@ -168,8 +179,20 @@ def _check_exec_options(args: argparse.Namespace) -> None:
         raise SessionStateError(f"--exec-jobs must be from 1 to {MAX_JOBS}")
 
 
-def _open_existing(db: Path | str | None) -> Any:
-    """A read-only connection to an existing signal log (never creates one)."""
+_SIGNAL_LOG_TABLES = ("session_state_events", "session_state_heads", "sessions")
+"""The tables ``ssa status`` and ``ssa list`` read."""
+
+
+def _open_existing(db: Path | str | None) -> tuple[Any, str]:
+    """A read-only connection to an existing signal log and where it is (never creates one).
+
+    Returns:
+        ``(connection, location for messages)``.
+
+    Raises:
+        SessionStateError: there is no signal log there, or it cannot be
+            read (one line, in the user's terms).
+    """
     if isinstance(db, str):
         try:
             backend = open_backend(db)
@@ -184,7 +207,7 @@ def _open_existing(db: Path | str | None) -> Any:
                 problem = f"this role may not read {{}}: GRANT USAGE ON SCHEMA {schema} TO it"
             else:
                 conn.execute("SELECT version FROM ssa_schema")
-                return conn
+                return conn, backend.location
         except StorageError as exc:
             problem = f"cannot read {{}}: {str(exc).splitlines()[0]}"
         conn.close()
@@ -194,22 +217,48 @@ def _open_existing(db: Path | str | None) -> Any:
         raise SessionStateError(f"no database at {path} (pass --db PATH)")
     try:
         conn = open_connection(str(path))
-        app_id = conn.pragma("application_id")
+        try:
+            app_id = conn.pragma("application_id")
+            version = int(conn.pragma("user_version"))
+            tables = {str(name) for (name,) in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        except apsw.Error:
+            conn.close()
+            raise
     except apsw.Error as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    refusal: str | None = None
     if app_id != APPLICATION_ID:
+        refusal = f"{path} is not a session-state database"
+    elif version > SCHEMA_VERSION:
+        refusal = (f"{path} has schema version {version}; this release reads up to "
+                   f"{SCHEMA_VERSION}: upgrade session-state-awareness")
+    elif not tables.issuperset(_SIGNAL_LOG_TABLES):
+        refusal = (f"{path} is an incomplete session-state database (its tables are "
+                   "missing); open it with a gateway to set it up")
+    if refusal is not None:
         conn.close()
-        raise SessionStateError(f"{path} is not a session-state database")
-    return conn
+        raise SessionStateError(refusal)
+    return conn, str(path)
 
 
 def _status(args: argparse.Namespace) -> int:
     v.check_key(args.key, "KEY")
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
-    conn = _open_existing(args.db)
+    if args.changes_since is not None and args.changes_since < 0:
+        raise SessionStateError("--changes-since must not be negative")
+    conn, where = _open_existing(args.db)
     try:
+        version = read_version(conn, args.key, agent)
+        if version == 0 and read_entry(conn, args.key, agent) is None:
+            # Never seen (version 0 would look like a session with no changes yet).
+            owner = "" if args.agent_id is None else f" of agent {agent}"
+            listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
+            raise SessionStateError(
+                f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
+                "knows)")
         if args.changes_since is None:
-            status: object = {"stateVersion": read_version(conn, args.key, agent)}
+            status: object = {"stateVersion": version}
         else:
             after = v.check_changes_since(args.changes_since)
             version, changes = read_changes(conn, args.key, agent, after, 200)
@@ -222,7 +271,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn = _open_existing(args.db)
+    conn, _ = _open_existing(args.db)
     try:
         rows = list_sessions(conn, agent)
     finally:
@@ -231,7 +280,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.Encoder().encode_lines(rows).decode())
     else:
-        sys.stdout.write("".join(
+        sys.stdout.write(LIST_HEADER + "".join(
             f"{row.session_key}\t{row.agent_id}\t"
             f"{row.state_version if row.state_version is not None else '-'}\n" for row in rows))
     return 0
@@ -278,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from actors._demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
 
+            _check_new_location(args.db)
             return run_demo(args.db)
         if args.command == "status":
             return _status(args)
@@ -285,8 +335,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _classify(args)
         if args.command == "watch":
             return _watch(args)
-        if args.command == "bench":
-            return _bench(args)
         return _list(args)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback

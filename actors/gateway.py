@@ -130,8 +130,8 @@ class Gateway(UpstreamApi):
     """Session state awareness for one gateway process (``api-contract.md``).
 
     Create it with :meth:`open`; close it with :meth:`close` or a ``with``
-    block (its worker threads, once started, are not daemons, so an unclosed
-    gateway may keep the process alive). Every method may be called from
+    block (one still open when the interpreter exits is closed then, and its
+    threads never keep the process alive). Every method may be called from
     many threads at once; the gateway's actors run on those calling threads
     and on at most ``config.worker_threads`` workers. Methods block the
     calling thread until their work is committed and published, for at most

@@ -76,6 +76,8 @@ class Presence(Protocol):
         Raises:
             DatabaseBusy: a gateway of an older release holds the database alone.
             StorageError: the backend could not be asked.
+            OSError: SQLite's lock file cannot be created (it is created here,
+                once the database has been checked, so a failed open leaves none).
         """
 
     def release(self) -> None:
@@ -171,10 +173,10 @@ class Backend(Protocol):
         """A counter that grows whenever ``conn`` writes (pure read of the connection)."""
 
     def presence(self) -> Presence:
-        """A new, not yet joined presence marker for one gateway.
+        """A new, not yet joined presence marker for one gateway (creates nothing yet).
 
         Raises:
-            OSError, StorageError: it cannot be created.
+            StorageError: it cannot be created.
         """
 
     def wake_signal(self, stop: threading.Event, interval_s: float,

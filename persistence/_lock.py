@@ -28,11 +28,12 @@ class PresenceLock:
     probe. The kernel drops the lock when the process dies, so a ``kill -9``
     never leaves it stale.
 
+    The lock file is created by :meth:`join`, which the opener calls only
+    once the database has been opened and checked, so an open that fails
+    (not a database, another application's file) leaves no ``.lock`` behind.
+
     Args:
         database: the SQLite file the lock belongs to.
-
-    Raises:
-        OSError: the lock file cannot be created.
 
     Runs in the caller's thread; never blocks.
     """
@@ -41,18 +42,23 @@ class PresenceLock:
         # Resolve symlinks, so an alias of an open database finds the same lock.
         real = Path(os.path.realpath(database))
         self.path = real.with_name(real.name + ".lock")
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._fd: int | None = None
+        self._released = False
 
     def join(self) -> bool:
-        """Hold the lock shared; returns whether no other gateway holds it.
+        """Create the lock file if needed and hold it shared; returns whether no other
+        gateway holds it.
 
         Raises:
             DatabaseBusy: the lock is held exclusively outside an open, which
                 only a gateway of a release before schema version 3 (one owner
                 per database) does; it must be stopped first.
-            OSError: ``flock`` failed for another reason than contention.
+            OSError: the lock file cannot be created, or ``flock`` failed for
+                another reason than contention.
         """
-        assert self._fd is not None, "join() after release()"
+        assert not self._released, "join() after release()"
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -75,6 +81,7 @@ class PresenceLock:
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
+        self._released = True
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -219,7 +219,11 @@ class Dispatcher:
 
     Workers start on demand, up to ``workers``, and then stay (an idle worker
     blocks on a queue and costs no CPU). Each worker is marked as a gateway
-    thread that may run actor code inline.
+    thread that may run actor code inline. Workers are daemon threads, so a
+    program that never calls :meth:`close` does not hang the interpreter at
+    exit; whoever owns the dispatcher closes it before then (the gateway
+    does, at the latest from an ``atexit`` hook, :mod:`actors._exit`), so
+    queued work is done, not dropped.
 
     Args:
         name: thread-name prefix.
@@ -261,8 +265,9 @@ class Dispatcher:
             if not closed:
                 self._ready.put(mailbox)
                 if self._idle == 0 and len(self._threads) < self._max:
-                    thread = threading.Thread(
-                        target=self._work, name=f"{self._name}-{len(self._threads)}")
+                    thread = threading.Thread(  # a daemon: see the class doc
+                        target=self._work, name=f"{self._name}-{len(self._threads)}",
+                        daemon=True)
                     self._threads.append(thread)
                     self._idle += 1
                     thread.start()

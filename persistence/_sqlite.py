@@ -104,7 +104,7 @@ class SqliteBackend:
         return int(conn.total_changes())
 
     def presence(self) -> PresenceLock:
-        """A shared ``flock`` on ``<database>.lock``."""
+        """A shared ``flock`` on ``<database>.lock`` (the file is created when it joins)."""
         return PresenceLock(self._file)
 
     def wake_signal(self, stop: threading.Event, interval_s: float,

@@ -62,9 +62,11 @@ the synchronous peer on the same server (one transaction per event:
 ``BEGIN``, the advisory write lock, ``record_event``, ``COMMIT``) and to the
 same SQLite run, measured in the same run.
 
-Usage: ``python scripts/bench.py [--quick] [--json] [--dir DIR] [--db URL]`` or
-``ssa bench``.
-Exit status 0 (whether or not a goal was met), 1 when a checked promise broke.
+Usage, from a checkout: ``python -m scripts.bench [--quick] [--json] [--dir DIR]
+[--db URL] [--check]`` (or ``python scripts/bench.py ...``). Exit status 0
+whether or not a goal was met, 1 when a checked promise broke; with
+``--check``, :data:`GOAL_MISSED` (3) when a goal was missed (each missed goal
+is named on stderr).
 """
 
 from __future__ import annotations
@@ -131,6 +133,10 @@ _INSERT_EVENT = (
 
 class BenchError(Exception):
     """A promise the benchmark relies on did not hold (the figures would be wrong)."""
+
+
+GOAL_MISSED = 3
+"""Exit status with ``--check`` when at least one goal was missed (1 is a broken promise)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,42 @@ def row(section: int, figure: str, ours: float, baseline_figure: str,
     elif at_most_value is not None:
         goal, met = f"<= {at_most_value:g} {unit}".rstrip(), ours <= at_most_value
     return Row(section, figure, ours, baseline_figure, baseline, ratio, goal, met)
+
+
+def missed_goals(rows: Sequence[Row]) -> list[Row]:
+    """The rows that state a goal and did not meet it, in their order (pure)."""
+    return [r for r in rows if r.goal is not None and not r.met]
+
+
+def exit_status(rows: Sequence[Row], *, check: bool, broken: bool = False) -> int:
+    """The script's exit status for the measured ``rows`` (pure).
+
+    Args:
+        rows: the table's rows.
+        check: ``--check`` was given: a missed goal fails the run.
+        broken: a checked promise broke (the figures cannot be trusted).
+
+    Returns:
+        1 when ``broken``; :data:`GOAL_MISSED` when ``check`` and a goal was
+        missed; else 0.
+    """
+    if broken:
+        return 1
+    return GOAL_MISSED if check and missed_goals(rows) else 0
+
+
+def describe_missed(row: Row) -> str:
+    """One line naming a missed goal: its section, figure, values and goal (pure)."""
+    return (f"goal missed: section {row.section}, {row.figure} = {fmt(row.ours)} "
+            f"({row.baseline_figure} = {fmt(row.baseline)}, ratio {fmt(row.ratio)}); "
+            f"goal {row.goal}")
+
+
+def report_missed(rows: Sequence[Row], prog: str, *, check: bool) -> None:
+    """With ``check``, name each missed goal on stderr (caller's thread)."""
+    if check:
+        for missed in missed_goals(rows):
+            print(f"{prog}: {describe_missed(missed)}", file=sys.stderr)
 
 
 # --- helpers -----------------------------------------------------------------
@@ -1249,6 +1291,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where the temporary databases go (default: the system temp "
                         "directory; pick a directory on the disk you want to measure)")
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit {GOAL_MISSED} when a goal is missed (default: exit 0 "
+                        "whether or not goals are met), naming each missed goal on stderr")
     parser.add_argument("--db", metavar="URL", default=None,
                         help="a postgresql:// URL: measure the PostgreSQL backend there (each "
                         "run in a fresh schema, dropped afterwards) next to its synchronous "
@@ -1257,7 +1302,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print one table (or JSON); returns the exit status."""
+    """Run the benchmark and print one table (or JSON); returns the exit status.
+
+    Args:
+        argv: arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        0, or 1 when a checked promise broke, or with ``--check``
+        :data:`GOAL_MISSED` when a goal was missed (:func:`exit_status`).
+        Blocks for the whole run.
+    """
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
@@ -1274,14 +1328,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"mode": mode, "synchronous": "FULL", "threads": THREADS,
                           "machine": machine(), "sizes": asdict(sizes),
                           "rows": [asdict(r) for r in rows], "total_s": total_s}, indent=2))
-        return 0
-    info = machine()
-    backend = "" if args.db is None else f", PostgreSQL at {redact(args.db)} and SQLite"
-    print(f"bench ({mode}{backend}): synchronous=FULL, {THREADS} producer threads; Python "
-          f"{info['python']}, {info['cpus']} CPUs, SQLite {info['sqlite']}; ratio = ours / "
-          f"baseline; {total_s:.1f} s")
-    print(table(rows))
-    return 0
+    else:
+        info = machine()
+        backend = "" if args.db is None else f", PostgreSQL at {redact(args.db)} and SQLite"
+        print(f"bench ({mode}{backend}): synchronous=FULL, {THREADS} producer threads; "
+              f"Python {info['python']}, {info['cpus']} CPUs, SQLite {info['sqlite']}; "
+              f"ratio = ours / baseline; {total_s:.1f} s")
+        print(table(rows))
+    report_missed(rows, "bench", check=args.check)
+    return exit_status(rows, check=args.check)
 
 
 if __name__ == "__main__":

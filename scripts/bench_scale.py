@@ -36,10 +36,12 @@ Sizes: ``--sizes`` (default ``2000,5000,20000``) are section 1's N; sections
 ``--quick`` uses small sizes (a smoke test of seconds) and, in section 3,
 ``--interval 1`` and ``--interval 0.5`` instead of the default and 5 s.
 
-Usage: ``python scripts/bench_scale.py [--quick] [--sizes N,N...] [--json]
-[--dir DIR] [--only SECTION...]``. Exit status 0 whether or not a goal was
-met; 1 when a checked promise broke (a notice never came, a session was not
-adopted, a pair lost its notice, a subprocess failed).
+Usage, from a checkout: ``python -m scripts.bench_scale [--quick] [--sizes N,N...]
+[--json] [--dir DIR] [--only SECTION...] [--check]``. Exit status 0 whether or
+not a goal was met; 1 when a checked promise broke (a notice never came, a
+session was not adopted, a pair lost its notice, a subprocess failed); with
+``--check``, 3 (``scripts.bench.GOAL_MISSED``) when a goal was missed, each
+missed goal named on stderr.
 """
 
 from __future__ import annotations
@@ -74,12 +76,15 @@ from actors import Gateway  # noqa: E402
 from actors._watch import run_watch  # noqa: E402
 from actors.upstream._baseline import jsonl_baseline  # noqa: E402
 from scripts.bench import (  # noqa: E402
+    GOAL_MISSED,
     BenchError,
     Row,
+    exit_status,
     machine,
     ms,
     pair,
     pct,
+    report_missed,
     row,
     run_threads,
     table,
@@ -902,6 +907,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="where the temporary files go (default: the system temp dir)")
     parser.add_argument("--only", type=int, nargs="+", choices=SECTIONS, default=None,
                         metavar="SECTION", help="run only these sections (1-5)")
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit {GOAL_MISSED} when a goal is missed (default: exit 0 "
+                        "whether or not goals are met), naming each missed goal on stderr")
     return parser.parse_args(list(argv) if argv is not None else None)
 
 
@@ -913,7 +921,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         0 whether or not goals were met; 1 when a checked promise broke or a
-        section could not run. Blocks for the whole run.
+        section could not run; with ``--check``, :data:`GOAL_MISSED` when a
+        goal was missed (:func:`scripts.bench.exit_status`). Blocks for the
+        whole run.
     """
     args = parse_args(argv)
     sizes = sizes_for(args.quick, args.sizes)
@@ -939,7 +949,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(report.rows))
     for what in report.broken:
         print(f"bench_scale: BROKEN: {what}", file=sys.stderr)
-    return 1 if report.broken else 0
+    report_missed(report.rows, "bench_scale", check=args.check)
+    return exit_status(report.rows, check=args.check, broken=bool(report.broken))
 
 
 if __name__ == "__main__":

@@ -9,10 +9,16 @@ SQLite only, as does one marked ``sqlite_only``.
 Every blocking wait in the tests has its own timeout, shorter than
 pytest-timeout's, and the autouse ``no_leaked_threads`` fixture fails any
 test that leaves one of our actors or threads running.
+
+The real upstream transcripts are read in place from ``../shared/fixtures``
+beside the checkout (``SSA_TEST_FIXTURES`` names another fixtures directory).
+Without them the modules and tests that read them are skipped, with a note
+at the end of the run; under CI (``CI=true``) they are errors instead.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,20 +30,60 @@ from actors import Gateway, GatewayConfig
 from actors.testing import LeakCheck, ManualClock
 from tests._pg import PgServer, pg_server, required
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
-"""The real upstream transcripts, read in place from ``../shared`` beside the checkout."""
+FIXTURE_ROOT = (Path(os.environ["SSA_TEST_FIXTURES"]) if os.environ.get("SSA_TEST_FIXTURES")
+                else Path(__file__).resolve().parents[2] / "shared" / "fixtures")
+"""The shared fixtures, read in place: ``../shared/fixtures`` beside the checkout, or
+``$SSA_TEST_FIXTURES``."""
+FIXTURES = FIXTURE_ROOT / "upstream"
+"""The real upstream transcripts (``<fixture root>/upstream``)."""
 
 HAVE_FIXTURES = FIXTURES.is_dir()
-needs_fixtures = pytest.mark.skipif(
-    not HAVE_FIXTURES, reason=f"the real upstream fixtures are not at {FIXTURES}")
-"""Mark a test that reads the real fixtures (skipped without them)."""
+REQUIRE_FIXTURES = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+"""Under CI (``CI=true``) missing fixtures fail the run instead of leaving tests out."""
+MISSING_FIXTURES = (f"the real upstream fixtures are not at {FIXTURES} (check out the shared "
+                    "repository as ../shared beside this one, or set SSA_TEST_FIXTURES to its "
+                    "fixtures directory)")
 
-# Modules that read the fixtures while being collected are left out without them.
-collect_ignore = [] if HAVE_FIXTURES else [
+FIXTURE_MODULES = (
     "test_upstream_claude.py", "test_upstream_codex.py", "test_upstream_pi.py",
     "test_upstream_opencode.py", "test_upstream_opencode_json.py", "test_upstream_e2e.py",
     "test_fuzz_upstream.py", "test_crash_mixed.py",
-]
+)
+"""Modules that read the fixtures while being collected."""
+
+
+
+@pytest.fixture
+def real_fixtures() -> Path:
+    """The upstream fixtures directory; skips the test without it (fails it under CI)."""
+    if not HAVE_FIXTURES:
+        if REQUIRE_FIXTURES:
+            pytest.fail(f"CI: {MISSING_FIXTURES}", pytrace=False)
+        pytest.skip(MISSING_FIXTURES)
+    return FIXTURES
+
+
+needs_fixtures = pytest.mark.usefixtures("real_fixtures")
+"""Mark a test that reads the real fixtures (skipped without them; failed under CI)."""
+
+
+class _MissingFixtures(pytest.File):
+    """A fixture-based module without the fixtures: skipped whole, or a collection error
+    under CI. It is never imported (it would read the fixtures while being collected)."""
+
+    def collect(self) -> list[pytest.Item]:
+        if REQUIRE_FIXTURES:
+            raise self.CollectError(f"CI: {MISSING_FIXTURES}")
+        pytest.skip(MISSING_FIXTURES, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector
+                                ) -> pytest.Collector | None:
+    """A fixture-based module without the fixtures is collected as :class:`_MissingFixtures`."""
+    if not HAVE_FIXTURES and module_path.name in FIXTURE_MODULES \
+            and module_path.parent == Path(__file__).parent:
+        return _MissingFixtures.from_parent(parent, path=module_path)
+    return None
 
 START_MS = 1_764_489_600_000  # 2025-11-30T08:00:00Z
 DAY_MS = 24 * 60 * 60 * 1000
@@ -198,10 +244,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for line in getattr(report, "capstdout", "").splitlines():
             if line.strip():
                 lines.append(line.rstrip())
-    if not HAVE_FIXTURES:
+    if not HAVE_FIXTURES and not REQUIRE_FIXTURES:
         terminalreporter.write_line(
-            f"note: {len(collect_ignore)} fixture-based test modules were skipped: "
-            f"no real upstream fixtures at {FIXTURES}")
+            f"note: {len(FIXTURE_MODULES)} fixture-based test modules and the tests marked "
+            f"needs_fixtures were skipped: {MISSING_FIXTURES}; under CI=true this fails "
+            "the run")
     if lines:
         terminalreporter.section("cases tried by the suites")
         for line in lines:

@@ -96,3 +96,26 @@ def test_sizes_choose_the_sections_sizes() -> None:
     assert (small.adopt_sessions, small.list_sessions) == (2000, 2000)
     quick = bench_scale.sizes_for(True, None)
     assert (quick.idle_scans, quick.appends, quick.list_sessions) == (2, 3, 2000)
+
+
+@pytest.mark.parametrize(("argv", "broken", "code"), [
+    ([], [], 0), (["--check"], [], 3), (["--check"], ["a notice never came"], 1),
+    ([], ["a notice never came"], 1)])
+def test_check_turns_a_missed_goal_into_the_exit_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str], broken: list[str], code: int,
+) -> None:
+    """The decision is :func:`scripts.bench.exit_status`; here only its wiring (no timed run)."""
+    missed = bench_scale.row(5, "sessions_list() p50 ms", 80.0, "raw SELECT, ms", 10.0,
+                             at_most_value=bench_scale.LIST_BOUND_MS, unit="ms")
+    met = bench_scale.row(4, "most live threads", 12, "live threads before open", 3,
+                          at_most_value=bench_scale.THREAD_BOUND)
+    report = bench_scale.Report(rows=[met, missed], broken=list(broken))
+    monkeypatch.setattr(bench_scale, "measure", lambda tmp, sizes, only: report)
+    assert bench_scale.main(["--quick", *argv]) == code
+    err = capsys.readouterr().err
+    named = ("bench_scale: goal missed: section 5, sessions_list() p50 ms = 80 "
+             "(raw SELECT, ms = 10, ratio 8); goal <= 50 ms\n")
+    assert (named in err) == ("--check" in argv)
+    assert "most live threads" not in err
+    assert bench_scale.parse_args([]).check is False

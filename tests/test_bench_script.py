@@ -1,7 +1,10 @@
-"""The benchmark script and ``ssa bench``: a quick run prints one table of eight sections.
+"""The benchmark script (``python -m scripts.bench``): a quick run prints one table of eight
+sections.
 
-No timing assertions: the goals are printed by the script next to its ratios. The
-synchronous-peer baseline and the absolute goal are checked for what they do.
+No timing assertions: the goals are printed by the script next to its ratios, and
+``--check`` turns a missed goal into the exit status (tested on the pure decision and
+its wiring, not on a timed run). The synchronous-peer baseline and the absolute goal are
+checked for what they do. ``ssa`` has no ``bench`` command: benchmarks need a checkout.
 """
 
 from __future__ import annotations
@@ -42,10 +45,10 @@ def test_a_quick_run_prints_one_table_with_the_eight_sections(
     assert not any(line.endswith(("ok", "MISSED")) for line in naive)  # ratio, no goal
 
 
-def test_ssa_bench_runs_the_checkout_script_as_json(
+def test_a_quick_json_run_names_every_goal_and_leaves_no_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert cli.main(["bench", "--quick", "--json", "--dir", str(tmp_path)]) == 0
+    assert bench.main(["--quick", "--json", "--dir", str(tmp_path)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["mode"] == "quick"
     assert sorted({r["section"] for r in report["rows"]}) == SECTIONS
@@ -106,13 +109,53 @@ def test_the_synchronous_peer_records_durably_and_queues_one_waking_notice(
         conn.close()
 
 
-def test_ssa_bench_outside_a_checkout_is_a_one_line_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+def test_ssa_has_no_bench_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", "--quick"])
+    assert info.value.code == 2  # argparse: an unknown command
+    assert "invalid choice: 'bench'" in capsys.readouterr().err
+
+
+def _rows(*met: bool | None) -> list[bench.Row]:
+    """Rows whose goal was met (``True``), missed (``False``) or absent (``None``)."""
+    return [bench.row(1, f"figure {i}", 2.0 if ok else 1.0, "baseline", 1.5, at_least=1.2)
+            if ok is not None else bench.row(1, f"figure {i}", 1.0, "baseline", 1.5)
+            for i, ok in enumerate(met)]
+
+
+def test_check_fails_the_run_only_when_a_goal_was_missed() -> None:
+    assert bench.missed_goals(_rows(True, None, False)) == [_rows(True, None, False)[2]]
+    assert bench.exit_status(_rows(True, None), check=True) == 0
+    assert bench.exit_status(_rows(True, False), check=True) == bench.GOAL_MISSED == 3
+    assert bench.exit_status(_rows(True, False), check=False) == 0  # the default
+    assert bench.exit_status(_rows(True), check=True, broken=True) == 1
+    assert bench.exit_status(_rows(False), check=False, broken=True) == 1
+    assert bench.describe_missed(_rows(False)[0]) == (
+        "goal missed: section 1, figure 0 = 1 (baseline = 1.50, ratio 0.667); goal >= 1.2")
+
+
+@pytest.mark.parametrize(("argv", "code"), [([], 0), (["--check"], 3)])
+def test_check_is_wired_to_the_exit_status_and_names_the_missed_goal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str], code: int,
 ) -> None:
-    monkeypatch.setattr(cli, "_bench_script", lambda: tmp_path / "scripts" / "bench.py")
-    assert cli.main(["bench", "--quick"]) == 1
+    monkeypatch.setattr(bench, "measure", lambda tmp, sizes: _rows(True, False))
+    assert bench.main(["--quick", *argv]) == code
     out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("ssa: bench needs a source checkout")
-    assert "python scripts/bench.py" in err
-    assert err.count("\n") == 1
+    assert "figure 1" in out
+    assert "MISSED" in out
+    assert err == ("bench: goal missed: section 1, figure 1 = 1 (baseline = 1.50, "
+                   "ratio 0.667); goal >= 1.2\n" if argv else "")
+    monkeypatch.setattr(bench, "measure", lambda tmp, sizes: _rows(True, None))
+    assert bench.main(["--quick", "--json", *argv]) == 0
+
+
+def test_the_scan_benchmark_checks_its_ratio_goal() -> None:
+    from scripts import bench_scan
+
+    assert bench_scan.missed_goals({"claude": 1.3, "codex": 1.0}) == []
+    assert bench_scan.missed_goals({"claude": 1.3, "pi": 0.8, "codex": float("nan")}) == [
+        "goal missed: pi classify/json.loads ratio 0.80, goal >= 1",
+        "goal missed: codex classify/json.loads ratio nan, goal >= 1"]
+    assert bench_scan.parse_args(["--check"]).check is True
+    assert bench_scan.parse_args([]).check is False

@@ -12,6 +12,8 @@ import pytest
 
 from actors import Gateway
 from actors.cli import main
+from actors.errors import InvalidArgument, SchemaError
+from tests._upstream_rows import claude_user
 from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
 
 
@@ -19,6 +21,8 @@ def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
     db: SignalLogDb, capsys: pytest.CaptureFixture[str]
 ) -> None:
     location = str(db.location)
+    if isinstance(db.location, Path):
+        db.location.parent.mkdir()  # an explicit --db names a file in an existing directory
     assert main(["demo", "--db", location]) == 0
     out = capsys.readouterr().out
     assert "manager's queued notices: 1" in out
@@ -99,7 +103,16 @@ def test_classify_reports_bad_opencode_input_in_one_line(
     assert main(["classify", "--source", "opencode", str(db), "--session", "ses_nope"]) == 1
     assert capsys.readouterr().err.startswith("ssa: no OpenCode session 'ses_nope'")
     assert main(["classify", "--source", "opencode", str(db)]) == 1
-    assert "--session is required" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"ssa: --session ID is required for opencode; {db} holds 6 sessions: "
+        "ses_dd45483e1ffey2Pb2WIeXKDqPz, ses_dd4543c24ffejqmAZxy1b9Lb38, "
+        "ses_dd4537039ffecBg3ADoT7o4TaI, ses_dd452c4cfffeCUzx6jdvKQ9r9k, "
+        "ses_dd4546f3affe14h47P40rzt6ym, ses_dd4546a7effeDNtDGa28ss6V3D\n")
+    store = FIXTURES / "opencode" / "opencode-1.1.65-storage"
+    assert main(["classify", "--source", "opencode", str(store)]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"ssa: --session ID is required for opencode; {store} holds 5 sessions: "
+        "ses_dd452a71fffedoiirWANmYOPX4, ")
     assert main(["classify", "--source", "pi", str(tmp_path)]) == 1
     assert "not a regular file" in capsys.readouterr().err
 
@@ -112,3 +125,179 @@ def test_the_scan_benchmark_runs_on_the_real_fixtures(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert [line.split()[0] for line in out.splitlines()[1:]] == [
         "claude", "codex", "pi", "opencode"]
+
+
+@pytest.mark.parametrize("command", [["watch", "--scans", "0"], ["demo"]])
+def test_an_explicit_db_needs_an_existing_directory_and_creates_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "x.sqlite"
+    assert main([*command, "--db", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"ssa: --db {missing}: directory {missing.parent} does not exist (create "
+                   "it first; only the default location's directories are created)\n")
+    assert not (tmp_path / "no").exists()
+    assert main([*command, "--db", str(tmp_path)]) == 1  # a directory, not a file
+    assert capsys.readouterr().err.startswith(f"ssa: --db {tmp_path} is a directory")
+    (tmp_path / "file").write_text("x")
+    assert main([*command, "--db", str(tmp_path / "file" / "x.sqlite")]) == 1
+    assert capsys.readouterr().err.endswith(f"{tmp_path / 'file'} is not a directory\n")
+    assert sorted(p.name for p in tmp_path.parent.glob(f"{tmp_path.name}*")) == [tmp_path.name]
+
+
+def test_the_default_location_gets_its_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path / "state" / "ssa"))
+    (tmp_path / "claude").mkdir()
+    assert main(["watch", "--scans", "0", "--claude", str(tmp_path / "claude")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "state" / "ssa" / "state.sqlite").is_file()
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_failed_open_leaves_no_lock_file_beside_the_users_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# not a database\n" * 100)
+    (tmp_path / "claude").mkdir()
+    assert main(["watch", "--db", str(notes), "--scans", "0",
+                 "--claude", str(tmp_path / "claude")]) == 1
+    assert capsys.readouterr().err.endswith(f"cannot open {notes}: file is not a database\n")
+    foreign = tmp_path / "foreign.sqlite"
+    conn = apsw.Connection(str(foreign))
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    with pytest.raises(SchemaError, match="not a session-state database"):
+        Gateway.open(foreign, monitor=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude", "foreign.sqlite", "notes.md"]
+    assert notes.read_text() == "# not a database\n" * 100
+
+
+def test_a_postgresql_url_is_never_taken_for_a_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = "postgresql://nobody@127.0.0.1:1/ssa?connect_timeout=2"
+    for command in (["watch", "--scans", "0", "--claude", str(tmp_path)], ["demo"]):
+        assert main([*command, "--db", url]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ssa: cannot connect to postgresql://nobody@127.0.0.1:1/ssa")
+        assert err.count("\n") == 1
+    for mistyped in ("postgresql:/127.0.0.1/ssa", "postgres//127.0.0.1/ssa"):
+        with pytest.raises(SystemExit) as info:
+            main(["watch", "--db", mistyped])
+        assert info.value.code == 2
+        assert "starts with postgresql://" in capsys.readouterr().err
+        with pytest.raises(InvalidArgument):
+            Gateway.open(mistyped, monitor=False)
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" directory, no file
+
+
+def test_status_of_a_key_never_seen_is_an_error_with_a_hint(
+    open_gateway: Callable[..., Gateway], db_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    gw = open_gateway()
+    gw.create_session("agent:main:quiet")  # known, no changes yet
+    gw.close()
+    assert main(["status", "agent:main:quiet", "--db", str(db_path)]) == 0
+    assert capsys.readouterr().out == '{"stateVersion":0}\n'
+    assert main(["status", "agent:main:nobody", "--db", str(db_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"ssa: no session agent:main:nobody in {db_path} (ssa list --db "
+                   f"{shlex.quote(str(db_path))} shows the sessions it knows)\n")
+    assert main(["status", "agent:main:quiet", "--agent-id", "ops", "--db", str(db_path)]) == 1
+    assert "no session agent:main:quiet of agent ops in" in capsys.readouterr().err
+    assert main(["status", "agent:main:quiet", "--changes-since", "-1", "--db",
+                 str(db_path)]) == 1
+    assert capsys.readouterr().err == "ssa: --changes-since must not be negative\n"
+
+
+def test_list_starts_with_a_header_and_its_json_has_none(
+    open_gateway: Callable[..., Gateway], db_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    gw = open_gateway()
+    gw.create_session("agent:main:quiet")
+    gw.close()
+    assert main(["list", "--db", str(db_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "SESSION\tAGENT\tSTATE_VERSION", "agent:main:quiet\tmain\t-"]
+    assert main(["list", "--json", "--db", str(db_path)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert msgspec.json.decode(line)["sessionKey"] == "agent:main:quiet"
+
+
+def test_a_signal_log_without_its_tables_is_named_not_its_missing_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    half = tmp_path / "half.sqlite"
+    conn = apsw.Connection(str(half))
+    conn.pragma("application_id", 0x53534131)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    for command in (["list"], ["status", "agent:main:main"]):
+        assert main([*command, "--db", str(half)]) == 1
+        assert capsys.readouterr().err == (
+            f"ssa: {half} is an incomplete session-state database (its tables are missing); "
+            "open it with a gateway to set it up\n")
+
+
+def test_classify_refuses_a_session_id_for_a_source_without_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(claude_user("hello"))
+    for source in ("claude", "codex", "pi"):
+        assert main(["classify", "--source", source, str(transcript), "--session", "s"]) == 1
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err == (f"ssa: --session is only for --source opencode (a {source} transcript "
+                       "holds one session: give its file)\n")
+    assert main(["classify", "--source", "claude", str(transcript)]) == 0
+    assert capsys.readouterr().out == '{"line":0,"human":true,"reason":"typed"}\n'
+
+
+def _store(path: Path, sql: str) -> Path:
+    conn = apsw.Connection(str(path))
+    conn.execute(sql)
+    conn.close()
+    return path
+
+
+def test_classify_says_what_is_wrong_with_an_opencode_store_not_which_query_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    other = _store(tmp_path / "other.db", "CREATE TABLE notes (x)")
+    old = _store(tmp_path / "old.db", "CREATE TABLE session (id TEXT)")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    expected = {
+        other: "not an OpenCode database (it has no OpenCode session tables)",
+        old: "an OpenCode database of a layout this release does not read (OpenCode 1.2 or "
+             "newer is read)",
+        text: "not a SQLite database (give OpenCode's opencode.db)",
+    }
+    for path, why in expected.items():
+        for session in ([], ["--session", "ses_x"]):
+            assert main(["classify", "--source", "opencode", str(path), *session]) == 1
+            assert capsys.readouterr().err == f"ssa: cannot read {path}: {why}\n"
+
+
+def test_watch_reports_an_unreadable_opencode_store_once_in_plain_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = _store(tmp_path / "opencode.db", "CREATE TABLE session (id TEXT)")
+    assert main(["watch", "--db", str(tmp_path / "state.sqlite"), "--opencode", str(store),
+                 "--scans", "3", "--interval", "0.01"]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"ssa: cannot list OpenCode sessions in {store}: an OpenCode database of a "
+                   "layout this release does not read (OpenCode 1.2 or newer is read)\n")
+
+
+def test_watch_interval_message_matches_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    for interval in ("0", "-1", "86401", "nan", "inf"):
+        assert main(["watch", "--interval", interval, "--scans", "0"]) == 1
+        assert capsys.readouterr().err == (
+            "ssa: --interval must be a number of seconds, more than 0 and at most 86400\n")

@@ -44,10 +44,10 @@ import pytest
 from actors import Gateway
 from scripts import soak
 from tests import _crash_mixed_child as child
+from tests import conftest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = (ROOT.parent / "shared" / "fixtures" / "upstream" / "claude-code"
-           / "cc-2.1.37-cli-prompt-tools-exit.jsonl")
+FIXTURE = conftest.FIXTURES / "claude-code" / "cc-2.1.37-cli-prompt-tools-exit.jsonl"
 SEED = int(os.environ.get("SSA_CRASH_SEED", "20261206"))
 KILLS = 50
 SLOW_KILLS = 200

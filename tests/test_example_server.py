@@ -1,4 +1,5 @@
-"""The README's threaded-server example, driven by several client threads at once."""
+"""The README's threaded-server example: several client threads at once, bad requests, and
+the README showing the file as it is."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from examples.threaded_server import make_server
 from tests.conftest import WATCHER
 
 TIMEOUT = 10.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -68,15 +71,57 @@ def test_eight_clients_twenty_changes_each_one_notice_per_target(
     assert sorted(line.split('"')[1] for line in drained) == sorted(targets)
 
 
-def test_bad_requests_get_a_400_and_the_server_keeps_serving(
+def _refused(port: int, path: str) -> tuple[int, object]:
+    """POST ``path``, expecting an HTTP error: ``(status, decoded JSON body)``."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST", data=b"")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=TIMEOUT).close()
+    try:
+        assert info.value.headers["Content-Type"] == "application/json"
+        return info.value.code, json.loads(info.value.read())
+    finally:
+        info.value.close()
+
+
+def test_bad_keys_get_a_400_with_the_reason_and_the_server_keeps_serving(
     served: tuple[Gateway, int],
 ) -> None:
     _, port = served
-    for path in ("/", "/watch/", "/human/" + "x" * 600):
-        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST",
-                                         data=b"")
-        with pytest.raises(urllib.error.HTTPError) as info:
-            urllib.request.urlopen(request, timeout=TIMEOUT).close()
-        assert info.value.code == 400
-        info.value.close()
+    for path in ("/watch/", "/watch", "/human/" + "x" * 600, "/watch/agent:main:%22w%22",
+                 "/human/agent:main:%ff"):
+        status, body = _refused(port, path)
+        assert status == 400, path
+        assert isinstance(body, dict)
+        assert body["error"]
     assert _post(port, "/watch/agent:main:worker") is True
+
+
+def test_unknown_routes_get_a_404_and_touch_no_queue(served: tuple[Gateway, int]) -> None:
+    gw, port = served
+    assert _post(port, "/watch/agent:main:worker") is True
+    assert _post(port, "/human/agent:main:worker") is True
+    for path in (f"/bogus/{WATCHER}", "/", f"/drainx/{WATCHER}", f"/Drain/{WATCHER}"):
+        status, body = _refused(port, path)
+        assert status == 404, path
+        assert body == {"error": f"no route POST /{path.split('/')[1]}"}
+    assert len(gw.pending_notices(WATCHER)) == 1  # /bogus/KEY used to drain it
+
+
+def test_keys_are_percent_decoded_and_the_query_string_is_ignored(
+    served: tuple[Gateway, int],
+) -> None:
+    gw, port = served
+    assert _post(port, "/watch/agent%3Amain%3Aworker%20one?x=1") is True
+    assert _post(port, "/human/agent:main:worker%20one?channel=ignored") is True
+    [notice] = gw.pending_notices(WATCHER)
+    assert 'sessionKey "agent:main:worker one" changesSince' in notice
+    drained = _post(port, "/drain/agent%3Amain%3Amain")
+    assert drained == [notice]
+
+
+def test_the_readme_shows_the_example_as_it_is_with_how_to_run_it() -> None:
+    readme = (ROOT / "README.md").read_text()
+    source = (ROOT / "examples" / "threaded_server.py").read_text()
+    assert f"```python\n{source}```\n" in readme
+    assert "python -m examples.threaded_server" in readme
+    assert "curl -X POST http://127.0.0.1:8765/watch/agent:main:worker" in readme

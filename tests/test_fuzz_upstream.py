@@ -65,12 +65,11 @@ from tests._upstream_rows import (
     pi_header,
     pi_user,
 )
-from tests.conftest import WATCHER
+from tests.conftest import FIXTURES, WATCHER
 
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "upstream"
 OPENCODE_DB = FIXTURES / "opencode" / "opencode-1.18.33-generated.db"
 OPENCODE_MAIN = "ses_dd45483e1ffey2Pb2WIeXKDqPz"
 SEED = int(os.environ.get("SSA_FUZZ_SEED", "20261205"))

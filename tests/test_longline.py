@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from actors.upstream._common import Unit, text_hash
 from actors.upstream._longline import LineReducer, ReducedLine, reduced_unit
 from actors.upstream._scan import classify_long_line, count_turns, line_classifier
 from tests._upstream_rows import claude_user, codex_legacy_user, pi_user
+from tests.conftest import FIXTURES, needs_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "upstream"
 SEED = 20261201
 
 
@@ -217,14 +216,14 @@ def _fixture_lines() -> Iterator[tuple[str, bytes]]:
                     yield source, line
 
 
+@needs_fixtures
 def test_real_transcripts_are_decided_alike_on_their_reduced_copies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every line of the real fixtures, reduced with 128-character heads and tails and
     two-element arrays, gets the decision its whole line gets (or stays not typed)."""
     lines = list(_fixture_lines())
-    if not lines:
-        pytest.skip(f"no real transcripts in {FIXTURES}")
+    assert lines, f"no real transcripts in {FIXTURES}"
     monkeypatch.setattr(_longline, "SHORT_STRING_BYTES", 256)
     monkeypatch.setattr(_longline, "KEEP_CHARS", 128)
     monkeypatch.setattr(_longline, "KEEP_ITEMS", 2)

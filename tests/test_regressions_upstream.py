@@ -253,3 +253,60 @@ def test_an_alias_of_an_open_database_finds_the_gateway_already_there(
     gw.drain("agent:main:main")
     # Not re-frozen by the alias's open: the drain leaves exactly one follow-up.
     assert len(gw.pending_notices("agent:main:main")) == 1
+
+
+def test_an_unreadable_opencode_session_is_reported_once_in_plain_words(
+    open_gateway: Callable[..., Gateway], tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Adopting from an OpenCode store of an unknown layout logged two lines, one with
+    SQLite's own text (``SQLError: no such column: time_archived``); now one, in words."""
+    import apsw
+
+    store = tmp_path / "opencode.db"
+    conn = apsw.Connection(str(store))
+    conn.execute("CREATE TABLE session (id TEXT, parent_id TEXT, directory TEXT, title TEXT,"
+                 " version TEXT, time_created INTEGER, time_updated INTEGER);"
+                 " INSERT INTO session VALUES ('ses_a', NULL, '/w', 't', '1', 1, 2);")
+    conn.close()
+    gw = open_gateway()
+    with caplog.at_level("INFO", logger="actors"):
+        assert gw.adopt("agent:main:opencode:a", source="opencode", path=store,
+                        thread_id="ses_a") is None
+        assert gw.adopt("agent:main:opencode:b", source="opencode", path=store,
+                        thread_id="ses_gone") is None
+    why = ("an OpenCode database of a layout this release does not read (OpenCode 1.2 or "
+           "newer is read)")
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"cannot adopt agent:main:opencode:a: cannot read {store}: {why}",
+        f"cannot adopt agent:main:opencode:b: cannot read {store}: {why}"]
+
+
+def test_a_watched_opencode_store_that_turns_unreadable_is_described_in_plain_words(
+    open_gateway: Callable[..., Gateway], tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The scan's warning named SQLite's error (``SQLError: no such table: session``)."""
+    import apsw
+
+    from actors.upstream.samples import write_sample_catalog
+
+    sample = write_sample_catalog(tmp_path)["opencode"]
+    gw = open_gateway()
+    assert gw.adopt("agent:main:opencode:demo", source="opencode", path=sample.path,
+                    thread_id=sample.thread_id) is not None
+    assert gw.watch(WATCHER, "agent:main:opencode:demo")
+    other = tmp_path / "other.db"
+    conn = apsw.Connection(str(other))
+    conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+    os.replace(other, sample.path)
+    with caplog.at_level("WARNING", logger="actors"):
+        assert gw.scan_upstream() == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot read the OpenCode store {sample.path}: not an OpenCode database (it has no "
+        "OpenCode session tables); its sessions get no news until it can be read again",
+        "upstream scan of agent:main:opencode:demo: its OpenCode store cannot be queried "
+        "(locked, corrupt or of an unknown schema); not counted as missing"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="actors"):
+        assert gw.scan_upstream() == []
+    assert caplog.records == []  # once per episode, not at every scan

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +19,10 @@ from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
 from actors.upstream.claude import classify_claude_line, classify_claude_message
+from tests import conftest
 from tests._upstream_rows import claude_user
 
-FIXTURES = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "claude-code"
-)
+FIXTURES = conftest.FIXTURES / "claude-code"
 
 VSCODE = "cc-2.0.74-vscode-ide-opened-file.jsonl"
 COMPACT = "cc-2.0.76-compact-summary-excerpt.jsonl"

@@ -26,8 +26,9 @@ from actors.upstream.codex import (
     codex_link_refusal,
     read_codex_thread,
 )
+from tests import conftest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "codex"
+FIXTURES = conftest.FIXTURES / "codex"
 
 PAGINATED = "codex-0.152.1-tui-paginated.jsonl"
 EXEC = "codex-0.135.0-exec-legacy-redacted.jsonl"

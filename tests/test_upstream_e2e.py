@@ -17,9 +17,8 @@ import pytest
 from actors import Gateway
 from actors.testing import OpenCodeTranscript, Typed
 from tests._upstream_rows import claude_user, codex_legacy_user, codex_paginated_user, pi_user
-from tests.conftest import WATCHER
+from tests.conftest import FIXTURES, WATCHER
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
 OPENCODE_MAIN = "ses_dd45483e1ffey2Pb2WIeXKDqPz"
 
 

@@ -42,8 +42,9 @@ from actors.upstream.opencode import (
     PartSource,
     SourceText,
 )
+from tests import conftest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "opencode"
+FIXTURES = conftest.FIXTURES / "opencode"
 GENERATED_DB = FIXTURES / "opencode-1.18.33-generated.db"
 EXPORT_JSON = FIXTURES / "opencode-1.18.33-export-main-session.json"
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import msgspec
 import pytest
 
 from actors.cli import main
 from actors.upstream.opencode_json import classify_json_session, load_json_messages
+from tests import conftest
 
-STORE = (Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "opencode"
-         / "opencode-1.1.65-storage")
+STORE = conftest.FIXTURES / "opencode" / "opencode-1.1.65-storage"
 
 T = "typed"
 EXPECTED: dict[str, list[tuple[str, str]]] = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -20,8 +19,9 @@ from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
 from actors.upstream.pi import _classify_mapping, classify_pi_line, pi_header_version
+from tests import conftest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream" / "pi"
+FIXTURES = conftest.FIXTURES / "pi"
 
 V1_COMPACTION = "pi-v1-compaction-bash-excerpt.jsonl"
 V1_MODE = "pi-v1-header-mode-excerpt.jsonl"

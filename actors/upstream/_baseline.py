@@ -16,6 +16,7 @@ import msgspec
 
 from actors.upstream._files import check_of, end_of_complete_lines, file_state, read_range
 from actors.upstream._longline import LineReducer
+from actors.upstream._opencode_problems import store_problem
 
 __all__ = ["HEAD_LIMIT", "Baseline", "first_line_pending", "jsonl_baseline",
            "opencode_baseline", "source_key_of"]
@@ -167,28 +168,33 @@ def jsonl_baseline(
 
 def opencode_baseline(
     path: str, *, session_id: str, from_start: bool, busy_timeout_ms: int = 1000
-) -> Baseline | None:
-    """Baseline an OpenCode session in ``opencode.db``; ``None`` when unreadable or gone."""
+) -> Baseline | str:
+    """Baseline an OpenCode session in ``opencode.db``, or say why it cannot be adopted.
+
+    Returns:
+        The baseline, or a phrase for the caller's one log line when the
+        store is unreadable or the session is gone, in a user's terms
+        (``"cannot read PATH: not an OpenCode database ..."``). Nothing is
+        logged here. Caller's thread; blocks on SQLite.
+    """
     from actors.upstream import opencode  # noqa: PLC0415
 
-    if file_state(path).kind != "ok":
-        return None
+    state = file_state(path)
+    if state.kind != "ok":
+        return f"cannot read {path}: {(state.reason or 'unreadable').replace('_', ' ')}"
     try:
         conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
     except Exception as exc:  # apsw errors; any failure means "unreadable"
-        logger.warning("cannot open an OpenCode database for adoption: %s", exc)
-        return None
+        return f"cannot read {path}: {store_problem(exc)}"
     try:
         info = opencode.read_session_info(conn, session_id)
         marker = None if info is None else opencode.baseline_marker(conn, session_id)
     except Exception as exc:  # apsw errors, undecodable rows
-        logger.warning("cannot read an OpenCode session for adoption: %s: %s",
-                       type(exc).__name__, exc)
-        return None
+        return f"cannot read {path}: {store_problem(exc)}"
     finally:
         conn.close()
     if info is None or marker is None:
-        return None
+        return f"{path} holds no OpenCode session {session_id}"
     start = {"seq": 0, "lastHumanMessageId": None} if from_start else {
         "seq": marker.seq, "lastHumanMessageId": marker.last_human_message_id}
     return Baseline(

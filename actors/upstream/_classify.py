@@ -13,6 +13,7 @@ from actors.errors import InvalidArgument, SessionStateError
 from actors.upstream._baseline import jsonl_baseline
 from actors.upstream._files import file_state
 from actors.upstream._longline import LineReducer
+from actors.upstream._opencode_problems import store_problem
 from actors.upstream._scan import classify_long_line, line_classifier
 
 __all__ = ["classify_units"]
@@ -37,9 +38,15 @@ def classify_units(source: str, path: str, *, session: str | None = None,
     Runs in the caller's thread; reads the file lazily.
 
     Raises:
-        InvalidArgument: OpenCode without ``session``, or an unknown source.
-        SessionStateError: the file cannot be read.
+        InvalidArgument: OpenCode without ``session`` (the message lists the
+            store's session ids), ``session`` for another source (its
+            transcripts hold one session each), or an unknown source.
+        SessionStateError: the file cannot be read (the message says why in
+            a user's terms).
     """
+    if session is not None and source != "opencode":
+        raise InvalidArgument(f"--session is only for --source opencode (a {source} "
+                              "transcript holds one session: give its file)")
     if source == "opencode" and os.path.isdir(path):
         yield from _opencode_json(path, session)
         return
@@ -106,17 +113,51 @@ def _read_long_line(handle: BinaryIO, first: bytes, cap: int) -> tuple[LineReduc
             return reducer, False
 
 
+SHOWN_IDS = 10
+"""Session ids an error message lists at most (the rest are counted)."""
+
+
+def _pick_one(path: str, ids: list[str], what: str) -> str:
+    """The message for a missing or unknown ``--session``: the ids the store holds."""
+    if not ids:
+        return f"{what}, but {path} holds no sessions"
+    shown = ", ".join(ids[:SHOWN_IDS])
+    more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return f"{what}; {path} holds {len(ids)} sessions: {shown}{more}"
+
+
+def _db_session_ids(path: str) -> list[str]:
+    """The store's session ids, oldest first (top-level sessions before child sessions).
+
+    Raises:
+        SessionStateError: the store cannot be read (said in a user's terms).
+    """
+    from actors.upstream.opencode import open_opencode_db  # noqa: PLC0415
+
+    try:
+        conn = open_opencode_db(path)
+        try:
+            return [str(i) for (i,) in conn.execute(
+                "SELECT id FROM session ORDER BY parent_id IS NOT NULL, time_created, id")]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise SessionStateError(f"cannot read {path}: {store_problem(exc)}") from None
+
+
 def _opencode(path: str, session: str | None) -> Iterator[dict[str, Any]]:
     if not session:
-        raise InvalidArgument("--session is required for opencode")
+        raise InvalidArgument(_pick_one(path, _db_session_ids(path),
+                                        "--session ID is required for opencode"))
     from actors.upstream.opencode import classify_db_session  # noqa: PLC0415
 
     try:
         decisions = classify_db_session(path, session)
     except LookupError:
-        raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
+        raise SessionStateError(_pick_one(path, _db_session_ids(path),
+                                          f"no OpenCode session {session!r}")) from None
     except apsw.Error as exc:
-        raise SessionStateError(f"cannot read {path}: {exc}") from exc
+        raise SessionStateError(f"cannot read {path}: {store_problem(exc)}") from None
     for message_id, unit in decisions:
         yield {"message": message_id, "session": session, "human": unit.human,
                "reason": unit.reason}
@@ -125,16 +166,22 @@ def _opencode(path: str, session: str | None) -> Iterator[dict[str, Any]]:
 def _opencode_json(path: str, session: str | None) -> Iterator[dict[str, Any]]:
     from pathlib import Path  # noqa: PLC0415
 
-    from actors.upstream.opencode_json import classify_json_session, is_json_storage  # noqa: PLC0415
+    from actors.upstream.opencode_json import (  # noqa: PLC0415
+        classify_json_session,
+        is_json_storage,
+        json_session_ids,
+    )
 
-    if not session:
-        raise InvalidArgument("--session is required for opencode")
     if not is_json_storage(Path(path)):
         raise SessionStateError(f"{path} is not an OpenCode database or JSON storage directory")
+    if not session:
+        raise InvalidArgument(_pick_one(path, json_session_ids(Path(path)),
+                                        "--session ID is required for opencode"))
     try:
         decisions = classify_json_session(Path(path), session)
     except LookupError:
-        raise SessionStateError(f"no OpenCode session {session!r} in {path}") from None
+        raise SessionStateError(_pick_one(path, json_session_ids(Path(path)),
+                                          f"no OpenCode session {session!r}")) from None
     except OSError as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
     for message_id, unit in decisions:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import apsw
 import msgspec
 
-__all__ = ["Candidate", "default_catalogs", "discover"]
+from actors.upstream._opencode_problems import store_problem
+
+__all__ = ["Candidate", "default_catalogs", "discover", "unreadable_store"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +81,9 @@ def discover(source: str, root: Path) -> Iterator[Candidate]:
     Claude Code: ``<root>/<slug>/<session>.jsonl`` (sub-agent files are not
     sessions); Codex: ``<root>/**/rollout-*.jsonl``; Pi: ``<root>/<dir>/*.jsonl``;
     OpenCode: top-level sessions (no parent) in the database. Unreadable
-    directories are skipped (logged); never raises for a missing root.
+    directories are skipped (logged); an unreadable OpenCode database is
+    logged once per reason (:func:`unreadable_store` tells why); never
+    raises for a missing root.
     """
     if source == "opencode":
         yield from _opencode(root)
@@ -103,6 +108,17 @@ def discover(source: str, root: Path) -> Iterator[Candidate]:
         yield Candidate(source=source, path=str(path), thread_id=thread)
 
 
+_unreadable: dict[str, str] = {}
+"""OpenCode databases that could not be listed, with why (each reported once per reason)."""
+_unreadable_lock = threading.Lock()
+
+
+def unreadable_store(db: Path) -> str | None:
+    """Why the last listing of the OpenCode database ``db`` failed, or ``None`` (any thread)."""
+    with _unreadable_lock:
+        return _unreadable.get(str(db))
+
+
 def _opencode(db: Path) -> Iterator[Candidate]:
     if not db.is_file():
         return
@@ -116,7 +132,14 @@ def _opencode(db: Path) -> Iterator[Candidate]:
         finally:
             conn.close()
     except apsw.Error as exc:
-        logger.warning("cannot list OpenCode sessions in %s: %s", db, exc)
+        why = store_problem(exc)
+        with _unreadable_lock:
+            new = _unreadable.get(str(db)) != why
+            _unreadable[str(db)] = why
+        if new:  # rediscovery every interval must not repeat it
+            logger.warning("cannot list OpenCode sessions in %s: %s", db, why)
         return
+    with _unreadable_lock:
+        _unreadable.pop(str(db), None)
     for session_id in ids:
         yield Candidate(source="opencode", path=str(db), thread_id=session_id)

@@ -22,7 +22,7 @@ from actors.upstream.opencode import (
     classify_messages,
 )
 
-__all__ = ["classify_json_session", "is_json_storage", "load_json_messages"]
+__all__ = ["classify_json_session", "is_json_storage", "json_session_ids", "load_json_messages"]
 
 
 class _SessionFile(msgspec.Struct):
@@ -37,6 +37,15 @@ def is_json_storage(path: Path) -> bool:
 
 def _root(path: Path) -> Path:
     return path if (path / "message").is_dir() else path / "storage"
+
+
+def json_session_ids(path: Path) -> list[str]:
+    """The ids of the sessions that have messages in the store, sorted (blocks on a listing).
+
+    Raises:
+        OSError: the store's ``message`` directory cannot be listed.
+    """
+    return sorted(entry.name for entry in (_root(path) / "message").iterdir() if entry.is_dir())
 
 
 def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessage], bool]:
