@@ -24,7 +24,7 @@ import logging
 import threading
 from typing import Protocol
 
-__all__ = ["EXIT_CLOSE_TIMEOUT_S", "close_open_gateways", "forget", "track"]
+__all__ = ["EXIT_CLOSE_TIMEOUT_S", "close_open_gateways", "forget", "open_gateways", "track"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,12 @@ def forget(gateway: _Closable) -> None:
     """Forget ``gateway`` (it was closed; idempotent; any thread; non-blocking)."""
     with _lock:
         _open.pop(id(gateway), None)
+
+
+def open_gateways() -> list[_Closable]:
+    """The gateways open now, oldest first (any thread; non-blocking)."""
+    with _lock:
+        return list(_open.values())
 
 
 def close_open_gateways(timeout: float = EXIT_CLOSE_TIMEOUT_S) -> int:

@@ -12,6 +12,7 @@ import apsw
 import pytest
 
 from actors import Gateway
+from actors.errors import GatewayClosed
 from actors.testing import (
     DEFAULT_START_MS,
     ClaudeCodeTranscript,
@@ -457,3 +458,14 @@ def test_turns_and_the_clock_refuse_what_no_tool_or_gateway_takes(tmp_path: Path
     session = PiSession(tmp_path / "p.jsonl")
     session.append(Typed("half \ud800 a surrogate"))  # written as Node writes it: escaped
     assert b"\\ud800" in session.path.read_bytes()
+
+
+def test_the_leak_check_closes_a_gateway_the_test_left_open(tmp_path: Path) -> None:
+    check = LeakCheck(timeout=5.0)
+    left = Gateway.open(tmp_path / "left.sqlite", monitor=False, on_wake=lambda key: None,
+                        hosts=("agent:main:main",))
+    problems = check.check()
+    assert problems[0] == "gateway left open (closed now)"
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("ssa-hosting")]
+    with pytest.raises(GatewayClosed):
+        left.drain("agent:main:main")

@@ -39,20 +39,30 @@ class LeakCheck:
     """
 
     def __init__(self, timeout: float = 5.0, *, ignore: tuple[str, ...] = ()) -> None:
+        from actors._exit import open_gateways  # noqa: PLC0415
+
         self._before = set(threading.enumerate())
         self._actors = {ref.actor_urn for ref in running_actors()}
+        self._gateways = {id(gateway) for gateway in open_gateways()}
         self._timeout = timeout
         self._ignore = ignore
 
     def check(self) -> list[str]:
         """Stop leftover actors, join new threads; return a line per thing left running.
 
-        An empty list means nothing leaked. Actors started since the check
-        was made and still running are stopped (so they do not run on into
-        the next test) and reported; older ones are left alone.
+        An empty list means nothing leaked. A gateway opened since the check
+        was made and still open is closed, and actors started since then and
+        still running are stopped (so neither runs on into the next test),
+        and each is reported; older ones are left alone.
         """
+        from actors._exit import open_gateways  # noqa: PLC0415
+
         deadline = time.monotonic() + self._timeout
         problems: list[str] = []
+        for gateway in open_gateways():
+            if id(gateway) not in self._gateways:
+                problems.append("gateway left open (closed now)")
+                gateway.close(timeout=max(0.1, deadline - time.monotonic()))
         for ref in running_actors():
             if ref.actor_urn in self._actors:
                 continue
