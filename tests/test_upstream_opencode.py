@@ -310,7 +310,7 @@ def test_fixture_ids_unwrap_to_their_creation_time(generated_db: Path) -> None:
     finally:
         conn.close()
     for message_id, created in rows:
-        unwrapped = oc._unwrapped(message_id, created)
+        unwrapped = oc.unwrapped_id(message_id, created)
         assert unwrapped is not None
         assert abs(unwrapped // 0x1000 - created) <= 1000, message_id
 
