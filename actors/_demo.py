@@ -116,7 +116,8 @@ def run_demo(db: Path | str | None) -> int:
             _show("follow-up queued", gw.pending_notices(MANAGER))
 
         _step(6, "The gateway restarts with that follow-up still pending.",
-              "Pending notices live in memory; opening the gateway rebuilds them from SQLite.")
+              "Notices are durable cursors in SQLite, not process memory: the reopened "
+              "gateway shows the follow-up again.")
         with Gateway.open(path, monitor=False) as gw:
             _show("manager's queued notices after reopening", gw.pending_notices(MANAGER))
             _show("drained", gw.drain(MANAGER))

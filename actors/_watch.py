@@ -440,11 +440,14 @@ def _summary(adopter: _Adopter, args: Any, out: TextIO, looked: list[str]) -> No
         }).decode() + "\n")
     else:
         summary = ", ".join(f"{s} {n}" for s, n in sorted(adopter.adopted.items())) or "none"
-        line = f"adopted {sum(adopter.adopted.values())} sessions ({summary})"
+        count = sum(adopter.adopted.values())
+        line = f"adopted {count} session{'' if count == 1 else 's'} ({summary})"
         if adopter.skipped:
             line += "; not monitored: " + ", ".join(
                 f"{n} {why}" for why, n in sorted(adopter.skipped.items()))
-        out.write(line + f"; watching as {args.watcher}, scanning every {args.interval:g}s\n")
+        notifications = "; file notifications off" if getattr(args, "poll_only", False) else ""
+        out.write(line + f"; watching as {args.watcher}, scanning every {args.interval:g}s"
+                  f"{notifications}\n")
         if not adopter.adopted:
             out.write(f"(looked in: {'; '.join(looked)})\n")
     out.flush()

@@ -204,8 +204,8 @@ class Gateway(UpstreamApi):
             InvalidArgument: ``path`` is a URL of another scheme, or a bad
                 PostgreSQL URL (the message says what is wrong).
             BackendNotInstalled: a ``postgresql://`` URL without the
-                ``postgres`` extra (``pip install
-                'session-state-awareness[postgres]'``).
+                ``postgres`` extra (``python -m pip install '.[postgres]'``
+                in the checkout).
             DatabaseBusy: a gateway of an older release (one owner per
                 database) has the file open.
             SchemaError: the file (or schema) is not a session-state database

@@ -115,8 +115,11 @@ async def serve(db: str | None, port: int, started: asyncio.Future[int] | None =
         server = await asyncio.start_server(service.handle, "127.0.0.1", port,
                                             limit=MAX_HEADER_BYTES)
         async with server:
+            bound = server.sockets[0].getsockname()[1]
             if started is not None:
-                started.set_result(server.sockets[0].getsockname()[1])
+                started.set_result(bound)
+            else:
+                print(f"serving on http://127.0.0.1:{bound} (Ctrl-C stops it)", flush=True)
             await (stop.wait() if stop is not None else asyncio.Event().wait())
 
 

@@ -57,8 +57,8 @@ try:
     from psycopg.pq import TransactionStatus
 except ImportError as exc:  # pragma: no cover - exercised by the no-extra test in a subprocess
     raise BackendNotInstalled(
-        "a postgresql:// database needs the PostgreSQL extra: "
-        "pip install 'session-state-awareness[postgres]'") from exc
+        "a postgresql:// database needs the PostgreSQL extra (psycopg 3): "
+        "python -m pip install '.[postgres]' in the project's checkout") from exc
 
 from persistence._pg_schema import APPLICATION, migrate
 

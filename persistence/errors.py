@@ -58,5 +58,5 @@ class InvalidLocation(ValueError):
 class BackendNotInstalled(ImportError):
     """A ``postgresql://`` URL was given but the PostgreSQL extra is not installed.
 
-    Install it with ``pip install 'session-state-awareness[postgres]'``.
+    Install it with ``python -m pip install '.[postgres]'`` in the checkout.
     """

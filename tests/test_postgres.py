@@ -283,7 +283,7 @@ def test_without_the_extra_a_postgresql_url_names_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30, check=True)
     assert "BackendNotInstalled" in done.stdout
-    assert "pip install 'session-state-awareness[postgres]'" in done.stdout
+    assert "python -m pip install '.[postgres]'" in done.stdout
 
 
 def test_an_unreachable_server_fails_the_open_with_a_storage_error(

@@ -65,7 +65,7 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     args = _args(tmp_path, claude=[str(claude)], pi=[str(tmp_path / "pi")])
     assert run_watch(args, out=out, err=io.StringIO()) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("adopted 1 sessions (claude 1); not monitored: 1 legacy Pi format")
+    assert lines[0].startswith("adopted 1 session (claude 1); not monitored: 1 legacy Pi format")
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
@@ -136,7 +136,7 @@ def test_sigterm_stops_watch_cleanly(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline().decode()  # printed after adoption
-        assert first.startswith("adopted 1 sessions")
+        assert first.startswith("adopted 1 session")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=TIMEOUT) == 0
     finally:
@@ -232,7 +232,7 @@ def test_files_whose_names_are_not_utf8_are_skipped_not_fatal(tmp_path: Path) ->
     out = AppendOnAdopt(session, claude_user("still watched"))
     assert run_watch(_args(tmp_path, claude=[str(claude)]), out=out, err=io.StringIO()) == 0
     first = out.getvalue().splitlines()[0]
-    assert first.startswith("adopted 1 sessions (claude 1)")
+    assert first.startswith("adopted 1 session (claude 1)")
     assert "1 unusable" in first
     assert "notice:" in out.getvalue()
 
@@ -320,6 +320,7 @@ def test_a_notice_is_printed_before_it_is_acknowledged(
         run_watch(_args(tmp_path, claude=[str(claude)], poll_only=True), out=out,
                   err=io.StringIO())
     assert "notice: " in out.getvalue()  # already on stdout: a restart repeats, never loses
+    assert out.getvalue().splitlines()[0].endswith("; file notifications off")  # --poll-only
 
 
 def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_written(

@@ -91,5 +91,4 @@ async def ssa_async_gateway(tmp_path: Path, ssa_clock: ManualClock,
 def _fail_on_leaks(leaks: LeakCheck) -> None:
     problems = leaks.check()
     if problems:
-        pytest.fail("the test left the gateway's work running: " + "; ".join(problems),
-                    pytrace=False)
+        pytest.fail("the test left work running: " + "; ".join(problems), pytrace=False)
