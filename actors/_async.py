@@ -12,9 +12,10 @@ concurrent threads.
 ``on_wake`` (a plain function or a coroutine function, ``(watcher_key) ->
 None``) always runs on the loop that opened the gateway. A wake caused by an
 awaited call runs, and is awaited, before that call returns (read your
-writes, per awaited call, as ``Gateway`` promises per call); since the call
-itself has finished by then, ``on_wake`` may await the gateway (say, a
-``drain``). A wake from elsewhere (another process's, addressed to a watcher
+writes, per awaited call, as ``Gateway`` promises per call), for at most
+``config.ask_timeout_s`` (then the call returns and the wake goes on as a
+task); since the call itself has finished by then, ``on_wake`` may await the
+gateway (say, a ``drain``). A wake from elsewhere (another process's, addressed to a watcher
 this one hosts; an upstream scan of the monitor cadence) runs as its own task
 on the loop. An exception in ``on_wake`` is logged and survived.
 """
@@ -22,12 +23,15 @@ on the loop. An exception in ``on_wake`` is logged and survived.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import inspect
 import logging
 import os
+import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from functools import partial
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
@@ -62,17 +66,96 @@ class _CallState(threading.local):
 _call_state = _CallState()
 
 
+class _CallThreads:
+    """A bounded set of daemon threads running blocking calls for the loop.
+
+    Threads start on demand, up to ``limit``, and are reused; a call beyond
+    that waits in the queue. Daemon threads, so a call stuck in user code (a
+    ``deliver`` that never returns) cannot hold up interpreter exit.
+    Thread-safe; :meth:`submit` never blocks.
+    """
+
+    def __init__(self, name: str, limit: int) -> None:
+        self._name = name
+        self._limit = limit
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = \
+            queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a call
+        self._pending = 0  # calls queued, not yet taken
+        self._closed = False
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Run ``fn()`` on one of the threads; its result or exception lands in the future.
+
+        Raises:
+            GatewayClosed: the threads were closed.
+        """
+        future: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise GatewayClosed("the gateway is closed")
+            self._pending += 1
+            self._queue.put((fn, future))
+            if self._pending > self._idle and len(self._threads) < self._limit:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._name}-{len(self._threads)}")
+                self._threads.append(thread)
+                thread.start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+                if job is not None:
+                    self._pending -= 1
+            if job is None:
+                return
+            fn, future = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # handed to the awaiting task
+                    future.set_exception(exc)
+
+    def close(self, timeout: float) -> list[str]:
+        """Let queued calls finish, stop the threads; the names of those still busy after
+        ``timeout`` seconds (they are daemons and end with their call). Blocks."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        for _ in threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return [thread.name for thread in threads if thread.is_alive()]
+
+
 class AsyncGateway:
     """Session state awareness for an asyncio program (``api-contract.md``, ``Gateway``).
 
     Open it with ``await AsyncGateway.open(...)``; close it with ``await
-    gw.close()`` or ``async with gw:``. Use it from the loop that opened it
-    (the call threads report back to that loop). Every coroutine method
-    takes the arguments of the :class:`~actors.Gateway` method of the same
-    name and returns or raises what it does (``GatewayClosed`` after
-    :meth:`close`); while it waits, the loop runs other tasks. A call that is
-    cancelled still completes in its call thread (its change is committed and
-    its wakes run as tasks); only the awaiting task stops waiting.
+    gw.close()`` or ``async with gw:``. Use it from the loop that opened it:
+    a call from another loop raises ``RuntimeError`` before it does anything.
+    Every coroutine method takes the arguments of the :class:`~actors.Gateway`
+    method of the same name and returns or raises what it does
+    (``GatewayClosed`` after :meth:`close`); while it waits, the loop runs
+    other tasks. Reads (``session_status``, ``sessions_list``,
+    ``pending_notices``) run on threads of their own
+    (``config.read_connections``), so they never queue behind writes.
+
+    Cancellation: a call that was cancelled still completes in its call
+    thread (its change is committed and its wakes run as tasks); only the
+    awaiting task stops waiting. Notices a cancelled ``drain`` acknowledged,
+    and messages a cancelled ``take_messages`` took, are not lost: the next
+    ``drain`` (``take_messages``) of that key returns them first, and
+    ``pending_notices`` lists them.
 
     Attributes:
         gateway: the underlying thread-safe :class:`~actors.Gateway`, for
@@ -81,16 +164,18 @@ class AsyncGateway:
         config: the gateway's settings.
     """
 
-    def __init__(self, gateway: Gateway, pool: concurrent.futures.ThreadPoolExecutor,
+    def __init__(self, gateway: Gateway, calls: _CallThreads, reads: _CallThreads,
                  loop: asyncio.AbstractEventLoop, on_wake: OnWake | None) -> None:
         """Use :meth:`open`; this wires an opened gateway to ``loop`` (internal)."""
         self.gateway = gateway
         self.config: GatewayConfig = gateway.config
-        self._pool = pool
+        self._threads = calls
+        self._reads = reads
         self._loop = loop
         self._on_wake = on_wake
         self._tasks: set[asyncio.Task[None]] = set()
         self._calls: set[asyncio.Future[Any]] = set()
+        self._undelivered: dict[tuple[str, str], list[str]] = {}
         self._closed = False
         self._closing: asyncio.Task[None] | None = None
 
@@ -113,7 +198,9 @@ class AsyncGateway:
             path, config, clock, monitor, hosts: as :meth:`Gateway.open`.
             on_wake: ``(watcher_key) -> None``, a plain function or a
                 coroutine function; runs on this loop (see the module
-                docstring), once per newly opened notice that wakes.
+                docstring), once per newly opened notice that wakes. Wakes
+                of the open itself (the restart sweep, a host's takeover)
+                run as tasks once the open returns.
 
         Returns:
             The open gateway, bound to the running loop.
@@ -135,42 +222,58 @@ class AsyncGateway:
                 f"config must be a GatewayConfig, not {type(config).__name__}")
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
-        pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.async_call_threads, thread_name_prefix="ssa-async-call")
+        calls = _CallThreads("ssa-async-call", config.async_call_threads)
+        reads = _CallThreads("ssa-async-read", config.read_connections)
         holder: list[AsyncGateway] = []
+        early: list[str] = []  # wakes of the open itself, before there is a gateway to run them
+        lock = threading.Lock()
 
         def shim(watcher_key: str) -> None:
-            if holder:
-                holder[0]._wake_from_thread(watcher_key)
+            with lock:
+                if not holder:
+                    early.append(watcher_key)
+                    return
+                target = holder[0]
+            target._wake_from_thread(watcher_key)
 
-        opening = loop.run_in_executor(pool, partial(
+        opening = asyncio.wrap_future(calls.submit(partial(
             Gateway.open, path, config=config, clock=clock,
-            on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts))
+            on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts)))
         try:
             gateway = await asyncio.shield(opening)
         except asyncio.CancelledError:  # it opens anyway: close it when it has
-            opening.add_done_callback(partial(_close_abandoned, pool))
+            opening.add_done_callback(partial(_close_abandoned, calls, reads))
             raise
         except BaseException:
-            await _shutdown(pool)
+            await _in_thread(partial(_close_threads, calls, reads, 10.0))
             raise
-        opened = cls(gateway, pool, loop, on_wake)
-        holder.append(opened)
+        opened = cls(gateway, calls, reads, loop, on_wake)
+        with lock:
+            holder.append(opened)
+            woken = list(early)
+        for watcher_key in woken:
+            opened._spawn_wake(watcher_key)
         return opened
 
     async def close(self, timeout: float = 10.0) -> None:
         """Close the gateway (:meth:`Gateway.close`), then wait for ``on_wake`` tasks.
 
         Args:
-            timeout: seconds to wait for each actor to stop, and for the
-                ``on_wake`` tasks still running.
+            timeout: seconds to wait for the calls in flight, for each actor
+                to stop, and for the ``on_wake`` tasks still running.
 
-        Calls still in flight (cancelled ones included) finish first, for at
-        most ``timeout`` seconds. Idempotent: a second call waits for the
-        first to finish. Cancelling the awaiting task does not stop the
-        close. The loop keeps running meanwhile; the call threads are joined
-        before this returns.
+        Calls still in flight (cancelled ones included) get ``timeout``
+        seconds to finish first; the close itself runs on a thread of its own,
+        so busy call threads cannot hold it up. Idempotent: a second call
+        waits for the first to finish. Cancelling the awaiting task does not
+        stop the close. The loop keeps running meanwhile. From another loop
+        (or once the opening loop is closed) it closes the engine and the
+        threads without waiting for ``on_wake`` tasks.
         """
+        if asyncio.get_running_loop() is not self._loop:
+            self._closed = True
+            await _in_thread(partial(self._close_engine, timeout))
+            return
         if self._closing is None:
             self._closed = True
             self._closing = self._loop.create_task(self._close(timeout))
@@ -180,13 +283,25 @@ class AsyncGateway:
         if self._calls:
             await asyncio.wait(set(self._calls), timeout=timeout)
         try:
-            await self._loop.run_in_executor(self._pool, partial(self.gateway.close, timeout))
+            await _in_thread(partial(self.gateway.close, timeout))
         finally:
             if self._tasks:
                 _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
                 for task in pending:
                     task.cancel()
-            await _shutdown(self._pool)
+            await _in_thread(partial(self._close_engine, timeout))
+
+    def _close_engine(self, timeout: float) -> None:
+        """Any thread: close the gateway (idempotent) and the call threads; log leftovers."""
+        self.gateway.close(timeout)
+        stuck = _close_threads(self._threads, self._reads, timeout)
+        if stuck:
+            logger.warning("%d async call threads still busy after close (in user callbacks)",
+                           len(stuck))
+        lost = sum(len(items) for items in self._undelivered.values())
+        if lost:
+            logger.warning("%d notices or messages taken by cancelled calls were never "
+                           "collected before close", lost)
 
     async def __aenter__(self) -> Self:
         """``async with gw:`` closes ``gw`` at the end of the block."""
@@ -211,22 +326,51 @@ class AsyncGateway:
 
     async def _call(self, method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``method`` on a call thread; then run, and await, the wakes it caused."""
+        return await self._run(self._threads, None, method, *args, **kwargs)
+
+    async def _read(self, method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the read ``method`` on a read thread (reads never queue behind writes)."""
+        return await self._run(self._reads, None, method, *args, **kwargs)
+
+    async def _take(self, kind: str, key: str, method: Callable[[str], list[str]]) -> list[str]:
+        """A consuming call (``drain``, ``take_messages``): what a cancelled one took first."""
+        taken = await self._run(self._threads, (kind, key), method, key)
+        return self._undelivered.pop((kind, key), []) + taken
+
+    async def _run(self, threads: _CallThreads, keep: tuple[str, str] | None,
+                   method: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        self._check_loop()
         if self._closed:
             raise GatewayClosed("the gateway is closed")
-        future = self._loop.run_in_executor(self._pool, partial(
-            self._in_call_thread, method, args, kwargs))
+        future = asyncio.wrap_future(threads.submit(partial(
+            self._in_call_thread, method, args, kwargs)))
         self._calls.add(future)
         future.add_done_callback(self._calls.discard)
         try:
             wakes, result, error = await asyncio.shield(future)
         except asyncio.CancelledError:
-            future.add_done_callback(self._wakes_after_cancel)
+            future.add_done_callback(partial(self._after_cancel, keep))
             raise
-        for watcher_key in wakes:
-            await self._run_wake(watcher_key)
+        if wakes:
+            runner = self._loop.create_task(self._run_wakes(wakes))
+            self._tasks.add(runner)
+            runner.add_done_callback(self._tasks.discard)
+            _done, late = await asyncio.wait({runner}, timeout=self.config.ask_timeout_s)
+            if late:  # as a sync caller stops waiting: the wakes go on as a task
+                logger.warning("on_wake took longer than ask_timeout_s; the call returns and "
+                               "the wakes go on")
         if error is not None:
             raise error
         return result  # type: ignore[no-any-return]
+
+    def _check_loop(self) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not self._loop:
+            raise RuntimeError("an AsyncGateway is used from the loop that opened it; from "
+                               "other threads use its .gateway (the thread-safe Gateway)")
 
     def _in_call_thread(self, method: Callable[..., Any], args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> tuple[list[str], Any, BaseException | None]:
@@ -239,11 +383,16 @@ class AsyncGateway:
         finally:
             _call_state.owner, _call_state.wakes = None, None
 
-    def _wakes_after_cancel(self, future: asyncio.Future[Any]) -> None:
-        """A cancelled call finished anyway: its wakes run as tasks (loop thread)."""
-        if not future.cancelled() and future.exception() is None:  # a BaseException: none
-            for watcher_key in future.result()[0]:
-                self._spawn_wake(watcher_key)
+    def _after_cancel(self, keep: tuple[str, str] | None, future: asyncio.Future[Any]) -> None:
+        """A cancelled call finished anyway (loop thread): its wakes run as tasks, and
+        what a consuming call took is kept for the next one."""
+        if future.cancelled() or future.exception() is not None:  # a BaseException: none
+            return
+        wakes, result, error = future.result()
+        for watcher_key in wakes:
+            self._spawn_wake(watcher_key)
+        if keep is not None and error is None and result:
+            self._undelivered.setdefault(keep, []).extend(result)
 
     def _wake_from_thread(self, watcher_key: str) -> None:
         """The engine's ``on_wake`` (any gateway thread): collect it, or post it to the loop."""
@@ -256,19 +405,27 @@ class AsyncGateway:
             logger.warning("on_wake for %s not run: the event loop is closed", watcher_key)
 
     def _spawn_wake(self, watcher_key: str) -> None:
-        task = self._loop.create_task(self._run_wake(watcher_key))
+        task = self._loop.create_task(self._run_wakes([watcher_key]))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_wake(self, watcher_key: str) -> None:
+    async def _run_wakes(self, watcher_keys: list[str]) -> None:
+        """Run ``on_wake`` for each key in turn; one that fails does not stop the others."""
         if self._on_wake is None:
             return
-        try:
-            outcome = self._on_wake(watcher_key)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:  # the notice stays open; the watcher sees it at its next turn
-            logger.exception("on_wake for %s raised; the gateway goes on", watcher_key)
+        for watcher_key in watcher_keys:
+            try:
+                outcome = self._on_wake(watcher_key)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # this task is being cancelled (at close): stop here
+                logger.error("on_wake for %s raised CancelledError; the gateway goes on",
+                             watcher_key)
+            except Exception:  # the notice stays open; the watcher sees it at its next turn
+                logger.exception("on_wake for %s raised; the gateway goes on", watcher_key)
 
     # --- sessions ------------------------------------------------------------
 
@@ -329,8 +486,8 @@ class AsyncGateway:
                                 watch=watch, deliver=deliver)
 
     async def take_messages(self, key: str) -> list[str]:
-        """:meth:`Gateway.take_messages`, awaited."""
-        return await self._call(self.gateway.take_messages, key)
+        """:meth:`Gateway.take_messages`, awaited; what a cancelled one took comes first."""
+        return await self._take("messages", key, self.gateway.take_messages)
 
     async def enqueue_system_event(self, key: str, text: str, *,
                                    context_key: str | None = None) -> bool:
@@ -348,20 +505,21 @@ class AsyncGateway:
     async def session_status(self, key: str, *, changes_since: int | None = None,
                              agent_id: str | None = None) -> SessionStatus:
         """:meth:`Gateway.session_status`, awaited."""
-        return await self._call(self.gateway.session_status, key, changes_since=changes_since,
+        return await self._read(self.gateway.session_status, key, changes_since=changes_since,
                                 agent_id=agent_id)
 
     async def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:
         """:meth:`Gateway.sessions_list`, awaited."""
-        return await self._call(self.gateway.sessions_list, agent_id=agent_id)
+        return await self._read(self.gateway.sessions_list, agent_id=agent_id)
 
     async def pending_notices(self, watcher_key: str) -> list[str]:
-        """:meth:`Gateway.pending_notices`, awaited."""
-        return await self._call(self.gateway.pending_notices, watcher_key)
+        """:meth:`Gateway.pending_notices`, awaited; notices a cancelled drain took come first."""
+        pending = await self._read(self.gateway.pending_notices, watcher_key)
+        return list(self._undelivered.get(("drain", watcher_key), ())) + pending
 
     async def drain(self, watcher_key: str) -> list[str]:
-        """:meth:`Gateway.drain`, awaited."""
-        return await self._call(self.gateway.drain, watcher_key)
+        """:meth:`Gateway.drain`, awaited; notices a cancelled drain took come first."""
+        return await self._take("drain", watcher_key, self.gateway.drain)
 
     async def host(self, *watcher_keys: str) -> None:
         """:meth:`Gateway.host`, awaited."""
@@ -409,7 +567,11 @@ class AsyncGateway:
         return await self._call(self.gateway.scan_upstream)
 
 
-def _close_abandoned(pool: concurrent.futures.ThreadPoolExecutor,
+def _close_threads(calls: _CallThreads, reads: _CallThreads, timeout: float) -> list[str]:
+    return calls.close(timeout) + reads.close(timeout)
+
+
+def _close_abandoned(calls: _CallThreads, reads: _CallThreads,
                      opening: asyncio.Future[Gateway]) -> None:
     """An ``open`` whose caller was cancelled finished: close what it opened (loop thread)."""
     gateway = None if opening.cancelled() or opening.exception() else opening.result()
@@ -417,21 +579,36 @@ def _close_abandoned(pool: concurrent.futures.ThreadPoolExecutor,
     def close() -> None:
         if gateway is not None:
             gateway.close()
-        pool.shutdown(wait=True)
+        _close_threads(calls, reads, 10.0)
 
     threading.Thread(target=close, name="ssa-async-close").start()
 
 
-async def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:
-    """Join the call threads without blocking the loop (and without a loop executor)."""
-    done = asyncio.Event()
+async def _in_thread(fn: Callable[[], T]) -> T:
+    """Run a blocking ``fn`` on a short-lived thread of its own and await it (no executor)."""
     loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
 
-    def join() -> None:
-        pool.shutdown(wait=True)
-        loop.call_soon_threadsafe(done.set)
+    def deliver(outcome: Future[T]) -> None:
+        if not done.done():
+            if outcome.exception() is not None:
+                done.set_exception(outcome.exception())  # type: ignore[arg-type]
+            else:
+                done.set_result(outcome.result())
 
-    joiner = threading.Thread(target=join, name="ssa-async-close", daemon=True)
-    joiner.start()
-    await done.wait()
-    joiner.join()
+    def run() -> None:
+        outcome: Future[T] = Future()
+        try:
+            outcome.set_result(fn())
+        except BaseException as exc:
+            outcome.set_exception(exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(deliver, outcome)
+
+    thread = threading.Thread(target=run, name="ssa-async-close")
+    thread.start()
+    try:
+        return await asyncio.shield(done)
+    finally:
+        if done.done():
+            thread.join()

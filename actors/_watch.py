@@ -97,6 +97,14 @@ def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[
             signal.signal(sig, old)
 
 
+def _is_tty(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal (``False`` for a closed or missing one)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
     """``(catalogs, places looked, given on the command line)``."""
     given = [(source, Path(p)) for source in SOURCES for p in (getattr(args, source) or [])]
@@ -374,7 +382,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         gw._upstream.mark_monitoring()  # it scans what it adopts: lease new links to it
         adopter = _Adopter(gw, args.watcher, stop, err,
                            announce=partial(_announce, as_json=args.json, out=out))
-        adopter.adopt(_discover_all(catalogs, err, warn=given), progress=err.isatty())
+        adopter.adopt(_discover_all(catalogs, err, warn=given), progress=_is_tty(err))
         if not getattr(args, "poll_only", False):
             gw.start_upstream_notifications()  # before the summary says we are watching
         _summary(adopter, args, out, looked)

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import msgspec
 
 from actors import AsyncGateway
-from actors.errors import SessionStateError
+from actors.errors import GatewayClosed, GatewayUnavailable, SessionStateError
 
 MANAGER = "agent:main:main"
 MAX_HEADER_BYTES = 16_384
@@ -56,7 +56,7 @@ class Service:
         parts = url.path.split("/", 2)
         if len(parts) != 3 or not parts[2]:
             return 404, {"error": "no such route"}
-        action, key = parts[1], unquote(parts[2])
+        action, key = parts[1], unquote(parts[2], errors="strict")  # bad escapes: 400
         query = parse_qs(url.query)
         match method, action:
             case "POST", "watch":
@@ -88,6 +88,10 @@ class Service:
             method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
             try:
                 status, body = await self.route(method, target)
+            except (GatewayClosed, GatewayUnavailable) as exc:  # the gateway, not the request
+                status, body = 503, {"error": str(exc)}
+            except UnicodeDecodeError:
+                status, body = 400, {"error": "the key is not UTF-8 after URL decoding"}
             except (SessionStateError, ValueError) as exc:  # a bad key or argument
                 status, body = 400, {"error": str(exc)}
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):

@@ -246,3 +246,140 @@ def test_a_cancelled_open_closes_what_it_opened_and_close_survives_cancellation(
 
     assert run(main) == 0
     # The leak check (autouse) fails this test if the abandoned open left anything.
+
+
+# --- regressions from the adversarial review ------------------------------------------
+
+
+def test_notices_a_cancelled_drain_acknowledged_go_to_the_next_drain(tmp_path: Path) -> None:
+    vfs = FaultVFS()
+
+    async def main() -> tuple[list[str], list[str], list[str]]:
+        async with await _open(tmp_path, config=GatewayConfig(vfs=vfs.name)) as gw:
+            for worker in WORKERS[:5]:
+                await gw.watch(MANAGER, worker)
+                await gw.human_message(worker, channel="webchat")
+            vfs.sync_delay_s = 0.1  # the drain's commit waits on the disk
+            draining = asyncio.create_task(gw.drain(MANAGER))
+            await asyncio.sleep(0.02)
+            draining.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await draining
+            vfs.sync_delay_s = 0.0
+            await gw.session_status(WORKERS[0])  # any call: the drain has finished by now
+            pending = await gw.pending_notices(MANAGER)
+            return pending, await gw.drain(MANAGER), await gw.drain(MANAGER)
+
+    pending, first, second = run(main)
+    assert len(first) == 5  # the five notices the cancelled drain took
+    assert pending == first
+    assert second == []  # and only once
+
+
+def test_wakes_of_the_open_itself_run(tmp_path: Path) -> None:
+    with Gateway.open(tmp_path / "state.sqlite", monitor=False) as gw:
+        gw.watch(MANAGER, WORKERS[0])
+        gw.human_message(WORKERS[0], channel="webchat")
+    woken: list[str] = []
+
+    async def on_wake(watcher_key: str) -> None:
+        woken.append(watcher_key)
+
+    async def main() -> None:
+        async with await _open(tmp_path, on_wake=on_wake):
+            pass  # closing waits for the wake tasks
+
+    run(main)
+    assert woken == [MANAGER]  # the restart sweep's wake
+
+
+def test_a_cancelled_producer_does_not_cancel_the_wakes_it_caused(tmp_path: Path) -> None:
+    finished: list[str] = []
+    events: dict[str, asyncio.Event] = {}
+
+    async def on_wake(watcher_key: str) -> None:
+        events["started"].set()
+        await events["release"].wait()
+        finished.append(watcher_key)
+
+    async def main() -> None:
+        events.update(started=asyncio.Event(), release=asyncio.Event())
+        async with await _open(tmp_path, on_wake=on_wake) as gw:
+            await gw.watch("agent:main:a", WORKERS[0])
+            await gw.watch("agent:main:b", WORKERS[0])
+            call = asyncio.create_task(gw.human_message(WORKERS[0], channel="webchat"))
+            await events["started"].wait()  # the first wake runs
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            events["release"].set()
+
+    run(main)
+    assert finished == ["agent:main:a", "agent:main:b"]
+
+
+def test_a_stuck_on_wake_holds_its_producer_only_for_ask_timeout_s(tmp_path: Path) -> None:
+    never = asyncio.Event()
+
+    async def on_wake(watcher_key: str) -> None:
+        await never.wait()
+
+    async def main() -> float:
+        gw = await _open(tmp_path, on_wake=on_wake, config=GatewayConfig(ask_timeout_s=0.2))
+        try:
+            await gw.watch(MANAGER, WORKERS[0])
+            start = time.perf_counter()
+            assert await gw.human_message(WORKERS[0], channel="webchat") is not None
+            return time.perf_counter() - start
+        finally:
+            await gw.close(timeout=0.5)  # the stuck wake task is cancelled at close
+
+    assert run(main) < 5.0
+
+
+def test_another_loop_is_refused_before_anything_happens(tmp_path: Path) -> None:
+    holder: list[AsyncGateway] = []
+
+    async def first() -> None:
+        holder.append(await _open(tmp_path))
+
+    async def second() -> None:
+        with pytest.raises(RuntimeError, match="loop that opened it"):
+            await holder[0].human_message(WORKERS[0], channel="webchat")
+        await holder[0].close()  # closing from another loop works
+
+    run(first)
+    run(second)
+    with pytest.raises(GatewayClosed):
+        holder[0].gateway.drain(MANAGER)
+    with Gateway.open(tmp_path / "state.sqlite", monitor=False) as gw:
+        assert gw.session_status(WORKERS[0]).state_version == 0  # nothing was recorded
+
+
+def test_close_is_not_held_up_by_busy_call_threads_and_reads_do_not_queue_behind_them(
+    tmp_path: Path,
+) -> None:
+    release = threading.Event()
+
+    def deliver(sender: str, target: str, text: str) -> bool:
+        return release.wait(20)
+
+    async def main() -> tuple[float, float]:
+        gw = await _open(tmp_path, config=GatewayConfig(async_call_threads=2))
+        sends = [asyncio.create_task(gw.sessions_send(MANAGER, worker, "hello", deliver=deliver))
+                 for worker in WORKERS[:2]]
+        await asyncio.sleep(0.05)  # both call threads are inside deliver
+        start = time.perf_counter()
+        await gw.session_status(WORKERS[0])  # a read: its own threads
+        read_s = time.perf_counter() - start
+        start = time.perf_counter()
+        closing = asyncio.create_task(gw.close(timeout=0.5))
+        await asyncio.sleep(0.2)
+        release.set()
+        await closing
+        await asyncio.gather(*sends, return_exceptions=True)
+        return read_s, time.perf_counter() - start
+
+    read_s, close_s = run(main)
+    assert read_s < 2.0
+    assert close_s < 5.0

@@ -59,6 +59,7 @@ def test_twenty_concurrent_clients_each_get_their_notice_once(tmp_path: Path) ->
             assert status == 400
             assert "key" in body["error"]
             assert (await _request(port, "GET", "/status/x?since=soon"))[0] == 400
+            assert (await _request(port, "POST", "/human/%ff"))[0] == 400  # not UTF-8
         finally:
             stop.set()
             await asyncio.wait_for(server, BUDGET_S)

@@ -380,7 +380,9 @@ def test_watch_exec_hands_each_notice_to_a_failing_command_and_loses_nothing(
         import json, os, sys
         with open(os.path.join(sys.argv[1], f"run-{os.getpid()}.json"), "w") as f:
             json.dump({"stdin": sys.stdin.read(), "env": {
-                k: v for k, v in os.environ.items() if k.startswith("SSA_")}}, f)
+                k: v for k, v in os.environ.items() if k in (
+                    "SSA_SESSION_KEY", "SSA_CHANGES_SINCE", "SSA_STATE_VERSION",
+                    "SSA_WATCHER")}}, f)
         sys.exit(3)
     """)
     out = AppendOnAdopt(session, claude_user("typed while watched"))
