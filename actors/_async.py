@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
@@ -162,6 +163,7 @@ class AsyncGateway:
             code that runs in other threads (never call it from the loop: it
             blocks).
         config: the gateway's settings.
+        location, path, host_id: the gateway's (see :class:`~actors.Gateway`).
     """
 
     def __init__(self, gateway: Gateway, calls: _CallThreads, reads: _CallThreads,
@@ -169,6 +171,9 @@ class AsyncGateway:
         """Use :meth:`open`; this wires an opened gateway to ``loop`` (internal)."""
         self.gateway = gateway
         self.config: GatewayConfig = gateway.config
+        self.location: str = gateway.location
+        self.path: Path | None = gateway.path
+        self.host_id: str = gateway.host_id
         self._threads = calls
         self._reads = reads
         self._loop = loop

@@ -50,6 +50,7 @@ from persistence import (
 from persistence._backend import Backend, Presence
 from persistence._reads import has_waking_notice
 from persistence._runtime import Dispatcher, on_our_thread
+from persistence._writer import is_epoch_ms
 from persistence.keys import is_subagent_key
 
 __all__ = ["GatewayCore", "wall_clock"]
@@ -66,6 +67,38 @@ _ACTOR_FAILURES = (StorageError, GatewayUnavailable, pykka.Timeout, pykka.ActorD
 def wall_clock() -> int:
     """The system clock in epoch milliseconds."""
     return time.time_ns() // 1_000_000
+
+
+class SaneClock:
+    """The injected clock as the gateway reads it: epoch ms, whatever the clock does.
+
+    Its answer when it is epoch milliseconds (an ``int`` from 0 to 2**53 - 1),
+    else the system clock; the first bad answer (or exception) is logged once
+    at ERROR. So a broken clock never stops a thread that reads it (the
+    upstream cadence, hosting leases). Any thread; non-blocking.
+
+    Args:
+        clock: ``() -> int`` epoch milliseconds.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._logged = False
+
+    def __call__(self) -> int:
+        """The time in epoch milliseconds."""
+        try:
+            now: object = self._clock()
+        except Exception as exc:  # a clock that raises is a bad clock too
+            now = exc
+        if is_epoch_ms(now):
+            return now  # type: ignore[return-value]
+        if not self._logged:
+            self._logged = True
+            logger.error("the injected clock %s, not epoch milliseconds; using the system "
+                         "clock", f"raised {type(now).__name__}" if isinstance(now, Exception)
+                         else f"returned {type(now).__name__}")
+        return wall_clock()
 
 
 class GatewayCore:

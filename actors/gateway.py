@@ -15,7 +15,7 @@ import pykka
 
 from actors import _validate as v
 from actors._config import GatewayConfig
-from actors._facade import wall_clock
+from actors._facade import SaneClock, wall_clock
 from actors._messages import (
     Deliver,
     Drain,
@@ -230,7 +230,7 @@ class Gateway(UpstreamApi):
         except InvalidLocation as exc:
             raise InvalidArgument(str(exc)) from None
         backend.prepare()
-        clock = clock or wall_clock
+        clock = SaneClock(clock) if clock is not None else wall_clock
         host_id = uuid.uuid4().hex
         presence = backend.presence()
         try:

@@ -173,6 +173,8 @@ def test_errors_are_the_gateways_and_a_closed_gateway_says_so(tmp_path: Path) ->
                 await gw.human_message("", channel="webchat")
             status = await gw.session_status(WORKERS[0])
             assert status.state_version == 0
+            assert (gw.location, gw.path, gw.host_id) == (
+                gw.gateway.location, gw.gateway.path, gw.gateway.host_id)
         finally:
             await gw.close()
         await gw.close()  # idempotent

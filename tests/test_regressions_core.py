@@ -20,6 +20,7 @@ import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig
+from actors._facade import SaneClock
 from actors._notices import notice_text
 from actors.errors import ArgumentTypeError, InvalidSessionKey
 from persistence import prepare_path
@@ -199,13 +200,26 @@ def test_a_clock_that_jumped_forward_and_back_keeps_pruning(
 def test_a_clock_returning_garbage_falls_back_to_the_system_clock(
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="persistence"):
+    with caplog.at_level(logging.ERROR):
         gw = open_gateway(clock=lambda: 1.5)
         gw.watch(WATCHER, CHILD)
         event = gw.human_message(CHILD, channel="x")
     assert event is not None
     assert event.occurred_at > 1_700_000_000_000
     assert caplog.text.count("not epoch milliseconds") == 1
+
+
+def test_every_reader_of_a_broken_clock_gets_epoch_ms(caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: a clock returning garbage killed the upstream cadence thread (TypeError)."""
+    def raising() -> int:
+        raise OSError("no clock")
+
+    with caplog.at_level(logging.ERROR, logger="actors"):
+        for bad in (raising, lambda: 1.5, lambda: -1, lambda: "soon"):
+            sane = SaneClock(bad)  # type: ignore[arg-type]
+            assert all(type(v) is int and v > 1_700_000_000_000 for v in (sane(), sane()))
+    assert caplog.text.count("not epoch milliseconds") == 4  # once per clock
+    assert SaneClock(lambda: 5)() == 5
 
 
 def test_open_rejects_a_config_that_is_not_a_gateway_config(db_path: Path) -> None:
