@@ -201,6 +201,8 @@ class Gateway(UpstreamApi):
         most ``busy_timeout_ms``).
 
         Raises:
+            ArgumentTypeError: ``config``, ``clock``, ``on_wake`` or
+                ``monitor`` is of the wrong type.
             InvalidArgument: ``path`` is a URL of another scheme, or a bad
                 PostgreSQL URL (the message says what is wrong).
             BackendNotInstalled: a ``postgresql://`` URL without the
@@ -222,6 +224,8 @@ class Gateway(UpstreamApi):
             raise v.ArgumentTypeError("clock must be a callable returning epoch milliseconds")
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
+        if not isinstance(monitor, bool):
+            raise v.ArgumentTypeError(f"monitor must be a bool, not {type(monitor).__name__}")
         hosted = v.check_hosts(hosts, on_wake)
         location = os.fspath(path) if path is not None else default_state_path()
         try:

@@ -42,6 +42,12 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
             except SessionStateError as exc:  # closed, or an actor did not answer
                 self.answer(503, {"error": str(exc)})
 
+        def do_GET(self) -> None:
+            """Every route is a POST: anything else is 405."""
+            self.answer(405, {"error": "every route is a POST"})
+
+        do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815 - http.server names them so
+
         def answer(self, status: int, body: object) -> None:
             """Send ``body`` as JSON with ``status``."""
             data = json.dumps(body).encode()

@@ -105,6 +105,15 @@ def test_unknown_routes_get_a_404_and_touch_no_queue(served: tuple[Gateway, int]
         assert status == 404, path
         assert body == {"error": f"no route POST /{path.split('/')[1]}"}
     assert len(gw.pending_notices(WATCHER)) == 1  # /bogus/KEY used to drain it
+    for method in ("GET", "PUT", "DELETE"):  # a JSON 405, not the server's HTML page
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/drain/{WATCHER}",
+                                         method=method)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=TIMEOUT)
+        assert refused.value.code == 405
+        assert json.loads(refused.value.read()) == {"error": "every route is a POST"}
+        refused.value.close()
+    assert len(gw.pending_notices(WATCHER)) == 1
 
 
 def test_keys_are_percent_decoded_and_the_query_string_is_ignored(

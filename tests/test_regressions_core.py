@@ -222,6 +222,12 @@ def test_every_reader_of_a_broken_clock_gets_epoch_ms(caplog: pytest.LogCaptureF
     assert SaneClock(lambda: 5)() == 5
 
 
+def test_open_rejects_a_monitor_that_is_not_a_bool(db_path: Path) -> None:
+    with pytest.raises(ArgumentTypeError, match="monitor must be a bool"):
+        Gateway.open(db_path, monitor="no")  # type: ignore[arg-type]
+    assert not db_path.exists()
+
+
 def test_open_rejects_a_config_that_is_not_a_gateway_config(db_path: Path) -> None:
     with pytest.raises(ArgumentTypeError, match="GatewayConfig"):
         Gateway.open(db_path, config={"scope": "global"}, monitor=False)  # type: ignore[arg-type]
