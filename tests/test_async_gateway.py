@@ -227,7 +227,7 @@ def test_a_cancelled_open_closes_what_it_opened_and_close_survives_cancellation(
     tmp_path: Path,
 ) -> None:
     vfs = FaultVFS()
-    vfs.sync_delay_s = 0.05  # opening commits: the cancel lands while it is under way
+    vfs.sync_delay_s = 0.2  # opening commits several times: the cancel lands while it runs
 
     async def main() -> int:
         opening = asyncio.create_task(_open(tmp_path, config=GatewayConfig(vfs=vfs.name)))
