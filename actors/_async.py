@@ -23,21 +23,18 @@ on the loop. An exception in ``on_wake`` is logged and survived.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import os
-import queue
 import threading
-import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
 from actors import _validate as v
+from actors._callthreads import CallThreads, in_thread
 from actors._config import GatewayConfig
 from actors._types import SendResult, SessionStateEventInput
 from actors._upstream import AdoptRequest
@@ -65,77 +62,6 @@ class _CallState(threading.local):
 
 
 _call_state = _CallState()
-
-
-class _CallThreads:
-    """A bounded set of daemon threads running blocking calls for the loop.
-
-    Threads start on demand, up to ``limit``, and are reused; a call beyond
-    that waits in the queue. Daemon threads, so a call stuck in user code (a
-    ``deliver`` that never returns) cannot hold up interpreter exit.
-    Thread-safe; :meth:`submit` never blocks.
-    """
-
-    def __init__(self, name: str, limit: int) -> None:
-        self._name = name
-        self._limit = limit
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = \
-            queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0  # threads waiting for a call
-        self._pending = 0  # calls queued, not yet taken
-        self._closed = False
-
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        """Run ``fn()`` on one of the threads; its result or exception lands in the future.
-
-        Raises:
-            GatewayClosed: the threads were closed.
-        """
-        future: Future[T] = Future()
-        with self._lock:
-            if self._closed:
-                raise GatewayClosed("the gateway is closed")
-            self._pending += 1
-            self._queue.put((fn, future))
-            if self._pending > self._idle and len(self._threads) < self._limit:
-                thread = threading.Thread(target=self._work, daemon=True,
-                                          name=f"{self._name}-{len(self._threads)}")
-                self._threads.append(thread)
-                thread.start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                self._idle += 1
-            job = self._queue.get()
-            with self._lock:
-                self._idle -= 1
-                if job is not None:
-                    self._pending -= 1
-            if job is None:
-                return
-            fn, future = job
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # handed to the awaiting task
-                    future.set_exception(exc)
-
-    def close(self, timeout: float) -> list[str]:
-        """Let queued calls finish, stop the threads; the names of those still busy after
-        ``timeout`` seconds (they are daemons and end with their call). Blocks."""
-        with self._lock:
-            self._closed = True
-            threads = list(self._threads)
-        for _ in threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return [thread.name for thread in threads if thread.is_alive()]
 
 
 class AsyncGateway:
@@ -166,7 +92,7 @@ class AsyncGateway:
         location, path, host_id: the gateway's (see :class:`~actors.Gateway`).
     """
 
-    def __init__(self, gateway: Gateway, calls: _CallThreads, reads: _CallThreads,
+    def __init__(self, gateway: Gateway, calls: CallThreads, reads: CallThreads,
                  loop: asyncio.AbstractEventLoop, on_wake: OnWake | None) -> None:
         """Use :meth:`open`; this wires an opened gateway to ``loop`` (internal)."""
         self.gateway = gateway
@@ -227,8 +153,8 @@ class AsyncGateway:
                 f"config must be a GatewayConfig, not {type(config).__name__}")
         if on_wake is not None and not callable(on_wake):
             raise v.ArgumentTypeError("on_wake must be callable")
-        calls = _CallThreads("ssa-async-call", config.async_call_threads)
-        reads = _CallThreads("ssa-async-read", config.read_connections)
+        calls = CallThreads("ssa-async-call", config.async_call_threads)
+        reads = CallThreads("ssa-async-read", config.read_connections)
         holder: list[AsyncGateway] = []
         early: list[str] = []  # wakes of the open itself, before there is a gateway to run them
         lock = threading.Lock()
@@ -250,7 +176,7 @@ class AsyncGateway:
             opening.add_done_callback(partial(_close_abandoned, calls, reads))
             raise
         except BaseException:
-            await _in_thread(partial(_close_threads, calls, reads, 10.0))
+            await in_thread(partial(_close_threads, calls, reads, 10.0))
             raise
         opened = cls(gateway, calls, reads, loop, on_wake)
         with lock:
@@ -277,7 +203,7 @@ class AsyncGateway:
         """
         if asyncio.get_running_loop() is not self._loop:
             self._closed = True
-            await _in_thread(partial(self._close_engine, timeout))
+            await in_thread(partial(self._close_engine, timeout))
             return
         if self._closing is None:
             self._closed = True
@@ -288,13 +214,13 @@ class AsyncGateway:
         if self._calls:
             await asyncio.wait(set(self._calls), timeout=timeout)
         try:
-            await _in_thread(partial(self.gateway.close, timeout))
+            await in_thread(partial(self.gateway.close, timeout))
         finally:
             if self._tasks:
                 _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
                 for task in pending:
                     task.cancel()
-            await _in_thread(partial(self._close_engine, timeout))
+            await in_thread(partial(self._close_engine, timeout))
 
     def _close_engine(self, timeout: float) -> None:
         """Any thread: close the gateway (idempotent) and the call threads; log leftovers."""
@@ -342,7 +268,7 @@ class AsyncGateway:
         taken = await self._run(self._threads, (kind, key), method, key)
         return self._undelivered.pop((kind, key), []) + taken
 
-    async def _run(self, threads: _CallThreads, keep: tuple[str, str] | None,
+    async def _run(self, threads: CallThreads, keep: tuple[str, str] | None,
                    method: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         self._check_loop()
         if self._closed:
@@ -572,11 +498,11 @@ class AsyncGateway:
         return await self._call(self.gateway.scan_upstream)
 
 
-def _close_threads(calls: _CallThreads, reads: _CallThreads, timeout: float) -> list[str]:
+def _close_threads(calls: CallThreads, reads: CallThreads, timeout: float) -> list[str]:
     return calls.close(timeout) + reads.close(timeout)
 
 
-def _close_abandoned(calls: _CallThreads, reads: _CallThreads,
+def _close_abandoned(calls: CallThreads, reads: CallThreads,
                      opening: asyncio.Future[Gateway]) -> None:
     """An ``open`` whose caller was cancelled finished: close what it opened (loop thread)."""
     gateway = None if opening.cancelled() or opening.exception() else opening.result()
@@ -587,33 +513,3 @@ def _close_abandoned(calls: _CallThreads, reads: _CallThreads,
         _close_threads(calls, reads, 10.0)
 
     threading.Thread(target=close, name="ssa-async-close").start()
-
-
-async def _in_thread(fn: Callable[[], T]) -> T:
-    """Run a blocking ``fn`` on a short-lived thread of its own and await it (no executor)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def deliver(outcome: Future[T]) -> None:
-        if not done.done():
-            if outcome.exception() is not None:
-                done.set_exception(outcome.exception())  # type: ignore[arg-type]
-            else:
-                done.set_result(outcome.result())
-
-    def run() -> None:
-        outcome: Future[T] = Future()
-        try:
-            outcome.set_result(fn())
-        except BaseException as exc:
-            outcome.set_exception(exc)
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(deliver, outcome)
-
-    thread = threading.Thread(target=run, name="ssa-async-close")
-    thread.start()
-    try:
-        return await asyncio.shield(done)
-    finally:
-        if done.done():
-            thread.join()
