@@ -235,7 +235,8 @@ def test_a_cancelled_open_closes_what_it_opened_and_close_survives_cancellation(
         opening.cancel()
         with pytest.raises(asyncio.CancelledError):
             await opening
-        gw = await _open(tmp_path)
+        vfs.sync_delay_s = 0.0  # the abandoned open finishes quickly now, and is closed
+        gw = await _open(tmp_path / "other")
         closing = asyncio.create_task(gw.close())
         await asyncio.sleep(0)
         closing.cancel()  # the close goes on regardless
