@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -167,13 +168,14 @@ class AsyncGateway:
                 target = holder[0]
             target._wake_from_thread(watcher_key)
 
-        opening = asyncio.wrap_future(calls.submit(partial(
+        started = calls.submit(partial(
             Gateway.open, path, config=config, clock=clock,
-            on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts)))
+            on_wake=shim if on_wake is not None else None, monitor=monitor, hosts=hosts))
+        opening = asyncio.wrap_future(started)
         try:
             gateway = await asyncio.shield(opening)
-        except asyncio.CancelledError:  # it opens anyway: close it when it has
-            opening.add_done_callback(partial(_close_abandoned, calls, reads))
+        except asyncio.CancelledError:  # it opens anyway: close it when it has, loop or not
+            started.add_done_callback(partial(_close_abandoned, calls, reads))
             raise
         except BaseException:
             await in_thread(partial(_close_threads, calls, reads, 10.0))
@@ -502,9 +504,12 @@ def _close_threads(calls: CallThreads, reads: CallThreads, timeout: float) -> li
     return calls.close(timeout) + reads.close(timeout)
 
 
-def _close_abandoned(calls: CallThreads, reads: CallThreads,
-                     opening: asyncio.Future[Gateway]) -> None:
-    """An ``open`` whose caller was cancelled finished: close what it opened (loop thread)."""
+def _close_abandoned(calls: CallThreads, reads: CallThreads, opening: Future[Gateway]) -> None:
+    """An ``open`` whose caller was cancelled finished: close what it opened.
+
+    Runs in the call thread that opened it (the loop may be gone by then);
+    the closing happens on a thread of its own, which joins the call threads.
+    """
     gateway = None if opening.cancelled() or opening.exception() else opening.result()
 
     def close() -> None:

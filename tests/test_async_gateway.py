@@ -22,6 +22,7 @@ T = TypeVar("T")
 MANAGER = "agent:main:main"
 WORKERS = [f"agent:main:subagent:w{i}" for i in range(20)]
 BUDGET_S = 30.0  # every run below ends well before pytest-timeout's 60 s
+_OUTLIVE_THE_TEST: list[FaultVFS] = []  # a VFS is unregistered when collected
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:
@@ -227,6 +228,7 @@ def test_a_cancelled_open_closes_what_it_opened_and_close_survives_cancellation(
     tmp_path: Path,
 ) -> None:
     vfs = FaultVFS()
+    _OUTLIVE_THE_TEST.append(vfs)  # the abandoned open may still use it at teardown
     vfs.sync_delay_s = 0.2  # opening commits several times: the cancel lands while it runs
 
     async def main() -> int:
