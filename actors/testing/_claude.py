@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, encode, iso
+from actors.testing._jsonl import JsonlFile, iso
 
 __all__ = ["ClaudeCodeTranscript"]
 
@@ -40,7 +40,6 @@ class ClaudeCodeTranscript:
         self.path: Path = self._file.path
         self.session_id = session_id or self.path.stem
         self._cwd = cwd
-        self._parent: str | None = None
 
     def append(self, *turns: t.Turn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
@@ -49,12 +48,7 @@ class ClaudeCodeTranscript:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        parent = self._parent
-        try:
-            return self._file.append_turns(turns, self._rows)
-        except BaseException:  # nothing was written: neither is the chain moved on
-            self._parent = parent
-            raise
+        return self._file.append_turns(turns, self._rows)
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
@@ -67,18 +61,18 @@ class ClaudeCodeTranscript:
         Raises:
             TypeError: a turn of an unknown kind.
         """
-        return encode(row for turn in turns for row in self._rows(turn))
+        return self._file.lines(turns, self._rows)
 
     def _row(self, kind: str, message: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
         row_id = str(uuid.uuid4())
         row: dict[str, Any] = {
-            "parentUuid": self._parent, "isSidechain": False, "userType": "external",
+            "parentUuid": self._file.parent, "isSidechain": False, "userType": "external",
             "cwd": self._cwd, "sessionId": self.session_id, "version": "2.1.37",
             "gitBranch": "main", "type": kind}
         if message is not None:
             row["message"] = message
         row.update(extra, uuid=row_id, timestamp=iso(self._file.now()))
-        self._parent = row_id
+        self._file.parent = row_id
         return row
 
     def _user(self, content: str | list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -70,7 +70,7 @@ class CodexRollout:
         Raises:
             TypeError: a turn of an unknown kind.
         """
-        return encode(row for turn in turns for row in self._rows(turn))
+        return self._file.lines(turns, self._rows)
 
     def header_line(self) -> bytes:
         """The header line :meth:`append` writes first into an empty file, as bytes.

@@ -36,6 +36,8 @@ class JsonlFile:
 
     def __init__(self, path: str | os.PathLike[str], clock: Callable[[], int] | None) -> None:
         self.path = Path(path)
+        self.parent: str | None = None
+        """The id of the last row built, for tools that chain rows (Claude Code, Pi)."""
         self._clock = clock
         self._own = ManualClock() if clock is None else None
 
@@ -61,13 +63,28 @@ class JsonlFile:
         Returns how many lines were written, all in one write.
 
         Raises:
-            TypeError: ``rows_of`` refused a turn (nothing is written then).
+            TypeError: ``rows_of`` refused a turn (nothing is written then, and
+                :attr:`parent` is as it was).
             OSError: the file cannot be written.
         """
-        rows = [header()] if header is not None and self.is_empty() else []
-        for turn in turns:
-            rows += rows_of(turn)
-        return self.write(rows)
+        parent = self.parent
+        try:
+            rows = [header()] if header is not None and self.is_empty() else []
+            for turn in turns:
+                rows += rows_of(turn)
+            return self.write(rows)
+        except BaseException:  # nothing was written: neither is the chain moved on
+            self.parent = parent
+            raise
+
+    def lines(self, turns: Iterable[object],
+              rows_of: Callable[[Any], list[dict[str, Any]]]) -> bytes:
+        """The lines of ``turns`` as bytes, without writing (the chain moves on).
+
+        Raises:
+            TypeError: ``rows_of`` refused a turn.
+        """
+        return encode(row for turn in turns for row in rows_of(turn))
 
     def write(self, rows: list[dict[str, Any]]) -> int:
         """Append ``rows`` as whole lines in one write; return how many.

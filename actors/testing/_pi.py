@@ -39,7 +39,6 @@ class PiSession:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
-        self._parent: str | None = None
 
     def append(self, *turns: t.Turn) -> int:
         """Write the entries of ``turns`` in one write; return how many lines.
@@ -48,12 +47,7 @@ class PiSession:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
-        parent = self._parent
-        try:
-            return self._file.append_turns(turns, self._rows, self._header)
-        except BaseException:  # nothing was written: neither is the chain moved on
-            self._parent = parent
-            raise
+        return self._file.append_turns(turns, self._rows, self._header)
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
@@ -66,7 +60,7 @@ class PiSession:
         Raises:
             TypeError: a turn of an unknown kind.
         """
-        return encode(row for turn in turns for row in self._rows(turn))
+        return self._file.lines(turns, self._rows)
 
     def header_line(self) -> bytes:
         """The header line :meth:`append` writes first into an empty file, as bytes.
@@ -81,9 +75,9 @@ class PiSession:
 
     def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry_id = uuid.uuid4().hex[:8]
-        entry = {"type": kind, "id": entry_id, "parentId": self._parent,
+        entry = {"type": kind, "id": entry_id, "parentId": self._file.parent,
                  "timestamp": iso(self._file.now()), **fields}
-        self._parent = entry_id
+        self._file.parent = entry_id
         return entry
 
     def _message(self, role: str, content: list[dict[str, Any]], **extra: Any
@@ -126,7 +120,7 @@ class PiSession:
                 return [self._assistant([], "aborted")]
             case t.Compaction(summary=summary):
                 return [self._entry("compaction", summary=summary,
-                                    firstKeptEntryId=self._parent, tokensBefore=1000)]
+                                    firstKeptEntryId=self._file.parent, tokensBefore=1000)]
             case t.SubagentRow(text=text):
                 return [self._entry("custom", customType="subagent", data={"text": text})]
             case t.ImageOnly(count=count):
