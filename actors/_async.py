@@ -148,12 +148,7 @@ class AsyncGateway:
         except RuntimeError:
             raise RuntimeError("AsyncGateway.open needs a running asyncio event loop (await it"
                                " from a coroutine; trio is not supported)") from None
-        config = config if config is not None else GatewayConfig()
-        if not isinstance(config, GatewayConfig):
-            raise v.ArgumentTypeError(
-                f"config must be a GatewayConfig, not {type(config).__name__}")
-        if on_wake is not None and not callable(on_wake):
-            raise v.ArgumentTypeError("on_wake must be callable")
+        config = v.check_open(config, clock, on_wake, monitor)
         calls = CallThreads("ssa-async-call", config.async_call_threads)
         reads = CallThreads("ssa-async-read", config.read_connections)
         holder: list[AsyncGateway] = []

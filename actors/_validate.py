@@ -10,6 +10,7 @@ import math
 
 import msgspec
 
+from actors._config import GatewayConfig
 from actors.errors import (
     ArgumentTypeError,
     InvalidArgument,
@@ -275,3 +276,24 @@ def check_run_failed_payload(kind: str, payload: object) -> None:
     if outcome not in ("error", "timeout", "cancelled"):
         raise InvalidOutcome(
             'a run_failed payload needs "outcome": "error", "timeout" or "cancelled"')
+
+
+def check_open(config: object, clock: object, on_wake: object, monitor: object) -> GatewayConfig:
+    """Check ``Gateway.open``'s (and ``AsyncGateway.open``'s) arguments; return the config.
+
+    ``config`` ``None`` means ``GatewayConfig()``. Pure; any thread.
+
+    Raises:
+        ArgumentTypeError: ``config`` is not a ``GatewayConfig``, ``clock`` or
+            ``on_wake`` not callable, ``monitor`` not a bool.
+    """
+    config = config if config is not None else GatewayConfig()
+    if not isinstance(config, GatewayConfig):
+        raise ArgumentTypeError(f"config must be a GatewayConfig, not {type(config).__name__}")
+    if clock is not None and not callable(clock):
+        raise ArgumentTypeError("clock must be a callable returning epoch milliseconds")
+    if on_wake is not None and not callable(on_wake):
+        raise ArgumentTypeError("on_wake must be callable")
+    if not isinstance(monitor, bool):
+        raise ArgumentTypeError(f"monitor must be a bool, not {type(monitor).__name__}")
+    return config

@@ -216,16 +216,7 @@ class Gateway(UpstreamApi):
                 PostgreSQL server that does not answer included).
             OSError: the directory or file cannot be created.
         """
-        config = config if config is not None else GatewayConfig()
-        if not isinstance(config, GatewayConfig):
-            raise v.ArgumentTypeError(
-                f"config must be a GatewayConfig, not {type(config).__name__}")
-        if clock is not None and not callable(clock):
-            raise v.ArgumentTypeError("clock must be a callable returning epoch milliseconds")
-        if on_wake is not None and not callable(on_wake):
-            raise v.ArgumentTypeError("on_wake must be callable")
-        if not isinstance(monitor, bool):
-            raise v.ArgumentTypeError(f"monitor must be a bool, not {type(monitor).__name__}")
+        config = v.check_open(config, clock, on_wake, monitor)
         hosted = v.check_hosts(hosts, on_wake)
         location = os.fspath(path) if path is not None else default_state_path()
         try:
