@@ -365,26 +365,34 @@ def test_close_is_not_held_up_by_busy_call_threads_and_reads_do_not_queue_behind
     tmp_path: Path,
 ) -> None:
     release = threading.Event()
+    entered: list[str] = []
+    both_inside: list[asyncio.Event] = []
 
-    def deliver(sender: str, target: str, text: str) -> bool:
+    def deliver(sender: str, target: str, text: str) -> bool:  # in a call thread
+        entered.append(target)
+        if len(entered) == 2:
+            loop.call_soon_threadsafe(both_inside[0].set)
         return release.wait(20)
 
     async def main() -> tuple[float, float]:
+        nonlocal loop
+        loop = asyncio.get_running_loop()
+        both_inside.append(asyncio.Event())
         gw = await _open(tmp_path, config=GatewayConfig(async_call_threads=2))
         sends = [asyncio.create_task(gw.sessions_send(MANAGER, worker, "hello", deliver=deliver))
                  for worker in WORKERS[:2]]
-        await asyncio.sleep(0.05)  # both call threads are inside deliver
+        await both_inside[0].wait()  # both call threads are inside deliver
         start = time.perf_counter()
         await gw.session_status(WORKERS[0])  # a read: its own threads
         read_s = time.perf_counter() - start
         start = time.perf_counter()
-        closing = asyncio.create_task(gw.close(timeout=0.5))
-        await asyncio.sleep(0.2)
+        await gw.close(timeout=0.5)  # while both call threads are still stuck
+        close_s = time.perf_counter() - start
         release.set()
-        await closing
         await asyncio.gather(*sends, return_exceptions=True)
-        return read_s, time.perf_counter() - start
+        return read_s, close_s
 
+    loop: asyncio.AbstractEventLoop
     read_s, close_s = run(main)
     assert read_s < 2.0
     assert close_s < 5.0
