@@ -14,21 +14,60 @@ no Pykka type leaks through the public API.
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
-from actors._async import AsyncGateway
-from actors._config import GatewayConfig
-from actors._types import (
-    SendResult,
-    SessionRow,
-    SessionStateEvent,
-    SessionStateEventInput,
-    SessionStatus,
-    StateChanges,
-    UpstreamLink,
-)
-from actors._upstream import AdoptRequest
-from actors.gateway import Gateway, default_state_path
+if TYPE_CHECKING:
+    from actors._async import AsyncGateway
+    from actors._config import GatewayConfig
+    from actors._types import (
+        SendResult,
+        SessionRow,
+        SessionStateEvent,
+        SessionStateEventInput,
+        SessionStatus,
+        StateChanges,
+        UpstreamLink,
+    )
+    from actors._upstream import AdoptRequest
+    from actors.gateway import Gateway, default_state_path
+
+_EXPORTS: dict[str, str] = {
+    "AdoptRequest": "actors._upstream",
+    "AsyncGateway": "actors._async",
+    "Gateway": "actors.gateway",
+    "GatewayConfig": "actors._config",
+    "SendResult": "actors._types",
+    "SessionRow": "actors._types",
+    "SessionStateEvent": "actors._types",
+    "SessionStateEventInput": "actors._types",
+    "SessionStatus": "actors._types",
+    "StateChanges": "actors._types",
+    "UpstreamLink": "actors._types",
+    "default_state_path": "actors.gateway",
+}
+"""Where each public name lives: imported on first use (PEP 562), so a light
+command such as ``ssa hook`` pays only for the modules it touches."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``name`` from its module on first use (any thread; blocks on the import).
+
+    Raises:
+        AttributeError: ``name`` is not a public name of this package.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's own attributes."""
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = [
     "AdoptRequest",

@@ -11,62 +11,144 @@ benchmarked without threads.
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
-from persistence._backend import Backend, is_postgres_url, open_backend
-from persistence._lock import PresenceLock
-from persistence._messages import (
-    Acknowledge,
-    AckOutcome,
-    ClaimLink,
-    ClaimWakes,
-    CommitScan,
-    DeleteOutcome,
-    DeleteSession,
-    HostWatchers,
-    LinkOutcome,
-    NoteOwnText,
-    NoticeDescriptor,
-    Prune,
-    RecordEvent,
-    RecordOutcome,
-    RegisterOutcome,
-    RegisterWatch,
-    ReleaseLeases,
-    ResetWatcher,
-    ScanOutcome,
-    SweepOutcome,
-    UpsertLink,
-    UpsertSession,
-)
-from persistence._pool import ReadPool
-from persistence._reads import (
-    EntryRow,
-    list_sessions,
-    pending_cursors,
-    read_changes,
-    read_entry,
-    read_version,
-    read_versions,
-)
-from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
-from persistence._upstream import list_watched_links, read_link, read_own_hashes
-from persistence._writer import (
-    PersistenceActor,
-    Ping,
-    collect,
-    send_many,
-    submit,
-    submit_many,
-)
-from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
-from persistence.records import (
-    SessionRow,
-    SessionStateEvent,
-    SessionStatus,
-    StateChanges,
-    UpstreamLink,
-)
+if TYPE_CHECKING:
+    from persistence._backend import Backend, is_postgres_url, open_backend
+    from persistence._lock import PresenceLock
+    from persistence._messages import (
+        Acknowledge,
+        AckOutcome,
+        ClaimLink,
+        ClaimWakes,
+        CommitScan,
+        DeleteOutcome,
+        DeleteSession,
+        HostWatchers,
+        LinkOutcome,
+        NoteOwnText,
+        NoticeDescriptor,
+        Prune,
+        RecordEvent,
+        RecordOutcome,
+        RegisterOutcome,
+        RegisterWatch,
+        ReleaseLeases,
+        ResetWatcher,
+        ScanOutcome,
+        SweepOutcome,
+        UpsertLink,
+        UpsertSession,
+    )
+    from persistence._pool import ReadPool
+    from persistence._reads import (
+        EntryRow,
+        list_sessions,
+        pending_cursors,
+        read_changes,
+        read_entry,
+        read_version,
+        read_versions,
+    )
+    from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
+    from persistence._upstream import list_watched_links, read_link, read_own_hashes
+    from persistence._writer import (
+        PersistenceActor,
+        Ping,
+        collect,
+        send_many,
+        submit,
+        submit_many,
+    )
+    from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
+    from persistence.records import (
+        SessionRow,
+        SessionStateEvent,
+        SessionStatus,
+        StateChanges,
+        UpstreamLink,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "AckOutcome": "persistence._messages",
+    "Acknowledge": "persistence._messages",
+    "Backend": "persistence._backend",
+    "ClaimLink": "persistence._messages",
+    "ClaimWakes": "persistence._messages",
+    "CommitScan": "persistence._messages",
+    "DatabaseBusy": "persistence.errors",
+    "DeleteOutcome": "persistence._messages",
+    "DeleteSession": "persistence._messages",
+    "EntryRow": "persistence._reads",
+    "HostWatchers": "persistence._messages",
+    "LinkOutcome": "persistence._messages",
+    "NoteOwnText": "persistence._messages",
+    "NoticeDescriptor": "persistence._messages",
+    "PersistenceActor": "persistence._writer",
+    "Ping": "persistence._writer",
+    "PresenceLock": "persistence._lock",
+    "Prune": "persistence._messages",
+    "ReadPool": "persistence._pool",
+    "RecordEvent": "persistence._messages",
+    "RecordOutcome": "persistence._messages",
+    "RegisterOutcome": "persistence._messages",
+    "RegisterWatch": "persistence._messages",
+    "ReleaseLeases": "persistence._messages",
+    "ResetWatcher": "persistence._messages",
+    "SCHEMA_VERSION": "persistence._schema",
+    "ScanOutcome": "persistence._messages",
+    "SchemaError": "persistence.errors",
+    "SessionRow": "persistence.records",
+    "SessionStateEvent": "persistence.records",
+    "SessionStatus": "persistence.records",
+    "StateChanges": "persistence.records",
+    "StorageError": "persistence.errors",
+    "StorageUnavailable": "persistence.errors",
+    "SweepOutcome": "persistence._messages",
+    "UpsertLink": "persistence._messages",
+    "UpsertSession": "persistence._messages",
+    "UpstreamLink": "persistence.records",
+    "collect": "persistence._writer",
+    "is_postgres_url": "persistence._backend",
+    "list_sessions": "persistence._reads",
+    "list_watched_links": "persistence._upstream",
+    "open_backend": "persistence._backend",
+    "open_connection": "persistence._schema",
+    "pending_cursors": "persistence._reads",
+    "prepare_path": "persistence._schema",
+    "read_changes": "persistence._reads",
+    "read_entry": "persistence._reads",
+    "read_link": "persistence._upstream",
+    "read_own_hashes": "persistence._upstream",
+    "read_version": "persistence._reads",
+    "read_versions": "persistence._reads",
+    "send_many": "persistence._writer",
+    "submit": "persistence._writer",
+    "submit_many": "persistence._writer",
+}
+"""Where each public name lives: imported on first use (PEP 562), so a light
+command such as ``ssa hook`` pays only for the modules it touches."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``name`` from its module on first use (any thread; blocks on the import).
+
+    Raises:
+        AttributeError: ``name`` is not a public name of this package.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's own attributes."""
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = [
     "SCHEMA_VERSION",
