@@ -445,9 +445,23 @@ class AsyncGateway:
         pending = await self._read(self.gateway.pending_notices, watcher_key)
         return list(self._undelivered.get(("drain", watcher_key), ())) + pending
 
-    async def drain(self, watcher_key: str) -> list[str]:
-        """:meth:`Gateway.drain`, awaited; notices a cancelled drain took come first."""
-        return await self._take("drain", watcher_key, self.gateway.drain)
+    async def drain(self, watcher_key: str, *, only: Iterable[str] | None = None) -> list[str]:
+        """:meth:`Gateway.drain`, awaited; notices a cancelled drain took come first.
+
+        With ``only``, just those of them among ``only`` (the rest wait for
+        the next drain).
+        """
+        if only is None:
+            return await self._take("drain", watcher_key, self.gateway.drain)
+        shown = v.check_texts(only, "only")
+        taken = await self._run(self._threads, ("drain", watcher_key),
+                                partial(self.gateway.drain, only=shown), watcher_key)
+        kept = self._undelivered.pop(("drain", watcher_key), [])
+        earlier = [text for text in kept if text in shown]
+        rest = [text for text in kept if text not in shown]
+        if rest:
+            self._undelivered[("drain", watcher_key)] = rest
+        return earlier + taken
 
     async def host(self, *watcher_keys: str) -> None:
         """:meth:`Gateway.host`, awaited."""

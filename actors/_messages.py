@@ -46,7 +46,13 @@ class PendingTexts(_Message, frozen=True, tag="session.pending"):
 
 
 class Drain(_Message, frozen=True, tag="session.drain"):
-    """The watcher's turn: consume the queue and acknowledge (answers ``DrainOutcome``)."""
+    """The watcher's turn: consume the queue and acknowledge (answers ``DrainOutcome``).
+
+    ``only``: consume just the queued entries with these texts (what the
+    watcher was shown); ``None`` consumes everything.
+    """
+
+    only: tuple[str, ...] | None = None
 
 
 class Reset(_Message, frozen=True, tag="session.reset"):

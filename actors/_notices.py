@@ -162,6 +162,17 @@ class NoticeQueue:
         self.evicted.clear()
         return entries
 
+    def take(self, texts: frozenset[str]) -> list[QueueEntry]:
+        """Consume and return the entries whose text is in ``texts``, oldest first.
+
+        The rest stay queued in order; notices overflow dropped stay out
+        (they were not shown, so they are not consumed).
+        """
+        taken = [e for e in self._entries if e.text in texts]
+        if taken:
+            self._entries = deque(e for e in self._entries if e.text not in texts)
+        return taken
+
     def requeue(self, entries: list[QueueEntry]) -> None:
         """Put drained ``entries`` back in front, oldest first (a drain that could not
         acknowledge them); entries whose target is queued again meanwhile are skipped."""

@@ -185,8 +185,8 @@ class SessionActor(GatewayActor):
             case PendingTexts():
                 self._sync()
                 return tuple(self._queue.texts())
-            case Drain():
-                return self._drain()
+            case Drain(only=only):
+                return self._drain(only)
             case Reset(session_id=session_id):
                 try:
                     submit(self._persistence, ResetWatcher(
@@ -220,9 +220,9 @@ class SessionActor(GatewayActor):
         self._sync_failed = False
         self._queue.reconcile([((k, a), ls, mt, notice_text(k, ls)) for k, a, ls, mt in rows])
 
-    def _drain(self) -> DrainOutcome:
+    def _drain(self, only: tuple[str, ...] | None = None) -> DrainOutcome:
         self._sync()
-        entries = self._queue.drain()
+        entries = self._queue.drain() if only is None else self._queue.take(frozenset(only))
         shown = [e for e in entries if e.target is not None and e.last_seen is not None]
         follow_ups: tuple[Any, ...] = ()
         consumed: set[tuple[str, str]] = set()

@@ -38,6 +38,7 @@ __all__ = [
     "check_payload",
     "check_run_failed_payload",
     "check_text",
+    "check_texts",
 ]
 
 MAX_SUMMARY_LENGTH = 1000
@@ -147,6 +148,23 @@ def check_text(value: object, what: str, *, optional: bool = False,
     if max_bytes is not None and len(encoded) > max_bytes:
         raise InvalidArgument(f"{what} is longer than {max_bytes} bytes in UTF-8")
     return value
+
+
+def check_texts(value: object, what: str) -> tuple[str, ...]:
+    """Return the strings of the iterable ``value`` as a tuple (``drain(only=...)``).
+
+    Raises:
+        ArgumentTypeError: ``value`` is a ``str`` or ``bytes`` (one text:
+            pass a list) or not iterable, or an item is not a ``str``.
+    """
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ArgumentTypeError(f"{what} must be an iterable of str, not a "
+                                f"{type(value).__name__}")
+    items = tuple(value)  # type: ignore[call-overload]
+    for item in items:
+        if not isinstance(item, str):
+            raise ArgumentTypeError(f"{what} must hold str, not {type(item).__name__}")
+    return items
 
 
 def check_int(value: object, what: str, *, optional: bool = False) -> int | None:

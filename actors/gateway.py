@@ -595,7 +595,7 @@ class Gateway(UpstreamApi):
         # and keeps them to show during a read fault.
         return list(self._ask_session(key, PendingTexts()))
 
-    def drain(self, watcher_key: str) -> list[str]:
+    def drain(self, watcher_key: str, *, only: Iterable[str] | None = None) -> list[str]:
         """The watcher's turn: consume its queued events and acknowledge the notices.
 
         Each acknowledged cursor moves to its frozen watermark, never to the
@@ -607,15 +607,32 @@ class Gateway(UpstreamApi):
         ``busy_timeout_ms``) stays queued, and the watcher is woken again
         after 1 s, then 2, 4, ... up to 60 s, until a drain acknowledges it.
 
+        Args:
+            watcher_key: the watcher whose turn it is.
+            only: consume just these texts, as :meth:`pending_notices`
+                returned them (a watcher that was shown its notices before
+                it acknowledged them, e.g. ``ssa hook``): an entry queued
+                since, or a notice replaced since (its ``changesSince``
+                moved), stays queued. ``None`` (the default) consumes all.
+
         Returns:
-            The consumed texts, oldest first.
+            The consumed texts, oldest first (with ``only``, a subset of it).
+
+        Raises:
+            InvalidSessionKey: ``watcher_key`` is not a valid key.
+            InvalidArgument: ``only`` is a string, or holds a non-string.
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on the session actor and one write.
         """
         self._guard()
         v.check_key(watcher_key, "watcher_key")
+        shown = None if only is None else v.check_texts(only, "only")
         key = (watcher_key, agent_id_of(watcher_key))
-        if not self._has_session_state(key) and not self._open_notice_texts(watcher_key):
+        if shown == () or (
+                not self._has_session_state(key) and not self._open_notice_texts(watcher_key)):
             return []  # nothing to consume: no actor needed
-        outcome: DrainOutcome = self._ask_session(key, Drain())
+        outcome: DrainOutcome = self._ask_session(key, Drain(only=shown))
         self._publish(outcome.follow_ups)
         if outcome.unacknowledged:
             self._rewakes.later(watcher_key)  # its wake was spent on a turn that got nothing

@@ -261,3 +261,40 @@ def test_the_longest_keys_and_dedupe_keys_work_on_every_backend(gateway: Gateway
         gateway.record(SessionStateEventInput(
             session_key=target, kind="goal_changed", actor_type="human", summary="s",
             dedupe_key=wide * 251))
+
+
+def test_drain_only_consumes_exactly_what_was_shown(gateway: Gateway) -> None:
+    """``drain(only=...)``: a notice opened after the watcher was shown its notices stays."""
+    assert gateway.watch(COORDINATOR, PEER)
+    assert gateway.watch(COORDINATOR, CHILD)
+    first = gateway.human_message(PEER, channel="tui")
+    assert first is not None
+    shown = gateway.pending_notices(COORDINATOR)
+    assert shown == [notice_text(PEER, first.sequence - 1)]
+    later = gateway.human_message(CHILD, channel="tui")  # after showing, before acknowledging
+    assert later is not None
+    assert gateway.drain(COORDINATOR, only=shown) == shown
+    opened = [notice_text(CHILD, 0)]  # watched while its version was 0
+    assert gateway.pending_notices(COORDINATOR) == opened
+    assert gateway.drain(COORDINATOR, only=shown) == []  # already consumed: nothing twice
+    assert gateway.drain(COORDINATOR, only=[]) == []
+    assert gateway.pending_notices(COORDINATOR) == opened
+
+
+def test_drain_only_skips_a_notice_replaced_since_it_was_shown(gateway: Gateway) -> None:
+    """A shown text whose notice another drain consumed (and a follow-up replaced) stays."""
+    assert gateway.watch(COORDINATOR, PEER)
+    first = gateway.human_message(PEER, channel="tui")
+    assert first is not None
+    shown = gateway.pending_notices(COORDINATOR)
+    assert gateway.drain(COORDINATOR) == shown  # consumed elsewhere meanwhile
+    second = gateway.human_message(PEER, channel="tui")
+    assert second is not None
+    assert gateway.drain(COORDINATOR, only=shown) == []
+    assert gateway.pending_notices(COORDINATOR) == [notice_text(PEER, first.sequence)]
+
+
+@pytest.mark.parametrize("bad", ["one text", b"bytes", 5, [1]])
+def test_drain_only_refuses_what_is_not_texts(gateway: Gateway, bad: object) -> None:
+    with pytest.raises(ArgumentTypeError, match="only"):
+        gateway.drain(COORDINATOR, only=bad)  # type: ignore[arg-type]
