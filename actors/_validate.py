@@ -160,7 +160,7 @@ def check_texts(value: object, what: str) -> tuple[str, ...]:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise ArgumentTypeError(f"{what} must be an iterable of str, not a "
                                 f"{type(value).__name__}")
-    items = tuple(value)  # type: ignore[call-overload]
+    items = tuple(value)
     for item in items:
         if not isinstance(item, str):
             raise ArgumentTypeError(f"{what} must hold str, not {type(item).__name__}")
