@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     "SessionStatus": "actors._types",
     "StateChanges": "actors._types",
     "UpstreamLink": "actors._types",
-    "default_state_path": "actors.gateway",
+    "default_state_path": "persistence.locations",
 }
 """Where each public name lives: imported on first use (PEP 562), so a light
 command such as ``ssa hook`` pays only for the modules it touches."""

@@ -1,5 +1,5 @@
 """``python -m actors``: the ``ssa`` command line."""
 
-from actors.cli import main
+from actors.command import main
 
 raise SystemExit(main())

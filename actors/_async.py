@@ -504,9 +504,11 @@ class AsyncGateway:
         """:meth:`Gateway.start_upstream_notifications`, awaited."""
         return await self._call(self.gateway.start_upstream_notifications)
 
-    async def scan_upstream(self) -> list[SessionStateEvent]:
-        """:meth:`Gateway.scan_upstream`, awaited."""
-        return await self._call(self.gateway.scan_upstream)
+    async def scan_upstream(self, *, keys: Iterable[str] | None = None
+                            ) -> list[SessionStateEvent]:
+        """:meth:`Gateway.scan_upstream`, awaited (``keys`` is read in the loop)."""
+        only = None if keys is None else v.check_texts(keys, "keys")
+        return await self._call(self.gateway.scan_upstream, keys=only)
 
 
 def _close_threads(calls: CallThreads, reads: CallThreads, timeout: float) -> list[str]:

@@ -338,7 +338,8 @@ class UpstreamService:
 
     # --- scanning ------------------------------------------------------------
 
-    def scan_cycle(self, *, follow_backlog: bool = True) -> list[SessionStateEvent]:
+    def scan_cycle(self, *, follow_backlog: bool = True,
+                   only: frozenset[str] | None = None) -> list[SessionStateEvent]:
         """One cadence: scan every watched link whose source changed, publish, return new events.
 
         A link is scanned only when its fingerprint (one ``stat``) or its
@@ -353,11 +354,14 @@ class UpstreamService:
         chain of soon scans on the dispatcher (:meth:`more_soon`), so a
         background cadence never waits for a long backlog. Blocks until every
         scan answered or timed out (logged). Never overlaps another cycle.
+        ``only``: scan just the links of these session keys (``None``: all).
         """
         self.mark_monitoring()
         with self._cycle_lock:
             with self._reads.connection(self._timeout) as conn:
                 links, ambiguous = list_watched_links(conn)
+            if only is not None:
+                links = [link for link in links if link.session_key in only]
             for key in ambiguous:
                 if key not in self._ambiguous_logged:
                     self._ambiguous_logged.add(key)

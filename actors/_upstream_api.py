@@ -214,7 +214,7 @@ class UpstreamApi(GatewayCore):
                            exc)
             return False
 
-    def scan_upstream(self) -> list[SessionStateEvent]:
+    def scan_upstream(self, *, keys: Iterable[str] | None = None) -> list[SessionStateEvent]:
         """Run one monitor cadence now over every link some watcher watches.
 
         Only links whose source changed since the scan that last settled them
@@ -223,13 +223,24 @@ class UpstreamApi(GatewayCore):
         before it returns. Never raises for storage or source faults (they
         are logged).
 
+        Args:
+            keys: scan only the links of these session keys (a caller that
+                already knows which sources changed, e.g. ``ssa hook``);
+                ``None``: every watched link.
+
         Returns:
             The events this cadence recorded (``human_direct_message``,
             ``upstream_missing``).
+
+        Raises:
+            InvalidArgument, ArgumentTypeError: ``keys`` is a string or
+                holds a non-string.
+            GatewayClosed: the gateway is closed.
         """
         self._guard()
+        only = None if keys is None else frozenset(v.check_texts(keys, "keys"))
         try:
-            return self._upstream.scan_cycle()
+            return self._upstream.scan_cycle(only=only)
         except Exception as exc:  # a scan never raises into the caller
             logger.warning("scan_upstream failed: %s: %s", type(exc).__name__, exc)
             return []

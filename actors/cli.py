@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                        f"{DEFAULT_TIMEOUT_S:g})")
     watch.add_argument("--exec-jobs", type=int, metavar="N",
                        help=f"--exec runs at once (default {DEFAULT_JOBS}, at most {MAX_JOBS})")
+    sub.add_parser("hook", add_help=False,
+                   help="a coding agent's prompt hook: print the pending notices of its "
+                   "session for its next turn (ssa hook --help)")
     classify = sub.add_parser(
         "classify", help="show why each unit of an upstream transcript does or does not count")
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
@@ -321,7 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit code: 0 on success, 1 on a runtime error (one line on
         stderr), 2 on a usage error (argparse).
     """
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:
+        from actors.agents.hook import main as hook_main  # noqa: PLC0415 -- its own parser
+
+        return hook_main(words[1:])
+    args = _parser().parse_args(words)
     _show_library_warnings()
     try:
         if args.command == "demo":

@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
+from typing import Any
 
 import apsw
 import pykka
@@ -57,6 +58,7 @@ from persistence._writer import is_epoch_ms
 from persistence._writes import sweep as sweep_cursors
 from persistence.errors import InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
+from persistence.locations import default_state_path
 
 __all__ = ["Gateway", "default_state_path"]
 
@@ -111,19 +113,6 @@ def _join(backend: Backend, presence: Presence, host_id: str,
     finally:
         conn.close()
     return sweep, alone
-
-
-def default_state_path() -> Path:
-    """The embedded default database path (``api-contract.md``, ``Gateway.open``).
-
-    ``$SSA_STATE_DIR/state.sqlite``, else ``$XDG_STATE_HOME/ssa/state.sqlite``,
-    else ``~/.local/state/ssa/state.sqlite``.
-    """
-    if os.environ.get("SSA_STATE_DIR"):
-        return Path(os.environ["SSA_STATE_DIR"]) / "state.sqlite"
-    if os.environ.get("XDG_STATE_HOME"):
-        return Path(os.environ["XDG_STATE_HOME"]) / "ssa" / "state.sqlite"
-    return Path.home() / ".local" / "state" / "ssa" / "state.sqlite"
 
 
 class Gateway(UpstreamApi):
@@ -697,6 +686,27 @@ class Gateway(UpstreamApi):
             v.check_key(key, "watcher_key")
         if watcher_keys:
             self._hosting.unhost(tuple(watcher_keys))
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A read connection of the signal log for the ``with`` block.
+
+        For the read functions of :mod:`persistence` (``persistence.peek``,
+        ``persistence.pending_cursors``, ...) on either backend; statements
+        use ``?`` placeholders. Do not write through it, and do not keep it
+        past the block.
+
+        Raises:
+            GatewayClosed: the gateway is closed.
+            StorageUnavailable: no read connection became free within
+                ``ask_timeout_s``.
+            StorageError: a new connection could not be opened.
+
+        Any thread; blocks until a pooled connection is free.
+        """
+        self._guard()
+        with self._reads.connection(self._timeout) as conn:
+            yield conn
 
     @property
     def shared_at_open(self) -> bool:

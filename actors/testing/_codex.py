@@ -32,6 +32,7 @@ class CodexRollout:
         clock: epoch-ms clock stamping each row (default: a private clock
             moving 1 s per row).
         source: the thread's ``session_meta`` ``source``.
+        cwd: the working directory written into ``session_meta``.
 
     Turns map to what the CLI writes: :class:`~actors.testing.Typed` a
     user-role response item and the ``user_message`` event that counts;
@@ -44,11 +45,13 @@ class CodexRollout:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
-                 clock: Callable[[], int] | None = None, source: str = "cli") -> None:
+                 clock: Callable[[], int] | None = None, source: str = "cli",
+                 cwd: str = "/work") -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
+        self._cwd = cwd
 
     def append(self, *turns: t.Turn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
@@ -82,7 +85,7 @@ class CodexRollout:
     def _session_meta(self) -> dict[str, Any]:
         now = iso(self._file.now())
         return {"timestamp": now, "type": "session_meta", "payload": {
-            "id": self.thread_id, "timestamp": now, "cwd": "/work",
+            "id": self.thread_id, "timestamp": now, "cwd": self._cwd,
             "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
             "cli_version": "0.57.0", "instructions": None, "source": self._source,
             "model_provider": "openai"}}

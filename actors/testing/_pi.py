@@ -30,15 +30,17 @@ class PiSession:
         session_id: the header's id (default: a new UUID).
         clock: epoch-ms clock stamping each entry (default: a private clock
             moving 1 s per entry).
+        cwd: the working directory written into the header.
 
     Not thread-safe; blocks on the file write.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None, cwd: str = "/work") -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
+        self._cwd = cwd
 
     def append(self, *turns: t.Turn) -> int:
         """Write the entries of ``turns`` in one write; return how many lines.
@@ -71,7 +73,7 @@ class PiSession:
 
     def _header(self) -> dict[str, Any]:
         return {"type": "session", "version": 3, "id": self.session_id,
-                "timestamp": iso(self._file.now()), "cwd": "/work"}
+                "timestamp": iso(self._file.now()), "cwd": self._cwd}
 
     def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry_id = uuid.uuid4().hex[:8]

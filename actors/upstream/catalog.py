@@ -12,10 +12,10 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-import msgspec
 
 from actors.upstream._opencode_problems import store_problem
 
@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
 
-class Candidate(msgspec.Struct, frozen=True, kw_only=True):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
     """One upstream session found in a catalog.
 
     Attributes:

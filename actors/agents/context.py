@@ -1,0 +1,130 @@
+"""The context a prompt hook hands the manager's model: notices and what changed (pure).
+
+Each pending notice is printed in the seed's text, followed by a compact
+summary of the changes behind it (what, which actor, when; the signal log
+holds no message text, and neither does this), the adopted session's tool
+and transcript, and how to get more. The whole text stays under
+:data:`MAX_CONTEXT_CHARS`, below Claude Code's 10,000-character cap on hook
+output: notices that do not fit are left pending for the next turn, and
+only the notices printed are acknowledged.
+
+The wording is factual, not imperative, because injected text framed as a
+command can trip a model's prompt-injection defences.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+__all__ = ["MAX_CONTEXT_CHARS", "MAX_EVENTS_PER_NOTICE", "NoticeView", "SummaryEvent",
+           "render_context"]
+
+MAX_CONTEXT_CHARS = 9000
+"""Longest context printed, in characters (Claude Code caps hook output at 10,000)."""
+MAX_EVENTS_PER_NOTICE = 5
+"""Changes summarized under one notice; the rest are counted, with how to read them."""
+_SOURCE_NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode", "pi": "Pi"}
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryEvent:
+    """One change behind a notice: metadata only."""
+
+    sequence: int
+    kind: str
+    actor_type: str
+    occurred_at: int
+    """Epoch milliseconds."""
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeView:
+    """A pending notice and what the hook knows about it.
+
+    Attributes:
+        text: the notice line exactly as the gateway queues it.
+        target_key: the session it is about.
+        changes_since: its ``changesSince`` base.
+        events: up to :data:`MAX_EVENTS_PER_NOTICE` changes after it, oldest first.
+        total: how many changes there are after it in all.
+        source: the adopted session's tool (``"claude"``, ...), or ``None``.
+        path: its transcript (OpenCode: the database), or ``None``.
+        cwd: its working directory, or ``None``.
+    """
+
+    text: str
+    target_key: str
+    changes_since: int
+    events: tuple[SummaryEvent, ...] = ()
+    total: int = 0
+    source: str | None = None
+    path: str | None = None
+    cwd: str | None = None
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+def _block(notice: NoticeView) -> str:
+    lines = [notice.text]
+    for event in notice.events:
+        lines.append(f"  #{event.sequence} {event.kind} by {event.actor_type} at "
+                     f"{_when(event.occurred_at)}: {event.summary}")
+    where = []
+    if notice.source is not None:
+        where.append(f"{_SOURCE_NAMES.get(notice.source, notice.source)} session")
+    if notice.cwd:
+        where.append(f"in {notice.cwd}")
+    if notice.path:
+        where.append(f"transcript {notice.path}")
+    if where:
+        lines.append("  (" + ", ".join(where) + ")")
+    more = notice.total - len(notice.events)
+    if more > 0:
+        lines.append(f"  {more} more change{'s' if more != 1 else ''}: the session_status tool "
+                     f"(sessionKey, changesSince {notice.changes_since}) or "
+                     f"`ssa status {notice.target_key} --changes-since {notice.changes_since}`.")
+    return "\n".join(lines)
+
+
+def render_context(watcher_key: str, notices: list[NoticeView],
+                   limit: int = MAX_CONTEXT_CHARS) -> tuple[str, list[str]]:
+    """The context for the watcher's next turn, and the notice texts it shows.
+
+    Args:
+        watcher_key: the manager's own session key (it names itself to the model).
+        notices: the pending notices, oldest first.
+        limit: the longest text, in characters.
+
+    Returns:
+        ``(text, shown)``: ``text`` is ``""`` when there is nothing to show;
+        ``shown`` lists the notice texts it contains, which are the only ones
+        the caller may acknowledge. A notice whose block alone is longer than
+        ``limit`` is shown as its notice line only.
+
+    Pure; any thread.
+    """
+    if not notices:
+        return "", []
+    head = (f"Session state: sessions you watch changed since your last turn (you are "
+            f"{watcher_key}; changes by you are not listed). Each line below is one session's "
+            "notice and a summary of its changes; no message text is recorded.")
+    parts = [head]
+    used = len(head)
+    shown: list[str] = []
+    for index, notice in enumerate(notices):
+        block = _block(notice)
+        if used + 1 + len(block) > limit - 200:
+            block = notice.text
+        if used + 1 + len(block) > limit - 200:
+            left = len(notices) - index
+            parts.append(f"{left} more notice{'s are' if left != 1 else ' is'} pending and "
+                         "will be shown at the next turn (or call the pending_notices tool).")
+            break
+        parts.append(block)
+        used += 1 + len(block)
+        shown.append(notice.text)
+    return "\n".join(parts), shown

@@ -1,0 +1,430 @@
+"""``ssa hook <tool>``: put a manager's pending notices into its next turn.
+
+Each coding agent runs this at every prompt a person submits (Claude Code
+and Codex: a ``UserPromptSubmit`` / ``SessionStart`` command hook;
+OpenCode: the plugin's ``experimental.chat.system.transform``; Pi: the
+extension's ``before_agent_start``). The session whose turn it is, the
+*manager*, is the watcher ``agent:main:<source>:<session id>`` (the key
+``ssa watch`` gives adopted sessions). One run:
+
+1. reads the tool's hook input (:mod:`actors.agents.hookinput`);
+2. lists every tool's sessions (:mod:`actors.agents.sessions`) and picks
+   those the manager watches: by default every other session of its
+   project (:mod:`actors.agents.project`), ``--scope all`` every session,
+   ``--scope list`` only the watches added with ``ssa watches add``;
+3. peeks at the signal log (:mod:`persistence.peek`, no actor): a notice
+   to deliver, a session to adopt or to start watching, or a watched
+   transcript that changed while no ``ssa watch`` holds its scan lease is
+   *work*; with none, it exits having printed nothing (the cold path);
+4. otherwise opens a :class:`~actors.Gateway` (``monitor=False``), adopts,
+   watches and scans what changed, prints the pending notices with a
+   summary of their changes (:mod:`actors.agents.context`) in the tool's
+   output form, flushes, and only then acknowledges exactly the notices it
+   printed (``drain(only=...)``): a hook killed before that shows them
+   again at the next turn, never loses them and never acknowledges one
+   unseen.
+
+It never stands in the person's way: any failure (no database, locked,
+corrupt, a wrong stdin, the time budget spent) prints nothing on stdout,
+one line on stderr, and exits 0, within ``--timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, TextIO
+
+from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
+from actors.agents.hookinput import (
+    MAX_INPUT_BYTES,
+    TOOLS,
+    HookInput,
+    HookInputError,
+    parse_hook_input,
+    render_output,
+)
+from actors.agents.project import project_of
+from actors.agents.sessions import CwdCache, Found, OpenCodeRow, find_sessions
+from actors.upstream.catalog import default_catalogs
+from persistence import peek
+from persistence.keys import agent_id_of, key_problem
+from persistence.locations import default_state_path
+
+__all__ = ["DEFAULT_TIMEOUT_S", "SCOPES", "Plan", "main", "plan_work"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 8.0
+"""The hook's whole time budget, in seconds (Claude Code waits 30 s; our OpenCode
+plugin and Pi extension wait 10 s)."""
+SCOPES = ("project", "all", "list")
+NEW_SESSION_SLACK_MS = 2000
+"""A session first seen after the manager's first hook run counts from its start when
+it was written at most this long before that run (file timestamps are coarse)."""
+_NOTICE = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
+_URL_SCHEMES = ("postgres://", "postgresql://")
+
+
+class HookTimeout(Exception):
+    """The hook's time budget ran out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A session the manager should watch: its key and where it is."""
+
+    key: str
+    found: Found
+    linked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one hook run must do beyond reading (empty: the cold path).
+
+    Attributes:
+        adopt: sessions to adopt (and watch); none has a link yet.
+        watch: linked session keys the manager does not watch yet.
+        scan: watched linked session keys whose transcript changed while no
+            other process holds their scan lease.
+        pending: the manager has open notices.
+        own: the manager's own session needs adopting or registering.
+        first_run: the manager has no session entry yet (this is its first
+            turn seen): what exists now is linked at its current end.
+    """
+
+    adopt: tuple[Target, ...] = ()
+    watch: tuple[str, ...] = ()
+    scan: tuple[str, ...] = ()
+    pending: bool = False
+    own: bool = False
+    first_run: bool = True
+
+    @property
+    def idle(self) -> bool:
+        """Whether there is nothing to do but exit."""
+        return not (self.adopt or self.watch or self.scan or self.pending or self.own)
+
+
+def _key(agent: str, found: Found) -> str:
+    return f"agent:{agent}:{found.source}:{found.thread_id}"
+
+
+def _changed(link: peek.LinkPeek, opencode: dict[str, list[OpenCodeRow]]) -> bool:
+    """Whether ``link``'s source may hold something its marker has not read (one ``stat``)."""
+    if link.path is None or link.host_id != "gateway:local":
+        return False  # read through a paired node's host: not ours to scan
+    if link.source == "opencode":
+        rows = opencode.get(os.path.realpath(link.path))
+        if rows is None:
+            return False  # the store is not in a catalog this run lists
+        seq = next((r.seq for r in rows if r.session_id == link.thread_id), None)
+        return seq is None or seq != link.marker.get("seq")
+    try:
+        st = os.stat(link.path)
+    except (OSError, ValueError):
+        return True  # vanished: a scan counts it missing
+    return st.st_ino != link.marker.get("inode") or st.st_size != link.marker.get("offset")
+
+
+def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: list[Found],
+              links: list[peek.LinkPeek], watched: set[str], pending: bool,
+              created_at: int | None, now_ms: int,
+              opencode: dict[str, list[OpenCodeRow]]) -> Plan:
+    """Decide what a hook run must do, from what it found and peeked (pure but for ``stat``).
+
+    Args:
+        hook: the hook input.
+        watcher: the manager's key.
+        agent: the agent id of the keys.
+        scope: ``"project"``, ``"all"`` or ``"list"``.
+        found: every session in the catalogs.
+        links: every upstream link in the signal log.
+        watched: the keys the manager has a cursor on.
+        pending: whether the manager has open notices.
+        created_at: when the manager's session entry was created, or ``None``.
+        now_ms: the time, epoch ms (lease expiry).
+        opencode: each OpenCode store's rows (change detection).
+
+    Returns:
+        The plan; :attr:`Plan.idle` when there is nothing to do.
+    """
+    by_ref = {(link.source, os.path.realpath(link.path), link.thread_id): link
+              for link in links if link.path is not None}
+    by_key = {link.session_key: link for link in links}
+    project = project_of(hook.cwd)
+    projects: dict[str, str] = {}
+    targets: list[Target] = []
+    if scope != "list":
+        for candidate in found:
+            key = _key(agent, candidate)
+            if key == watcher or (candidate.source == hook.source
+                                  and candidate.thread_id == hook.session_id):
+                continue
+            if scope == "project":
+                if candidate.cwd is None:
+                    continue
+                if candidate.cwd not in projects:
+                    projects[candidate.cwd] = project_of(candidate.cwd)
+                if projects[candidate.cwd] != project:
+                    continue
+            link = by_ref.get((candidate.source, os.path.realpath(candidate.path),
+                               candidate.thread_id))
+            targets.append(Target(key=link.session_key if link else key, found=candidate,
+                                  linked=link is not None))
+    adopt = tuple(t for t in targets if not t.linked and t.key not in watched)
+    watch = tuple(dict.fromkeys(t.key for t in targets if t.linked and t.key not in watched))
+    scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
+                 and (link.lease_owner is None or link.lease_expires_at <= now_ms)
+                 and _changed(link, opencode))
+    own = created_at is None or (watcher not in by_key and hook.transcript_path is not None
+                                 and os.path.isfile(hook.transcript_path))
+    return Plan(adopt=adopt, watch=watch, scan=scan, pending=pending, own=own,
+                first_run=created_at is None)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ssa hook", description="Print the pending notices of a coding agent's session "
+        "for its next turn (run by the tool's prompt hook; always exits 0).")
+    parser.add_argument("tool", choices=tuple(TOOLS))
+    parser.add_argument("--db", help="the signal log: a SQLite file or a postgresql:// URL "
+                        "(default: $SSA_DB, else ssa watch's default database)")
+    parser.add_argument("--scope", choices=SCOPES, default="project",
+                        help="which sessions the manager watches: the other sessions of its "
+                        "project (default), all sessions, or only those added with "
+                        "'ssa watches add'")
+    parser.add_argument("--agent", default="main", help="agent id of the session keys "
+                        "(default: main, as ssa watch)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S})")
+    return parser
+
+
+class _Args(argparse.Namespace):
+    tool: str
+    db: str | None
+    scope: str
+    agent: str
+    timeout: float
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`HookTimeout` in the main thread after ``seconds`` (SIGALRM)."""
+    if threading_main() and seconds > 0:
+        def expire(signum: int, frame: FrameType | None) -> None:
+            raise HookTimeout(f"gave up after {seconds:g} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    else:
+        yield
+
+
+def threading_main() -> bool:
+    """Whether this runs in the main thread (only it can take SIGALRM)."""
+    import threading  # noqa: PLC0415 - cheap, and only needed here
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
+         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run ``ssa hook`` with ``argv`` (the words after ``hook``).
+
+    Args:
+        argv: e.g. ``["claude-code"]`` or ``["codex", "--db", "/tmp/x.sqlite"]``.
+        stdin: the hook input (default: ``sys.stdin.buffer``).
+        stdout: where the context goes (default: ``sys.stdout``).
+        stderr: where the one line about a failure goes (default: ``sys.stderr``).
+
+    Returns:
+        ``0`` always, also for a failure (reported on stderr), except
+        ``2`` for a command line argparse refuses (a configuration mistake
+        of whoever installed the hook).
+
+    Main thread (it arms SIGALRM for the budget); blocks for at most
+    ``--timeout`` seconds.
+    """
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    source = stdin if stdin is not None else sys.stdin.buffer
+    try:
+        args = _parser().parse_args(list(argv), namespace=_Args())
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 2
+    try:
+        with _deadline(args.timeout):
+            _run(args, source, out)
+    except HookTimeout as exc:
+        _say(err, str(exc))
+    except HookInputError as exc:
+        _say(err, str(exc))
+    except Exception as exc:  # never in the person's way
+        logger.debug("ssa hook failed", exc_info=True)
+        _say(err, f"{type(exc).__name__}: {exc}")
+    return 0
+
+
+def _say(err: TextIO, line: str) -> None:
+    with contextlib.suppress(Exception):
+        err.write(f"ssa hook: {line.splitlines()[0] if line else 'failed'}\n")
+        err.flush()
+
+
+def _location(args: _Args) -> str:
+    return args.db or os.environ.get("SSA_DB") or str(default_state_path())
+
+
+def _run(args: _Args, source: IO[bytes], out: TextIO) -> None:
+    hook = parse_hook_input(args.tool, source.read(MAX_INPUT_BYTES + 1))
+    watcher = f"agent:{args.agent}:{hook.source}:{hook.session_id}"
+    problem = key_problem(watcher)
+    if problem is not None:
+        raise HookInputError(f"session id {hook.session_id!r} makes no session key: {problem}")
+    location = _location(args)
+    is_url = location.startswith(_URL_SCHEMES)
+    state_dir = Path(location).parent if not is_url else default_state_path().parent
+    cache = CwdCache(state_dir / "hook-cwd-cache.json" if state_dir.is_dir() else None)
+    opencode: dict[str, list[OpenCodeRow]] = {}
+    found = find_sessions(default_catalogs(), cache, opencode)
+    now_ms = time.time_ns() // 1_000_000
+    if not is_url:
+        plan = _peek_plan(location, hook, watcher, args, found, now_ms, opencode)
+        if plan is not None and plan.idle:
+            cache.save()
+            return
+    else:
+        plan = None
+    _work(location, hook, watcher, args, found, out, plan)
+    cache.save()
+
+
+def _peek_plan(location: str, hook: HookInput, watcher: str, args: _Args,
+               found: list[Found], now_ms: int,
+               opencode: dict[str, list[OpenCodeRow]]) -> Plan | None:
+    """The plan from a cheap read, or ``None`` when the file cannot be peeked at."""
+    try:
+        conn = peek.open_peek(location)
+    except peek.PeekUnavailable:
+        return None  # no signal log yet (or another schema): the gateway makes it
+    try:
+        return _plan_from(conn, hook, watcher, args, found, opencode)
+    finally:
+        conn.close()
+
+
+def _is_new(found: Found, since_ms: int) -> bool:
+    """Whether a session first seen now was written since the manager's first turn."""
+    if found.source == "opencode":
+        return True
+    try:
+        return os.stat(found.path).st_mtime_ns // 1_000_000 >= since_ms - NEW_SESSION_SLACK_MS
+    except OSError:
+        return False
+
+
+def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list[Found],
+          out: TextIO, plan: Plan | None) -> None:
+    """The warm path: a gateway adopts, watches, scans, prints and acknowledges."""
+    from actors import AdoptRequest, Gateway, GatewayConfig  # noqa: PLC0415 - warm path only
+
+    config = GatewayConfig(ask_timeout_s=min(3.0, max(0.5, args.timeout / 3)),
+                           busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))))
+    gw = Gateway.open(location, config=config, monitor=False)
+    try:
+        if plan is None:  # no peek before (PostgreSQL, or a file made just now)
+            with gw.reading() as conn:
+                plan = _plan_from(conn, hook, watcher, args, found, {})
+        _apply(gw, AdoptRequest, hook, watcher, plan)
+        _deliver(gw, hook, watcher, out)
+    finally:
+        gw.close(timeout=2.0)
+
+
+def _plan_from(conn: Any, hook: HookInput, watcher: str, args: _Args, found: list[Found],
+               opencode: dict[str, list[OpenCodeRow]]) -> Plan:
+    return plan_work(hook=hook, watcher=watcher, agent=args.agent, scope=args.scope,
+                     found=found, links=peek.links(conn),
+                     watched=peek.watched_targets(conn, watcher),
+                     pending=bool(peek.pending(conn, watcher)),
+                     created_at=peek.session_created_at(conn, watcher),
+                     now_ms=time.time_ns() // 1_000_000, opencode=opencode)
+
+
+def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Plan) -> None:
+    """Adopt, register and watch what the plan says, then scan what changed."""
+    if plan.own:
+        if hook.transcript_path is not None and os.path.isfile(hook.transcript_path):
+            gw.adopt_many([adopt_request(key=watcher, source=hook.source,
+                                         path=hook.transcript_path, thread_id=hook.session_id)])
+        else:
+            gw.create_session(watcher)
+    requests = []
+    if plan.adopt:
+        with gw.reading() as conn:
+            since = peek.session_created_at(conn, watcher)
+        requests = [adopt_request(
+            key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
+            from_start=(not plan.first_run and since is not None and _is_new(t.found, since)))
+            for t in plan.adopt]
+    fresh: list[str] = []
+    if requests:
+        links = gw.adopt_many(requests, watcher=watcher)
+        for request, link in zip(requests, links, strict=True):
+            if link is None:  # adopted without a link (or not at all): watch the entry
+                gw.watch(watcher, request.key)
+            elif request.from_start:
+                fresh.append(request.key)
+    for key in plan.watch:
+        gw.watch(watcher, key)
+    scan = tuple(dict.fromkeys((*plan.scan, *fresh)))
+    if scan:
+        gw.scan_upstream(keys=scan)
+
+
+def _deliver(gw: Any, hook: HookInput, watcher: str, out: TextIO) -> None:
+    """Print the pending notices, flush, then acknowledge exactly those printed."""
+    texts = gw.pending_notices(watcher)
+    if not texts:
+        return
+    views: list[NoticeView] = []
+    with gw.reading() as conn:
+        links = {link.session_key: link for link in peek.links(conn)}
+        for text in texts:
+            match = _NOTICE.search(text)
+            if match is None:
+                continue
+            key, since = match.group("key"), int(match.group("since"))
+            events, total = peek.events_after(conn, key, agent_id_of(key), since,
+                                              MAX_EVENTS_PER_NOTICE)
+            link = links.get(key)
+            views.append(NoticeView(
+                text=text, target_key=key, changes_since=since, total=total,
+                events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
+                                          e.summary) for e in events),
+                source=link.source if link else None, path=link.path if link else None))
+    context, shown = render_context(watcher, views)
+    output = render_output(hook, context)
+    if not output:
+        return
+    out.write(output)
+    out.flush()
+    gw.drain(watcher, only=shown)

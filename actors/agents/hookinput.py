@@ -1,0 +1,126 @@
+"""What each coding agent hands its prompt hook, and how the hook answers it (pure).
+
+* Claude Code and Codex run ``ssa hook claude-code|codex`` as a command
+  hook (``UserPromptSubmit``, ``SessionStart``) and write their documented
+  JSON on stdin: ``session_id``, ``transcript_path``, ``cwd``,
+  ``hook_event_name`` (and ``prompt``, ``source``, ...). They take
+  ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``
+  on stdout and put the context into the very request of that turn.
+* OpenCode's plugin and Pi's extension (package data of this project) run
+  ``ssa hook opencode|pi`` with ``{"session_id", "cwd", "hook_event_name"}``
+  (Pi also ``session_file``) and inject plain stdout.
+
+Nothing here reads the prompt: its text never leaves the tool.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+__all__ = ["MAX_INPUT_BYTES", "TOOLS", "HookInput", "HookInputError", "parse_hook_input",
+           "render_output"]
+
+TOOLS: dict[str, str] = {"claude-code": "claude", "codex": "codex", "opencode": "opencode",
+                         "pi": "pi"}
+"""``ssa hook`` tool names and the upstream source each one's sessions are read as."""
+
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+"""Largest hook input read (a prompt may be long; more is refused, not buffered)."""
+
+_DEFAULT_EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit",
+                   "opencode": "experimental.chat.system.transform",
+                   "pi": "before_agent_start"}
+_JSON_OUTPUT = frozenset({"claude-code", "codex"})
+_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
+"""Events whose ``additionalContext`` Claude Code and Codex add to the model's context."""
+
+
+class HookInputError(ValueError):
+    """The hook input is not what the tool documents (the message says what is wrong)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookInput:
+    """The fields of a hook input that ``ssa hook`` uses.
+
+    Attributes:
+        tool: ``"claude-code"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+        source: the upstream source of that tool's sessions (``"claude"``, ...).
+        session_id: the tool's id of the session whose turn it is.
+        cwd: that session's working directory.
+        event: the hook event (``UserPromptSubmit``, ``SessionStart``, ...).
+        transcript_path: the session's transcript, when the tool names it.
+    """
+
+    tool: str
+    source: str
+    session_id: str
+    cwd: str
+    event: str
+    transcript_path: str | None = None
+
+
+def parse_hook_input(tool: str, raw: bytes) -> HookInput:
+    """Decode the stdin of ``ssa hook <tool>``.
+
+    Args:
+        tool: one of :data:`TOOLS`.
+        raw: the bytes read from stdin (at most :data:`MAX_INPUT_BYTES`).
+
+    Returns:
+        The parsed input.
+
+    Raises:
+        HookInputError: unknown tool, not a JSON object, or ``session_id``
+            or ``cwd`` missing or not a non-empty string.
+
+    Pure; any thread.
+    """
+    if tool not in TOOLS:
+        raise HookInputError(f"unknown tool {tool!r} (one of {', '.join(TOOLS)})")
+    if len(raw) > MAX_INPUT_BYTES:
+        raise HookInputError(f"the hook input is larger than {MAX_INPUT_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8", errors="strict") or "null")
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise HookInputError("the hook input on stdin is not JSON") from None
+    if not isinstance(data, dict):
+        raise HookInputError("the hook input on stdin is not a JSON object")
+    session_id = _required(data, "session_id")
+    cwd = _required(data, "cwd")
+    if "\x00" in session_id or "\x00" in cwd:
+        raise HookInputError("session_id and cwd must not hold NUL characters")
+    event = _text(data, "hook_event_name") or _DEFAULT_EVENTS[tool]
+    transcript = _text(data, "transcript_path") or _text(data, "session_file")
+    return HookInput(tool=tool, source=TOOLS[tool], session_id=session_id, cwd=cwd,
+                     event=event, transcript_path=transcript)
+
+
+def render_output(hook: HookInput, context: str) -> str:
+    """What ``ssa hook`` writes on stdout to put ``context`` into the tool's next request.
+
+    Claude Code and Codex: their JSON ``hookSpecificOutput.additionalContext``
+    for ``UserPromptSubmit`` and ``SessionStart`` (plain text for any
+    other event, which those tools show only in their debug log); OpenCode
+    and Pi: the plain text. ``""`` for no context (nothing is printed).
+    Pure; any thread.
+    """
+    if not context:
+        return ""
+    if hook.tool in _JSON_OUTPUT and hook.event in _CONTEXT_EVENTS:
+        return json.dumps({"hookSpecificOutput": {
+            "hookEventName": hook.event, "additionalContext": context}}) + "\n"
+    return context if context.endswith("\n") else context + "\n"
+
+
+def _required(data: dict[str, object], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise HookInputError(f"the hook input has no {name} (a non-empty string)")
+    return value
+
+
+def _text(data: dict[str, object], name: str) -> str | None:
+    value = data.get(name)
+    return value if isinstance(value, str) and value else None

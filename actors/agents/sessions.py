@@ -1,0 +1,208 @@
+"""The sessions a prompt hook can see: every tool's catalog, with each session's directory.
+
+``ssa hook`` watches, by default, the other sessions of the manager's
+project, so it must know each session's working directory. Claude Code,
+Codex and Pi write it in the transcript's first rows (``cwd``); OpenCode
+keeps it in its ``session`` table (``directory``). Reading a file's head
+at every prompt would cost one open per session, so the directory of each
+transcript is kept in a small cache file beside the signal log, keyed by
+path and inode (a file replaced under the same name is read again).
+
+Standard library and APSW only (no msgspec): this runs at every prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from actors.upstream.catalog import discover
+
+__all__ = ["CwdCache", "Found", "OpenCodeRow", "find_sessions", "read_opencode"]
+
+logger = logging.getLogger(__name__)
+
+HEAD_BYTES = 256 * 1024
+"""How much of a transcript's start is searched for its ``cwd``."""
+_CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
+_JSONL_SOURCES = ("claude", "codex", "pi")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One session in a catalog.
+
+    Attributes:
+        source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+        path: the transcript (OpenCode: the database).
+        thread_id: the tool's session id.
+        cwd: its working directory, or ``None`` when not written yet.
+    """
+
+    source: str
+    path: str
+    thread_id: str
+    cwd: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCodeRow:
+    """One top-level OpenCode session: its directory and event sequence (change indicator)."""
+
+    session_id: str
+    directory: str | None
+    seq: int
+
+
+class CwdCache:
+    """Working directories of transcripts already looked at, kept in one small file.
+
+    Args:
+        path: the cache file (JSON), or ``None`` to keep nothing on disk.
+
+    Not thread-safe (one hook process uses it). :meth:`save` writes only
+    when something changed, atomically, with mode 0600; a cache that cannot
+    be read or written is only slower, never wrong.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._entries: dict[str, list[object]] = {}
+        self._dirty = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_bytes())
+                entries = data.get("entries") if isinstance(data, dict) else None
+                if isinstance(entries, dict):
+                    self._entries = entries
+            except (OSError, ValueError):
+                pass
+
+    def cwd(self, path: str) -> str | None:
+        """The ``cwd`` written in the transcript at ``path`` (read once per file and inode).
+
+        Blocks on one ``stat``, and on reading at most :data:`HEAD_BYTES`
+        when the file is new to the cache. Never raises.
+        """
+        try:
+            inode = os.stat(path).st_ino
+        except (OSError, ValueError):
+            return None
+        entry = self._entries.get(path)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == inode:
+            return entry[1] if isinstance(entry[1], str) else None
+        cwd = _read_cwd(path)
+        if cwd is not None:  # not written yet: look again next time
+            self._entries[path] = [inode, cwd]
+            self._dirty = True
+        return cwd
+
+    def save(self) -> None:
+        """Write the cache if it changed (atomic replace, mode 0600); never raises."""
+        if self._path is None or not self._dirty:
+            return
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".hook-cwd-", dir=self._path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as file:
+                    json.dump({"v": 1, "entries": self._entries}, file)
+                os.replace(tmp, self._path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            logger.debug("the hook's directory cache was not saved: %s", exc)
+            return
+        self._dirty = False
+
+
+def _read_cwd(path: str) -> str | None:
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEAD_BYTES)
+    except (OSError, ValueError):
+        return None
+    match = _CWD.search(head)
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def read_opencode(db: Path, *, busy_timeout_ms: int = 500) -> list[OpenCodeRow]:
+    """Every top-level session of an OpenCode store with its directory and sequence.
+
+    Opened read-only (``mode=ro``, ``query_only``, untrusted schema), as the
+    monitor opens it. Returns ``[]`` for a missing or unreadable store (the
+    monitor reports those). Caller's thread; blocks on one query.
+    """
+    if not db.is_file():
+        return []
+    try:
+        conn = apsw.Connection(db.resolve().as_uri() + "?mode=ro",
+                               flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except apsw.Error:
+        return []
+    try:
+        conn.set_busy_timeout(busy_timeout_ms)
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA trusted_schema = OFF")
+        rows = conn.execute(
+            "SELECT s.id, s.directory, coalesce(es.seq, 0) FROM session AS s"
+            " LEFT JOIN event_sequence AS es ON es.aggregate_id = s.id"
+            " WHERE s.parent_id IS NULL").fetchall()
+    except apsw.Error as exc:
+        logger.debug("cannot list OpenCode sessions in %s: %s", db, type(exc).__name__)
+        return []
+    finally:
+        conn.close()
+    found: list[OpenCodeRow] = []
+    for session_id, directory, seq in rows:
+        if isinstance(session_id, str) and session_id:
+            found.append(OpenCodeRow(session_id=session_id,
+                                     directory=directory if isinstance(directory, str) else None,
+                                     seq=seq if isinstance(seq, int) else 0))
+    return found
+
+
+def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
+                  opencode: dict[str, list[OpenCodeRow]] | None = None) -> list[Found]:
+    """Every session in ``catalogs`` with its working directory.
+
+    Args:
+        catalogs: ``{source: [catalog roots]}`` (as
+            :func:`actors.upstream.catalog.default_catalogs` gives them).
+        cache: where known transcripts' directories are kept.
+        opencode: filled with each OpenCode store's rows, by database path
+            (the caller reuses them for change detection).
+
+    Returns:
+        The sessions, in discovery order. Blocks on directory listings.
+    """
+    found: list[Found] = []
+    for source in _JSONL_SOURCES:
+        for root in catalogs.get(source, ()):
+            for candidate in discover(source, root):
+                found.append(Found(source=source, path=candidate.path,
+                                   thread_id=candidate.thread_id,
+                                   cwd=cache.cwd(candidate.path)))
+    for db in catalogs.get("opencode", ()):
+        rows = read_opencode(db)
+        if opencode is not None:
+            opencode[os.path.realpath(db)] = rows
+        found.extend(Found(source="opencode", path=str(db), thread_id=row.session_id,
+                           cwd=row.directory) for row in rows)
+    return found

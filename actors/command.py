@@ -1,0 +1,29 @@
+"""The ``ssa`` entry point: sends ``ssa hook`` down a path that loads almost nothing.
+
+A prompt hook runs at every prompt a person submits, so ``ssa hook`` must
+not pay for importing the command line's other commands (the gateway, the
+actor runtime, msgspec): it is dispatched here, before :mod:`actors.cli` is
+imported. Every other command goes to :func:`actors.cli.main`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ssa`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code.
+
+    Main thread; blocks for the command's duration.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
+
+        return hook_main(args[1:])
+    from actors.cli import main as cli_main  # noqa: PLC0415 - every other command
+
+    return cli_main(args)

@@ -1,0 +1,187 @@
+"""Cheap reads of a SQLite signal log for cold-start commands (``ssa hook``).
+
+A prompt hook runs at every prompt a person submits, so when nothing is
+pending it must cost little more than starting Python and importing APSW.
+These reads use APSW and the standard library only (no msgspec, no actor
+runtime), open the file without creating it, and never write. When they
+show that there is work (a notice to deliver, a session to adopt or to
+scan), the caller opens a :class:`~actors.Gateway`, which does the writes
+through the persistence actor.
+
+Every function runs in the caller's thread and blocks on SQLite for at
+most the connection's busy timeout. The query functions take any connection
+of the signal log's shape (APSW's, or a gateway's read connection on
+PostgreSQL through :meth:`actors.Gateway.reading`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+__all__ = [
+    "EventPeek",
+    "LinkPeek",
+    "PeekUnavailable",
+    "events_after",
+    "links",
+    "open_peek",
+    "pending",
+    "session_created_at",
+    "watched_targets",
+]
+
+APPLICATION_ID = 0x53534131
+"""``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
+SCHEMA_VERSION = 3
+"""The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
+
+
+class PeekUnavailable(Exception):
+    """The file cannot be peeked at: missing, not a signal log, or another schema version.
+
+    The caller falls back to opening a gateway, which creates or migrates it.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPeek:
+    """One upstream link as the cold path needs it.
+
+    Attributes:
+        session_key: the adopted session's key.
+        agent_id: its agent.
+        source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
+        host_id: ``"gateway:local"`` for files on this machine.
+        thread_id: the tool's session id.
+        path: the transcript (OpenCode: the database), or ``None``.
+        marker: the stored scan position (a JSON object).
+        lease_owner: who holds the scan lease, or ``None``.
+        lease_expires_at: when that lease lapses (epoch ms).
+    """
+
+    session_key: str
+    agent_id: str
+    source: str
+    host_id: str
+    thread_id: str
+    path: str | None
+    marker: dict[str, Any]
+    lease_owner: str | None
+    lease_expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventPeek:
+    """One signal-log event's metadata (never any message text: the log holds none)."""
+
+    sequence: int
+    kind: str
+    actor_type: str
+    occurred_at: int
+    summary: str
+
+
+def open_peek(path: str, *, busy_timeout_ms: int = 1000) -> apsw.Connection:
+    """Open the signal log at ``path`` for reading, without creating anything.
+
+    Args:
+        path: the SQLite file.
+        busy_timeout_ms: how long a statement waits behind a writer's lock.
+
+    Returns:
+        An APSW connection (the caller closes it).
+
+    Raises:
+        PeekUnavailable: the file does not exist, is not a signal log, or
+            has another schema version.
+        apsw.Error: SQLite failed otherwise (locked, corrupt, unreadable).
+    """
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.CantOpenError as exc:
+        raise PeekUnavailable(f"{path} does not exist") from exc
+    try:
+        conn.set_busy_timeout(busy_timeout_ms)
+        app = conn.execute("PRAGMA application_id").get
+        version = conn.execute("PRAGMA user_version").get
+        if app != APPLICATION_ID or version != SCHEMA_VERSION:
+            raise PeekUnavailable(f"{path} is not a signal log of schema {SCHEMA_VERSION}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def pending(conn: Any, watcher: str) -> list[tuple[str, str, int, int]]:
+    """The watcher's open notices as ``(target_key, target_agent_id, last_seen, material)``.
+
+    The same query as :func:`persistence.pending_cursors` (oldest first).
+    """
+    return [(str(k), str(a), int(ls), int(mt)) for k, a, ls, mt in conn.execute(
+        "SELECT target_session_key, target_agent_id, last_seen_sequence, material_sequence"
+        " FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND material_sequence > last_seen_sequence"
+        " AND EXISTS (SELECT 1 FROM sessions WHERE session_key = ?)"
+        " ORDER BY notified_sequence, target_session_key, target_agent_id",
+        (watcher, watcher))]
+
+
+def watched_targets(conn: Any, watcher: str) -> set[str]:
+    """The session keys ``watcher`` has a cursor on."""
+    return {str(k) for (k,) in conn.execute(
+        "SELECT target_session_key FROM session_watch_cursors WHERE watcher_session_key = ?",
+        (watcher,))}
+
+
+def session_created_at(conn: Any, key: str) -> int | None:
+    """When the session entry ``key`` was first created (epoch ms), or ``None``."""
+    row = conn.execute("SELECT min(created_at) FROM sessions WHERE session_key = ?",
+                       (key,)).get
+    return None if row is None else int(row)
+
+
+def links(conn: Any) -> list[LinkPeek]:
+    """Every upstream link (all agents), unparseable JSON read as empty."""
+    found: list[LinkPeek] = []
+    for key, agent, source, host, thread, ref_json, marker_json, owner, expires in conn.execute(
+            "SELECT session_key, agent_id, source, host_id, thread_id, upstream_ref_json,"
+            " marker_json, lease_owner, lease_expires_at FROM session_upstream_links"):
+        ref = _object(ref_json)
+        path = ref.get("path")
+        found.append(LinkPeek(
+            session_key=str(key), agent_id=str(agent), source=str(source), host_id=str(host),
+            thread_id=str(thread), path=path if isinstance(path, str) else None,
+            marker=_object(marker_json), lease_owner=None if owner is None else str(owner),
+            lease_expires_at=int(expires or 0)))
+    return found
+
+
+def events_after(conn: Any, key: str, agent_id: str, since: int,
+                 limit: int) -> tuple[list[EventPeek], int]:
+    """Up to ``limit`` events of a session after ``since``, and how many there are in all.
+
+    Returns:
+        ``(events oldest first, total count after since)``.
+    """
+    events = [EventPeek(int(s), str(k), str(a), int(t), str(m)) for s, k, a, t, m in conn.execute(
+        "SELECT sequence, kind, actor_type, occurred_at, summary FROM session_state_events"
+        " WHERE session_key = ? AND agent_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        (key, agent_id, since, limit))]
+    total = conn.execute(
+        "SELECT count(*) FROM session_state_events WHERE session_key = ? AND agent_id = ?"
+        " AND sequence > ?", (key, agent_id, since)).get
+    return events, int(total or 0)
+
+
+def _object(text: object) -> dict[str, Any]:
+    if not isinstance(text, str):
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
