@@ -71,7 +71,7 @@ plugin and Pi extension wait 10 s)."""
 SCOPES = ("project", "all", "list")
 NEW_SESSION_SLACK_MS = 2000
 """A session first seen after the manager's first hook run counts from its start when
-it was written at most this long before that run (file timestamps are coarse)."""
+it began at most this long before that run (clocks of two tools may differ a little)."""
 _NOTICE = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
 _URL_SCHEMES = ("postgres://", "postgresql://")
 
@@ -332,13 +332,13 @@ def _peek_plan(location: str, hook: HookInput, watcher: str, args: _Args,
 
 
 def _is_new(found: Found, since_ms: int) -> bool:
-    """Whether a session first seen now was written since the manager's first turn."""
-    if found.source == "opencode":
-        return True
-    try:
-        return os.stat(found.path).st_mtime_ns // 1_000_000 >= since_ms - NEW_SESSION_SLACK_MS
-    except OSError:
-        return False
+    """Whether a session first seen now began after the manager's first turn.
+
+    Such a session is read from its start (its first prompt may be what a
+    person typed since); one that began earlier is linked at its end, so
+    turns typed before the manager watched it never count.
+    """
+    return found.started_ms is not None and found.started_ms >= since_ms - NEW_SESSION_SLACK_MS
 
 
 def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list[Found],

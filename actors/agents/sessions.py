@@ -21,6 +21,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 HEAD_BYTES = 256 * 1024
 """How much of a transcript's start is searched for its ``cwd``."""
 _CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*("(?:[^"\\]|\\.)*")')
 _JSONL_SOURCES = ("claude", "codex", "pi")
 
 
@@ -46,12 +48,15 @@ class Found:
         path: the transcript (OpenCode: the database).
         thread_id: the tool's session id.
         cwd: its working directory, or ``None`` when not written yet.
+        started_ms: when the session began (its first row's timestamp, epoch
+            ms), or ``None`` when unknown.
     """
 
     source: str
     path: str
     thread_id: str
     cwd: str | None
+    started_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,7 @@ class OpenCodeRow:
     session_id: str
     directory: str | None
     seq: int
+    created_ms: int | None = None
 
 
 class CwdCache:
@@ -87,24 +93,28 @@ class CwdCache:
             except (OSError, ValueError):
                 pass
 
-    def cwd(self, path: str) -> str | None:
-        """The ``cwd`` written in the transcript at ``path`` (read once per file and inode).
+    def head(self, path: str) -> tuple[str | None, int | None]:
+        """``(cwd, started_ms)`` of the transcript at ``path`` (read once per file and inode).
 
+        ``cwd`` is the first ``cwd`` written, ``started_ms`` the first
+        ``timestamp`` (epoch ms); either is ``None`` when not written yet.
         Blocks on one ``stat``, and on reading at most :data:`HEAD_BYTES`
         when the file is new to the cache. Never raises.
         """
         try:
             inode = os.stat(path).st_ino
         except (OSError, ValueError):
-            return None
+            return None, None
         entry = self._entries.get(path)
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == inode:
-            return entry[1] if isinstance(entry[1], str) else None
-        cwd = _read_cwd(path)
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == inode:
+            cwd, started = entry[1], entry[2]
+            return (cwd if isinstance(cwd, str) else None,
+                    started if isinstance(started, int) else None)
+        cwd, started = _read_head(path)
         if cwd is not None:  # not written yet: look again next time
-            self._entries[path] = [inode, cwd]
+            self._entries[path] = [inode, cwd, started]
             self._dirty = True
-        return cwd
+        return cwd, started
 
     def save(self) -> None:
         """Write the cache if it changed (atomic replace, mode 0600); never raises."""
@@ -126,13 +136,8 @@ class CwdCache:
         self._dirty = False
 
 
-def _read_cwd(path: str) -> str | None:
-    try:
-        with open(path, "rb") as file:
-            head = file.read(HEAD_BYTES)
-    except (OSError, ValueError):
-        return None
-    match = _CWD.search(head)
+def _string(pattern: re.Pattern[bytes], head: bytes) -> str | None:
+    match = pattern.search(head)
     if match is None:
         return None
     try:
@@ -140,6 +145,26 @@ def _read_cwd(path: str) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) and value else None
+
+
+def _read_head(path: str) -> tuple[str | None, int | None]:
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEAD_BYTES)
+    except (OSError, ValueError):
+        return None, None
+    stamp = _string(_TIMESTAMP, head)
+    started: int | None = None
+    if stamp is not None:
+        try:
+            moment = datetime.fromisoformat(stamp)
+        except ValueError:
+            moment = None
+        if moment is not None:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            started = int(moment.timestamp() * 1000)
+    return _string(_CWD, head), started
 
 
 def read_opencode(db: Path, *, busy_timeout_ms: int = 500) -> list[OpenCodeRow]:
@@ -161,7 +186,7 @@ def read_opencode(db: Path, *, busy_timeout_ms: int = 500) -> list[OpenCodeRow]:
         conn.execute("PRAGMA query_only = ON")
         conn.execute("PRAGMA trusted_schema = OFF")
         rows = conn.execute(
-            "SELECT s.id, s.directory, coalesce(es.seq, 0) FROM session AS s"
+            "SELECT s.id, s.directory, coalesce(es.seq, 0), s.time_created FROM session AS s"
             " LEFT JOIN event_sequence AS es ON es.aggregate_id = s.id"
             " WHERE s.parent_id IS NULL").fetchall()
     except apsw.Error as exc:
@@ -170,11 +195,12 @@ def read_opencode(db: Path, *, busy_timeout_ms: int = 500) -> list[OpenCodeRow]:
     finally:
         conn.close()
     found: list[OpenCodeRow] = []
-    for session_id, directory, seq in rows:
+    for session_id, directory, seq, created in rows:
         if isinstance(session_id, str) and session_id:
             found.append(OpenCodeRow(session_id=session_id,
                                      directory=directory if isinstance(directory, str) else None,
-                                     seq=seq if isinstance(seq, int) else 0))
+                                     seq=seq if isinstance(seq, int) else 0,
+                                     created_ms=created if isinstance(created, int) else None))
     return found
 
 
@@ -196,13 +222,13 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
     for source in _JSONL_SOURCES:
         for root in catalogs.get(source, ()):
             for candidate in discover(source, root):
+                cwd, started = cache.head(candidate.path)
                 found.append(Found(source=source, path=candidate.path,
-                                   thread_id=candidate.thread_id,
-                                   cwd=cache.cwd(candidate.path)))
+                                   thread_id=candidate.thread_id, cwd=cwd, started_ms=started))
     for db in catalogs.get("opencode", ()):
         rows = read_opencode(db)
         if opencode is not None:
             opencode[os.path.realpath(db)] = rows
         found.extend(Found(source="opencode", path=str(db), thread_id=row.session_id,
-                           cwd=row.directory) for row in rows)
+                           cwd=row.directory, started_ms=row.created_ms) for row in rows)
     return found

@@ -1,0 +1,407 @@
+"""``ssa hook <tool>``: hook input and output shapes, the plan, delivery and its failure paths.
+
+The end-to-end tests with the real coding agents are in ``tests/test_agents_watchers.py``;
+these run the hook in process (``--timeout 0``: pytest-timeout owns SIGALRM here) or as a
+subprocess (its own budget), on transcripts the test kit writes in each tool's rows.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import pytest
+
+from actors.agents import hook as hook_mod
+from actors.agents.context import MAX_CONTEXT_CHARS, NoticeView, SummaryEvent, render_context
+from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input, render_output
+from actors.agents.project import project_of
+from actors.testing import ClaudeCodeTranscript, CodexRollout, PiSession, Reply, Typed
+from persistence import peek
+
+SUBPROCESS_TIMEOUT_S = 30.0
+
+
+# --- hook input and output ----------------------------------------------------------
+
+
+def test_claude_code_input_as_documented() -> None:
+    raw = json.dumps({"session_id": "abc", "transcript_path": "/t/abc.jsonl", "cwd": "/w",
+                      "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+                      "prompt": "never read"}).encode()
+    hook = parse_hook_input("claude-code", raw)
+    assert hook == HookInput(tool="claude-code", source="claude", session_id="abc", cwd="/w",
+                             event="UserPromptSubmit", transcript_path="/t/abc.jsonl")
+
+
+def test_codex_input_as_documented() -> None:
+    raw = json.dumps({"session_id": "0199", "transcript_path": None, "cwd": "/w",
+                      "hook_event_name": "SessionStart", "model": "m", "source": "resume",
+                      "permission_mode": "default"}).encode()
+    hook = parse_hook_input("codex", raw)
+    assert (hook.source, hook.event, hook.transcript_path) == ("codex", "SessionStart", None)
+
+
+def test_plugin_inputs_of_opencode_and_pi() -> None:
+    oc = parse_hook_input("opencode", b'{"session_id": "ses_1", "cwd": "/w"}')
+    assert (oc.source, oc.event) == ("opencode", "experimental.chat.system.transform")
+    pi = parse_hook_input("pi", json.dumps({"session_id": "u", "cwd": "/w",
+                                            "session_file": "/s/x_u.jsonl",
+                                            "hook_event_name": "before_agent_start"}).encode())
+    assert (pi.source, pi.transcript_path) == ("pi", "/s/x_u.jsonl")
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"[1]", b'{"cwd": "/w"}',
+                                 b'{"session_id": "", "cwd": "/w"}',
+                                 b'{"session_id": 5, "cwd": "/w"}', b'{"session_id": "a"}',
+                                 b'\xff\xfe', b'{"session_id": "a\\u0000", "cwd": "/w"}'])
+def test_wrong_inputs_are_refused_with_a_reason(raw: bytes) -> None:
+    with pytest.raises(HookInputError):
+        parse_hook_input("claude-code", raw)
+
+
+def test_unknown_tool_is_refused() -> None:
+    with pytest.raises(HookInputError, match="unknown tool"):
+        parse_hook_input("cursor", b"{}")
+
+
+def test_output_forms() -> None:
+    base = parse_hook_input("claude-code", b'{"session_id": "a", "cwd": "/w"}')
+    doc = json.loads(render_output(base, "ctx"))
+    assert doc == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                          "additionalContext": "ctx"}}
+    codex = parse_hook_input("codex", b'{"session_id": "a", "cwd": "/w", '
+                             b'"hook_event_name": "SessionStart"}')
+    assert json.loads(render_output(codex, "c"))["hookSpecificOutput"]["hookEventName"] == (
+        "SessionStart")
+    pi = parse_hook_input("pi", b'{"session_id": "a", "cwd": "/w"}')
+    assert render_output(pi, "plain") == "plain\n"
+    assert render_output(base, "") == ""
+
+
+# --- the context ----------------------------------------------------------------------
+
+
+def _view(key: str, since: int, events: int) -> NoticeView:
+    text = (f'Session "{key}" changed (other actor). Reconcile before acting: session_status '
+            f'sessionKey "{key}" changesSince {since}.')
+    return NoticeView(text=text, target_key=key, changes_since=since,
+                      events=tuple(SummaryEvent(since + i + 1, "human_direct_message", "human",
+                                                1_764_489_600_000, "human message via codex")
+                                   for i in range(min(events, 5))),
+                      total=events, source="codex", path="/s/" + "x" * 200 + ".jsonl")
+
+
+def test_context_names_the_watcher_each_notice_and_how_to_get_more() -> None:
+    text, shown = render_context("agent:main:claude:m", [_view("agent:main:codex:w", 4, 9)])
+    assert "agent:main:claude:m" in text
+    assert shown == [_view("agent:main:codex:w", 4, 9).text]
+    assert shown[0] in text.splitlines()
+    assert "#5 human_direct_message by human at 2025-11-30 08:00:00 UTC" in text
+    assert "4 more changes" in text
+    assert "--changes-since 4" in text
+
+
+def test_context_stays_under_the_cap_and_shows_only_what_fits() -> None:
+    views = [_view(f"agent:main:codex:{'w' * 300}{i}", i, 50) for i in range(60)]
+    text, shown = render_context("agent:main:claude:m", views)
+    assert len(text) <= MAX_CONTEXT_CHARS
+    assert 0 < len(shown) < len(views)
+    assert all(s in text for s in shown)
+    assert f"{len(views) - len(shown)} more notices are pending" in text
+    assert views[len(shown)].text not in text  # not shown, so never acknowledged
+
+
+def test_no_notices_no_context() -> None:
+    assert render_context("agent:main:claude:m", []) == ("", [])
+
+
+# --- projects -------------------------------------------------------------------------
+
+
+def test_project_of_a_repository_its_worktrees_and_a_plain_directory(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git" / "worktrees" / "feature").mkdir(parents=True)
+    (repo / "src").mkdir()
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'feature'}\n")
+    (repo / ".git" / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    expected = f"git:{os.path.realpath(repo / '.git')}"
+    assert project_of(str(repo)) == expected
+    assert project_of(str(repo / "src")) == expected
+    assert project_of(str(worktree)) == expected
+    assert project_of(str(plain)) == f"dir:{os.path.realpath(plain)}"
+    assert project_of(str(tmp_path / "gone")) == f"dir:{os.path.realpath(tmp_path / 'gone')}"
+
+
+# --- delivery, in process ---------------------------------------------------------------
+
+
+@dataclass
+class Home:
+    """A throw-away home with a project, a manager Claude Code session and workers."""
+
+    root: Path
+    project: Path
+    manager: ClaudeCodeTranscript
+    worker: CodexRollout
+    db: Path
+
+    def hook_input(self, **extra: object) -> bytes:
+        return json.dumps({"session_id": self.manager.session_id, "cwd": str(self.project),
+                           "hook_event_name": "UserPromptSubmit",
+                           "transcript_path": str(self.manager.path), "prompt": "p",
+                           **extra}).encode()
+
+    def run(self, *args: str, raw: bytes | None = None) -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = hook_mod.main(["claude-code", "--timeout", "0", *args],
+                             stdin=io.BytesIO(self.hook_input() if raw is None else raw),
+                             stdout=out, stderr=err)
+        assert code == 0
+        return out.getvalue(), err.getvalue()
+
+    def context(self, *args: str) -> str:
+        out, err = self.run(*args)
+        assert err == ""
+        return "" if not out else str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+
+
+def _claude_dir(root: Path, cwd: Path) -> Path:
+    directory = root / ".claude" / "projects" / str(cwd).replace("/", "-")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _codex_file(root: Path, thread: str) -> Path:
+    directory = root / ".codex" / "sessions" / "2026" / "12" / "02"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"rollout-2026-12-02T01-00-00-{thread}.jsonl"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    root = tmp_path / "home"
+    project = root / "proj"
+    (project / ".git").mkdir(parents=True)
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "OPENCODE_DB",
+                 "PI_CODING_AGENT_DIR", "SSA_DB", "XDG_STATE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(root))
+    monkeypatch.setenv("SSA_STATE_DIR", str(root / "state"))
+    (root / "state").mkdir()
+    manager = ClaudeCodeTranscript(_claude_dir(root, project) / f"{uuid.uuid4()}.jsonl",
+                                   cwd=str(project))
+    manager.append(Typed("plan the work"), Reply("ok"))
+    thread = str(uuid.uuid4())
+    worker = CodexRollout(_codex_file(root, thread), thread_id=thread, cwd=str(project))
+    worker.append(Typed("an earlier prompt"), Reply("ok"))
+    return Home(root=root, project=project, manager=manager, worker=worker,
+                db=root / "state" / "state.sqlite")
+
+
+def _notice_targets(context: str) -> list[str]:
+    return [line.split('"')[1] for line in context.splitlines() if line.startswith("Session \"")]
+
+
+def test_one_notice_per_typed_burst_then_none(home: Home) -> None:
+    assert home.context() == ""  # first turn: what existed is linked at its end
+    home.worker.append(Typed("a person typed into the worker"), Reply("done"))
+    first = home.context()
+    worker_key = f"agent:main:codex:{home.worker.thread_id}"
+    assert _notice_targets(first) == [worker_key]
+    assert "human_direct_message by human" in first
+    assert "a person typed" not in first  # no message text, ever
+    assert home.context() == ""  # acknowledged: the next turn carries none
+    home.worker.append(Typed("and again, after the drain"), Reply("done"))
+    second = home.context()
+    assert _notice_targets(second) == [worker_key]
+    assert second != first  # the new notice's changesSince moved
+    assert home.context() == ""
+
+
+def test_the_managers_own_turns_are_never_its_notices(home: Home) -> None:
+    home.context()
+    home.manager.append(Typed("the person talks to the manager"), Reply("ok"))
+    assert home.context() == ""
+
+
+def test_a_session_of_another_project_is_watched_only_with_scope_all(home: Home) -> None:
+    other = home.root / "elsewhere"
+    other.mkdir()
+    thread = str(uuid.uuid4())
+    stranger = CodexRollout(_codex_file(home.root, thread), thread_id=thread, cwd=str(other))
+    stranger.append(Typed("old"), Reply("ok"))
+    home.context()
+    stranger.append(Typed("typed elsewhere"), Reply("ok"))
+    assert home.context() == ""
+    assert home.context("--scope", "all") == ""  # adopted now, at its end
+    stranger.append(Typed("typed elsewhere again"), Reply("ok"))
+    assert _notice_targets(home.context("--scope", "all")) == [f"agent:main:codex:{thread}"]
+
+
+def test_a_worker_started_after_the_manager_counts_from_its_start(home: Home) -> None:
+    home.context()
+    session = str(uuid.uuid4())
+    slug = str(home.project)[1:].replace("/", "-")
+    pi_dir = home.root / ".pi" / "agent" / "sessions" / f"--{slug}--"
+    pi_dir.mkdir(parents=True)
+    newcomer = PiSession(pi_dir / f"2026-12-02T01-00-00-000Z_{session}.jsonl",
+                         session_id=session, cwd=str(home.project),
+                         clock=lambda: time.time_ns() // 1_000_000)
+    newcomer.append(Typed("the first prompt of a new worker"), Reply("ok"))
+    assert _notice_targets(home.context()) == [f"agent:main:pi:{session}"]
+
+
+def test_a_notice_printed_but_not_acknowledged_is_shown_again(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    from actors.gateway import Gateway
+
+    home.context()
+    home.worker.append(Typed("typed"), Reply("ok"))
+
+    def killed(self: Gateway, watcher_key: str, **kwargs: object) -> list[str]:
+        raise RuntimeError("killed by the tool's timeout")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Gateway, "drain", killed)
+        out, err = home.run()
+    shown = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "killed by the tool's timeout" in err
+    assert err.count("\n") == 1
+    again = home.context()
+    assert _notice_targets(again) == _notice_targets(shown)
+    assert home.context() == ""
+
+
+def test_a_notice_opened_after_printing_is_not_acknowledged_with_it(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    from actors.gateway import Gateway
+
+    home.context()
+    home.worker.append(Typed("typed"), Reply("ok"))
+    real_drain = Gateway.drain
+    later = str(uuid.uuid4())
+
+    def drain_after_a_late_change(self: Gateway, watcher_key: str,
+                                  **kwargs: object) -> list[str]:
+        assert self.watch(watcher_key, f"agent:main:codex:{later}")
+        self.human_message(f"agent:main:codex:{later}", channel="test")
+        return real_drain(self, watcher_key, **kwargs)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Gateway, "drain", drain_after_a_late_change)
+        first = home.context()
+    assert _notice_targets(first) == [f"agent:main:codex:{home.worker.thread_id}"]
+    assert _notice_targets(home.context("--scope", "list")) == [f"agent:main:codex:{later}"]
+
+
+def test_nothing_pending_touches_nothing(home: Home) -> None:
+    home.context()
+
+    def files() -> dict[str, tuple[int, int]]:
+        return {p.name: (p.stat().st_mtime_ns, p.stat().st_size)
+                for p in home.db.parent.glob("state.sqlite*") if not p.name.endswith("-shm")}
+
+    before = files()
+    assert home.context() == ""
+    assert files() == before  # the cold path only read
+
+
+def test_plan_skips_a_changed_link_whose_scan_lease_another_process_holds(home: Home) -> None:
+    home.context()
+    home.worker.append(Typed("typed while ssa watch runs"), Reply("ok"))
+    hook = parse_hook_input("claude-code", home.hook_input())
+    watcher = f"agent:main:claude:{home.manager.session_id}"
+    conn = peek.open_peek(str(home.db))
+    try:
+        links = peek.links(conn)
+        watched = peek.watched_targets(conn, watcher)
+    finally:
+        conn.close()
+    now = time.time_ns() // 1_000_000
+    leased = [peek.LinkPeek(**{**{f: getattr(link, f) for f in link.__slots__},
+                               "lease_owner": "ssa-watch", "lease_expires_at": now + 10_000})
+              for link in links]
+    args = {"hook": hook, "watcher": watcher, "agent": "main", "scope": "project", "found": [],
+            "watched": watched, "pending": False, "created_at": 1, "now_ms": now,
+            "opencode": {}}
+    free = hook_mod.plan_work(links=links, **args)  # type: ignore[arg-type]
+    assert free.scan == (f"agent:main:codex:{home.worker.thread_id}",)
+    busy = hook_mod.plan_work(links=leased, **args)  # type: ignore[arg-type]
+    assert busy.idle  # ssa watch scans it: the hook only reads
+
+
+# --- failure paths, as the tools run it -----------------------------------------------
+
+
+def _ssa_hook(home_dir: Path, raw: bytes, *args: str, env: dict[str, str] | None = None
+              ) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SSA_", "CLAUDE_"))}
+    base.update({"HOME": str(home_dir), **(env or {})})
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "actors", "hook", "claude-code", *args],
+                          input=raw, capture_output=True, env=base,
+                          timeout=SUBPROCESS_TIMEOUT_S, check=False)
+    return done, time.monotonic() - start
+
+
+def _quiet_failure(done: subprocess.CompletedProcess[bytes]) -> str:
+    assert done.returncode == 0
+    assert done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("ssa hook: ")
+    return lines[0]
+
+
+GOOD = b'{"session_id": "s1", "cwd": "/nonexistent", "hook_event_name": "UserPromptSubmit"}'
+
+
+def test_a_wrong_stdin_exits_0_with_one_line(tmp_path: Path) -> None:
+    done, _ = _ssa_hook(tmp_path, b"{not json")
+    assert "not JSON" in _quiet_failure(done)
+
+
+def test_a_corrupt_database_exits_0_with_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "corrupt.sqlite"
+    db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    done, _ = _ssa_hook(tmp_path, GOOD, "--db", str(db))
+    _quiet_failure(done)
+
+
+def test_a_database_locked_by_another_writer_exits_0_within_the_budget(tmp_path: Path) -> None:
+    db = tmp_path / "locked.sqlite"
+    holder = apsw.Connection(str(db))
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("CREATE TABLE t(x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        done, took = _ssa_hook(tmp_path, GOOD, "--db", str(db), "--timeout", "3")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    _quiet_failure(done)
+    assert took < 3 + 2.5  # its budget, plus an interpreter's start and exit
+
+
+def test_a_database_path_that_is_a_directory_exits_0(tmp_path: Path) -> None:
+    done, _ = _ssa_hook(tmp_path, GOOD, "--db", str(tmp_path))
+    _quiet_failure(done)
+
+
+def test_a_bad_session_id_exits_0(tmp_path: Path) -> None:
+    done, _ = _ssa_hook(tmp_path, b'{"session_id": "a\\nb", "cwd": "/w"}',
+                        "--db", str(tmp_path / "x.sqlite"))
+    _quiet_failure(done)
