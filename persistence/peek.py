@@ -17,8 +17,7 @@ PostgreSQL through :meth:`actors.Gateway.reading`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -47,8 +46,7 @@ class PeekUnavailable(Exception):
     """
 
 
-@dataclass(frozen=True, slots=True)
-class LinkPeek:
+class LinkPeek(NamedTuple):
     """One upstream link as the cold path needs it.
 
     Attributes:
@@ -74,8 +72,7 @@ class LinkPeek:
     lease_expires_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class EventPeek:
+class EventPeek(NamedTuple):
     """One signal-log event's metadata (never any message text: the log holds none)."""
 
     sequence: int

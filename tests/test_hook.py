@@ -331,8 +331,7 @@ def test_plan_skips_a_changed_link_whose_scan_lease_another_process_holds(home: 
     finally:
         conn.close()
     now = time.time_ns() // 1_000_000
-    leased = [peek.LinkPeek(**{**{f: getattr(link, f) for f in link.__slots__},
-                               "lease_owner": "ssa-watch", "lease_expires_at": now + 10_000})
+    leased = [link._replace(lease_owner="ssa-watch", lease_expires_at=now + 10_000)
               for link in links]
     args = {"hook": hook, "watcher": watcher, "agent": "main", "scope": "project", "found": [],
             "watched": watched, "pending": False, "created_at": 1, "now_ms": now,

@@ -15,7 +15,7 @@ command can trip a model's prompt-injection defences.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["MAX_CONTEXT_CHARS", "MAX_EVENTS_PER_NOTICE", "NoticeView", "SummaryEvent",
            "render_context"]
@@ -27,8 +27,7 @@ MAX_EVENTS_PER_NOTICE = 5
 _SOURCE_NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode", "pi": "Pi"}
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryEvent:
+class SummaryEvent(NamedTuple):
     """One change behind a notice: metadata only."""
 
     sequence: int
@@ -39,8 +38,7 @@ class SummaryEvent:
     summary: str
 
 
-@dataclass(frozen=True, slots=True)
-class NoticeView:
+class NoticeView(NamedTuple):
     """A pending notice and what the hook knows about it.
 
     Attributes:

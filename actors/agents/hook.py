@@ -31,7 +31,6 @@ one line on stderr, and exits 0, within ``--timeout`` seconds.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -40,10 +39,9 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, TextIO
+from typing import IO, Any, NamedTuple, TextIO
 
 from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
 from actors.agents.hookinput import (
@@ -80,8 +78,7 @@ class HookTimeout(Exception):
     """The hook's time budget ran out."""
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """A session the manager should watch: its key and where it is."""
 
     key: str
@@ -89,8 +86,7 @@ class Target:
     linked: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     """What one hook run must do beyond reading (empty: the cold path).
 
     Attributes:
@@ -121,15 +117,15 @@ def _key(agent: str, found: Found) -> str:
     return f"agent:{agent}:{found.source}:{found.thread_id}"
 
 
-def _changed(link: peek.LinkPeek, opencode: dict[str, list[OpenCodeRow]]) -> bool:
+def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]]) -> bool:
     """Whether ``link``'s source may hold something its marker has not read (one ``stat``)."""
     if link.path is None or link.host_id != "gateway:local":
         return False  # read through a paired node's host: not ours to scan
     if link.source == "opencode":
-        rows = opencode.get(os.path.realpath(link.path))
-        if rows is None:
+        seqs = opencode.get(link.path)
+        if seqs is None:
             return False  # the store is not in a catalog this run lists
-        seq = next((r.seq for r in rows if r.session_id == link.thread_id), None)
+        seq = seqs.get(link.thread_id)
         return seq is None or seq != link.marker.get("seq")
     try:
         st = os.stat(link.path)
@@ -160,8 +156,8 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
     Returns:
         The plan; :attr:`Plan.idle` when there is nothing to do.
     """
-    by_ref = {(link.source, os.path.realpath(link.path), link.thread_id): link
-              for link in links if link.path is not None}
+    by_ref = {(link.source, link.path, link.thread_id): link
+              for link in links if link.path is not None}  # adoption stored real paths
     by_key = {link.session_key: link for link in links}
     project = project_of(hook.cwd)
     projects: dict[str, str] = {}
@@ -179,22 +175,26 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
                     projects[candidate.cwd] = project_of(candidate.cwd)
                 if projects[candidate.cwd] != project:
                     continue
-            link = by_ref.get((candidate.source, os.path.realpath(candidate.path),
-                               candidate.thread_id))
+            link = by_ref.get((candidate.source, candidate.path, candidate.thread_id))
+            if link is None:
+                link = by_key.get(key)  # linked through another path (a symlink): keep it
             targets.append(Target(key=link.session_key if link else key, found=candidate,
                                   linked=link is not None))
     adopt = tuple(t for t in targets if not t.linked and t.key not in watched)
     watch = tuple(dict.fromkeys(t.key for t in targets if t.linked and t.key not in watched))
+    seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
                  and (link.lease_owner is None or link.lease_expires_at <= now_ms)
-                 and _changed(link, opencode))
+                 and _changed(link, seqs))
     own = created_at is None or (watcher not in by_key and hook.transcript_path is not None
                                  and os.path.isfile(hook.transcript_path))
     return Plan(adopt=adopt, watch=watch, scan=scan, pending=pending, own=own,
                 first_run=created_at is None)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> Any:
+    import argparse  # noqa: PLC0415 - only for --help and mistakes (start-up cost)
+
     parser = argparse.ArgumentParser(
         prog="ssa hook", description="Print the pending notices of a coding agent's session "
         "for its next turn (run by the tool's prompt hook; always exits 0).")
@@ -208,16 +208,51 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", default="main", help="agent id of the session keys "
                         "(default: main, as ssa watch)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                        help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S})")
+                        help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
+                        "0: none)")
     return parser
 
 
-class _Args(argparse.Namespace):
+class _Args(NamedTuple):
     tool: str
-    db: str | None
-    scope: str
-    agent: str
-    timeout: float
+    db: str | None = None
+    scope: str = "project"
+    agent: str = "main"
+    timeout: float = DEFAULT_TIMEOUT_S
+
+
+_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
+
+
+def _parse(argv: list[str]) -> _Args | None:
+    """The command line the installers write, parsed without argparse; ``None``: anything else.
+
+    ``ssa hook`` starts at every prompt, and argparse alone costs a large
+    part of a cold start; ``--help`` and mistakes go through argparse.
+    """
+    tool: str | None = None
+    values: dict[str, Any] = {}
+    words = iter(argv)
+    for word in words:
+        name, eq, inline = word.partition("=")
+        if name in _OPTIONS:
+            value = inline if eq else next(words, None)
+            if value is None:
+                return None
+            values[_OPTIONS[name]] = value
+        elif word.startswith("-") or tool is not None:
+            return None
+        else:
+            tool = word
+    if tool not in TOOLS or values.get("scope", "project") not in SCOPES:
+        return None
+    try:
+        values["timeout"] = float(values.get("timeout", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return None
+    if not values["timeout"] >= 0:
+        return None
+    return _Args(tool=tool, **values)
 
 
 @contextlib.contextmanager
@@ -266,10 +301,17 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     source = stdin if stdin is not None else sys.stdin.buffer
-    try:
-        args = _parser().parse_args(list(argv), namespace=_Args())
-    except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else 2
+    args = _parse(list(argv))
+    if args is None:
+        try:
+            namespace = _parser().parse_args(list(argv))
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 2
+        if namespace.timeout < 0:
+            err.write("ssa hook: --timeout must be >= 0\n")
+            return 2
+        args = _Args(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
+                     agent=namespace.agent, timeout=namespace.timeout)
     try:
         with _deadline(args.timeout):
             _run(args, source, out)

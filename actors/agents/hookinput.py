@@ -16,7 +16,7 @@ Nothing here reads the prompt: its text never leaves the tool.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["MAX_INPUT_BYTES", "TOOLS", "HookInput", "HookInputError", "parse_hook_input",
            "render_output"]
@@ -40,8 +40,7 @@ class HookInputError(ValueError):
     """The hook input is not what the tool documents (the message says what is wrong)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HookInput:
+class HookInput(NamedTuple):
     """The fields of a hook input that ``ssa hook`` uses.
 
     Attributes:

@@ -18,11 +18,10 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import apsw
 
@@ -39,8 +38,7 @@ _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*("(?:[^"\\]|\\.)*")')
 _JSONL_SOURCES = ("claude", "codex", "pi")
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+class Found(NamedTuple):
     """One session in a catalog.
 
     Attributes:
@@ -59,8 +57,7 @@ class Found:
     started_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class OpenCodeRow:
+class OpenCodeRow(NamedTuple):
     """One top-level OpenCode session: its directory and event sequence (change indicator)."""
 
     session_id: str
@@ -120,6 +117,8 @@ class CwdCache:
         """Write the cache if it changed (atomic replace, mode 0600); never raises."""
         if self._path is None or not self._dirty:
             return
+        import tempfile  # noqa: PLC0415 - only when the cache changed (start-up cost)
+
         try:
             fd, tmp = tempfile.mkstemp(prefix=".hook-cwd-", dir=self._path.parent)
             try:
@@ -216,19 +215,25 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
             (the caller reuses them for change detection).
 
     Returns:
-        The sessions, in discovery order. Blocks on directory listings.
+        The sessions, in discovery order, each path with the catalog's root
+        resolved (as adoption stores it). Blocks on directory listings.
     """
     found: list[Found] = []
     for source in _JSONL_SOURCES:
         for root in catalogs.get(source, ()):
+            given, real = str(root), os.path.realpath(root)  # once per catalog, not per file
             for candidate in discover(source, root):
-                cwd, started = cache.head(candidate.path)
-                found.append(Found(source=source, path=candidate.path,
-                                   thread_id=candidate.thread_id, cwd=cwd, started_ms=started))
+                path = candidate.path
+                if path.startswith(given):
+                    path = real + path[len(given):]
+                cwd, started = cache.head(path)
+                found.append(Found(source=source, path=path, thread_id=candidate.thread_id,
+                                   cwd=cwd, started_ms=started))
     for db in catalogs.get("opencode", ()):
         rows = read_opencode(db)
+        real = os.path.realpath(db)
         if opencode is not None:
-            opencode[os.path.realpath(db)] = rows
-        found.extend(Found(source="opencode", path=str(db), thread_id=row.session_id,
+            opencode[real] = rows
+        found.extend(Found(source="opencode", path=real, thread_id=row.session_id,
                            cwd=row.directory, started_ms=row.created_ms) for row in rows)
     return found

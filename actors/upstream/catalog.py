@@ -7,13 +7,14 @@ directory listings (and one SQLite query per OpenCode database).
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import apsw
 
@@ -26,8 +27,7 @@ logger = logging.getLogger(__name__)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One upstream session found in a catalog.
 
     Attributes:
@@ -92,13 +92,14 @@ def discover(source: str, root: Path) -> Iterator[Candidate]:
     if not root.is_dir():
         return
     pattern = "**/rollout-*.jsonl" if source == "codex" else "*/*.jsonl"
-    try:
-        paths = sorted(root.glob(pattern))
-    except OSError as exc:
-        logger.warning("cannot list %s: %s", root, exc)
-        return
+    # glob.glob on strings, sorted by path components as pathlib sorts: thousands
+    # of sessions are listed at every prompt of ``ssa hook``, so no Path per file.
+    paths = sorted(glob.glob(os.path.join(glob.escape(str(root)), pattern),
+                             recursive=True, include_hidden=True),
+                   key=lambda p: p.split(os.sep))
     for path in paths:
-        stem = path.stem
+        name = os.path.basename(path)
+        stem = name[:-len(".jsonl")]
         if source == "codex":
             match = _UUID_TAIL.search(stem)
             thread = match.group(1) if match else stem
@@ -106,7 +107,7 @@ def discover(source: str, root: Path) -> Iterator[Candidate]:
             thread = stem.rsplit("_", 1)[-1]
         else:
             thread = stem
-        yield Candidate(source=source, path=str(path), thread_id=thread)
+        yield Candidate(source=source, path=path, thread_id=thread)
 
 
 _unreadable: dict[str, str] = {}
