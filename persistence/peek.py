@@ -47,7 +47,7 @@ class PeekUnavailable(Exception):
 
 
 class LinkPeek(NamedTuple):
-    """One upstream link as the cold path needs it.
+    """One upstream link as the cold path needs it (its JSON decoded only on access).
 
     Attributes:
         session_key: the adopted session's key.
@@ -55,8 +55,8 @@ class LinkPeek(NamedTuple):
         source: ``"claude"``, ``"codex"``, ``"opencode"`` or ``"pi"``.
         host_id: ``"gateway:local"`` for files on this machine.
         thread_id: the tool's session id.
-        path: the transcript (OpenCode: the database), or ``None``.
-        marker: the stored scan position (a JSON object).
+        ref_json: where to read it, as stored (``{"path": ...}``).
+        marker_json: the stored scan position, as stored.
         lease_owner: who holds the scan lease, or ``None``.
         lease_expires_at: when that lease lapses (epoch ms).
     """
@@ -66,10 +66,21 @@ class LinkPeek(NamedTuple):
     source: str
     host_id: str
     thread_id: str
-    path: str | None
-    marker: dict[str, Any]
+    ref_json: str
+    marker_json: str
     lease_owner: str | None
     lease_expires_at: int
+
+    @property
+    def path(self) -> str | None:
+        """The transcript (OpenCode: the database), or ``None`` (decodes ``ref_json``)."""
+        path = _object(self.ref_json).get("path")
+        return path if isinstance(path, str) else None
+
+    @property
+    def marker(self) -> dict[str, Any]:
+        """The scan position (decodes ``marker_json``; ``{}`` when unreadable)."""
+        return _object(self.marker_json)
 
 
 class EventPeek(NamedTuple):
@@ -142,19 +153,13 @@ def session_created_at(conn: Any, key: str) -> int | None:
 
 
 def links(conn: Any) -> list[LinkPeek]:
-    """Every upstream link (all agents), unparseable JSON read as empty."""
-    found: list[LinkPeek] = []
-    for key, agent, source, host, thread, ref_json, marker_json, owner, expires in conn.execute(
-            "SELECT session_key, agent_id, source, host_id, thread_id, upstream_ref_json,"
-            " marker_json, lease_owner, lease_expires_at FROM session_upstream_links"):
-        ref = _object(ref_json)
-        path = ref.get("path")
-        found.append(LinkPeek(
-            session_key=str(key), agent_id=str(agent), source=str(source), host_id=str(host),
-            thread_id=str(thread), path=path if isinstance(path, str) else None,
-            marker=_object(marker_json), lease_owner=None if owner is None else str(owner),
-            lease_expires_at=int(expires or 0)))
-    return found
+    """Every upstream link (all agents); the JSON columns are decoded only when used."""
+    return [LinkPeek(str(key), str(agent), str(source), str(host), str(thread),
+                     str(ref), str(marker), None if owner is None else str(owner),
+                     int(expires or 0))
+            for key, agent, source, host, thread, ref, marker, owner, expires in conn.execute(
+                "SELECT session_key, agent_id, source, host_id, thread_id, upstream_ref_json,"
+                " marker_json, lease_owner, lease_expires_at FROM session_upstream_links")]
 
 
 def events_after(conn: Any, key: str, agent_id: str, since: int,

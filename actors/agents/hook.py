@@ -117,21 +117,31 @@ def _key(agent: str, found: Found) -> str:
     return f"agent:{agent}:{found.source}:{found.thread_id}"
 
 
-def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]]) -> bool:
-    """Whether ``link``'s source may hold something its marker has not read (one ``stat``)."""
-    if link.path is None or link.host_id != "gateway:local":
+def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
+             listed: Found | None) -> bool:
+    """Whether ``link``'s source may hold something its marker has not read.
+
+    ``listed``: the same session as the catalogs listed it this run (its
+    ``stat`` is reused); otherwise one ``stat``.
+    """
+    if listed is not None and listed.stat is not None and link.source != "opencode":
+        marker = link.marker
+        return listed.stat != (marker.get("inode"), marker.get("offset"))
+    path = link.path
+    if path is None or link.host_id != "gateway:local":
         return False  # read through a paired node's host: not ours to scan
     if link.source == "opencode":
-        seqs = opencode.get(link.path)
+        seqs = opencode.get(path)
         if seqs is None:
             return False  # the store is not in a catalog this run lists
         seq = seqs.get(link.thread_id)
         return seq is None or seq != link.marker.get("seq")
     try:
-        st = os.stat(link.path)
+        st = os.stat(path)
     except (OSError, ValueError):
         return True  # vanished: a scan counts it missing
-    return st.st_ino != link.marker.get("inode") or st.st_size != link.marker.get("offset")
+    marker = link.marker
+    return st.st_ino != marker.get("inode") or st.st_size != marker.get("offset")
 
 
 def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: list[Found],
@@ -156,18 +166,19 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
     Returns:
         The plan; :attr:`Plan.idle` when there is nothing to do.
     """
-    by_ref = {(link.source, link.path, link.thread_id): link
-              for link in links if link.path is not None}  # adoption stored real paths
     by_key = {link.session_key: link for link in links}
+    listed: dict[str, Found] = {}
+    by_ref: dict[tuple[str, str | None, str], peek.LinkPeek] | None = None
     project = project_of(hook.cwd)
     projects: dict[str, str] = {}
     targets: list[Target] = []
     if scope != "list":
         for candidate in found:
             key = _key(agent, candidate)
-            if key == watcher or (candidate.source == hook.source
-                                  and candidate.thread_id == hook.session_id):
-                continue
+            listed[key] = candidate
+            if key in watched or key == watcher or (candidate.source == hook.source
+                                                    and candidate.thread_id == hook.session_id):
+                continue  # already watched (the usual case: no more work per session)
             if scope == "project":
                 if candidate.cwd is None:
                     continue
@@ -175,6 +186,8 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
                     projects[candidate.cwd] = project_of(candidate.cwd)
                 if projects[candidate.cwd] != project:
                     continue
+            if by_ref is None:  # adoption stored real paths
+                by_ref = {(link.source, link.path, link.thread_id): link for link in links}
             link = by_ref.get((candidate.source, candidate.path, candidate.thread_id))
             if link is None:
                 link = by_key.get(key)  # linked through another path (a symlink): keep it
@@ -185,7 +198,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
     seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
                  and (link.lease_owner is None or link.lease_expires_at <= now_ms)
-                 and _changed(link, seqs))
+                 and _changed(link, seqs, listed.get(key)))
     own = created_at is None or (watcher not in by_key and hook.transcript_path is not None
                                  and os.path.isfile(hook.transcript_path))
     return Plan(adopt=adopt, watch=watch, scan=scan, pending=pending, own=own,
@@ -344,7 +357,7 @@ def _run(args: _Args, source: IO[bytes], out: TextIO) -> None:
     location = _location(args)
     is_url = location.startswith(_URL_SCHEMES)
     state_dir = Path(location).parent if not is_url else default_state_path().parent
-    cache = CwdCache(state_dir / "hook-cwd-cache.json" if state_dir.is_dir() else None)
+    cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
     opencode: dict[str, list[OpenCodeRow]] = {}
     found = find_sessions(default_catalogs(), cache, opencode)
     now_ms = time.time_ns() // 1_000_000

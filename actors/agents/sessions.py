@@ -48,6 +48,8 @@ class Found(NamedTuple):
         cwd: its working directory, or ``None`` when not written yet.
         started_ms: when the session began (its first row's timestamp, epoch
             ms), or ``None`` when unknown.
+        stat: ``(st_ino, st_size)`` of the transcript as listed (``None`` for
+            OpenCode, or a file that vanished): change detection reuses it.
     """
 
     source: str
@@ -55,6 +57,7 @@ class Found(NamedTuple):
     thread_id: str
     cwd: str | None
     started_ms: int | None = None
+    stat: tuple[int, int] | None = None
 
 
 class OpenCodeRow(NamedTuple):
@@ -90,32 +93,35 @@ class CwdCache:
             except (OSError, ValueError):
                 pass
 
-    def head(self, path: str) -> tuple[str | None, int | None]:
-        """``(cwd, started_ms)`` of the transcript at ``path`` (read once per file and inode).
+    def head(self, path: str) -> tuple[str | None, int | None, tuple[int, int] | None]:
+        """``(cwd, started_ms, (inode, size))`` of the transcript at ``path``.
 
         ``cwd`` is the first ``cwd`` written, ``started_ms`` the first
-        ``timestamp`` (epoch ms); either is ``None`` when not written yet.
-        Blocks on one ``stat``, and on reading at most :data:`HEAD_BYTES`
-        when the file is new to the cache. Never raises.
+        ``timestamp`` (epoch ms); either is ``None`` when not written yet
+        (both are read once per file and inode). The last is the file's
+        ``stat`` now, ``None`` when it is gone. Blocks on one ``stat``, and
+        on reading at most :data:`HEAD_BYTES` when the file is new to the
+        cache. Never raises.
         """
         try:
-            inode = os.stat(path).st_ino
+            st = os.stat(path)
         except (OSError, ValueError):
-            return None, None
+            return None, None, None
+        inode, seen = st.st_ino, (st.st_ino, st.st_size)
         entry = self._entries.get(path)
         if isinstance(entry, list) and len(entry) == 3 and entry[0] == inode:
             cwd, started = entry[1], entry[2]
             return (cwd if isinstance(cwd, str) else None,
-                    started if isinstance(started, int) else None)
+                    started if isinstance(started, int) else None, seen)
         cwd, started = _read_head(path)
         if cwd is not None:  # not written yet: look again next time
             self._entries[path] = [inode, cwd, started]
             self._dirty = True
-        return cwd, started
+        return cwd, started, seen
 
     def save(self) -> None:
         """Write the cache if it changed (atomic replace, mode 0600); never raises."""
-        if self._path is None or not self._dirty:
+        if self._path is None or not self._dirty or not self._path.parent.is_dir():
             return
         import tempfile  # noqa: PLC0415 - only when the cache changed (start-up cost)
 
@@ -226,9 +232,9 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
                 path = candidate.path
                 if path.startswith(given):
                     path = real + path[len(given):]
-                cwd, started = cache.head(path)
+                cwd, started, seen = cache.head(path)
                 found.append(Found(source=source, path=path, thread_id=candidate.thread_id,
-                                   cwd=cwd, started_ms=started))
+                                   cwd=cwd, started_ms=started, stat=seen))
     for db in catalogs.get("opencode", ()):
         rows = read_opencode(db)
         real = os.path.realpath(db)
