@@ -430,6 +430,12 @@ class AsyncGateway:
         """:meth:`Gateway.watch`, awaited."""
         return await self._call(self.gateway.watch, watcher_key, target_key, agent_id=agent_id)
 
+    async def unwatch(self, watcher_key: str, target_key: str, *,
+                      agent_id: str | None = None) -> bool:
+        """:meth:`Gateway.unwatch`, awaited."""
+        return await self._call(self.gateway.unwatch, watcher_key, target_key,
+                                agent_id=agent_id)
+
     async def session_status(self, key: str, *, changes_since: int | None = None,
                              agent_id: str | None = None) -> SessionStatus:
         """:meth:`Gateway.session_status`, awaited."""

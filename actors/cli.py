@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
                        f"{DEFAULT_TIMEOUT_S:g})")
     watch.add_argument("--exec-jobs", type=int, metavar="N",
                        help=f"--exec runs at once (default {DEFAULT_JOBS}, at most {MAX_JOBS})")
+    watches = sub.add_parser("watches", help="list, add or remove the sessions a watcher "
+                             "(e.g. a manager agent's session) watches")
+    watches.add_argument("action", choices=("list", "add", "remove"))
+    watches.add_argument("watcher", nargs="?", metavar="WATCHER",
+                         help="the watcher's key (list: optional)")
+    watches.add_argument("targets", nargs="*", metavar="TARGET", help="session keys")
+    watches.add_argument("--db", type=_db_path, help=_DB_HELP)
     sub.add_parser("hook", add_help=False,
                    help="a coding agent's prompt hook: print the pending notices of its "
                    "session for its next turn (ssa hook --help)")
@@ -343,6 +350,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _classify(args)
         if args.command == "watch":
             return _watch(args)
+        if args.command == "watches":
+            from actors.agents.watches import run_watches  # noqa: PLC0415 -- keep others light
+
+            _check_new_location(args.db)
+            return run_watches(args.action, args.watcher, args.targets,
+                               args.db if args.db is not None else default_state_path(),
+                               sys.stdout)
         return _list(args)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback

@@ -45,6 +45,7 @@ from persistence import (
     SessionStatus,
     StateChanges,
     SweepOutcome,
+    Unwatch,
     UpsertSession,
     list_sessions,
     pending_cursors,
@@ -520,6 +521,40 @@ class Gateway(UpstreamApi):
         if result is True:
             self._best_effort(partial(self._upstream.track_link, target_key, agent), "watch")
         return result is True
+
+    def unwatch(self, watcher_key: str, target_key: str, *,
+                agent_id: str | None = None) -> bool:
+        """Stop ``watcher_key`` watching ``target_key``: its cursor and open notice go.
+
+        The inverse of :meth:`watch` (``ssa watches remove``). A later
+        :meth:`watch` starts again at the target's state version then.
+
+        Args:
+            watcher_key: the watcher.
+            target_key: the watched session.
+            agent_id: the target's agent (default: the key's).
+
+        Returns:
+            Whether a watch was dropped (``False``: there was none, or a
+            storage fault, logged).
+
+        Raises:
+            InvalidSessionKey: a key is invalid.
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on one write.
+        """
+        self._guard()
+        v.check_key(watcher_key, "watcher_key")
+        v.check_key(target_key, "target_key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(target_key)
+        dropped = self._best_effort(lambda: submit(
+            self._persistence, Unwatch(watcher_key=watcher_key, target_key=target_key,
+                                       target_agent_id=agent),
+            timeout=self._timeout), "unwatch")
+        if dropped is True:  # its notice left the log; the queues follow at their next read
+            self._cursors.discard_where(lambda k: k == (watcher_key, target_key, agent))
+        return dropped is True
 
     def session_status(self, key: str, *, changes_since: int | None = None,
                        agent_id: str | None = None) -> SessionStatus:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ResetWatcher,
         ScanOutcome,
         SweepOutcome,
+        Unwatch,
         UpsertLink,
         UpsertSession,
     )
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "RecordOutcome": "persistence._messages",
     "RegisterOutcome": "persistence._messages",
     "RegisterWatch": "persistence._messages",
+    "Unwatch": "persistence._messages",
     "ReleaseLeases": "persistence._messages",
     "ResetWatcher": "persistence._messages",
     "SCHEMA_VERSION": "persistence._schema",
@@ -186,6 +188,7 @@ __all__ = [
     "StorageError",
     "StorageUnavailable",
     "SweepOutcome",
+    "Unwatch",
     "UpsertLink",
     "UpsertSession",
     "UpstreamLink",

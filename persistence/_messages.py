@@ -35,6 +35,7 @@ __all__ = [
     "ResetWatcher",
     "ScanOutcome",
     "SweepOutcome",
+    "Unwatch",
     "UpsertLink",
     "UpsertSession",
     "WriteRequest",
@@ -84,6 +85,14 @@ class RegisterWatch(_Message, frozen=True, tag="register"):
     target_key: str
     target_agent_id: str
     provenance: Provenance = "explicit"
+
+
+class Unwatch(_Message, frozen=True, tag="unwatch"):
+    """Drop ``watcher_key``'s cursor on a target (answers whether one was dropped)."""
+
+    watcher_key: str
+    target_key: str
+    target_agent_id: str
 
 
 class Acknowledge(_Message, frozen=True, tag="ack"):
@@ -218,7 +227,7 @@ class NoteOwnText(_Message, frozen=True, tag="own-text"):
 
 
 Command = (
-    RecordEvent | RegisterWatch | Acknowledge | Prune | UpsertSession
+    RecordEvent | RegisterWatch | Unwatch | Acknowledge | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
     | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases
 )

@@ -28,6 +28,7 @@ from persistence._messages import (
     RegisterWatch,
     ReleaseLeases,
     ResetWatcher,
+    Unwatch,
     UpsertLink,
     UpsertSession,
     WriteRequest,
@@ -369,6 +370,8 @@ class PersistenceActor(InlineActor):
                 return _writes.record_event(conn, command, now, version, host=self._host_id)
             case RegisterWatch():
                 return _writes.register_watch(conn, command, now, version)
+            case Unwatch():
+                return _writes.unwatch(conn, command)
             case Acknowledge():
                 return _writes.acknowledge(conn, command, now, version, host=self._host_id)
             case UpsertSession():

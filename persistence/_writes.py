@@ -23,6 +23,7 @@ from persistence._messages import (
     RegisterWatch,
     ResetWatcher,
     SweepOutcome,
+    Unwatch,
     UpsertSession,
 )
 from persistence._reads import event_by_dedupe_key, event_from_row, read_entry
@@ -39,6 +40,7 @@ __all__ = [
     "register_watch",
     "reset_watcher",
     "sweep",
+    "unwatch",
     "upsert_session",
     "wake_eligible",
 ]
@@ -385,6 +387,15 @@ def reset_watcher(conn: Any, cmd: ResetWatcher, now: int) -> None:
         conn, UpsertSession(session_key=cmd.session_key, agent_id=cmd.agent_id,
                             session_id=cmd.session_id), now,
     )
+
+
+def unwatch(conn: Any, cmd: Unwatch) -> bool:
+    """Drop one watcher/target cursor (its open notice goes with it); whether one existed."""
+    conn.execute(
+        "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND target_session_key = ? AND target_agent_id = ?",
+        (cmd.watcher_key, cmd.target_key, cmd.target_agent_id))
+    return int(conn.changes()) > 0
 
 
 def delete_session(conn: Any, cmd: DeleteSession, version: int) -> DeleteOutcome:

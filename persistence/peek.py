@@ -30,7 +30,9 @@ __all__ = [
     "open_peek",
     "pending",
     "session_created_at",
+    "session_keys",
     "watched_targets",
+    "watches",
 ]
 
 APPLICATION_ID = 0x53534131
@@ -145,6 +147,11 @@ def watched_targets(conn: Any, watcher: str) -> set[str]:
         (watcher,))}
 
 
+def session_keys(conn: Any) -> set[str]:
+    """The keys of every session entry (adopted with or without a link, or registered)."""
+    return {str(k) for (k,) in conn.execute("SELECT session_key FROM sessions")}
+
+
 def session_created_at(conn: Any, key: str) -> int | None:
     """When the session entry ``key`` was first created (epoch ms), or ``None``."""
     row = conn.execute("SELECT min(created_at) FROM sessions WHERE session_key = ?",
@@ -187,3 +194,19 @@ def _object(text: object) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def watches(conn: Any, watcher: str | None = None) -> list[tuple[str, str, int, int]]:
+    """Every explicit watch (of ``watcher``, or all) as ``(watcher, target, last_seen, material)``.
+
+    Ordered by watcher, then target; a pair with ``material > last_seen``
+    has an open notice. Ambient group watches are left out.
+    """
+    sql = ("SELECT watcher_session_key, target_session_key, last_seen_sequence,"
+           " material_sequence FROM session_watch_cursors WHERE provenance = 'explicit'")
+    params: tuple[str, ...] = ()
+    if watcher is not None:
+        sql += " AND watcher_session_key = ?"
+        params = (watcher,)
+    return [(str(w), str(t), int(ls), int(mt))
+            for w, t, ls, mt in conn.execute(sql + " ORDER BY 1, 2", params)]

@@ -298,3 +298,15 @@ def test_drain_only_skips_a_notice_replaced_since_it_was_shown(gateway: Gateway)
 def test_drain_only_refuses_what_is_not_texts(gateway: Gateway, bad: object) -> None:
     with pytest.raises(ArgumentTypeError, match="only"):
         gateway.drain(COORDINATOR, only=bad)  # type: ignore[arg-type]
+
+
+def test_unwatch_drops_the_cursor_and_its_open_notice(gateway: Gateway) -> None:
+    assert gateway.watch(COORDINATOR, PEER)
+    assert gateway.human_message(PEER, channel="tui") is not None
+    assert gateway.pending_notices(COORDINATOR) != []
+    assert gateway.unwatch(COORDINATOR, PEER) is True
+    assert gateway.pending_notices(COORDINATOR) == []
+    assert gateway.human_message(PEER, channel="tui") is None  # nobody watches it now
+    assert gateway.unwatch(COORDINATOR, PEER) is False
+    assert gateway.watch(COORDINATOR, PEER)  # watching again starts at the head
+    assert gateway.pending_notices(COORDINATOR) == []

@@ -404,3 +404,27 @@ def test_a_bad_session_id_exits_0(tmp_path: Path) -> None:
     done, _ = _ssa_hook(tmp_path, b'{"session_id": "a\\nb", "cwd": "/w"}',
                         "--db", str(tmp_path / "x.sqlite"))
     _quiet_failure(done)
+
+
+def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
+    from actors.agents.watches import run_watches
+
+    worker_key = f"agent:main:codex:{home.worker.thread_id}"
+    manager_key = f"agent:main:claude:{home.manager.session_id}"
+    assert home.context("--scope", "list") == ""
+    home.worker.append(Typed("typed before it was added"), Reply("ok"))
+    assert home.context("--scope", "list") == ""
+    listing = io.StringIO()
+    assert run_watches("list", manager_key, [], home.db, listing) == 0
+    assert listing.getvalue() == "WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n"
+    added = io.StringIO()
+    assert run_watches("add", manager_key, [worker_key], home.db, added) == 0
+    assert added.getvalue() == f"watching {worker_key}\n"
+    home.context("--scope", "list")  # the hook links the worker at its end now
+    home.worker.append(Typed("typed after it was added"), Reply("ok"))
+    assert _notice_targets(home.context("--scope", "list")) == [worker_key]
+    removed = io.StringIO()
+    assert run_watches("remove", manager_key, [worker_key, worker_key], home.db, removed) == 1
+    assert removed.getvalue() == f"removed {worker_key}\nwas not watching {worker_key}\n"
+    home.worker.append(Typed("typed after it was removed"), Reply("ok"))
+    assert home.context("--scope", "list") == ""

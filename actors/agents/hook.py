@@ -147,7 +147,8 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
 def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: list[Found],
               links: list[peek.LinkPeek], watched: set[str], pending: bool,
               created_at: int | None, now_ms: int,
-              opencode: dict[str, list[OpenCodeRow]]) -> Plan:
+              opencode: dict[str, list[OpenCodeRow]],
+              known: set[str] | None = None) -> Plan:
     """Decide what a hook run must do, from what it found and peeked (pure but for ``stat``).
 
     Args:
@@ -162,6 +163,8 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
         created_at: when the manager's session entry was created, or ``None``.
         now_ms: the time, epoch ms (lease expiry).
         opencode: each OpenCode store's rows (change detection).
+        known: the keys of every session entry (a watched session that has
+            one was adopted already, with or without a link).
 
     Returns:
         The plan; :attr:`Plan.idle` when there is nothing to do.
@@ -172,28 +175,32 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
     project = project_of(hook.cwd)
     projects: dict[str, str] = {}
     targets: list[Target] = []
-    if scope != "list":
-        for candidate in found:
-            key = _key(agent, candidate)
-            listed[key] = candidate
-            if key in watched or key == watcher or (candidate.source == hook.source
-                                                    and candidate.thread_id == hook.session_id):
-                continue  # already watched (the usual case: no more work per session)
-            if scope == "project":
-                if candidate.cwd is None:
-                    continue
-                if candidate.cwd not in projects:
-                    projects[candidate.cwd] = project_of(candidate.cwd)
-                if projects[candidate.cwd] != project:
-                    continue
-            if by_ref is None:  # adoption stored real paths
-                by_ref = {(link.source, link.path, link.thread_id): link for link in links}
-            link = by_ref.get((candidate.source, candidate.path, candidate.thread_id))
-            if link is None:
-                link = by_key.get(key)  # linked through another path (a symlink): keep it
-            targets.append(Target(key=link.session_key if link else key, found=candidate,
-                                  linked=link is not None))
-    adopt = tuple(t for t in targets if not t.linked and t.key not in watched)
+    watched_new: list[Target] = []
+    for candidate in found:
+        key = _key(agent, candidate)
+        listed[key] = candidate
+        if key in watched:  # the usual case: no more work per session
+            if key not in by_key and known is not None and key not in known:
+                watched_new.append(Target(key=key, found=candidate, linked=False))
+            continue
+        if scope == "list" or key == watcher or (candidate.source == hook.source
+                                                 and candidate.thread_id == hook.session_id):
+            continue
+        if scope == "project":
+            if candidate.cwd is None:
+                continue
+            if candidate.cwd not in projects:
+                projects[candidate.cwd] = project_of(candidate.cwd)
+            if projects[candidate.cwd] != project:
+                continue
+        if by_ref is None:  # adoption stored real paths
+            by_ref = {(link.source, link.path, link.thread_id): link for link in links}
+        link = by_ref.get((candidate.source, candidate.path, candidate.thread_id))
+        if link is None:
+            link = by_key.get(key)  # linked through another path (a symlink): keep it
+        targets.append(Target(key=link.session_key if link else key, found=candidate,
+                              linked=link is not None))
+    adopt = (*watched_new, *(t for t in targets if not t.linked and t.key not in watched))
     watch = tuple(dict.fromkeys(t.key for t in targets if t.linked and t.key not in watched))
     seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
@@ -421,7 +428,8 @@ def _plan_from(conn: Any, hook: HookInput, watcher: str, args: _Args, found: lis
                      watched=peek.watched_targets(conn, watcher),
                      pending=bool(peek.pending(conn, watcher)),
                      created_at=peek.session_created_at(conn, watcher),
-                     now_ms=time.time_ns() // 1_000_000, opencode=opencode)
+                     now_ms=time.time_ns() // 1_000_000, opencode=opencode,
+                     known=peek.session_keys(conn))
 
 
 def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Plan) -> None:

@@ -1,0 +1,67 @@
+"""``ssa watches``: list, add and remove the watches of a watcher (e.g. a manager agent).
+
+``ssa hook --scope list`` watches exactly what is added here; under the
+default ``--scope project`` the hook also adds the project's other sessions
+on its own (and adds back one removed here while it is in the project).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from actors import _validate as v
+from actors.errors import InvalidArgument
+from persistence import peek
+
+__all__ = ["run_watches"]
+
+
+def run_watches(action: str, watcher: str | None, targets: list[str], location: Path | str,
+                out: TextIO) -> int:
+    """Run ``ssa watches list|add|remove``.
+
+    Args:
+        action: ``"list"``, ``"add"`` or ``"remove"``.
+        watcher: the watcher key (``list``: optional filter).
+        targets: the session keys to add or remove.
+        location: the signal log (a SQLite path or a ``postgresql://`` URL).
+        out: where the result lines go.
+
+    Returns:
+        The exit code: 0, or 1 when some target could not be added or removed
+        (each said on ``out``).
+
+    Raises:
+        InvalidSessionKey, InvalidArgument: a bad key, or no target given.
+        SessionStateError, StorageError: the database cannot be opened.
+
+    Main thread; blocks on the database.
+    """
+    from actors import Gateway  # noqa: PLC0415 - a command's own import
+
+    if watcher is not None:
+        v.check_key(watcher, "WATCHER")
+    for target in targets:
+        v.check_key(target, "TARGET")
+    if action != "list" and (watcher is None or not targets):
+        raise InvalidArgument(f"ssa watches {action} needs a WATCHER and at least one TARGET")
+    with Gateway.open(location, monitor=False) as gw:
+        if action == "list":
+            with gw.reading() as conn:
+                rows = peek.watches(conn, watcher)
+            out.write("WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n" + "".join(
+                f"{w}\t{t}\t{ls}\t{'yes' if mt > ls else 'no'}\n" for w, t, ls, mt in rows))
+            return 0
+        assert watcher is not None
+        failed = 0
+        for target in targets:
+            if action == "add":
+                ok = gw.watch(watcher, target)
+                out.write(f"{'watching' if ok else 'not watching (self, or not agent-qualified)'}"
+                          f" {target}\n")
+            else:
+                ok = gw.unwatch(watcher, target)
+                out.write(f"{'removed' if ok else 'was not watching'} {target}\n")
+            failed += not ok
+        return 1 if failed else 0
