@@ -1,0 +1,21 @@
+"""Per-tool profiles: config, command lines, screens, transcripts of each coding agent."""
+
+from __future__ import annotations
+
+from tests.harness.tools._base import AgentTool, DecidedRow, jsonl_rows, string_values
+from tests.harness.tools.claude import ClaudeCode
+
+__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "DecidedRow", "jsonl_rows", "string_values",
+           "tool_named"]
+
+TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode()}
+"""Every profile by its ``ssa classify`` source name."""
+
+
+def tool_named(name: str | AgentTool) -> AgentTool:
+    """The profile called ``name`` (a profile is returned as is).
+
+    Raises:
+        KeyError: an unknown tool name.
+    """
+    return name if isinstance(name, AgentTool) else TOOLS[name]
