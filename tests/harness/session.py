@@ -129,7 +129,8 @@ class Harness:
             setup(home, project)
         name = self._unique(name or profile.name)
         env = profile.env(home, model, self.install)
-        pane = self.tmux.start(name, profile.tui_argv(self.install, args), cwd=project, env=env,
+        argv = profile.tui_argv(self.install, model, args)
+        pane = self.tmux.start(name, argv, cwd=project, env=env,
                                script_dir=self.root / "launchers")
         agent = Agent(name=name, tool=profile, home=home, project=project, model=model,
                       pane=pane, log=self.log)
@@ -157,7 +158,7 @@ class Harness:
         profile.configure(home, project, model)
         if setup is not None:
             setup(home, project)
-        argv = profile.program_argv(self.install, prompt, args)
+        argv = profile.program_argv(self.install, model, prompt, args)
         action = self.log.record(name or profile.name, profile.name, act.PROGRAM_RUN, prompt,
                                  argv=argv)
         proc = subprocess.Popen(argv, cwd=project, env=profile.env(home, model, self.install),

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from tests.harness.models._server import DEFAULT_TEXT, FakeModelServer, ModelRequest
 from tests.harness.models.anthropic import AnthropicMessages
+from tests.harness.models.responses import OpenAIResponses
 
-__all__ = ["DEFAULT_TEXT", "FakeModelServer", "ModelRequest", "anthropic_server", "server_for"]
+__all__ = ["DEFAULT_TEXT", "FakeModelServer", "ModelRequest", "anthropic_server",
+           "responses_server", "server_for"]
 
 
 def anthropic_server() -> FakeModelServer:
     """A new (not started) Anthropic Messages server."""
     return FakeModelServer(AnthropicMessages())
+
+
+def responses_server() -> FakeModelServer:
+    """A new (not started) OpenAI Responses server."""
+    return FakeModelServer(OpenAIResponses())
 
 
 def server_for(api: str) -> FakeModelServer:
@@ -27,5 +34,5 @@ def server_for(api: str) -> FakeModelServer:
     Raises:
         KeyError: an unknown API name.
     """
-    factories = {"anthropic": anthropic_server}
+    factories = {"anthropic": anthropic_server, "responses": responses_server}
     return factories[api]()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from tests.harness.tools._base import AgentTool, DecidedRow, jsonl_rows, string_values
 from tests.harness.tools.claude import ClaudeCode
+from tests.harness.tools.codex import Codex
 
-__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "DecidedRow", "jsonl_rows", "string_values",
+__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "Codex", "DecidedRow", "jsonl_rows", "string_values",
            "tool_named"]
 
-TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode()}
+TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode(), "codex": Codex()}
 """Every profile by its ``ssa classify`` source name."""
 
 

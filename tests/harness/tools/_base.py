@@ -119,12 +119,13 @@ class AgentTool(ABC):
         return {}
 
     @abstractmethod
-    def tui_argv(self, install: AgentInstall, args: Sequence[str]) -> list[str]:
-        """The command line of its interactive TUI."""
+    def tui_argv(self, install: AgentInstall, model: FakeModelServer, args: Sequence[str]
+                 ) -> list[str]:
+        """The command line of its interactive TUI talking to ``model``."""
 
     @abstractmethod
-    def program_argv(self, install: AgentInstall, prompt: str, args: Sequence[str]
-                     ) -> list[str]:
+    def program_argv(self, install: AgentInstall, model: FakeModelServer, prompt: str,
+                     args: Sequence[str]) -> list[str]:
         """The command line of its program-driven one-shot run for ``prompt``."""
 
     @abstractmethod

@@ -75,12 +75,13 @@ class ClaudeCode(AgentTool):
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
-    def tui_argv(self, install: AgentInstall, args: Sequence[str]) -> list[str]:
+    def tui_argv(self, install: AgentInstall, model: FakeModelServer, args: Sequence[str]
+                 ) -> list[str]:
         """``claude [args]``."""
         return [str(install.binary("claude")), *args]
 
-    def program_argv(self, install: AgentInstall, prompt: str, args: Sequence[str]
-                     ) -> list[str]:
+    def program_argv(self, install: AgentInstall, model: FakeModelServer, prompt: str,
+                     args: Sequence[str]) -> list[str]:
         """``claude -p PROMPT --output-format json [args]``."""
         return [str(install.binary("claude")), "-p", prompt, "--output-format", "json", *args]
 
