@@ -29,6 +29,7 @@ import pytest
 from actors import Gateway, GatewayConfig
 from actors.testing import LeakCheck, ManualClock
 from tests._pg import PgServer, pg_server, required
+from tests.harness.fixtures import agent_harness, agent_install, require_tool  # noqa: F401
 
 FIXTURE_ROOT = (Path(os.environ["SSA_TEST_FIXTURES"]) if os.environ.get("SSA_TEST_FIXTURES")
                 else Path(__file__).resolve().parents[2] / "shared" / "fixtures")

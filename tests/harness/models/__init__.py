@@ -1,0 +1,38 @@
+"""Fake model servers on 127.0.0.1, one per API shape the coding agents speak.
+
+* :func:`anthropic_server`: Anthropic Messages (Claude Code).
+* :func:`responses_server`: OpenAI Responses (Codex).
+* :func:`chat_server`: OpenAI Chat Completions (OpenCode, Pi).
+
+See :mod:`tests.harness.models._server` for recording, the scripted queue
+and how requests are classified (``main`` versus ``side``).
+"""
+
+from __future__ import annotations
+
+from tests.harness.models._server import DEFAULT_TEXT, FakeModelServer, ModelRequest
+from tests.harness.models.anthropic import AnthropicMessages
+from tests.harness.models.responses import OpenAIResponses
+
+__all__ = ["DEFAULT_TEXT", "FakeModelServer", "ModelRequest", "anthropic_server",
+           "responses_server", "server_for"]
+
+
+def anthropic_server() -> FakeModelServer:
+    """A new (not started) Anthropic Messages server."""
+    return FakeModelServer(AnthropicMessages())
+
+
+def responses_server() -> FakeModelServer:
+    """A new (not started) OpenAI Responses server."""
+    return FakeModelServer(OpenAIResponses())
+
+
+def server_for(api: str) -> FakeModelServer:
+    """A new (not started) server for ``api`` (``anthropic``, ``responses``, ``chat``).
+
+    Raises:
+        KeyError: an unknown API name.
+    """
+    factories = {"anthropic": anthropic_server, "responses": responses_server}
+    return factories[api]()

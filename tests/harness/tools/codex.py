@@ -1,0 +1,144 @@
+"""Codex (``@openai/codex``) against the fake OpenAI Responses server.
+
+Config, merged into ``~/.codex/config.toml`` with tomlkit (a test's own
+tables, e.g. ``[mcp_servers.x]`` or hooks, stay):
+
+* ``model_provider = "harness"`` and ``[model_providers.harness]`` with
+  ``wire_api = "responses"`` (the only value 0.169 accepts) and
+  ``env_key = "HARNESS_API_KEY"``: a custom provider needs no login, so no
+  onboarding screen appears. Its ``base_url`` is also passed per process
+  (``-c model_providers.harness.base_url=...``), so two Codex processes
+  sharing a home can talk to different fake servers.
+* ``[projects."<project>"] trust_level = "trusted"``: no trust dialog.
+* ``approval_policy = "never"``, ``sandbox_mode = "danger-full-access"``
+  (scripted commands run without a prompt or bubblewrap), and
+  ``[notice] hide_full_access_warning = true``.
+* ``check_for_update_on_startup = false``; ``disable_paste_burst = true``:
+  without it the composer takes quickly typed text plus Enter for a paste and
+  inserts a newline instead of submitting.
+
+Transcripts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`` (``CODEX_HOME``
+is ``~/.codex``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tomlkit
+
+from tests.harness.home import Home, write_private
+from tests.harness.install import AgentInstall
+from tests.harness.models import FakeModelServer
+from tests.harness.script import ToolUse
+from tests.harness.tools._base import AgentTool
+
+__all__ = ["PROVIDER", "Codex"]
+
+PROVIDER = "harness"
+"""The ``model_providers`` id the harness configures."""
+API_KEY_ENV = "HARNESS_API_KEY"
+MODEL = "gpt-5.4"
+
+
+class Codex(AgentTool):
+    """Codex 0.169.0 (see the module docstring)."""
+
+    name = "codex"
+    api = "responses"
+    binary = "codex"
+    version = "0.169.0"
+    quit_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("C-c",), ("C-c",))
+
+    @staticmethod
+    def config_path(home: Home) -> Path:
+        """``~/.codex/config.toml``."""
+        return home.root / ".codex" / "config.toml"
+
+    def configure(self, home: Home, project: Path, model: FakeModelServer) -> None:
+        """Merge the provider, the project's trust and the quiet settings into config.toml."""
+        path = self.config_path(home)
+        doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+        for key, value in (("model", MODEL), ("model_provider", PROVIDER),
+                           ("approval_policy", "never"), ("sandbox_mode", "danger-full-access"),
+                           ("check_for_update_on_startup", False),
+                           ("disable_paste_burst", True)):
+            doc[key] = value
+        providers = _table(doc, "model_providers")
+        providers[PROVIDER] = {"name": "Harness fake model", "base_url": f"{model.base_url}/v1",
+                               "env_key": API_KEY_ENV, "wire_api": "responses"}
+        _table(_table(doc, "projects"), str(project))["trust_level"] = "trusted"
+        _table(doc, "notice")["hide_full_access_warning"] = True
+        write_private(path, tomlkit.dumps(doc))
+
+    def extra_env(self, home: Home, model: FakeModelServer) -> Mapping[str, str]:
+        """The dummy key under the provider's ``env_key``."""
+        return {API_KEY_ENV: "sk-harness-dummy", "CODEX_HOME": str(home.root / ".codex")}
+
+    def _overrides(self, model: FakeModelServer) -> list[str]:
+        return ["-c", f'model_providers.{PROVIDER}.base_url="{model.base_url}/v1"']
+
+    def tui_argv(self, install: AgentInstall, model: FakeModelServer, args: Sequence[str]
+                 ) -> list[str]:
+        """``codex -c model_providers.harness.base_url=... [args]``."""
+        return [str(install.binary("codex")), *self._overrides(model), *args]
+
+    def program_argv(self, install: AgentInstall, model: FakeModelServer, prompt: str,
+                     args: Sequence[str]) -> list[str]:
+        """``codex exec --skip-git-repo-check -c ... [args] PROMPT``."""
+        return [str(install.binary("codex")), "exec", "--skip-git-repo-check",
+                *self._overrides(model), *args, prompt]
+
+    def ready(self, screen: str) -> bool:
+        """The composer line (``\\u203a``) and the shortcuts hint are drawn."""
+        return "\u203a" in screen and "for shortcuts" in screen
+
+    def busy(self, screen: str) -> bool:
+        """The status line says ``esc to interrupt``."""
+        return "esc to interrupt" in screen
+
+    def shell(self, command: str) -> ToolUse:
+        """An ``exec_command`` call (unified exec)."""
+        return ToolUse("exec_command", {"cmd": command})
+
+    def subagent(self, prompt: str, description: str = "harness sub-agent") -> ToolUse:
+        """A ``spawn_agent`` call (in the ``multi_agent_v1`` namespace)."""
+        return ToolUse("spawn_agent", {"message": prompt})
+
+    def mcp_tool(self, server: str, tool: str) -> str:
+        """``mcp__<server>__<tool>``."""
+        return f"mcp__{server}__{tool}"
+
+    def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
+        """Rollout files, oldest first; ``project`` filters by ``session_meta.cwd``."""
+        found = sorted((home.root / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+        if project is not None:
+            found = [p for p in found if _cwd(p) in (None, str(project))]
+        return found
+
+    def row_kind(self, row: Mapping[str, Any]) -> str:
+        """``type:payload.type`` (``event_msg:user_message``, ``response_item:message``...)."""
+        payload = row.get("payload")
+        inner = payload.get("type") if isinstance(payload, dict) else None
+        return f"{row.get('type')}:{inner}" if inner else str(row.get("type"))
+
+
+def _table(parent: Any, key: str) -> Any:
+    if key not in parent:
+        parent[key] = tomlkit.table()
+    return parent[key]
+
+
+def _cwd(path: Path) -> str | None:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        first = handle.readline()
+    try:
+        row = json.loads(first)
+    except ValueError:
+        return None
+    payload = row.get("payload") if isinstance(row, dict) else None
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    return cwd if isinstance(cwd, str) else None

@@ -1,0 +1,63 @@
+"""Claude Code 2.1.328 end to end: the real TUI in tmux against the fake Anthropic server.
+
+What the harness did (the action log) is the ground truth for how
+``ssa classify``'s code path decides every row the real tool wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+
+from tests.harness import ClaudeCode, Harness, Text, compare
+
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(autouse=True)
+def _claude(require_tool: object) -> None:
+    require_tool("claude")  # type: ignore[operator]
+
+
+def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
+    nonce = secrets.token_hex(4)
+    claude = agent_harness.start("claude")
+    claude.script(Text(f"first answer {nonce}"))
+    first = claude.prompt(f"hello one {nonce}")
+    assert first.has_text(f"hello one {nonce}")
+    claude.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
+    claude.prompt(f"please run the command {nonce}")
+    # The tool ran the command and sent its output back as a tool result.
+    follow_up = claude.model.wait_main(3)
+    assert follow_up.has_text(f"shell-marker-{nonce}")
+    assert not claude.model.problems
+    assert claude.model.pending == 0
+
+    result = compare(claude.decided_rows(), agent_harness.log.actions(agent=claude.name))
+    assert not result.unseen, result.report()
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 2, result.report()
+    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
+    assert shell_rows, result.report()
+    assert not any(r.human for r in shell_rows), result.report()
+
+
+def test_print_mode_run_is_not_typed(agent_harness: Harness) -> None:
+    nonce = secrets.token_hex(4)
+    model = agent_harness.model("anthropic")
+    model.script(Text(f"printed answer {nonce}"))
+    run = agent_harness.run_program("claude", f"headless prompt {nonce}", model=model)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["result"] == f"printed answer {nonce}"
+    home = agent_harness.home()
+    rows = [r for p in ClaudeCode().transcripts(home) for r in ClaudeCode().decide(p)]
+    result = compare(rows, agent_harness.log.actions())
+    prompt_rows = result.rows_of(run.action)
+    assert prompt_rows, result.report()  # the tool wrote the prompt ...
+    assert not any(r.human for r in prompt_rows), result.report()  # ... as not typed
+    # claude -p writes entrypoint "sdk-cli": a program-driven session.
+    assert [r.reason for r in prompt_rows if r.kind == "user"] == ["sdk_entrypoint"], (
+        result.report())
+    assert result.precision == 1.0, result.report()

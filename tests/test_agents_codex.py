@@ -1,0 +1,60 @@
+"""Codex 0.169.0 end to end: the real TUI in tmux against the fake Responses server.
+
+What the harness did (the action log) is the ground truth for how
+``ssa classify``'s code path decides every row the real tool wrote.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from tests.harness import Codex, Harness, Text, compare
+
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(autouse=True)
+def _codex(require_tool: object) -> None:
+    require_tool("codex")  # type: ignore[operator]
+
+
+def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
+    nonce = secrets.token_hex(4)
+    codex = agent_harness.start("codex")
+    codex.script(Text(f"first answer {nonce}"))
+    first = codex.prompt(f"hello one {nonce}")
+    assert first.has_text(f"hello one {nonce}")
+    codex.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
+    codex.prompt(f"please run the command {nonce}")
+    follow_up = codex.model.wait_main(3)
+    assert follow_up.has_text(f"shell-marker-{nonce}")  # the command's output came back
+    assert not codex.model.problems
+    # Codex asks for a title per prompt: side requests, which never took a scripted answer.
+    assert all(not r.scripted for r in codex.model.requests if r.kind == "side")
+
+    result = compare(codex.decided_rows(), agent_harness.log.actions(agent=codex.name))
+    assert not result.unseen, result.report()
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 2, result.report()
+    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
+    assert shell_rows, result.report()
+    assert not any(r.human for r in shell_rows), result.report()
+
+
+def test_exec_run_is_not_monitored(agent_harness: Harness) -> None:
+    nonce = secrets.token_hex(4)
+    model = agent_harness.model("responses")
+    model.script(Text(f"exec answer {nonce}"))
+    run = agent_harness.run_program("codex", f"headless prompt {nonce}", model=model)
+    assert run.returncode == 0, run.stderr
+    assert f"exec answer {nonce}" in run.stdout
+    rows = [r for p in Codex().transcripts(agent_harness.home()) for r in Codex().decide(p)]
+    result = compare(rows, agent_harness.log.actions())
+    prompt_rows = result.rows_of(run.action)
+    assert prompt_rows, result.report()
+    assert not any(r.human for r in prompt_rows), result.report()
+    # codex exec threads get no upstream link: every row is "not_monitored".
+    assert all(r.reason.startswith("not_monitored") for r in rows), result.report()
+    assert result.precision == 1.0, result.report()
