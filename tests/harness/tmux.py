@@ -134,7 +134,10 @@ class TmuxServer:
         if not self._started:
             self.run("new-session", "-d", "-s", "ssa", "-n", name, *size, str(launcher))
             self._started = True
-            self.run("set-option", "-g", "window-size", "manual")
+            # Not "window-size manual": with it, tmux 3.3a's server crashes on the next
+            # new-window while the control client is attached. The control client
+            # has no size, so every window keeps default-size.
+            self.run("set-option", "-g", "default-size", f"{self.width}x{self.height}")
             self.run("set-option", "-g", "remain-on-exit", "on")
             self.run("set-option", "-g", "history-limit", "20000")
             self._attach_control()

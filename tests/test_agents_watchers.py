@@ -1,0 +1,96 @@
+"""Coding agents as watchers, end to end with the real tools (issue 21).
+
+A manager agent runs in one real tool with ``ssa hook`` installed; a worker
+runs in another real tool in the same project. A person types into the
+worker (``tmux send-keys``); the manager's next prompt must make its tool
+send the notice to the (fake) model exactly once, the prompt after that
+none, and a second typed prompt in the worker exactly one new notice. The
+fake models are the harness's (:mod:`tests.harness`): every request the tool
+sends is recorded, so "the notice reached the model" is read off the wire.
+
+The conversation's history is resent with every request, so a notice shows
+in every later request too: the checks count notices per request, which must
+grow by exactly one where a notice is due and stay put elsewhere.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Agent, Harness, Home, Text, merge_json
+
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]
+
+NOTICE_MARK = "changed (other actor). Reconcile before acting: session_status sessionKey"
+SSA = str(Path(sys.executable).with_name("ssa"))
+
+
+def _claude_hook(home: Home, project: Path) -> None:
+    """The manager's hook (what ``ssa install claude-code`` writes)."""
+    del project
+    merge_json(home.root / ".claude" / "settings.json", {"hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": f"{SSA} hook claude-code"}]}]}})
+
+
+def _notices(agent: Agent, key: str) -> int:
+    """How many notices about ``key`` the manager's latest main request carries."""
+    latest = agent.model.main_requests()[-1]
+    return latest.text().count(f'Session "{key}" {NOTICE_MARK}')
+
+
+def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
+    """The worker session's key (``managers``: the manager's transcripts, which one
+    tool's listing holds too when both run it)."""
+    transcripts = sorted(set(worker.transcripts()) - managers)
+    assert len(transcripts) == 1, transcripts
+    stem = transcripts[0].stem
+    if source == "codex":
+        return f"agent:main:codex:{stem[-36:]}"
+    return f"agent:main:{source}:{stem}"
+
+
+def _scenario(harness: Harness, worker_tool: str, *,
+              before_typing: Callable[[], None] | None = None) -> None:
+    nonce = secrets.token_hex(4)
+    home = harness.home()
+    project = harness.project(git=True)
+    manager = harness.start("claude", name="manager", home=home, project=project,
+                            setup=_claude_hook)
+    worker = harness.start(worker_tool, name="worker", home=home, project=project)
+    manager.script(Text(f"manager ready {nonce}"))
+    manager.prompt(f"manager first turn {nonce}")  # the hook links what exists now
+    manager_files = set(manager.transcripts())
+    worker.script(Text(f"worker answer {nonce}"), Text(f"worker answer two {nonce}"))
+    if before_typing is not None:
+        before_typing()
+    worker.prompt(f"a person typed into the worker {nonce}", answers_left=1)
+    key = _worker_key(worker, manager_files, worker_tool)
+
+    manager.script(Text("noted"), Text("nothing new"), Text("noted again"))
+    manager.prompt(f"manager second turn {nonce}", answers_left=2)
+    assert _notices(manager, key) == 1, manager.model.main_requests()[-1].text()[-3000:]
+    manager.prompt(f"manager third turn {nonce}", answers_left=1)
+    assert _notices(manager, key) == 1  # still the one in the history: no new notice
+
+    worker.prompt(f"the person typed again {nonce}")
+    manager.prompt(f"manager fourth turn {nonce}")
+    assert _notices(manager, key) == 2  # exactly one new notice
+    assert not manager.model.problems, manager.model.problems
+
+
+def test_claude_code_manager_learns_of_a_person_typing_into_a_codex_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    require_tool("claude")
+    require_tool("codex")
+    _scenario(agent_harness, "codex")
+
+
+def test_claude_code_manager_learns_of_a_person_typing_into_a_claude_code_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    require_tool("claude")
+    _scenario(agent_harness, "claude")
