@@ -37,6 +37,20 @@ def _claude_hook(home: Home, project: Path) -> None:
         {"hooks": [{"type": "command", "command": f"{SSA} hook claude-code"}]}]}})
 
 
+def _codex_hook(home: Home, project: Path) -> None:
+    """The manager's hook in ``$CODEX_HOME/hooks.json`` (what ``ssa install codex`` writes)."""
+    del project
+    merge_json(home.root / ".codex" / "hooks.json", {"hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": f"{SSA} hook codex"}]}]}})
+
+
+MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
+    "claude": (_claude_hook, ()),
+    # A person trusts a new hook once, in Codex's /hooks; automation skips that.
+    "codex": (_codex_hook, ("--dangerously-bypass-hook-trust",)),
+}
+
+
 def _notices(agent: Agent, key: str) -> int:
     """How many notices about ``key`` the manager's latest main request carries."""
     latest = agent.model.main_requests()[-1]
@@ -54,13 +68,14 @@ def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     return f"agent:main:{source}:{stem}"
 
 
-def _scenario(harness: Harness, worker_tool: str, *,
+def _scenario(harness: Harness, worker_tool: str, *, manager_tool: str = "claude",
               before_typing: Callable[[], None] | None = None) -> None:
     nonce = secrets.token_hex(4)
     home = harness.home()
     project = harness.project(git=True)
-    manager = harness.start("claude", name="manager", home=home, project=project,
-                            setup=_claude_hook)
+    setup, args = MANAGERS[manager_tool]
+    manager = harness.start(manager_tool, name="manager", home=home, project=project,
+                            setup=setup, args=args)
     worker = harness.start(worker_tool, name="worker", home=home, project=project)
     manager.script(Text(f"manager ready {nonce}"))
     manager.prompt(f"manager first turn {nonce}")  # the hook links what exists now
@@ -94,3 +109,10 @@ def test_claude_code_manager_learns_of_a_person_typing_into_a_claude_code_worker
         agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
     require_tool("claude")
     _scenario(agent_harness, "claude")
+
+
+def test_codex_manager_learns_of_a_person_typing_into_a_claude_code_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    require_tool("claude")
+    require_tool("codex")
+    _scenario(agent_harness, "claude", manager_tool="codex")
