@@ -426,9 +426,10 @@ class AsyncGateway:
     # --- watchers ------------------------------------------------------------
 
     async def watch(self, watcher_key: str, target_key: str, *,
-                    agent_id: str | None = None) -> bool:
+                    agent_id: str | None = None, since: int | None = None) -> bool:
         """:meth:`Gateway.watch`, awaited."""
-        return await self._call(self.gateway.watch, watcher_key, target_key, agent_id=agent_id)
+        return await self._call(self.gateway.watch, watcher_key, target_key, agent_id=agent_id,
+                                since=since)
 
     async def unwatch(self, watcher_key: str, target_key: str, *,
                       agent_id: str | None = None) -> bool:

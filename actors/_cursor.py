@@ -63,11 +63,11 @@ class CursorActor(GatewayActor):
     def handle(self, message: Any) -> Any:
         """Dispatch one message (driving thread; blocks on the asks it makes)."""
         match message:
-            case Register(provenance=provenance):
+            case Register(provenance=provenance, since=since):
                 try:
                     outcome: RegisterOutcome = submit(self._persistence, RegisterWatch(
                         watcher_key=self._watcher_key, target_key=self._target[0],
-                        target_agent_id=self._target[1], provenance=provenance),
+                        target_agent_id=self._target[1], provenance=provenance, since=since),
                         timeout=self._timeout)
                 except StorageError as exc:  # logged once per episode by the writer
                     logger.debug("registering a watch failed: %s", exc)

@@ -86,9 +86,14 @@ SessionMessage = EnqueueEvent | PendingTexts | Drain | Reset | Deliver | TakeMes
 
 
 class Register(_Message, frozen=True, tag="cursor.register"):
-    """Register this watch at the target's head (answers ``bool``)."""
+    """Register this watch at the target's head (answers ``bool``).
+
+    ``since``: a new watch starts at that state version instead (see
+    :class:`persistence.RegisterWatch`).
+    """
 
     provenance: Literal["explicit", "ambient-group"] = "explicit"
+    since: int | None = None
 
 
 CursorMessage = Register

@@ -37,6 +37,7 @@ __all__ = [
     "check_outcome",
     "check_payload",
     "check_run_failed_payload",
+    "check_since",
     "check_text",
     "check_texts",
 ]
@@ -191,6 +192,22 @@ def check_changes_since(value: object) -> int:
         raise ArgumentTypeError(f"changes_since must be an int, not {type(value).__name__}")
     if value < 0:
         raise InvalidChangesSince("changes_since must not be negative")
+    return min(value, _INT64_MAX)
+
+
+def check_since(value: object) -> int | None:
+    """Return ``watch(since=...)``'s version: ``None``, or an ``int`` >= 0 (clamped to 64 bits).
+
+    Raises:
+        ArgumentTypeError: not an ``int`` (``bool`` and ``float`` included).
+        InvalidChangesSince: negative.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArgumentTypeError(f"since must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise InvalidChangesSince("since must not be negative")
     return min(value, _INT64_MAX)
 
 

@@ -492,7 +492,8 @@ class Gateway(UpstreamApi):
         v.check_key(key, "key")
         return list(self._ask_session((key, agent_id_of(key)), TakeMessages()))
 
-    def watch(self, watcher_key: str, target_key: str, *, agent_id: str | None = None) -> bool:
+    def watch(self, watcher_key: str, target_key: str, *, agent_id: str | None = None,
+              since: int | None = None) -> bool:
         """Make ``watcher_key`` an explicit watcher of ``target_key``.
 
         Registration starts at the target's current state version; an existing
@@ -505,6 +506,18 @@ class Gateway(UpstreamApi):
             agent_id: the target's agent (default: the key's; ``main`` for the
                 bare ``global`` key). The cursor targets the pair, so another
                 agent's session under the same key never notifies it.
+            since: start a new watch as if it had been registered at this
+                state version instead (e.g. ``0`` for a session that began
+                after the watcher did, which another process adopted first):
+                the target's notify-eligible changes after it that are
+                already in the log, by actors other than the watcher, are
+                pending as one notice (``changesSince since``). No
+                ``on_wake`` runs for that notice; the watcher sees it at its
+                next read. An existing watch is kept as it is.
+
+        Raises:
+            InvalidSessionKey: a key is invalid.
+            InvalidChangesSince, ArgumentTypeError: ``since`` is negative or not an int.
 
         Returns:
             ``False`` for a self-watch, a watcher that is not agent-qualified
@@ -514,10 +527,12 @@ class Gateway(UpstreamApi):
         v.check_key(watcher_key, "watcher_key")
         v.check_key(target_key, "target_key")
         agent = v.check_agent_id(agent_id) or agent_id_of(target_key)
+        start = v.check_since(since)
         if watcher_key == target_key or not is_agent_qualified(watcher_key):
             return False
         pair = (watcher_key, target_key, agent)
-        result = self._best_effort(lambda: self._ask_cursor(pair, Register()), "watch")
+        result = self._best_effort(lambda: self._ask_cursor(pair, Register(since=start)),
+                                   "watch")
         if result is True:
             self._best_effort(partial(self._upstream.track_link, target_key, agent), "watch")
         return result is True

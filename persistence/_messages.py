@@ -79,12 +79,18 @@ class RecordEvent(_Message, frozen=True, tag="record"):
 
 
 class RegisterWatch(_Message, frozen=True, tag="register"):
-    """Register ``watcher_key`` on a target at the target's head (anchor §3.11/§3.12)."""
+    """Register ``watcher_key`` on a target at the target's head (anchor §3.11/§3.12).
+
+    ``since``: a new watch starts as if registered at that state version, so
+    the target's changes after it that are already in the log are pending as
+    one notice (an existing watch is kept as it is).
+    """
 
     watcher_key: str
     target_key: str
     target_agent_id: str
     provenance: Provenance = "explicit"
+    since: int | None = None
 
 
 class Unwatch(_Message, frozen=True, tag="unwatch"):

@@ -268,9 +268,18 @@ def _touch_cursors(
     return tuple(notices)
 
 
+_NOTIFYING = tuple(kind for kind, notifies in NOTIFY_BY_KIND.items() if notifies)
+_KIND_PLACEHOLDERS = ", ".join("?" * len(_NOTIFYING))
+_MATERIAL_SINCE = (
+    "SELECT max(sequence) FROM session_state_events WHERE session_key = ? AND agent_id = ?"  # noqa: S608 - ? placeholders only
+    f" AND sequence > ? AND kind IN ({_KIND_PLACEHOLDERS})"
+    " AND (actor_id IS NULL OR actor_id != ?)")
+"""The newest notify-eligible event after a version not caused by the watcher (``?`` only)."""
+
+
 def _register(
     conn: Any, watcher: str, target: tuple[str, str], provenance: str, now: int,
-    head: int | None = None,
+    head: int | None = None, since: int | None = None,
 ) -> bool:
     row = conn.execute(_SELECT_CURSOR, (watcher, *target)).fetchone()
     if row is not None:
@@ -286,7 +295,15 @@ def _register(
         return False
     if head is None:
         head = _head(conn, *target)
-    _write_cursor(conn, watcher, target, cursors.seed(head), provenance, now)
+    cursor = cursors.seed(head)
+    if since is not None and since < head:
+        # As if registered at ``since``: the notify-eligible events after it that
+        # another actor caused open one notice covering them all.
+        material = conn.execute(_MATERIAL_SINCE, (*target, since, *_NOTIFYING, watcher)
+                                ).fetchone()
+        if material is not None and material[0] is not None:
+            cursor = cursors.Cursor(since, int(material[0]), int(material[0]))
+    _write_cursor(conn, watcher, target, cursor, provenance, now)
     _ensure_session(conn, watcher, agent_id_of(watcher), now)
     return True
 
@@ -303,7 +320,7 @@ def register_watch(
     the target's head if the caller knows it (it just recorded its newest event).
     """
     _register(conn, cmd.watcher_key, (cmd.target_key, cmd.target_agent_id), cmd.provenance, now,
-              head)
+              head, cmd.since)
     return RegisterOutcome(registered=True, version=version)
 
 

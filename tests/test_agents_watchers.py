@@ -15,9 +15,15 @@ grow by exactly one where a notice is due and stay put elsewhere.
 
 from __future__ import annotations
 
+import os
+import queue
 import secrets
+import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -68,10 +74,75 @@ def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     return f"agent:main:{source}:{stem}"
 
 
+class WatchProcess:
+    """``ssa watch`` running in the agents' home: its notice lines, read as they come."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True, name="ssa-watch-out")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def close(self) -> None:
+        """After the process ended: finish reading its output and close the pipe."""
+        self._reader.join(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def wait_notices(self, key: str, count: int, timeout_s: float = 30.0) -> None:
+        """Block until ``ssa watch`` printed ``count`` notices about ``key``."""
+        deadline = time.monotonic() + timeout_s
+        while sum(1 for line in self.seen if line.startswith("notice:")
+                  and f'"{key}"' in line) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"ssa watch printed no notice {count} for {key}: "
+                                   f"{self.seen[-10:]}")
+            try:
+                self.seen.append(self.lines.get(timeout=left))
+            except queue.Empty:
+                continue
+
+
+@contextmanager
+def _ssa_watch(home: Home) -> Iterator[WatchProcess]:
+    env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    process = subprocess.Popen([SSA, "watch", "--interval", "1"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    watch = WatchProcess(process)
+    try:
+        yield watch
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        watch.close()
+
+
 def _scenario(harness: Harness, worker_tool: str, *, manager_tool: str = "claude",
-              before_typing: Callable[[], None] | None = None) -> None:
-    nonce = secrets.token_hex(4)
+              before_typing: Callable[[], None] | None = None, daemon: bool = False) -> None:
     home = harness.home()
+    if daemon:
+        (home.root / ".claude" / "projects").mkdir(parents=True, exist_ok=True)
+        with _ssa_watch(home) as watch:
+            _run_scenario(harness, home, worker_tool, manager_tool, before_typing, watch)
+    else:
+        _run_scenario(harness, home, worker_tool, manager_tool, before_typing, None)
+
+
+def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: str,
+                  before_typing: Callable[[], None] | None, watch: WatchProcess | None) -> None:
+    nonce = secrets.token_hex(4)
     project = harness.project(git=True)
     setup, args = MANAGERS[manager_tool]
     manager = harness.start(manager_tool, name="manager", home=home, project=project,
@@ -85,6 +156,8 @@ def _scenario(harness: Harness, worker_tool: str, *, manager_tool: str = "claude
         before_typing()
     worker.prompt(f"a person typed into the worker {nonce}", answers_left=1)
     key = _worker_key(worker, manager_files, worker_tool)
+    if watch is not None:  # the daemon records it; the hook only reads
+        watch.wait_notices(key, 1)
 
     manager.script(Text("noted"), Text("nothing new"), Text("noted again"))
     manager.prompt(f"manager second turn {nonce}", answers_left=2)
@@ -93,6 +166,8 @@ def _scenario(harness: Harness, worker_tool: str, *, manager_tool: str = "claude
     assert _notices(manager, key) == 1  # still the one in the history: no new notice
 
     worker.prompt(f"the person typed again {nonce}")
+    if watch is not None:
+        watch.wait_notices(key, 2)
     manager.prompt(f"manager fourth turn {nonce}")
     assert _notices(manager, key) == 2  # exactly one new notice
     assert not manager.model.problems, manager.model.problems
@@ -116,3 +191,10 @@ def test_codex_manager_learns_of_a_person_typing_into_a_claude_code_worker(
     require_tool("claude")
     require_tool("codex")
     _scenario(agent_harness, "claude", manager_tool="codex")
+
+
+def test_with_ssa_watch_running_the_hook_only_reads_and_the_manager_learns_once(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    require_tool("claude")
+    require_tool("codex")
+    _scenario(agent_harness, "codex", daemon=True)

@@ -310,3 +310,30 @@ def test_unwatch_drops_the_cursor_and_its_open_notice(gateway: Gateway) -> None:
     assert gateway.unwatch(COORDINATOR, PEER) is False
     assert gateway.watch(COORDINATOR, PEER)  # watching again starts at the head
     assert gateway.pending_notices(COORDINATOR) == []
+
+
+def test_watch_since_opens_one_notice_for_what_is_already_logged(gateway: Gateway) -> None:
+    first = gateway.human_message(PEER, channel="tui")  # no watcher yet: not recorded
+    assert first is None
+    assert gateway.watch("agent:main:other", PEER)
+    typed = [gateway.human_message(PEER, channel="tui") for _ in range(3)]
+    assert all(e is not None for e in typed)
+    assert gateway.watch(COORDINATOR, PEER, since=0)
+    assert gateway.pending_notices(COORDINATOR) == [notice_text(PEER, 0)]
+    assert gateway.drain(COORDINATOR) == [notice_text(PEER, 0)]
+    assert gateway.pending_notices(COORDINATOR) == []  # one notice covered all three
+    assert gateway.watch(COORDINATOR, PEER, since=0)  # an existing watch is kept
+    assert gateway.pending_notices(COORDINATOR) == []
+
+
+def test_watch_since_skips_the_watchers_own_events(gateway: Gateway) -> None:
+    assert gateway.watch("agent:main:other", PEER)
+    gateway.set_goal(PEER, action="set", actor_type="agent", actor_id=COORDINATOR)
+    assert gateway.watch(COORDINATOR, PEER, since=0)
+    assert gateway.pending_notices(COORDINATOR) == []
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "0"])
+def test_watch_since_refuses_what_is_not_a_version(gateway: Gateway, bad: object) -> None:
+    with pytest.raises((InvalidChangesSince, ArgumentTypeError), match="since"):
+        gateway.watch(COORDINATOR, PEER, since=bad)  # type: ignore[arg-type]

@@ -428,3 +428,22 @@ def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
     assert removed.getvalue() == f"removed {worker_key}\nwas not watching {worker_key}\n"
     home.worker.append(Typed("typed after it was removed"), Reply("ok"))
     assert home.context("--scope", "list") == ""
+
+
+def test_a_new_worker_that_ssa_watch_adopted_first_still_notifies_the_manager(
+        home: Home) -> None:
+    from actors import Gateway
+
+    home.context()
+    thread = str(uuid.uuid4())
+    newcomer = CodexRollout(_codex_file(home.root, thread), thread_id=thread,
+                            cwd=str(home.project), clock=lambda: time.time_ns() // 1_000_000)
+    newcomer.append(Typed("the first prompt of a new worker"), Reply("ok"))
+    key = f"agent:main:codex:{thread}"
+    with Gateway.open(home.db, monitor=False) as watcher_process:  # as ssa watch does
+        assert watcher_process.adopt(key, source="codex", path=newcomer.path,
+                                     from_start=True) is not None
+        assert watcher_process.watch("agent:main:main", key)
+        assert watcher_process.scan_upstream()
+    assert _notice_targets(home.context()) == [key]
+    assert home.context() == ""

@@ -91,7 +91,7 @@ class Plan(NamedTuple):
 
     Attributes:
         adopt: sessions to adopt (and watch); none has a link yet.
-        watch: linked session keys the manager does not watch yet.
+        watch: linked sessions the manager does not watch yet.
         scan: watched linked session keys whose transcript changed while no
             other process holds their scan lease.
         pending: the manager has open notices.
@@ -101,7 +101,7 @@ class Plan(NamedTuple):
     """
 
     adopt: tuple[Target, ...] = ()
-    watch: tuple[str, ...] = ()
+    watch: tuple[Target, ...] = ()
     scan: tuple[str, ...] = ()
     pending: bool = False
     own: bool = False
@@ -201,7 +201,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
         targets.append(Target(key=link.session_key if link else key, found=candidate,
                               linked=link is not None))
     adopt = (*watched_new, *(t for t in targets if not t.linked and t.key not in watched))
-    watch = tuple(dict.fromkeys(t.key for t in targets if t.linked and t.key not in watched))
+    watch = tuple({t.key: t for t in targets if t.linked and t.key not in watched}.values())
     seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
                  and (link.lease_owner is None or link.lease_expires_at <= now_ms)
@@ -441,13 +441,13 @@ def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Pla
         else:
             gw.create_session(watcher)
     requests = []
-    if plan.adopt:
+    since: int | None = None
+    if plan.adopt or plan.watch:
         with gw.reading() as conn:
-            since = peek.session_created_at(conn, watcher)
-        requests = [adopt_request(
-            key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
-            from_start=(not plan.first_run and since is not None and _is_new(t.found, since)))
-            for t in plan.adopt]
+            since = None if plan.first_run else peek.session_created_at(conn, watcher)
+    requests = [adopt_request(
+        key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
+        from_start=since is not None and _is_new(t.found, since)) for t in plan.adopt]
     fresh: list[str] = []
     if requests:
         links = gw.adopt_many(requests, watcher=watcher)
@@ -456,8 +456,11 @@ def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Pla
                 gw.watch(watcher, request.key)
             elif request.from_start:
                 fresh.append(request.key)
-    for key in plan.watch:
-        gw.watch(watcher, key)
+    for target in plan.watch:
+        # A session that began after the manager's first turn, which another
+        # process (ssa watch) adopted first: all its changes are news to the manager.
+        new = since is not None and _is_new(target.found, since)
+        gw.watch(watcher, target.key, since=0 if new else None)
     scan = tuple(dict.fromkeys((*plan.scan, *fresh)))
     if scan:
         gw.scan_upstream(keys=scan)
