@@ -12,8 +12,10 @@ Every change ``ssa install``/``ssa uninstall`` makes goes through
   written, fsynced, renamed over the old one, the directory fsynced); a
   symbolic link is followed, so a dotfile kept in another place is edited
   there and stays a link;
-* before a file is changed or removed its previous bytes go to
-  ``<file>.ssa-backup`` (the latest change's backup; same mode as the file);
+* before a person's file is changed its previous bytes go to
+  ``<file>.ssa-backup`` (the latest change's backup; same mode as the file).
+  No backup is kept of a file that is ours whole (a plugin, an extension) or
+  of a settings file removed because nothing but ``{}`` was left of it;
 * an edited file keeps its mode; a file we create is 0600 and a directory we
   create 0700.
 
@@ -44,7 +46,7 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-class ConfigRefused(Exception):  # noqa: N818 - a refusal, not a crash
+class ConfigRefused(Exception):
     """A file cannot be changed safely (unparsable, or holds a foreign entry where ours goes).
 
     Nothing has been written when it is raised. The message is one line that
@@ -59,12 +61,14 @@ class FileOp:
     ``old`` is the file's text (``None``: it does not exist); the transform
     returns the new text, or ``None`` to remove the file. Returning ``old``
     means nothing to do. It raises :class:`ConfigRefused` to refuse.
-    ``what`` names the change for the report (e.g. "UserPromptSubmit hook").
+    ``what`` names the change for the report (e.g. "UserPromptSubmit hook");
+    ``owned``: the whole file is ours (a plugin), so no backup is kept.
     """
 
     path: Path
     transform: Callable[[str | None], str | None]
     what: str
+    owned: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,7 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
         OSError: a file or directory could not be read or written (earlier
             files of the list may have been written: each write is atomic).
     """
-    targets = [FileOp(_target(op.path), op.transform, op.what) for op in ops]
+    targets = [FileOp(_target(op.path), op.transform, op.what, op.owned) for op in ops]
     directories = [op.path.parent for op in targets]
     if not dry_run:
         for directory in directories:
@@ -212,16 +216,18 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
                 continue
             if op.path in done:  # two ops on one file: the transforms must be chained
                 raise ConfigRefused(f"{op.path}: changed twice in one install")
-            _commit(op.path, change.before, change.after)
+            _commit(op.path, change.before, change.after, backup=not op.owned)
             done[op.path] = change.after
     return changes
 
 
-def _commit(path: Path, before: str | None, after: str | None) -> None:
-    """Back up ``before`` (when there was a file) and put ``after`` in place (or remove it)."""
+def _commit(path: Path, before: str | None, after: str | None, *, backup: bool) -> None:
+    """Back up ``before`` (an edited file of the person's) and put ``after`` in place
+    (or remove the file)."""
     mode = FILE_MODE
     if before is not None:
         mode = stat.S_IMODE(path.stat().st_mode)
+    if before is not None and after is not None and backup:
         _write_atomic(path.with_name(path.name + BACKUP_SUFFIX), before, mode)
     if after is None:
         with contextlib.suppress(FileNotFoundError):

@@ -8,6 +8,7 @@ indexes (``int``). Pure functions; any thread.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from actors.agents import _jsonc
@@ -54,7 +55,7 @@ class Doc:
         self.root = self._parse(new_text)  # our own edit must parse: a bug otherwise
         self.text = new_text
 
-    def node(self, path: list[PathPart]) -> _jsonc.Node | None:
+    def node(self, path: Sequence[PathPart]) -> _jsonc.Node | None:
         """The node at ``path``, or ``None`` when a part of it is missing."""
         node = self.root
         for part in path:
@@ -71,14 +72,14 @@ class Doc:
                 node = node.items[part]
         return node
 
-    def _expect(self, path: list[PathPart], kind: str) -> _jsonc.Node | None:
+    def _expect(self, path: Sequence[PathPart], kind: str) -> _jsonc.Node | None:
         node = self.node(path)
         if node is not None and node.kind != kind:
             where = ".".join(str(p) for p in path)
             raise ConfigRefused(f"{self.name}: {where} is not a JSON {kind}; not changed")
         return node
 
-    def value(self, path: list[PathPart]) -> Any:
+    def value(self, path: Sequence[PathPart]) -> Any:
         """The plain value at ``path`` (``None`` when missing)."""
         node = self.node(path)
         return None if node is None else node.value

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,16 +238,19 @@ def indent_unit(text: str) -> str:
 def dump_value(value: Any, unit: str, base: str, *, inline: bool = False) -> str:
     """``value`` as JSON text placed at indentation ``base`` (``inline``: on one line)."""
     if inline:
-        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        return str(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")))
     if unit.strip(" ") == "":
-        dumped = json.dumps(value, ensure_ascii=False, indent=len(unit))
+        dumped = str(json.dumps(value, ensure_ascii=False, indent=len(unit)))
     else:  # tabs
-        dumped = json.dumps(value, ensure_ascii=False, indent=unit)
+        dumped = str(json.dumps(value, ensure_ascii=False, indent=unit))
     return dumped.replace("\n", "\n" + base)
 
 
-def _insert(text: str, node: Node, piece_of: Any) -> str:
-    """Insert a child at the end of container ``node``; ``piece_of(inline, unit, base)`` renders it."""
+def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) -> str:
+    """Insert a child at the end of container ``node``.
+
+    ``piece_of(inline, unit, base)`` renders the child's text.
+    """
     unit = indent_unit(text)
     container_indent = _line_indent(text, node.start)
     children = node.children()
@@ -283,8 +287,8 @@ def replace_value(text: str, node: Node, value: Any) -> str:
     """Replace the text of ``node`` with ``value`` laid out at its line's indentation."""
     base = _line_indent(text, node.start)
     inline = "\n" not in text[node.start:node.end] and node.kind not in ("object", "array")
-    return text[:node.start] + dump_value(value, indent_unit(text), base,
-                                          inline=inline) + text[node.end:]
+    rendered = dump_value(value, indent_unit(text), base, inline=inline)
+    return text[:node.start] + rendered + text[node.end:]
 
 
 def remove_child(text: str, node: Node, index: int) -> str:

@@ -1,4 +1,4 @@
-"""``ssa install <tool>`` and ``ssa uninstall <tool>``: put ``ssa hook`` and ``ssa mcp`` where each tool reads them.
+"""``ssa install/uninstall <tool>``: put ``ssa hook`` and ``ssa mcp`` where each tool reads them.
 
 What each install writes (``docs/agents-install.md`` has the full text):
 
@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, FileOp, apply_changes, diff
+from actors.agents import _toml_edit
 from actors.agents._cli import TOOLS
+from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, FileOp, apply_changes, diff
 from actors.agents._json_ops import Doc
 
 __all__ = ["HOOK_TIMEOUT_S", "MARKER", "TOOLS", "Setup", "plan", "run"]
@@ -233,57 +234,26 @@ def _mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any
 
 def _toml_transform(setup: Setup, name: str, *, install: bool
                     ) -> Callable[[str | None], str | None]:
-    """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (tomlkit keeps the rest as written)."""
+    """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (:mod:`actors.agents._toml_edit`)."""
     def transform(old: str | None) -> str | None:
-        import tomlkit  # noqa: PLC0415 -- only Codex installs need it
-        from tomlkit.exceptions import TOMLKitError  # noqa: PLC0415
-
-        try:
-            doc = tomlkit.parse(old or "")
-        except TOMLKitError as exc:
-            raise ConfigRefused(f"{name}: not valid TOML ({exc}); not changed") from None
-        servers = doc.get("mcp_servers")
-        if servers is not None and not isinstance(servers, dict):
+        parsed = _toml_edit.parse(old or "", name)
+        servers = parsed.get("mcp_servers", {})
+        if not isinstance(servers, dict):
             raise ConfigRefused(f"{name}: mcp_servers is not a table; not changed")
-        current = None if servers is None else servers.get(MCP_NAME)
-        current_plain = None if current is None else _plain(current)
-        if current is not None and not is_our_mcp_entry(current_plain):
+        current = servers.get(MCP_NAME)
+        if current is not None and not is_our_mcp_entry(current):
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
-        wanted = {"command": setup.ssa, "args": setup.mcp_args()}
         if install:
-            if current_plain == wanted:
+            wanted = {"command": setup.ssa, "args": setup.mcp_args()}
+            if current == wanted:
                 return old
-            table = tomlkit.table()
-            table.add("command", setup.ssa)
-            table.add("args", setup.mcp_args())
-            if servers is None:
-                servers = tomlkit.table(is_super_table=True)
-                servers.add(MCP_NAME, table)
-                if old and not old.endswith("\n\n") and old.strip():
-                    doc.add(tomlkit.nl())
-                doc.add("mcp_servers", servers)
-            elif current is None:
-                servers.add(MCP_NAME, table)
-            else:
-                servers[MCP_NAME] = table
-            return tomlkit.dumps(doc)
-        if current is None:
+            return _toml_edit.set_table(old, name, "mcp_servers", MCP_NAME, wanted)
+        if current is None or old is None:
             return old
-        del servers[MCP_NAME]  # type: ignore[union-attr]
-        if servers is not None and len(servers) == 0 and getattr(servers, "is_super_table",
-                                                                 lambda: False)():
-            del doc["mcp_servers"]
-        text = tomlkit.dumps(doc)
-        if old is not None and text.rstrip("\n") + "\n" != text and old.endswith("\n"):
-            text = text.rstrip("\n") + "\n"
-        return text if text.strip() else None
+        new = _toml_edit.remove_table(old, name, "mcp_servers", MCP_NAME)
+        return new if new.strip() else None
     return transform
-
-
-def _plain(value: Any) -> Any:
-    unwrap = getattr(value, "unwrap", None)
-    return unwrap() if callable(unwrap) else value
 
 
 # --- files we own whole (plugin, extension, plugin directory) ------------------------
@@ -406,7 +376,7 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
             else None
         ops.append(FileOp(plugin, owned_file_transform(str(plugin), content,
                                                        recognise=_has_marker),
-                          "plugin (experimental.chat.system.transform)"))
+                          "plugin (experimental.chat.system.transform)", owned=True))
         if setup.mcp or not install:
             config = opencode_config_file(setup)
             entry = {"type": "local", "command": [setup.ssa, *setup.mcp_args()],
@@ -422,7 +392,7 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
             else None
         ops.append(FileOp(extension, owned_file_transform(str(extension), content,
                                                           recognise=_has_marker),
-                          "extension (before_agent_start)"))
+                          "extension (before_agent_start)", owned=True))
         if install:
             notes.append("Pi has no built-in MCP client: no MCP server registered (the "
                          "notice's session_status is `ssa status KEY --changes-since N` "
@@ -477,7 +447,8 @@ def _plan_claude_plugin(setup: Setup, install: bool, root: Path, notes: list[str
                 return recognise(json.loads(text))
             except ValueError:
                 return False
-        return FileOp(path, owned_file_transform(str(path), content, recognise=ours), what)
+        return FileOp(path, owned_file_transform(str(path), content, recognise=ours), what,
+                      owned=True)
 
     description = ("Tells this session when someone else steps into another session of "
                    "the project (session-state-awareness).")
@@ -587,7 +558,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         err.write(f"ssa: {exc}\n")
         return 1
     verb = "install" if install else "uninstall"
-    for change in changes:
+    for op, change in zip(the_plan.ops, changes, strict=True):
         if args.dry_run:
             if change.changed:
                 out.write(diff(change))
@@ -601,7 +572,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             out.write(f"removed {change.path} ({change.what})\n")
         else:
             action = "wrote" if change.before is None else "updated"
-            backup = "" if change.before is None else f"; backup {change.path}{BACKUP_SUFFIX}"
+            backup = ("" if change.before is None or op.owned
+                      else f"; backup {change.path}{BACKUP_SUFFIX}")
             label = "installed" if install else "uninstalled"
             out.write(f"{action} {change.path} ({change.what} {label}{backup})\n")
     if args.dry_run:
