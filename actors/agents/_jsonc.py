@@ -118,7 +118,8 @@ class _Parser:
             return self.container(depth, "array", "]")
         if c == '"':
             start = self.pos
-            return Node("string", start, self.pos, self.string())
+            text = self.string()
+            return Node("string", start, self.pos, text)
         for word, literal in (("true", True), ("false", False), ("null", None)):
             if self.text.startswith(word, self.pos):
                 start = self.pos

@@ -18,7 +18,7 @@ function runHook(input) {
   return new Promise((resolve) => {
     let child
     try {
-      child = spawn(HOOK_ARGV[0], HOOK_ARGV.slice(1), { stdio: ["pipe", "pipe", "ignore"] })
+      child = spawn(HOOK_ARGV[0], HOOK_ARGV.slice(1), { stdio: ["pipe", "pipe", "ignore"], detached: true })
     } catch {
       resolve("")
       return
@@ -33,7 +33,15 @@ function runHook(input) {
     }
     const timer = setTimeout(() => {
       try {
-        child.kill("SIGKILL")
+        process.kill(-child.pid, "SIGKILL") // the hook and anything it started
+      } catch {
+        try {
+          child.kill("SIGKILL")
+        } catch {}
+      }
+      try {
+        child.stdout.destroy()
+        child.unref()
       } catch {}
       finish("")
     }, TIMEOUT_MS)

@@ -15,7 +15,7 @@ function runHook(input: unknown): Promise<string> {
   return new Promise((resolve) => {
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(HOOK_ARGV[0], HOOK_ARGV.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(HOOK_ARGV[0], HOOK_ARGV.slice(1), { stdio: ["pipe", "pipe", "ignore"], detached: true });
     } catch {
       resolve("");
       return;
@@ -30,7 +30,15 @@ function runHook(input: unknown): Promise<string> {
     };
     const timer = setTimeout(() => {
       try {
-        child.kill("SIGKILL");
+        process.kill(-(child.pid as number), "SIGKILL"); // the hook and anything it started
+      } catch {
+        try {
+          child.kill("SIGKILL");
+        } catch {}
+      }
+      try {
+        child.stdout?.destroy();
+        child.unref();
       } catch {}
       finish("");
     }, TIMEOUT_MS);
