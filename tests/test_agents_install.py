@@ -514,8 +514,8 @@ NODE = shutil.which("node")
 PLUGIN_DRIVER = """
 import { SsaNotices } from "./plugin.mjs"
 const hooks = await SsaNotices({ client: undefined, directory: "/proj" })
-const results = {}
-await hooks["chat.message"]({ sessionID: "s1", agent: "build" }, { message: { id: "m1" }, parts: [] })
+await hooks["chat.message"]({ sessionID: "s1", agent: "build" },
+                            { message: { id: "m1" }, parts: [] })
 const main = { system: ["base"] }
 await hooks["experimental.chat.system.transform"]({ sessionID: "s1", model: {} }, main)
 const title = { system: [] }

@@ -39,6 +39,7 @@ from typing import Any, TextIO
 import msgspec
 
 from actors.errors import SessionStateError
+from persistence.errors import BackendNotInstalled, StorageError
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "GatewayHolder", "build_server", "main"]
 
@@ -110,6 +111,15 @@ def _page_limit(limit: int | None) -> int:
     return limit
 
 
+def _cursor_offset(cursor: str | None) -> int:
+    """The row offset a ``sessions_list`` cursor stands for (``ValueError`` when it is not one)."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise ValueError("cursor must be the nextCursor of an earlier sessions_list")
+    return int(cursor)
+
+
 def build_server(holder: GatewayHolder) -> Any:
     """The :class:`mcp.server.mcpserver.MCPServer` with the five tools, on ``holder``'s gateway.
 
@@ -124,7 +134,8 @@ def build_server(holder: GatewayHolder) -> Any:
     def call(fn: Any) -> Any:
         try:
             return fn(holder.get())
-        except (SessionStateError, ValueError, TypeError) as exc:  # bad key, closed, ...
+        except (SessionStateError, StorageError, BackendNotInstalled, OSError, ValueError,
+                TypeError) as exc:  # a bad key, a database that cannot be opened, ...
             raise ToolError(str(exc)) from None
 
     @server.tool(description="A session's state version; with changesSince, the typed "
@@ -133,9 +144,8 @@ def build_server(holder: GatewayHolder) -> Any:
     def session_status(sessionKey: str, changesSince: int | None = None,  # noqa: N803
                        agentId: str | None = None,  # noqa: N803
                        limit: int | None = None) -> dict[str, Any]:
-        page = _page_limit(limit)
-
         def run(gw: Any) -> dict[str, Any]:
+            page = _page_limit(limit)
             status = _plain(gw.session_status(sessionKey, changes_since=changesSince,
                                               agent_id=agentId))
             changes = status.get("stateChanges")
@@ -150,15 +160,9 @@ def build_server(holder: GatewayHolder) -> Any:
                  "time: pass nextCursor as cursor for the next page.")
     def sessions_list(agentId: str | None = None, cursor: str | None = None,  # noqa: N803
                       limit: int | None = None) -> dict[str, Any]:
-        page = _page_limit(limit)
-        try:
-            start = 0 if cursor is None else int(cursor)
-        except ValueError:
-            raise ToolError("cursor must be a nextCursor of an earlier sessions_list") from None
-        if start < 0:
-            raise ToolError("cursor must be a nextCursor of an earlier sessions_list")
-
         def run(gw: Any) -> dict[str, Any]:
+            page = _page_limit(limit)
+            start = _cursor_offset(cursor)
             rows = gw.sessions_list(agent_id=agentId)
             chunk = rows[start:start + page]
             following = start + page
@@ -187,18 +191,17 @@ def build_server(holder: GatewayHolder) -> Any:
     return server
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(db: str | None, *, err: TextIO) -> int:
     """Serve MCP on stdin/stdout until stdin closes or SIGTERM/SIGINT; returns the exit code.
 
-    Blocks the calling (main) thread. 1 with one line on ``err`` when the
-    ``mcp`` extra is missing.
+    Blocks the calling (main) thread. On SIGTERM or SIGINT the gateway is
+    closed and the process exits at once with 128 + the signal's number (the
+    SDK reads stdin on a worker thread that no cancellation can stop, so a
+    normal unwind would wait for the client to close stdin). 1 with one line
+    on ``err`` when the ``mcp`` extra is missing.
     """
     try:
-        server = build_server(GatewayHolder(None))  # probe the import first
+        build_server(GatewayHolder(None))  # the SDK is importable
     except ImportError:
         err.write("ssa: ssa mcp needs the mcp extra: python -m pip install "
                   "'session-state-awareness[mcp]'\n")
@@ -206,16 +209,19 @@ def main(db: str | None, *, err: TextIO) -> int:
     location = db if db is not None else (os.environ.get("SSA_DB") or None)
     holder = GatewayHolder(location)
     server = build_server(holder)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        server.run()
-    except KeyboardInterrupt:
-        return 130
-    except SystemExit as exc:
-        return int(exc.code) if isinstance(exc.code, int) else 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(Exception):
             holder.close()
-        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        holder.close()
     return 0
