@@ -453,9 +453,12 @@ def _plan_claude_plugin(setup: Setup, install: bool, root: Path, notes: list[str
     description = ("Tells this session when someone else steps into another session of "
                    "the project (session-state-awareness).")
     marketplace = {"name": MARKETPLACE_NAME, "owner": {"name": "session-state-awareness"},
+                   "description": "The ssa plugin of this installation of "
+                                  "session-state-awareness (written by ssa install).",
                    "plugins": [{"name": PLUGIN_NAME, "source": f"./plugins/{PLUGIN_NAME}",
                                 "description": description}]}
-    manifest = {"name": PLUGIN_NAME, "version": plugin_version, "description": description}
+    manifest = {"name": PLUGIN_NAME, "version": plugin_version, "description": description,
+                "author": {"name": "session-state-awareness"}}
     hooks = {"description": "ssa: pending session-state notices into each turn",
              "hooks": {event: [group] for event, group in hook_groups(setup, tool).items()}}
     mcp = {"mcpServers": {MCP_NAME: {"command": setup.ssa, "args": setup.mcp_args()}}}
