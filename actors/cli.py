@@ -103,7 +103,15 @@ def _parser() -> argparse.ArgumentParser:
     classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
     classify.add_argument("path", type=Path, help="transcript file (OpenCode: opencode.db)")
     classify.add_argument("--session", help="OpenCode session id (required for opencode)")
+    _add_agent_commands(sub)
     return parser
+
+
+def _add_agent_commands(sub: Any) -> None:
+    """``ssa install``, ``ssa uninstall`` and ``ssa mcp`` (their code: ``actors/agents``)."""
+    from actors.agents._cli import add_commands  # noqa: PLC0415 -- argparse only, light
+
+    add_commands(sub)
 
 
 def _classify(args: argparse.Namespace) -> int:
@@ -357,6 +365,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_watches(args.action, args.watcher, args.targets,
                                args.db if args.db is not None else default_state_path(),
                                sys.stdout)
+        if args.command in ("install", "uninstall", "mcp"):
+            from actors.agents._cli import run_command  # noqa: PLC0415
+
+            return run_command(args)
         return _list(args)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback

@@ -1,8 +1,17 @@
 """Coding agents as watchers: notices delivered into a manager agent's next turn.
 
-``ssa hook <tool>`` (:mod:`actors.agents.hook`) is what Claude Code, Codex,
-OpenCode and Pi run at each prompt. It imports only the standard library,
-APSW and the light modules of this package and of :mod:`persistence` until
-it knows there is work, so a prompt with nothing pending costs about a
-Python start. This package imports nothing at import time.
+* ``ssa hook <tool>`` (:mod:`actors.agents.hook`) is what Claude Code,
+  Codex, OpenCode and Pi run at each prompt. It imports only the standard
+  library, APSW and the light modules of this package and of
+  :mod:`persistence` until it knows there is work, so a prompt with nothing
+  pending costs about a Python start.
+* ``ssa install`` / ``ssa uninstall`` (:mod:`actors.agents.install`) write
+  each tool's hook, plugin or extension and MCP configuration.
+* ``ssa mcp`` (:mod:`actors.agents.mcp_server`) serves the gateway's tools
+  to the agents over stdio.
+* ``ssa watches`` (:mod:`actors.agents.watches`) lists, adds and removes a
+  watcher's watches.
+
+This package imports nothing at import time; the command handlers import
+its modules lazily.
 """

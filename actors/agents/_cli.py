@@ -1,0 +1,55 @@
+"""The argparse side of ``ssa install``, ``ssa uninstall`` and ``ssa mcp``.
+
+Imports nothing heavy: the handlers load :mod:`actors.agents.install` and
+:mod:`actors.agents.mcp_server` only when their command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_commands", "run_command"]
+
+TOOLS = ("claude-code", "codex", "opencode", "pi")
+
+
+def add_commands(sub: Any) -> None:
+    """Add the three subcommands to ``ssa``'s subparsers (caller's thread)."""
+    for name, help_text in (
+            ("install", "configure a coding agent to run ssa hook (and the ssa MCP server)"),
+            ("uninstall", "remove what ssa install wrote for a coding agent")):
+        parser = sub.add_parser(name, help=help_text)
+        parser.add_argument("tool", choices=TOOLS, help="the coding agent")
+        parser.add_argument("--project", action="store_true",
+                            help="this directory's project configuration instead of yours")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print each change as a unified diff and write nothing")
+        parser.add_argument("--plugin", metavar="DIR", type=Path,
+                            help="claude-code: a plugin (in a marketplace directory) instead "
+                            "of settings")
+        if name == "install":
+            parser.add_argument("--ssa", metavar="PATH",
+                                help="the ssa script the hooks run (default: this one)")
+            parser.add_argument("--db", metavar="PATH_OR_URL",
+                                help="the database the hooks and the MCP server use")
+            parser.add_argument("--no-mcp", action="store_true",
+                                help="do not register the ssa MCP server")
+    mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout (needs the "
+                         "mcp extra)")
+    mcp.add_argument("--db", metavar="PATH_OR_URL",
+                     help="SQLite file or postgresql:// URL (default: $SSA_DB, else the "
+                     "default file)")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand; returns its exit code."""
+    if args.command == "mcp":
+        from actors.agents.mcp_server import main as mcp_main  # noqa: PLC0415
+
+        return mcp_main(args.db, err=sys.stderr)
+    from actors.agents.install import run  # noqa: PLC0415
+
+    return run(args, out=sys.stdout, err=sys.stderr)

@@ -1,0 +1,141 @@
+"""Path-level edits of a JSON/JSONC document, built on :mod:`actors.agents._jsonc`.
+
+Each function takes the text and returns the new text (the same string when
+nothing changes); the document is re-parsed after every single edit, so
+offsets never go stale. Paths are lists of object keys (``str``) and array
+indexes (``int``). Pure functions; any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from actors.agents import _jsonc
+from actors.agents._files import ConfigRefused
+
+__all__ = ["EMPTY_DOCUMENT", "Doc"]
+
+EMPTY_DOCUMENT = "{}\n"
+"""What a file we create starts from."""
+
+PathPart = str | int
+
+
+class Doc:
+    """A document being edited: ``text`` plus a re-parsed tree after each edit.
+
+    Args:
+        text: the file's text, or ``None`` for a file that does not exist
+            (the document starts as :data:`EMPTY_DOCUMENT`).
+        name: the file, for messages.
+        strict: plain JSON (``True``) or JSONC.
+
+    Raises:
+        ConfigRefused: the text is not such a document, or its root is not an object.
+    """
+
+    def __init__(self, text: str | None, name: str, *, strict: bool) -> None:
+        self.name = name
+        self.strict = strict
+        self.existed = text is not None and text.strip() != ""
+        self.text = text if self.existed and text is not None else EMPTY_DOCUMENT
+        self.root = self._parse(self.text)
+        if self.root.kind != "object":
+            raise ConfigRefused(f"{name}: the document is not a JSON object; not changed")
+
+    def _parse(self, text: str) -> _jsonc.Node:
+        try:
+            return _jsonc.parse(text, strict=self.strict)
+        except _jsonc.JsoncError as exc:
+            kind = "JSON" if self.strict else "JSON (or JSONC)"
+            raise ConfigRefused(f"{self.name}: not valid {kind} ({exc}); not changed") from None
+
+    def _edit(self, new_text: str) -> None:
+        self.root = self._parse(new_text)  # our own edit must parse: a bug otherwise
+        self.text = new_text
+
+    def node(self, path: Sequence[PathPart]) -> _jsonc.Node | None:
+        """The node at ``path``, or ``None`` when a part of it is missing."""
+        node = self.root
+        for part in path:
+            if isinstance(part, str):
+                if node.kind != "object":
+                    return None
+                member = _jsonc.find_member(node, part)
+                if member is None:
+                    return None
+                node = member.value
+            else:
+                if node.kind != "array" or not 0 <= part < len(node.items):
+                    return None
+                node = node.items[part]
+        return node
+
+    def _expect(self, path: Sequence[PathPart], kind: str) -> _jsonc.Node | None:
+        node = self.node(path)
+        if node is not None and node.kind != kind:
+            where = ".".join(str(p) for p in path)
+            raise ConfigRefused(f"{self.name}: {where} is not a JSON {kind}; not changed")
+        return node
+
+    def value(self, path: Sequence[PathPart]) -> Any:
+        """The plain value at ``path`` (``None`` when missing)."""
+        node = self.node(path)
+        return None if node is None else node.value
+
+    def set(self, path: list[str], value: Any) -> None:
+        """Make ``path`` hold ``value``, creating the missing objects on the way."""
+        for depth in range(len(path)):
+            parent = self._expect(path[:depth], "object")
+            assert parent is not None
+            member = _jsonc.find_member(parent, path[depth])
+            if member is None:
+                nested: Any = value
+                for key in reversed(path[depth + 1:]):
+                    nested = {key: nested}
+                self._edit(_jsonc.insert_member(self.text, parent, path[depth], nested))
+                return
+        node = self.node(path)
+        assert node is not None
+        if node.value != value or type(node.value) is not type(value):
+            self._edit(_jsonc.replace_value(self.text, node, value))
+
+    def append(self, path: list[str], value: Any) -> None:
+        """Append ``value`` to the array at ``path`` (created when missing)."""
+        node = self._expect(path, "array")
+        if node is None:
+            self.set(path, [value])
+        else:
+            self._edit(_jsonc.append_element(self.text, node, value))
+
+    def remove(self, path: list[PathPart], *, prune: int = 0) -> None:
+        """Remove the member or element at ``path`` (nothing when it is missing).
+
+        Then, up to ``prune`` times, the container that held it is removed
+        too when it is left empty (so an install's ``"hooks": {...}`` goes
+        away whole).
+        """
+        if not path or self.node(path) is None:
+            return
+        parent_path = path[:-1]
+        parent = self.node(parent_path)
+        assert parent is not None
+        last = path[-1]
+        if isinstance(last, str):
+            index = max(i for i, m in enumerate(parent.members) if m.key == last)
+        else:
+            index = last
+        self._edit(_jsonc.remove_child(self.text, parent, index))
+        emptied = self.node(parent_path)
+        if prune > 0 and parent_path and emptied is not None and not emptied.children():
+            self.remove(parent_path, prune=prune - 1)
+
+    def result(self) -> str | None:
+        """The text to write: ``None`` (remove the file) when an emptied file we edit holds ``{}``.
+
+        A file that did not exist and would be just ``{}`` is not created.
+        """
+        if not self.root.children() and self.text.strip() == "{}":
+            return None
+        return self.text

@@ -1,0 +1,163 @@
+"""``[mcp_servers.ssa]`` in Codex's ``config.toml``: added, replaced or removed as text.
+
+The table is appended at the end of the file (TOML tables may come in any
+order) and removed as the lines from its header to the next header, so
+install + uninstall gives the person's file back byte for byte (a file
+without a final newline keeps the one added). Every result is checked by
+parsing it (``tomllib``) and comparing with the expected configuration; when
+the textual edit cannot give that (the entry is an inline table, dotted keys,
+...), the edit is made through ``tomlkit``, which keeps comments and layout
+but may move blank lines. Pure functions; any thread.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+from actors.agents._files import ConfigRefused
+
+__all__ = ["parse", "remove_table", "set_table"]
+
+_HEADER = re.compile(r"^[ \t]*\[\[?[^\n]*$", re.MULTILINE)
+
+
+def _our_header(table: str, name: str) -> re.Pattern[str]:
+    quoted = rf'(?:{re.escape(name)}|"{re.escape(name)}"|\'{re.escape(name)}\')'
+    return re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\.[ \t]*{quoted}"
+                      rf"[ \t]*(?:\][ \t]*(?:#[^\n]*)?$|\.)", re.MULTILINE)
+
+
+def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
+    """Where ``[table.name]`` (with its sub-tables) is: from its header line to the next."""
+    ours = _our_header(table, name)
+    match = ours.search(text)
+    if match is None:
+        return None
+    start = match.start()
+    end = len(text)
+    for header in _HEADER.finditer(text, match.end()):
+        if not ours.match(text, header.start()):
+            end = header.start()
+            break
+    return start, end
+
+
+def parse(text: str, name: str) -> dict[str, Any]:
+    """The TOML document as plain values.
+
+    Raises:
+        ConfigRefused: not TOML (the message names the file).
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigRefused(f"{name}: not valid TOML ({exc}); not changed") from None
+
+
+def _block(table: str, key: str, entry: dict[str, Any]) -> str:
+    import tomlkit  # noqa: PLC0415 -- only Codex installs need it
+
+    body = tomlkit.dumps({table: {key: entry}})
+    return body.lstrip("\n") if body.startswith("\n") else body
+
+
+def _expected(parsed: dict[str, Any], table: str, key: str,
+              entry: dict[str, Any] | None) -> dict[str, Any]:
+    """``parsed`` with ``table.key`` set to ``entry`` (``None``: removed)."""
+    result = dict(parsed)
+    servers = dict(result.get(table, {}))
+    if entry is None:
+        servers.pop(key, None)
+    else:
+        servers[key] = entry
+    result[table] = servers
+    normal = _normal(result, table)
+    assert normal is not None
+    return normal
+
+
+def _normal(parsed: dict[str, Any] | None, table: str) -> dict[str, Any] | None:
+    """An empty ``table`` counts as no table (``[mcp_servers]`` alone means nothing)."""
+    if parsed is not None and parsed.get(table) == {}:
+        parsed = {k: v for k, v in parsed.items() if k != table}
+    return parsed
+
+
+def _via_tomlkit(old: str, table: str, key: str, entry: dict[str, Any] | None) -> str:
+    import tomlkit  # noqa: PLC0415
+
+    doc = tomlkit.parse(old)
+    servers = doc.get(table)
+    if entry is None:
+        if servers is not None and key in servers:
+            del servers[key]
+            if len(servers) == 0:
+                del doc[table]
+    elif servers is None:
+        doc[table] = {key: entry}
+    else:
+        servers[key] = entry
+    return tomlkit.dumps(doc)
+
+
+def set_table(old: str | None, name: str, table: str, key: str,
+              entry: dict[str, Any]) -> str:
+    """``old`` with ``[table.key]`` = ``entry`` (appended when new, replaced in place otherwise).
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or no edit gives the expected document.
+    """
+    text = old or ""
+    parsed = parse(text, name)
+    expected = _expected(parsed, table, key, entry)
+    if table in parsed and not isinstance(parsed[table], dict):
+        raise ConfigRefused(f"{name}: {table} is not a table; not changed")
+    block = _block(table, key, entry)
+    region = _region(text, table, key)
+    if region is None:
+        glue = "" if text == "" else ("\n" if text.endswith("\n") else "\n\n")
+        new = text + glue + block
+    else:
+        start, end = region
+        kept_blank = text[start:end][len(text[start:end].rstrip("\n")):]
+        new = text[:start] + block.rstrip("\n") + (kept_blank or "\n") + text[end:]
+    if _normal(_safe_parse(new), table) != expected:
+        new = _via_tomlkit(text, table, key, entry)
+        if _normal(_safe_parse(new), table) != expected:
+            raise ConfigRefused(f"{name}: cannot add [{table}.{key}] to this file (is "
+                                f"{table} an inline table?); not changed")
+    return new
+
+
+def remove_table(old: str, name: str, table: str, key: str) -> str:
+    """``old`` without ``[table.key]`` (and without ``[table]`` when that leaves it empty).
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or no edit gives the expected document.
+    """
+    parsed = parse(old, name)
+    if key not in parsed.get(table, {}):
+        return old
+    expected = _expected(parsed, table, key, None)
+    region = _region(old, table, key)
+    new = None
+    if region is not None:
+        start, end = region
+        new = old[:start] + old[end:]
+        if end == len(old) and new.endswith("\n\n"):
+            new = new[:-1]  # the blank line install put before the table
+    if new is None or _normal(_safe_parse(new), table) != expected:
+        new = _via_tomlkit(old, table, key, None)
+        if _normal(_safe_parse(new), table) != expected:
+            raise ConfigRefused(f"{name}: cannot remove [{table}.{key}] from this file; "
+                                "not changed")
+    return new
+
+
+def _safe_parse(text: str) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None

@@ -1,0 +1,97 @@
+// session-state-awareness: OpenCode plugin (opencode-ai 1.18).
+//
+// On each prompt of a top-level session ("chat.message") it runs `ssa hook opencode`
+// once, with {"session_id", "cwd", "hook_event_name"} on stdin, and keeps what the
+// hook printed for that session's turn. "experimental.chat.system.transform" runs before
+// every model request of the turn (each step of the agent loop, and side requests such
+// as title generation); it adds the kept text to output.system, so the notice is read
+// (and acknowledged by the hook) once per turn and no side request can use it up. The
+// text is dropped when the session goes idle. Any failure: nothing is added, nothing
+// thrown.
+import { spawn } from "node:child_process"
+
+const HOOK_ARGV = ["__SSA_HOOK_ARGV__"]
+const TIMEOUT_MS = __SSA_HOOK_TIMEOUT_MS__
+const MAX_OUTPUT_CHARS = 64 * 1024
+
+function runHook(input) {
+  return new Promise((resolve) => {
+    let child
+    try {
+      child = spawn(HOOK_ARGV[0], HOOK_ARGV.slice(1), { stdio: ["pipe", "pipe", "ignore"], detached: true })
+    } catch {
+      resolve("")
+      return
+    }
+    let out = ""
+    let settled = false
+    const finish = (text) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(text)
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, "SIGKILL") // the hook and anything it started
+      } catch {
+        try {
+          child.kill("SIGKILL")
+        } catch {}
+      }
+      try {
+        child.stdout.destroy()
+        child.unref()
+      } catch {}
+      finish("")
+    }, TIMEOUT_MS)
+    child.on("error", () => finish(""))
+    child.stdout.setEncoding("utf8")
+    child.stdout.on("data", (chunk) => {
+      if (out.length < MAX_OUTPUT_CHARS) out += chunk
+    })
+    child.on("close", (code) => finish(code === 0 ? out : ""))
+    child.stdin.on("error", () => {})
+    child.stdin.end(JSON.stringify(input))
+  })
+}
+
+async function isSubSession(client, sessionID) {
+  try {
+    const got = await client?.session?.get?.({ path: { id: sessionID } })
+    return Boolean(got?.data?.parentID)
+  } catch {
+    return false
+  }
+}
+
+export const SsaNotices = async ({ client, directory }) => {
+  const turns = new Map() // sessionID -> text of this turn's notices
+  return {
+    "chat.message": async (input, _output) => {
+      try {
+        const sessionID = input?.sessionID
+        if (!sessionID) return
+        turns.delete(sessionID)
+        if (await isSubSession(client, sessionID)) return // a sub-agent's task, not a turn
+        const text = (await runHook({
+          session_id: sessionID,
+          cwd: directory,
+          hook_event_name: "experimental.chat.system.transform",
+        })).trim()
+        if (text) turns.set(sessionID, text)
+      } catch {}
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      try {
+        const text = input?.sessionID ? turns.get(input.sessionID) : undefined
+        if (text && Array.isArray(output?.system)) output.system.push(text)
+      } catch {}
+    },
+    event: async ({ event }) => {
+      try {
+        if (event?.type === "session.idle") turns.delete(event.properties?.sessionID)
+      } catch {}
+    },
+  }
+}

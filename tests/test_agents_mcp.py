@@ -1,0 +1,274 @@
+"""``ssa mcp``: the five tools in memory (``Client(server)``) and over real stdio (``ssa mcp``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors import Gateway
+from actors.agents.mcp_server import MAX_PAGE, GatewayHolder, build_server
+
+mcp = pytest.importorskip("mcp")
+
+WATCHER = "agent:main:manager"
+WORKER = "agent:main:worker"
+CALL_TIMEOUT_S = 20
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[GatewayHolder]:
+    """The server's gateway holder on a fresh database; closed after the test."""
+    held = GatewayHolder(str(tmp_path / "state.sqlite"),
+                         opener=lambda where: Gateway.open(where, monitor=False))
+    yield held
+    held.close()
+
+
+def call(server: Any, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Run the tool calls in order through an in-memory client; their results."""
+    from mcp import Client
+
+    async def session() -> list[Any]:
+        results = []
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            async with Client(server) as client:
+                for name, arguments in calls:
+                    results.append(await client.call_tool(name, arguments))
+        return results
+    return anyio.run(session)
+
+
+def payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+def test_tools_are_listed_with_the_seeds_names(holder: GatewayHolder) -> None:
+    from mcp import Client
+
+    async def listing() -> Any:
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            async with Client(build_server(holder)) as client:
+                return await client.list_tools()
+    tools = {tool.name: tool for tool in anyio.run(listing).tools}
+    assert set(tools) == {"session_status", "sessions_list", "sessions_send",
+                          "pending_notices", "drain"}
+    assert set(tools["session_status"].input_schema["properties"]) >= {"sessionKey",
+                                                                       "changesSince"}
+    assert tools["session_status"].input_schema["required"] == ["sessionKey"]
+    assert set(tools["sessions_send"].input_schema["properties"]) == {
+        "senderKey", "targetKey", "text", "watch"}
+    assert tools["drain"].input_schema["required"] == ["watcherKey"]
+
+
+def test_notice_reconcile_drain(holder: GatewayHolder) -> None:
+    gw = holder.get()
+    gw.create_session(WORKER)
+    assert gw.watch(WATCHER, WORKER)
+    for _ in range(3):
+        gw.human_message(WORKER, channel="tui")
+    pending, status, drained, follow_up, last, empty = call(
+        build_server(holder),
+        ("pending_notices", {"watcherKey": WATCHER}),
+        ("session_status", {"sessionKey": WORKER, "changesSince": 0}),
+        ("drain", {"watcherKey": WATCHER}),
+        ("pending_notices", {"watcherKey": WATCHER}),
+        ("drain", {"watcherKey": WATCHER}),
+        ("pending_notices", {"watcherKey": WATCHER}))
+    notices = payload(pending)["notices"]
+    assert notices == [f'Session "{WORKER}" changed (other actor). Reconcile before acting: '
+                       f'session_status sessionKey "{WORKER}" changesSince 0.']
+    changes = payload(status)
+    assert changes["stateVersion"] == 3
+    assert [e["kind"] for e in changes["stateChanges"]["events"]] == [
+        "human_direct_message"] * 3
+    assert changes["stateChanges"]["truncated"] is False
+    assert payload(drained)["notices"] == notices
+    # The notice was frozen at the first change: one follow-up covers the two after it.
+    assert payload(follow_up)["notices"] == [notices[0].replace("changesSince 0",
+                                                                "changesSince 1")]
+    assert payload(last)["notices"] == payload(follow_up)["notices"]
+    assert payload(empty)["notices"] == []
+
+
+def test_session_status_pages(holder: GatewayHolder) -> None:
+    gw = holder.get()
+    gw.create_session(WORKER)
+    gw.watch(WATCHER, WORKER)
+    for _ in range(7):
+        gw.human_message(WORKER, channel="tui")
+    first, rest, too_big = call(
+        build_server(holder),
+        ("session_status", {"sessionKey": WORKER, "changesSince": 0, "limit": 5}),
+        ("session_status", {"sessionKey": WORKER, "changesSince": 5, "limit": 5}),
+        ("session_status", {"sessionKey": WORKER, "changesSince": 0, "limit": MAX_PAGE + 1}))
+    page = payload(first)
+    assert [e["sequence"] for e in page["stateChanges"]["events"]] == [1, 2, 3, 4, 5]
+    assert page["stateChanges"]["truncated"] is True
+    assert page["nextChangesSince"] == 5
+    tail = payload(rest)
+    assert [e["sequence"] for e in tail["stateChanges"]["events"]] == [6, 7]
+    assert "nextChangesSince" not in tail
+    assert too_big.is_error
+    assert "limit must be from 1 to 200" in too_big.content[0].text
+
+
+def test_sessions_list_pages(holder: GatewayHolder) -> None:
+    gw = holder.get()
+    keys = [f"agent:main:s{i:02d}" for i in range(5)]
+    for key in keys:
+        gw.create_session(key)
+    server = build_server(holder)
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(10):
+        arguments: dict[str, Any] = {"limit": 2}
+        if cursor is not None:
+            arguments["cursor"] = cursor
+        (result,) = call(server, ("sessions_list", arguments))
+        page = payload(result)
+        assert page["total"] == 5
+        seen += [row["sessionKey"] for row in page["sessions"]]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == keys
+    (bad,) = call(server, ("sessions_list", {"cursor": "nonsense"}))
+    assert bad.is_error
+
+
+def test_sessions_send_with_watch(holder: GatewayHolder) -> None:
+    gw = holder.get()
+    gw.create_session(WORKER)
+    sent, pending = call(
+        build_server(holder),
+        ("sessions_send", {"senderKey": WATCHER, "targetKey": WORKER, "text": "do it",
+                           "watch": True}),
+        ("pending_notices", {"watcherKey": WATCHER}))
+    assert payload(sent) == {"accepted": True, "watched": True}
+    assert gw.take_messages(WORKER) == ["do it"]
+    gw.human_message(WORKER, channel="tui")
+    (after,) = call(build_server(holder), ("pending_notices", {"watcherKey": WATCHER}))
+    assert payload(pending)["notices"] == []
+    assert len(payload(after)["notices"]) == 1
+
+
+@pytest.mark.parametrize(("name", "arguments", "message"), [
+    ("session_status", {"sessionKey": ""}, "must not be empty"),
+    ("session_status", {"sessionKey": WORKER, "changesSince": -1}, "changes_since"),
+    ("drain", {"watcherKey": "bad\nkey"}, "control"),
+    ("sessions_send", {"senderKey": WATCHER, "targetKey": "", "text": "x"}, "target_key"),
+])
+def test_bad_arguments_are_tool_errors(holder: GatewayHolder, name: str,
+                                       arguments: dict[str, Any], message: str) -> None:
+    (result,) = call(build_server(holder), (name, arguments))
+    assert result.is_error
+    assert message in result.content[0].text
+
+
+def test_database_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("hello, not a database\n" * 100)
+    held = GatewayHolder(str(not_a_db))
+    try:
+        (result,) = call(build_server(held), ("sessions_list", {}))
+    finally:
+        held.close()
+    assert result.is_error
+    assert "session-state" in result.content[0].text or "database" in result.content[0].text
+
+
+def test_holder_after_close_refuses(holder: GatewayHolder) -> None:
+    holder.get()
+    holder.close()
+    (result,) = call(build_server(holder), ("pending_notices", {"watcherKey": WATCHER}))
+    assert result.is_error
+    assert "stopping" in result.content[0].text
+
+
+@pytest.mark.timeout(90)
+def test_over_stdio(tmp_path: Path) -> None:
+    """`ssa mcp --db X` as a real child process: the tools answer, and EOF stops it."""
+    from mcp import Client, StdioServerParameters
+
+    db = tmp_path / "state.sqlite"
+    with Gateway.open(db, monitor=False) as gw:
+        gw.create_session(WORKER)
+        gw.watch(WATCHER, WORKER)
+        gw.human_message(WORKER, channel="tui")
+    errlog = tmp_path / "server.err"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "actors", "mcp", "--db", str(db)],
+        env={"PYTHONPATH": os.pathsep.join(sys.path)}, cwd=str(tmp_path))
+
+    async def session() -> tuple[Any, Any]:
+        from mcp.client.stdio import stdio_client
+
+        with anyio.fail_after(60), errlog.open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:
+                status = await client.call_tool("session_status",
+                                                {"sessionKey": WORKER, "changesSince": 0})
+                drained = await client.call_tool("drain", {"watcherKey": WATCHER})
+        return status, drained
+    status, drained = anyio.run(session)
+    assert payload(status)["stateVersion"] == 1
+    assert len(payload(drained)["notices"]) == 1
+    with Gateway.open(db, monitor=False) as gw:  # the drain was acknowledged durably
+        assert gw.pending_notices(WATCHER) == []
+
+
+def test_mcp_command_without_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_mcp(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "mcp" or name.startswith("mcp."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_mcp)
+    from actors.cli import main
+
+    assert main(["mcp"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "session-state-awareness[mcp]" in err
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_stops_the_server(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "actors", "mcp", "--db", str(tmp_path / "s.sqlite")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "0"}}}
+        assert child.stdin is not None
+        assert child.stdout is not None
+        child.stdin.write((json.dumps(request) + "\n").encode())
+        child.stdin.flush()
+        answer = json.loads(child.stdout.readline())  # serving: it answered
+        assert answer["id"] == 1
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=10)
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
