@@ -15,6 +15,7 @@ grow by exactly one where a notice is due and stay put elsewhere.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import secrets
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Agent, Harness, Home, Text, merge_json
+from tests.harness import Agent, Harness, Home, Text, ToolUse, merge_json
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]
 
@@ -36,24 +37,33 @@ NOTICE_MARK = "changed (other actor). Reconcile before acting: session_status se
 SSA = str(Path(sys.executable).with_name("ssa"))
 
 
-def _claude_hook(home: Home, project: Path) -> None:
-    """The manager's hook (what ``ssa install claude-code`` writes)."""
-    del project
-    merge_json(home.root / ".claude" / "settings.json", {"hooks": {"UserPromptSubmit": [
-        {"hooks": [{"type": "command", "command": f"{SSA} hook claude-code"}]}]}})
+def _ssa_install(tool: str, home: Home) -> None:
+    """Run ``ssa install <tool>`` as the person would, in the agents' home."""
+    env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "CODEX_HOME": str(home.root / ".codex")}
+    done = subprocess.run([SSA, "install", tool], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _codex_hook(home: Home, project: Path) -> None:
-    """The manager's hook in ``$CODEX_HOME/hooks.json`` (what ``ssa install codex`` writes)."""
+def _install_claude(home: Home, project: Path) -> None:
     del project
-    merge_json(home.root / ".codex" / "hooks.json", {"hooks": {"UserPromptSubmit": [
-        {"hooks": [{"type": "command", "command": f"{SSA} hook codex"}]}]}})
+    _ssa_install("claude-code", home)
+    # The person allows the MCP tool once (Claude Code asks before a tool's first use).
+    settings = home.root / ".claude" / "settings.json"
+    allow = json.loads(settings.read_text())["permissions"]["allow"]
+    merge_json(settings, {"permissions": {"allow": [*allow, "mcp__ssa__session_status"]}})
+
+
+def _install_codex(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("codex", home)
 
 
 MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
-    "claude": (_claude_hook, ()),
+    "claude": (_install_claude, ()),
     # A person trusts a new hook once, in Codex's /hooks; automation skips that.
-    "codex": (_codex_hook, ("--dangerously-bypass-hook-trust",)),
+    "codex": (_install_codex, ("--dangerously-bypass-hook-trust",)),
 }
 
 
@@ -159,9 +169,21 @@ def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: 
     if watch is not None:  # the daemon records it; the hook only reads
         watch.wait_notices(key, 1)
 
-    manager.script(Text("noted"), Text("nothing new"), Text("noted again"))
+    mcp = manager_tool == "claude"
+    if mcp:  # the model reconciles with the MCP tool the notice names
+        # Claude Code 2.1.328 defers MCP tools: the model loads the schema first.
+        manager.script(ToolUse("ToolSearch", {"query": "select:mcp__ssa__session_status"}))
+        manager.script_mcp("ssa", "session_status", {"sessionKey": key, "changesSince": 0},
+                           then="noted")
+    else:
+        manager.script(Text("noted"))
+    manager.script(Text("nothing new"), Text("noted again"))
     manager.prompt(f"manager second turn {nonce}", answers_left=2)
     assert _notices(manager, key) == 1, manager.model.main_requests()[-1].text()[-3000:]
+    if mcp:  # the tool's answer went back to the model: the changes behind the notice
+        result = manager.model.main_requests()[-1].text().replace(" ", "")
+        assert '"kind":"human_direct_message"' in result, result[-3000:]
+        assert f'"sessionKey":"{key}"' in result, result[-3000:]
     manager.prompt(f"manager third turn {nonce}", answers_left=1)
     assert _notices(manager, key) == 1  # still the one in the history: no new notice
 

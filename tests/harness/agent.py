@@ -133,7 +133,7 @@ class Agent:
         from tests.harness.script import ToolUse
 
         self.model.script(ToolUse(self.tool.mcp_tool(server, tool), arguments or {}), Text(then))
-        return self._record(act.MCP_CALL, None, server=server, tool=tool)
+        return self._record(act.MCP_CALL, None, server=server, mcp_tool=tool)
 
     # -- waiting and reading -----------------------------------------------------------------
 
