@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Agent, Harness, Home, Text, ToolUse, merge_json
+from tests.harness import Agent, Harness, Home, Text, ToolUse, compare, merge_json
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]
 
@@ -193,6 +193,12 @@ def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: 
     manager.prompt(f"manager fourth turn {nonce}")
     assert _notices(manager, key) == 2  # exactly one new notice
     assert not manager.model.problems, manager.model.problems
+    # The context the hook injected is in the manager's own transcript now: deciding
+    # every row must still find exactly the prompts the person typed there.
+    for agent in {manager.tool.name: manager, worker.tool.name: worker}.values():
+        # One tool's listing holds every session of that tool in the home.
+        result = compare(agent.decided_rows(), harness.log.actions(tool=agent.tool.name))
+        assert (result.precision, result.recall) == (1.0, 1.0), result.report()
 
 
 def test_claude_code_manager_learns_of_a_person_typing_into_a_codex_worker(
