@@ -586,3 +586,18 @@ def test_created_directories_are_private(home: Path, ssa: str,
     assert stat.S_IMODE((home / ".codex").stat().st_mode) == 0o700
     for name in ("hooks.json", "config.toml"):
         assert stat.S_IMODE((home / ".codex" / name).stat().st_mode) == 0o600
+
+
+def test_install_scope_is_written_into_the_hook_and_changed_in_place(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    first = json.loads(settings.read_text())
+    assert first["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == (
+        f"{ssa} hook claude-code")
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--scope", "all")[0] == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"] + hooks["SessionStart"]
+            ] == [f"{ssa} hook claude-code --scope all"] * 2  # replaced, not added
+    assert run(capsys, "uninstall", "claude-code")[0] == 0
+    assert not settings.exists()

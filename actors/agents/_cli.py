@@ -37,6 +37,11 @@ def add_commands(sub: Any) -> None:
                                 help="the database the hooks and the MCP server use")
             parser.add_argument("--no-mcp", action="store_true",
                                 help="do not register the ssa MCP server")
+            parser.add_argument("--scope", choices=("project", "all", "list"),
+                                default="project",
+                                help="which sessions the manager watches (ssa hook --scope): "
+                                "the project's other sessions (default), all, or only those "
+                                "added with 'ssa watches add'")
     mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout (needs the "
                          "mcp extra)")
     mcp.add_argument("--db", metavar="PATH_OR_URL",

@@ -76,14 +76,16 @@ class Setup:
     home: Path
     env: Mapping[str, str]
     mcp: bool = True
+    scope: str = "project"
 
     def hook_command(self, tool: str) -> str:
         """The shell command line a tool's hook runs."""
-        return shlex.join([self.ssa, "hook", tool, *self.db_args()])
+        return shlex.join(self.hook_argv(tool))
 
     def hook_argv(self, tool: str) -> list[str]:
         """The same as an argument vector (for the plugin and the extension)."""
-        return [self.ssa, "hook", tool, *self.db_args()]
+        scope = [] if self.scope == "project" else ["--scope", self.scope]
+        return [self.ssa, "hook", tool, *self.db_args(), *scope]
 
     def mcp_args(self) -> list[str]:
         """The arguments of ``ssa`` that start the MCP server."""
@@ -533,7 +535,8 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     ssa = resolve_ssa(getattr(args, "ssa", None)) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
-                 home=Path.home(), env=os.environ, mcp=mcp)
+                 home=Path.home(), env=os.environ, mcp=mcp,
+                 scope=getattr(args, "scope", None) or "project")
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -548,7 +551,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         setup = _setup_from(args, install)
         notes: list[str] = []
         if install and setup.mcp and args.tool != "pi" and not _mcp_available():
-            setup = Setup(setup.ssa, setup.db, setup.project, setup.home, setup.env, mcp=False)
+            setup = Setup(setup.ssa, setup.db, setup.project, setup.home, setup.env, mcp=False,
+                          scope=setup.scope)
             notes.append("MCP server not registered: it needs the mcp extra "
                          "(python -m pip install 'session-state-awareness[mcp]'), then run "
                          f"ssa install {args.tool} again.")
