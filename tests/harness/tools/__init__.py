@@ -5,11 +5,13 @@ from __future__ import annotations
 from tests.harness.tools._base import AgentTool, DecidedRow, jsonl_rows, string_values
 from tests.harness.tools.claude import ClaudeCode
 from tests.harness.tools.codex import Codex
+from tests.harness.tools.opencode import OpenCode
 
-__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "Codex", "DecidedRow", "jsonl_rows", "string_values",
-           "tool_named"]
+__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "Codex", "DecidedRow", "OpenCode", "jsonl_rows",
+           "string_values", "tool_named"]
 
-TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode(), "codex": Codex()}
+TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode(), "codex": Codex(),
+                               "opencode": OpenCode()}
 """Every profile by its ``ssa classify`` source name."""
 
 
