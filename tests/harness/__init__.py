@@ -76,11 +76,12 @@ from tests.harness.tools import (
     Codex,
     DecidedRow,
     OpenCode,
+    Pi,
     tool_named,
 )
 
 __all__ = ["TOOLS", "Action", "ActionLog", "Agent", "AgentInstall", "AgentTool", "Answer",
-           "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer",
-           "Harness", "Home", "InstallError", "ModelRequest", "OpenCode", "ProgramRun", "Setup",
-           "Text", "ToolUse", "compare", "install", "installed", "merge_json", "tool_named",
+           "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer", "Harness",
+           "Home", "InstallError", "ModelRequest", "OpenCode", "Pi", "ProgramRun", "Setup", "Text",
+           "ToolUse", "compare", "install", "installed", "merge_json", "tool_named",
            "write_private"]

@@ -56,10 +56,19 @@ class Agent:
     def type(self, text: str, *, enter: bool = True) -> Action:
         """Type ``text`` (and press Enter): a prompt a person typed (``human`` action).
 
-        Does not wait; see :meth:`prompt`. Raises ``TmuxError`` when tmux fails.
+        Enter goes only after the tool has echoed the text and gone quiet for
+        :data:`QUIET_S` (a key pressed in the same burst may be taken for part of
+        a paste). Does not wait for the turn; see :meth:`prompt`.
+
+        Raises:
+            TmuxError: tmux failed.
+            TimeoutError: the tool kept redrawing for 10 s after the text.
         """
+        seen = self.pane.server.output_count()
         self.pane.send_text(text)
         if enter:
+            self.pane.server.wait_output(seen, 5.0)
+            self.pane.wait_quiet(QUIET_S, 10.0)
             self.pane.send_keys("Enter")
         return self._record(act.TYPED, text, human=True)
 
