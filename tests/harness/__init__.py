@@ -69,9 +69,19 @@ from tests.harness.install import AgentInstall, InstallError, install, installed
 from tests.harness.models import FakeModelServer, ModelRequest
 from tests.harness.script import Answer, Fail, Text, ToolUse
 from tests.harness.session import Harness, Setup
-from tests.harness.tools import TOOLS, AgentTool, ClaudeCode, Codex, DecidedRow, tool_named
+from tests.harness.tools import (
+    TOOLS,
+    AgentTool,
+    ClaudeCode,
+    Codex,
+    DecidedRow,
+    OpenCode,
+    Pi,
+    tool_named,
+)
 
 __all__ = ["TOOLS", "Action", "ActionLog", "Agent", "AgentInstall", "AgentTool", "Answer",
            "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer", "Harness",
-           "Home", "InstallError", "ModelRequest", "ProgramRun", "Setup", "Text", "ToolUse",
-           "compare", "install", "installed", "merge_json", "tool_named", "write_private"]
+           "Home", "InstallError", "ModelRequest", "OpenCode", "Pi", "ProgramRun", "Setup", "Text",
+           "ToolUse", "compare", "install", "installed", "merge_json", "tool_named",
+           "write_private"]

@@ -56,14 +56,23 @@ class Agent:
     def type(self, text: str, *, enter: bool = True) -> Action:
         """Type ``text`` (and press Enter): a prompt a person typed (``human`` action).
 
-        Does not wait; see :meth:`prompt`. Raises ``TmuxError`` when tmux fails.
+        Enter goes only after the tool has echoed the text and gone quiet for
+        :data:`QUIET_S` (a key pressed in the same burst may be taken for part of
+        a paste). Does not wait for the turn; see :meth:`prompt`.
+
+        Raises:
+            TmuxError: tmux failed.
+            TimeoutError: the tool kept redrawing for 10 s after the text.
         """
+        seen = self.pane.server.output_count()
         self.pane.send_text(text)
         if enter:
+            self.pane.server.wait_output(seen, 5.0)
+            self.pane.wait_quiet(QUIET_S, 10.0)
             self.pane.send_keys("Enter")
         return self._record(act.TYPED, text, human=True)
 
-    def prompt(self, text: str, *, timeout_s: float = 30.0, answers_left: int = 0
+    def prompt(self, text: str, *, timeout_s: float | None = None, answers_left: int = 0
                ) -> ModelRequest:
         """Type ``text`` + Enter and wait for the whole turn; returns its first main request.
 
@@ -71,9 +80,12 @@ class Agent:
         until the script is down to ``answers_left`` answers with every response
         written, and until the TUI is idle.
 
+        ``timeout_s`` defaults to the tool's ``turn_timeout_s``.
+
         Raises:
             TimeoutError: any of those did not happen within ``timeout_s`` seconds.
         """
+        timeout_s = timeout_s if timeout_s is not None else self.tool.turn_timeout_s
         before = len(self.model.main_requests())
         self.type(text)
         first = self.wait_request(text, after=before, timeout_s=timeout_s)
@@ -137,32 +149,37 @@ class Agent:
 
     # -- waiting and reading -----------------------------------------------------------------
 
-    def wait_request(self, needle: str, *, after: int = 0, timeout_s: float = 30.0
+    def wait_request(self, needle: str, *, after: int = 0, timeout_s: float | None = None
                      ) -> ModelRequest:
         """Block until a main request after the first ``after`` ones holds ``needle``.
 
         Raises:
-            TimeoutError: not within ``timeout_s`` seconds.
+            TimeoutError: not within ``timeout_s`` seconds (default: the tool's
+                ``turn_timeout_s``).
         """
+        limit = timeout_s if timeout_s is not None else self.tool.turn_timeout_s
+
         def found(reqs: list[ModelRequest]) -> bool:
             mains = [r for r in reqs if r.kind == "main"][after:]
             return any(r.has_text(needle) for r in mains)
 
-        reqs = self.model.wait(found, timeout_s, f"main request holding {needle!r}")
+        reqs = self.model.wait(found, limit, f"main request holding {needle!r}")
         return next(r for r in [r for r in reqs if r.kind == "main"][after:]
                     if r.has_text(needle))
 
-    def wait_turn(self, *, timeout_s: float = 30.0, answers_left: int = 0) -> str:
+    def wait_turn(self, *, timeout_s: float | None = None, answers_left: int = 0) -> str:
         """Block until the script is down to ``answers_left``, every main response is
         written, and the TUI is idle; returns the screen.
 
         Raises:
-            TimeoutError: not within ``timeout_s`` seconds.
+            TimeoutError: not within ``timeout_s`` seconds (default: the tool's
+                ``turn_timeout_s``).
         """
+        limit = timeout_s if timeout_s is not None else self.tool.turn_timeout_s
         self.model.wait(lambda reqs: self.model.pending <= answers_left
                         and all(r.done.is_set() for r in reqs if r.kind == "main"),
-                        timeout_s, f"the turn's answers (leaving {answers_left})")
-        return self.wait_idle(timeout_s)
+                        limit, f"the turn's answers (leaving {answers_left})")
+        return self.wait_idle(limit)
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Block until the TUI takes input; returns the screen.
@@ -174,16 +191,18 @@ class Agent:
         self.pane.wait_screen(self.tool.ready, limit, f"{self.tool.name} ready")
         return self.pane.wait_quiet(QUIET_S, limit)
 
-    def wait_idle(self, timeout_s: float = 30.0) -> str:
+    def wait_idle(self, timeout_s: float | None = None) -> str:
         """Block until the TUI is ready, not busy, and quiet for a moment; returns the screen.
 
         Raises:
-            TimeoutError: not within ``timeout_s`` seconds.
+            TimeoutError: not within ``timeout_s`` seconds (default: the tool's
+                ``turn_timeout_s``).
         """
+        limit = timeout_s if timeout_s is not None else self.tool.turn_timeout_s
         while True:
             self.pane.wait_screen(lambda s: self.tool.ready(s) and not self.tool.busy(s),
-                                  timeout_s, f"{self.tool.name} idle")
-            screen = self.pane.wait_quiet(QUIET_S, timeout_s)
+                                  limit, f"{self.tool.name} idle")
+            screen = self.pane.wait_quiet(QUIET_S, limit)
             if self.tool.ready(screen) and not self.tool.busy(screen):
                 return screen
 
@@ -212,7 +231,8 @@ class Agent:
 
     def decided_rows(self) -> list[DecidedRow]:
         """Every unit of those transcripts, decided through ``ssa classify``'s code path."""
-        return [row for path in self.transcripts() for row in self.tool.decide(path)]
+        return [row for path in self.transcripts()
+                for row in self.tool.decide(path, self.project)]
 
 
 @dataclass(frozen=True)

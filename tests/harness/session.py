@@ -142,7 +142,7 @@ class Harness:
     def run_program(self, tool: str | AgentTool, prompt: str, *, home: Home | None = None,
                     project: Path | None = None, model: FakeModelServer | None = None,
                     args: Sequence[str] = (), setup: Setup | None = None,
-                    timeout_s: float = 60.0, name: str | None = None) -> ProgramRun:
+                    timeout_s: float = 120.0, name: str | None = None) -> ProgramRun:
         """Run the tool's program-driven path on ``prompt`` to its end (not in tmux).
 
         Recorded as a ``program_run`` action (not a person's typing). Blocks

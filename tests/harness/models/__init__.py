@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from tests.harness.models._server import DEFAULT_TEXT, FakeModelServer, ModelRequest
 from tests.harness.models.anthropic import AnthropicMessages
+from tests.harness.models.chat import MODEL_ID, OpenAIChat
 from tests.harness.models.responses import OpenAIResponses
 
-__all__ = ["DEFAULT_TEXT", "FakeModelServer", "ModelRequest", "anthropic_server",
-           "responses_server", "server_for"]
+__all__ = ["DEFAULT_TEXT", "MODEL_ID", "FakeModelServer", "ModelRequest", "anthropic_server",
+           "chat_server", "responses_server", "server_for"]
 
 
 def anthropic_server() -> FakeModelServer:
@@ -28,11 +29,17 @@ def responses_server() -> FakeModelServer:
     return FakeModelServer(OpenAIResponses())
 
 
+def chat_server() -> FakeModelServer:
+    """A new (not started) OpenAI Chat Completions server."""
+    return FakeModelServer(OpenAIChat())
+
+
 def server_for(api: str) -> FakeModelServer:
     """A new (not started) server for ``api`` (``anthropic``, ``responses``, ``chat``).
 
     Raises:
         KeyError: an unknown API name.
     """
-    factories = {"anthropic": anthropic_server, "responses": responses_server}
+    factories = {"anthropic": anthropic_server, "responses": responses_server,
+                 "chat": chat_server}
     return factories[api]()

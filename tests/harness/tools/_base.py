@@ -99,7 +99,9 @@ class AgentTool(ABC):
     version: ClassVar[str]
     """The pinned version (``tests/agents/package.json``)."""
     startup_timeout_s: ClassVar[float] = 45.0
-    """How long its TUI may take to become ready."""
+    """How long its TUI may take to become ready, in seconds."""
+    turn_timeout_s: ClassVar[float] = 30.0
+    """How long one turn's wait (a request to arrive, the TUI to go idle) may take, in seconds."""
 
     @abstractmethod
     def configure(self, home: Home, project: Path, model: FakeModelServer) -> None:
@@ -159,8 +161,9 @@ class AgentTool(ABC):
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """The transcripts it wrote under ``home`` (only ``project``'s when given)."""
 
-    def decide(self, path: Path) -> list[DecidedRow]:
-        """Every unit of the transcript ``path`` decided through ``ssa classify``'s path."""
+    def decide(self, path: Path, project: Path | None = None) -> list[DecidedRow]:
+        """Every unit of the transcript ``path`` decided through ``ssa classify``'s path
+        (``project`` matters for a store holding many projects' sessions: OpenCode)."""
         return jsonl_rows(self.name, path, self.row_kind)
 
     def row_kind(self, row: Mapping[str, Any]) -> str:
