@@ -76,11 +76,17 @@ def _notices(agent: Agent, key: str) -> int:
 def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     """The worker session's key (``managers``: the manager's transcripts, which one
     tool's listing holds too when both run it)."""
+    if source == "opencode":  # one store: the worker's session is its top-level one
+        sessions = {r.session for r in worker.decided_rows() if r.session is not None}
+        assert len(sessions) == 1, sessions
+        return f"agent:main:opencode:{sessions.pop()}"
     transcripts = sorted(set(worker.transcripts()) - managers)
     assert len(transcripts) == 1, transcripts
     stem = transcripts[0].stem
     if source == "codex":
         return f"agent:main:codex:{stem[-36:]}"
+    if source == "pi":
+        return f"agent:main:pi:{stem.rsplit('_', 1)[-1]}"
     return f"agent:main:{source}:{stem}"
 
 
@@ -226,3 +232,11 @@ def test_with_ssa_watch_running_the_hook_only_reads_and_the_manager_learns_once(
     require_tool("claude")
     require_tool("codex")
     _scenario(agent_harness, "codex", daemon=True)
+
+
+@pytest.mark.parametrize("worker_tool", ["opencode", "pi"])
+def test_claude_code_manager_learns_of_a_person_typing_into_an_opencode_or_pi_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None], worker_tool: str) -> None:
+    require_tool("claude")
+    require_tool(worker_tool)
+    _scenario(agent_harness, worker_tool)
