@@ -8,9 +8,11 @@ none, and a second typed prompt in the worker exactly one new notice. The
 fake models are the harness's (:mod:`tests.harness`): every request the tool
 sends is recorded, so "the notice reached the model" is read off the wire.
 
-The conversation's history is resent with every request, so a notice shows
-in every later request too: the checks count notices per request, which must
-grow by exactly one where a notice is due and stay put elsewhere.
+The conversation's history is resent with every request, so with Claude
+Code, Codex and Pi a notice shows in every later request too (OpenCode puts
+it in that request's system prompt only): the checks count notices per
+request, which must grow by exactly one where a notice is due and stay put
+elsewhere.
 """
 
 from __future__ import annotations
@@ -60,11 +62,28 @@ def _install_codex(home: Home, project: Path) -> None:
     _ssa_install("codex", home)
 
 
+def _install_opencode(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("opencode", home)
+
+
+def _install_pi(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("pi", home)
+
+
 MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
     "claude": (_install_claude, ()),
     # A person trusts a new hook once, in Codex's /hooks; automation skips that.
     "codex": (_install_codex, ("--dangerously-bypass-hook-trust",)),
+    "opencode": (_install_opencode, ()),
+    "pi": (_install_pi, ()),
 }
+
+
+SYSTEM_ONLY = frozenset({"opencode"})
+"""Managers whose tool puts the context in that request's system prompt only (OpenCode's
+``experimental.chat.system.transform``): later requests do not carry it."""
 
 
 def _notices(agent: Agent, key: str) -> int:
@@ -191,13 +210,15 @@ def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: 
         assert '"kind":"human_direct_message"' in result, result[-3000:]
         assert f'"sessionKey":"{key}"' in result, result[-3000:]
     manager.prompt(f"manager third turn {nonce}", answers_left=1)
-    assert _notices(manager, key) == 1  # still the one in the history: no new notice
+    # No new notice: the one delivered stays only where the tool keeps it in history.
+    kept = _notices(manager, key)
+    assert kept == (0 if manager_tool in SYSTEM_ONLY else 1)
 
     worker.prompt(f"the person typed again {nonce}")
     if watch is not None:
         watch.wait_notices(key, 2)
     manager.prompt(f"manager fourth turn {nonce}")
-    assert _notices(manager, key) == 2  # exactly one new notice
+    assert _notices(manager, key) == kept + 1  # exactly one new notice
     assert not manager.model.problems, manager.model.problems
     # The context the hook injected is in the manager's own transcript now: deciding
     # every row must still find exactly the prompts the person typed there.
@@ -240,3 +261,11 @@ def test_claude_code_manager_learns_of_a_person_typing_into_an_opencode_or_pi_wo
     require_tool("claude")
     require_tool(worker_tool)
     _scenario(agent_harness, worker_tool)
+
+
+@pytest.mark.parametrize("manager_tool", ["opencode", "pi"])
+def test_an_opencode_or_pi_manager_learns_of_a_person_typing_into_a_codex_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None], manager_tool: str) -> None:
+    require_tool(manager_tool)
+    require_tool("codex")
+    _scenario(agent_harness, "codex", manager_tool=manager_tool)
