@@ -42,7 +42,7 @@ from actors._upstream import AdoptRequest
 from actors.errors import GatewayClosed
 from actors.gateway import Clock, DeliverFn, Gateway
 from actors.upstream.claude_node import NodeTranscriptReader
-from persistence import SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
+from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 
 __all__ = ["AsyncGateway", "OnWake"]
 
@@ -249,6 +249,11 @@ class AsyncGateway:
     def hosted(self) -> frozenset[str]:
         """The watcher keys this process hosts (see :meth:`host`)."""
         return self.gateway.hosted
+
+    @property
+    def read_pool(self) -> ReadPool:
+        """:attr:`Gateway.read_pool` (its connections block: use them off the loop)."""
+        return self.gateway.read_pool
 
     # --- the call path -------------------------------------------------------
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
 
 import apsw
 import pykka
@@ -39,6 +37,7 @@ from persistence import (
     DeleteSession,
     Ping,
     Prune,
+    ReadPool,
     RecordEvent,
     SessionRow,
     SessionStateEvent,
@@ -737,26 +736,18 @@ class Gateway(UpstreamApi):
         if watcher_keys:
             self._hosting.unhost(tuple(watcher_keys))
 
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """A read connection of the signal log for the ``with`` block.
+    @property
+    def read_pool(self) -> ReadPool:
+        """The gateway's pool of read connections to the signal log.
 
         For the read functions of :mod:`persistence` (``persistence.peek``,
-        ``persistence.pending_cursors``, ...) on either backend; statements
-        use ``?`` placeholders. Do not write through it, and do not keep it
-        past the block.
-
-        Raises:
-            GatewayClosed: the gateway is closed.
-            StorageUnavailable: no read connection became free within
-                ``ask_timeout_s``.
-            StorageError: a new connection could not be opened.
-
-        Any thread; blocks until a pooled connection is free.
+        ``persistence.pending_cursors``, ...) on either backend, whose
+        statements use ``?`` placeholders: ``with gw.read_pool.connection()
+        as conn:``. Do not write through a connection, nor keep one past its
+        block; once the gateway is closed, checking one out raises
+        ``StorageUnavailable``. Any thread; non-blocking.
         """
-        self._guard()
-        with self._reads.connection(self._timeout) as conn:
-            yield conn
+        return self._reads
 
     @property
     def shared_at_open(self) -> bool:

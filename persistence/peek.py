@@ -11,7 +11,7 @@ through the persistence actor.
 Every function runs in the caller's thread and blocks on SQLite for at
 most the connection's busy timeout. The query functions take any connection
 of the signal log's shape (APSW's, or a gateway's read connection on
-PostgreSQL through :meth:`actors.Gateway.reading`).
+PostgreSQL through :attr:`actors.Gateway.read_pool`).
 """
 
 from __future__ import annotations

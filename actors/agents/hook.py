@@ -413,7 +413,7 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
     gw = Gateway.open(location, config=config, monitor=False)
     try:
         if plan is None:  # no peek before (PostgreSQL, or a file made just now)
-            with gw.reading() as conn:
+            with gw.read_pool.connection() as conn:
                 plan = _plan_from(conn, hook, watcher, args, found, {})
         _apply(gw, AdoptRequest, hook, watcher, plan)
         _deliver(gw, hook, watcher, out)
@@ -443,7 +443,7 @@ def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Pla
     requests = []
     since: int | None = None
     if plan.adopt or plan.watch:
-        with gw.reading() as conn:
+        with gw.read_pool.connection() as conn:
             since = None if plan.first_run else peek.session_created_at(conn, watcher)
     requests = [adopt_request(
         key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
@@ -472,7 +472,7 @@ def _deliver(gw: Any, hook: HookInput, watcher: str, out: TextIO) -> None:
     if not texts:
         return
     views: list[NoticeView] = []
-    with gw.reading() as conn:
+    with gw.read_pool.connection() as conn:
         links = {link.session_key: link for link in peek.links(conn)}
         for text in texts:
             match = _NOTICE.search(text)

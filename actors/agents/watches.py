@@ -48,7 +48,7 @@ def run_watches(action: str, watcher: str | None, targets: list[str], location: 
         raise InvalidArgument(f"ssa watches {action} needs a WATCHER and at least one TARGET")
     with Gateway.open(location, monitor=False) as gw:
         if action == "list":
-            with gw.reading() as conn:
+            with gw.read_pool.connection() as conn:
                 rows = peek.watches(conn, watcher)
             out.write("WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n" + "".join(
                 f"{w}\t{t}\t{ls}\t{'yes' if mt > ls else 'no'}\n" for w, t, ls, mt in rows))
