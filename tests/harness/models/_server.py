@@ -171,7 +171,7 @@ class FakeModelServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._httpd.daemon_threads = False  # server_close() joins every request thread
         self._httpd.block_on_close = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
                                         name=f"fake-{self.api.name}", daemon=True)
         self._thread.start()
         return self
