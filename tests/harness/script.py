@@ -57,8 +57,11 @@ class ToolUse:
 class Fail:
     """An HTTP error answer.
 
-    Tools retry 429 and 5xx answers (each retry takes the next scripted answer,
-    or the default), so a single failure the person sees is best a 400.
+    The servers send it with ``x-should-retry: false``; tools still retry 429
+    and 5xx answers on their own, each retry taking the next scripted answer (or
+    the default). Claude Code 2.1.328 also retries a 400 once, without its
+    newest ``anthropic-beta`` value (it takes the 400 for an unsupported beta);
+    a 403 it shows at once ("API Error: 403 ..."), without a retry.
 
     Attributes:
         status: the HTTP status.

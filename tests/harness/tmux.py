@@ -74,8 +74,8 @@ class TmuxServer:
     """A tmux server of its own, killed by :meth:`close` (or leaving a ``with`` block).
 
     Args:
-        width, height: the size of every window, in cells (fixed: the
-            control client does not resize them).
+        width, height: the size of every window, in cells (the control
+            client has that size, and windows follow it).
     """
 
     def __init__(self, *, width: int = 180, height: int = 50) -> None:
@@ -134,10 +134,6 @@ class TmuxServer:
         if not self._started:
             self.run("new-session", "-d", "-s", "ssa", "-n", name, *size, str(launcher))
             self._started = True
-            # Not "window-size manual": with it, tmux 3.3a's server crashes on the next
-            # new-window while the control client is attached. The control client
-            # has no size, so every window keeps default-size.
-            self.run("set-option", "-g", "default-size", f"{self.width}x{self.height}")
             self.run("set-option", "-g", "remain-on-exit", "on")
             self.run("set-option", "-g", "history-limit", "20000")
             self._attach_control()
@@ -156,6 +152,12 @@ class TmuxServer:
         self._reader = threading.Thread(target=self._read_control, name=f"tmux-{self.socket}",
                                         daemon=True)
         self._reader.start()
+        # Windows follow the latest client's size: give the control client the fixed size.
+        # (window-size manual instead makes tmux 3.3a exit on the next new-window while a
+        # control client is attached: "server exited unexpectedly".)
+        assert self._control.stdin is not None
+        self._control.stdin.write(f"refresh-client -C {self.width}x{self.height}\n".encode())
+        self._control.stdin.flush()
 
     def _read_control(self) -> None:
         assert self._control is not None

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 from tests.harness.script import Answer, Fail, Text, ToolUse
 
-__all__ = ["DEFAULT_TEXT", "Api", "FakeModelServer", "ModelRequest", "Reply"]
+__all__ = ["DEFAULT_TEXT", "NO_RETRY", "Api", "FakeModelServer", "ModelRequest", "Reply"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,10 @@ DEFAULT_TEXT = "OK."
 """The answer of a main request that found the script empty."""
 
 MAIN_KINDS = frozenset({"main"})
+
+NO_RETRY = {"x-should-retry": "false"}
+"""Headers of a scripted failure: the Stainless-generated SDKs (Anthropic's, OpenAI's)
+retry unless the server says not to."""
 
 
 @dataclass
@@ -91,13 +95,15 @@ class Reply:
     """What an :class:`Api` writes back: status, headers and body chunks.
 
     ``chunks`` is iterated lazily; ``pause`` (seconds) is waited before each
-    chunk after the first (a server stop cuts the wait short).
+    chunk after the first (a server stop cuts the wait short). ``headers`` are
+    extra response headers.
     """
 
     status: int
     content_type: str
     chunks: Iterable[bytes]
     pause: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Api(Protocol):
@@ -145,6 +151,7 @@ class FakeModelServer:
         self._queue: deque[Answer] = deque()
         self._requests: list[ModelRequest] = []
         self._problems: list[str] = []
+        self._disconnects: list[int] = []
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -164,7 +171,7 @@ class FakeModelServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._httpd.daemon_threads = False  # server_close() joins every request thread
         self._httpd.block_on_close = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
                                         name=f"fake-{self.api.name}", daemon=True)
         self._thread.start()
         return self
@@ -231,9 +238,16 @@ class FakeModelServer:
 
     @property
     def problems(self) -> list[str]:
-        """What went wrong while serving (bad JSON, unknown tool names, write errors)."""
+        """What went wrong while serving (bad JSON, unknown tool names)."""
         with self._changed:
             return list(self._problems)
+
+    @property
+    def disconnects(self) -> list[int]:
+        """Indexes of the requests whose client went away before the answer was written
+        (an interrupted turn)."""
+        with self._changed:
+            return list(self._disconnects)
 
     def wait(self, predicate: Callable[[list[ModelRequest]], bool], timeout_s: float,
              what: str = "a request") -> list[ModelRequest]:
@@ -361,8 +375,9 @@ def _handler_class(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 if not server._pause(delay):
                     return
                 self._write(reply)
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                server._problem(f"request #{req.index} {req.path}: client went away ({exc})")
+            except (BrokenPipeError, ConnectionResetError):
+                with server._changed:
+                    server._disconnects.append(req.index)
             finally:
                 req.done.set()
                 server._notify()
@@ -371,6 +386,8 @@ def _handler_class(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             streaming = reply.content_type.startswith("text/event-stream")
             self.send_response(reply.status)
             self.send_header("content-type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
             if streaming:
                 self.send_header("cache-control", "no-cache")
                 self.send_header("connection", "close")

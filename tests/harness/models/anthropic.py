@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tests.harness.models._server import Reply
+from tests.harness.models._server import NO_RETRY, Reply
 from tests.harness.script import Answer, Fail, Text, ToolUse
 
 __all__ = ["AnthropicMessages"]
@@ -81,7 +81,8 @@ class AnthropicMessages:
         if isinstance(answer, Fail):
             error = {"type": "error", "error": {"type": _error_type(answer.status),
                                                 "message": answer.message}}
-            return Reply(answer.status, "application/json", [json.dumps(error).encode()])
+            return Reply(answer.status, "application/json", [json.dumps(error).encode()],
+                         headers=NO_RETRY)
         model = str(body.get("model", "claude-harness")) if isinstance(body, dict) else "m"
         blocks: list[dict[str, Any]] = []
         if isinstance(answer, Text) and answer.text:

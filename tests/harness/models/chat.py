@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tests.harness.models._server import Reply
+from tests.harness.models._server import NO_RETRY, Reply
 from tests.harness.script import Answer, Fail, Text, ToolUse
 
 __all__ = ["MODEL_ID", "OpenAIChat"]
@@ -73,7 +73,8 @@ class OpenAIChat:
         if isinstance(answer, Fail):
             error = {"error": {"message": answer.message, "type": "invalid_request_error",
                                "code": None, "param": None}}
-            return Reply(answer.status, "application/json", [json.dumps(error).encode()])
+            return Reply(answer.status, "application/json", [json.dumps(error).encode()],
+                         headers=NO_RETRY)
         model = str(body.get("model", MODEL_ID)) if isinstance(body, dict) else MODEL_ID
         said = answer.text if isinstance(answer, (Text, ToolUse)) else ""
         call = None

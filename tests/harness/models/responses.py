@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tests.harness.models._server import Reply
+from tests.harness.models._server import NO_RETRY, Reply
 from tests.harness.script import Answer, Fail, Text, ToolUse
 
 __all__ = ["OpenAIResponses"]
@@ -84,7 +84,8 @@ class OpenAIResponses:
         if isinstance(answer, Fail):
             error = {"error": {"message": answer.message, "type": "invalid_request_error",
                                "code": None, "param": None}}
-            return Reply(answer.status, "application/json", [json.dumps(error).encode()])
+            return Reply(answer.status, "application/json", [json.dumps(error).encode()],
+                         headers=NO_RETRY)
         model = str(body.get("model", "harness")) if isinstance(body, dict) else "harness"
         items: list[dict[str, Any]] = []
         said = answer.text if isinstance(answer, (Text, ToolUse)) else ""

@@ -7,12 +7,18 @@ Config (merged into the throw-away home):
   the project ``hasTrustDialogAccepted`` / ``hasCompletedProjectOnboarding``:
   no dialog at start.
 * ``~/.claude/settings.json``: ``permissions.allow`` for ``Bash`` and
-  ``Agent``, so the scripted calls run without a prompt or an auto-mode risk
-  check (2.1.328 starts in auto mode; another ``defaultMode`` opens a "Make
-  auto mode your default?" dialog). A test adds its MCP servers' tools
-  (``mcp__<server>``) and hooks there itself.
+  ``Agent``, so the scripted calls run without a prompt, and
+  ``disableAutoMode: "disable"``: 2.1.328 starts in auto mode, whose safety
+  check "runs on the server" and, through a custom base URL, stops the turn
+  on a dialog ("Auto mode can't check actions in this session"); setting
+  another ``defaultMode`` instead opens a "Make auto mode your default?"
+  dialog. A test adds its MCP servers' tools (``mcp__<server>``) and hooks
+  there itself.
 * Environment: ``ANTHROPIC_BASE_URL``, a dummy ``ANTHROPIC_API_KEY``,
-  ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_AUTOUPDATER=1``.
+  ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_AUTOUPDATER=1``,
+  ``CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1`` (2.1.328 backgrounds an
+  ``Agent`` call by default; the parent then goes on while the sub-agent asks
+  the model, and the scripted queue would be taken in a racy order).
 
 Transcripts: ``~/.claude/projects/<slug>/<session>.jsonl`` and sub-agents'
 ``<slug>/<session>/subagents/agent-*.jsonl``.
@@ -62,7 +68,7 @@ class ClaudeCode(AgentTool):
         current = json.loads(settings.read_text()) if settings.exists() else {}
         allow = list(dict.fromkeys([*current.get("permissions", {}).get("allow", []),
                                     "Bash", "Agent"]))
-        merge_json(settings, {"permissions": {"allow": allow}})
+        merge_json(settings, {"permissions": {"allow": allow}, "disableAutoMode": "disable"})
 
     @staticmethod
     def settings_path(home: Home) -> Path:
@@ -73,7 +79,10 @@ class ClaudeCode(AgentTool):
         """Base URL, dummy key, no telemetry or update checks."""
         return {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": API_KEY,
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+                # Sub-agents run in the foreground: the parent waits, so the scripted
+                # answers are taken in order (a background one races its parent).
+                "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
 
     def tui_argv(self, install: AgentInstall, model: FakeModelServer, args: Sequence[str]
                  ) -> list[str]:
@@ -86,8 +95,10 @@ class ClaudeCode(AgentTool):
         return [str(install.binary("claude")), "-p", prompt, "--output-format", "json", *args]
 
     def ready(self, screen: str) -> bool:
-        """The prompt box (its ``PROMPT_MARK`` line) and its footer are drawn."""
-        return PROMPT_MARK in screen and ("shift+tab" in screen or "for shortcuts" in screen)
+        """The prompt box (its ``PROMPT_MARK`` line) and its footer are drawn (the footer
+        names the permission mode; its key hints go while the box holds text)."""
+        return PROMPT_MARK in screen and any(
+            hint in screen for hint in ("shift+tab", "for shortcuts", "mode on"))
 
     def busy(self, screen: str) -> bool:
         """The spinner line says ``esc to interrupt``."""
