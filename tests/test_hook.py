@@ -447,3 +447,19 @@ def test_a_new_worker_that_ssa_watch_adopted_first_still_notifies_the_manager(
         assert watcher_process.scan_upstream()
     assert _notice_targets(home.context()) == [key]
     assert home.context() == ""
+
+
+def test_peek_knows_the_schema_the_gateway_writes() -> None:
+    from persistence import _schema
+
+    assert (peek.APPLICATION_ID, peek.SCHEMA_VERSION) == (_schema.APPLICATION_ID,
+                                                         _schema.SCHEMA_VERSION)
+
+
+def test_the_cold_path_imports_no_engine() -> None:
+    code = ("import sys, actors.agents.hook, actors.command; "
+            "print(sorted(m for m in ('msgspec', 'pykka', 'actors.gateway', 'persistence._writer',"
+            " 'argparse', 'dataclasses') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT_S, check=True)
+    assert done.stdout.strip() == "[]"
