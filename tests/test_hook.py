@@ -463,3 +463,19 @@ def test_the_cold_path_imports_no_engine() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_two_hooks_of_one_session_at_once_print_a_notice_once(home: Home) -> None:
+    home.context()
+    home.worker.append(Typed("typed"), Reply("ok"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SSA_", "CLAUDE_"))}
+    env.update({"HOME": str(home.root), "SSA_STATE_DIR": str(home.root / "state")})
+    argv = [sys.executable, "-m", "actors", "hook", "claude-code"]
+    runs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env) for _ in range(4)]
+    outputs = [run.communicate(home.hook_input(), timeout=SUBPROCESS_TIMEOUT_S) for run in runs]
+    assert [run.returncode for run in runs] == [0] * 4
+    assert [err for _, err in outputs] == [b""] * 4
+    printed = [out for out, _ in outputs if out]
+    assert len(printed) == 1, outputs
+    assert (home.root / "state" / "hooks").stat().st_mode & 0o777 == 0o700

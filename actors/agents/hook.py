@@ -410,15 +410,50 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
 
     config = GatewayConfig(ask_timeout_s=min(3.0, max(0.5, args.timeout / 3)),
                            busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))))
-    gw = Gateway.open(location, config=config, monitor=False)
+    with _one_at_a_time(location, watcher):
+        gw = Gateway.open(location, config=config, monitor=False)
+        try:
+            if plan is None:  # no peek before (PostgreSQL, or a file made just now)
+                with gw.read_pool.connection() as conn:
+                    plan = _plan_from(conn, hook, watcher, args, found, {})
+            _apply(gw, AdoptRequest, hook, watcher, plan)
+            _deliver(gw, hook, watcher, out)
+        finally:
+            gw.close(timeout=2.0)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(location: str, watcher: str) -> Iterator[None]:
+    """Serialize the warm paths of one watcher's hooks on this host (an ``flock``).
+
+    Two hooks of one session can run at once (``SessionStart`` and the first
+    ``UserPromptSubmit``, or a tool that retries); without this both would
+    print the same notice before either acknowledged it. The second waits
+    (within its budget), then finds the notice acknowledged and prints
+    nothing. The lock file (``hooks/<hash>.lock`` beside the database, 0600)
+    holds no data. Blocks until the lock is free or SIGALRM ends the run.
+    """
+    import fcntl  # noqa: PLC0415 - warm path only
+    import hashlib  # noqa: PLC0415 - warm path only
+
+    base = (default_state_path().parent if location.startswith(_URL_SCHEMES)
+            else Path(location).parent)
+    directory = base / "hooks"
     try:
-        if plan is None:  # no peek before (PostgreSQL, or a file made just now)
-            with gw.read_pool.connection() as conn:
-                plan = _plan_from(conn, hook, watcher, args, found, {})
-        _apply(gw, AdoptRequest, hook, watcher, plan)
-        _deliver(gw, hook, watcher, out)
+        if not base.is_dir():  # the first run ever: the gateway makes the directory (0700)
+            raise FileNotFoundError(base)
+        directory.mkdir(mode=0o700, exist_ok=True)
+        name = hashlib.sha256(watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:  # no lock: run anyway (a duplicate at worst, never a loss)
+        logger.debug("the hook's lock is unavailable: %s", exc)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        gw.close(timeout=2.0)
+        os.close(fd)
 
 
 def _plan_from(conn: Any, hook: HookInput, watcher: str, args: _Args, found: list[Found],
