@@ -206,3 +206,26 @@ def test_an_unknown_kind_is_not_typed_and_logged_once(caplog: pytest.LogCaptureF
     logged = [r for r in caplog.records if "brand-new-kind-7f3a" in r.getMessage()]
     assert len(logged) == 1
     assert "hello" not in caplog.text  # the kind's name only, never a row's text
+
+
+# -- class 4 in Pi and Codex: our own hook's context ------------------------------------------
+
+def test_pi_custom_messages_and_our_notice_never_count() -> None:
+    from actors.upstream.pi import classify_pi_line
+
+    for custom_type in ("ssa-notice", "some-extension"):
+        line = json.dumps({"type": "custom_message", "id": "c1", "parentId": None,
+                           "customType": custom_type, "content": "Session state: ...",
+                           "display": False}).encode()
+        unit = classify_pi_line(line)
+        assert (unit.human, unit.reason) == (False, "custom_message")
+
+
+def test_codex_developer_context_never_counts() -> None:
+    from actors.upstream.codex import classify_codex_line
+
+    line = json.dumps({"timestamp": "2026-12-02T01:00:00.000Z", "type": "response_item",
+                       "payload": {"type": "message", "role": "developer", "content": [
+                           {"type": "input_text", "text": "Session state: ..."}]}}).encode()
+    unit = classify_codex_line(line)
+    assert (unit.human, unit.reason) == (False, "response_item")
