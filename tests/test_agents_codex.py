@@ -81,5 +81,6 @@ def test_implementing_a_plan_from_the_popup_is_a_click(agent_harness: Harness) -
     assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
     assert len(result.true_positives) == 1, result.report()
-    clicked = [r for r in result.rows_of(result.actions[-1]) if r.kind == "event_msg:item_completed"]
+    clicked = [r for r in result.rows_of(result.actions[-1])
+               if r.kind == "event_msg:item_completed"]
     assert [r.reason for r in clicked] == ["plan_implementation"], result.report()

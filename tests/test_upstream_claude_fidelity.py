@@ -41,7 +41,8 @@ def test_a_prompt_typed_into_claude_desktop_counts(tmp_path: Path) -> None:
                                    prompt_source="sdk", version="2.1.219")
     desktop.append(Typed("typed into the Code tab"), Reply("ok"))
     rows = [json.loads(line) for line in desktop.path.read_text().splitlines()]
-    assert rows[0]["promptSource"] == "sdk" and rows[0]["origin"] == {"kind": "human"}
+    assert rows[0]["promptSource"] == "sdk"
+    assert rows[0]["origin"] == {"kind": "human"}
     assert _reasons(desktop.path) == [(True, "typed"), (False, "not_user")]
 
 
