@@ -97,6 +97,7 @@ def copied_from_elsewhere(path: str, row_uuid: str, occurred_at: int | None) -> 
     ours = (f'"forkedFrom":{{"sessionId":"{own_id}"'.encode(),
             f'"requestSessionId":"{own_id}"'.encode())
     try:
+        own = os.stat(path)
         entries = list(os.scandir(directory or "."))
     except OSError:
         return False
@@ -106,9 +107,12 @@ def copied_from_elsewhere(path: str, row_uuid: str, occurred_at: int | None) -> 
         try:
             if not entry.is_file():
                 continue
-            modified_ms = entry.stat().st_mtime_ns // 1_000_000
+            info = entry.stat()
         except OSError:
             continue
+        if (info.st_dev, info.st_ino) == (own.st_dev, own.st_ino):
+            continue  # this very file under another name (a link to it)
+        modified_ms = info.st_mtime_ns // 1_000_000
         if occurred_at is not None and modified_ms < occurred_at - SLACK_MS:
             continue  # last written before the row existed: cannot hold it
         found = _search(entry.path, (needle, *ours))
