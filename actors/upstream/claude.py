@@ -16,10 +16,12 @@ Two entry points make the same decision:
 * :func:`classify_claude_message` takes an already-decoded row (paired-node
   items a host returns).
 
-Everything here is pure: no I/O, no logging, no shared mutable state, safe to
-call from any thread. Nothing raises, whatever the input. The typed text is
-returned in the :class:`~actors.upstream._common.Unit` only so the monitor can
-recognise the gateway's own texts; it is never logged.
+Everything here is pure: no I/O, no shared mutable state beyond the
+lock-guarded set of unknown row kinds already logged (an unknown kind is
+logged once, see below), safe to call from any thread. Nothing raises,
+whatever the input. The typed text is returned in the
+:class:`~actors.upstream._common.Unit` only so the monitor can recognise the
+gateway's own texts; it is never logged.
 
 Policy decisions beyond OpenClaw's rule (OpenClaw counts every user row with
 text that is not its own inter-session or reseed envelope):
@@ -421,14 +423,18 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         ``command_output``, ``shell_mode``, ``shell_output``,
         ``memory_input``, ``interrupted``, ``inter_session``,
         ``reseed_envelope``, ``openclaw_envelope``, ``plan_approval``,
-        ``teammate_message``, ``queued_command``, ``invalid_json`` (not a
+        ``teammate_message``, ``queued_command``, ``peer_message``,
+        ``channel_message``, ``hook_context``, ``copied_row`` (a ``/branch``
+        copy, ``forkedFrom``), ``unknown_kind`` (a row kind Claude Code
+        2.1.328 does not write; logged once), ``invalid_json`` (not a
         mapping).
 
     The rule is upstream-formats.md §2.4 and §2.7 (OpenClaw's
     ``classifyClaudeCliHistoryMessage``, anchor §3.17 "paired node") plus the
     policies in the module docstring. Makes exactly the decision
-    :func:`classify_claude_line` makes on the encoded row. Pure (no I/O, no
-    logging), thread-safe, and never raises.
+    :func:`classify_claude_line` makes on the encoded row. Pure (no I/O; an
+    unknown kind is logged once, nothing else is), thread-safe, and never
+    raises.
     """
     untyped: object = row  # hosts may hand over anything; never raise
     if not isinstance(untyped, Mapping):
@@ -492,8 +498,8 @@ def classify_claude_line(line: bytes) -> Unit:
     the fields the rule reads (much faster than ``json.loads``); anything
     that struct cannot hold falls back to a generic decode and the mapping
     path, so both entry points always agree. Rule source:
-    upstream-formats.md §2.4, §2.7; anchor §3.17. Pure (no I/O, no logging),
-    thread-safe, and never raises.
+    upstream-formats.md §2.4, §2.7; anchor §3.17. Pure (no I/O; an unknown
+    row kind is logged once), thread-safe, and never raises.
     """
     try:
         row = _ROW_DECODER.decode(line)
