@@ -188,7 +188,7 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
                              replay_window=settings.opencode_replay_window,
                              busy_timeout_ms=settings.busy_timeout_ms)
     try:
-        classify = line_classifier(link.source)
+        classify = line_classifier(link.source, path)
     except KeyError:
         return ScanResult(kind="no_news", reason="unknown_source")
     return scan_jsonl(path, link.marker, classify=classify, cap=settings.scan_cap_bytes,

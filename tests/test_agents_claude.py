@@ -114,3 +114,36 @@ def test_hook_context_subagent_error_and_interrupt(agent_harness: Harness) -> No
     hook_rows = [r for r in result.rows if r.holds(context)]
     assert hook_rows, result.report()
     assert not any(r.human for r in hook_rows), result.report()
+
+
+def test_a_conversation_continued_under_a_new_id_counts_only_its_own_prompts(
+        agent_harness: Harness) -> None:
+    """``claude --continue --fork-session`` copies the earlier prompts (uuid and
+    timestamp kept) into a new file: only the prompt typed there counts there;
+    every 2.1.328 row kind is decided (none unknown)."""
+    nonce = secrets.token_hex(4)
+    home = agent_harness.home()
+    first = agent_harness.start("claude", home=home)
+    first.script(Text(f"answer one {nonce}"))
+    first.prompt(f"typed before the fork {nonce}")
+    first.quit()
+    agent_harness.log.record(first.name, "claude", "fork", None, args="--continue --fork-session")
+    fork = agent_harness.start("claude", home=home, model=first.model,
+                               args=["--continue", "--fork-session"], name="fork")
+    fork.script(Text(f"answer two {nonce}"))
+    fork.prompt(f"typed after the fork {nonce}")
+    fork.quit()
+
+    transcripts = fork.transcripts()
+    assert len(transcripts) == 2, transcripts
+    rows = fork.decided_rows()
+    result = compare(rows, agent_harness.log.actions())
+    assert not result.unseen, result.report()
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 2, result.report()
+    copies = [r for r in rows if r.reason == "copied_row"]
+    assert [r.path for r in copies] == [transcripts[1]], result.report()
+    assert copies[0].holds(f"typed before the fork {nonce}")
+    assert not [r for r in rows if r.reason == "unknown_kind"], result.report()
+    kinds = {r.kind for r in rows}
+    assert {"api-request", "atis-latch", "attachment:prompt_snapshot"} <= kinds, kinds

@@ -58,3 +58,29 @@ def test_exec_run_is_not_monitored(agent_harness: Harness) -> None:
     # codex exec threads get no upstream link: every row is "not_monitored".
     assert all(r.reason.startswith("not_monitored") for r in rows), result.report()
     assert result.precision == 1.0, result.report()
+
+
+def test_implementing_a_plan_from_the_popup_is_a_click(agent_harness: Harness) -> None:
+    """Plan mode: the popup's "Yes, implement this plan" submits Codex's fixed text."""
+    nonce = secrets.token_hex(4)
+    codex = agent_harness.start("codex")
+    codex.slash("/plan")
+    codex.script(Text(f"Here is the plan.\n<proposed_plan>\n# Plan {nonce}\n- step one\n"
+                      "</proposed_plan>\n"))
+    codex.type(f"make a plan {nonce}")
+    codex.pane.wait_screen(lambda s: "Implement this plan?" in s, codex.tool.turn_timeout_s,
+                           "the plan popup")
+    codex.script(Text(f"implemented {nonce}"))
+    codex.keys("Enter")  # 1. Yes, implement this plan
+    agent_harness.log.record(codex.name, "codex", "plan_choice", "Implement the plan.",
+                             choice="Yes, implement this plan")
+    codex.wait_turn()
+
+    rows = codex.decided_rows()
+    result = compare(rows, agent_harness.log.actions(agent=codex.name))
+    assert not result.unseen, result.report()
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 1, result.report()
+    clicked = [r for r in result.rows_of(result.actions[-1])
+               if r.kind == "event_msg:item_completed"]
+    assert [r.reason for r in clicked] == ["plan_implementation"], result.report()

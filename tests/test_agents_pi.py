@@ -61,9 +61,12 @@ def print_mode_rows(agent_harness: Harness) -> list[DecidedRow]:
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "Pi stores no provenance: a print-mode (pi -p) prompt row has the same shape as a "
-    "typed one, so the classifier decides it typed (issue 22, class 4: rpc/extension "
-    "inputs). Strict: this turns into a failure once the classifier can tell them apart."))
+    "Pi stores no provenance: Pi 0.73.1 writes a print-mode (pi -p) session exactly as a "
+    "TUI one (header, model_change, thinking_level_change, then the same user message "
+    "entry; compared field by field under the harness), and the input's source "
+    "(interactive / rpc / extension, InputEvent.source) reaches extensions only, never "
+    "the session file, so no row proves the run was program-driven (docs/upstream-rows.md). "
+    "Strict: this turns into a failure once the classifier can tell them apart."))
 def test_print_mode_prompt_is_not_typed(print_mode_rows: list[DecidedRow]) -> None:
     assert not any(r.human for r in print_mode_rows), [
         (r.unit, r.reason) for r in print_mode_rows]

@@ -677,7 +677,7 @@ def test_a_prompt_typed_while_the_agent_works_counts() -> None:
 @pytest.mark.parametrize(("attachment", "reason"), [
     ({"commandMode": "task-notification"}, "task_notification"),
     ({"commandMode": "bash"}, "queued_command"),
-    ({"origin": {"kind": "peer"}}, "not_human_origin"),
+    ({"origin": {"kind": "peer"}}, "peer_message"),
     ({"origin": {"kind": "auto-continuation"}}, "not_human_origin"),
     ({"origin": None}, "not_human_origin"),
     ({"isMeta": True}, "meta"),

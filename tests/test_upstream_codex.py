@@ -417,7 +417,6 @@ def test_paginated_image_only_item_is_not_human() -> None:
     [
         {"type": "AgentMessage", "id": "a", "content": [{"type": "Text", "text": "hi"}]},
         {"type": "Plan", "id": "p", "text": "1. do"},
-        {"type": "HookPrompt", "id": "h", "content": [{"type": "text", "text": "hi"}]},
         {"type": "userMessage", "id": "u", "content": [{"type": "text", "text": "hi"}]},
         None,
     ],
@@ -425,6 +424,43 @@ def test_paginated_image_only_item_is_not_human() -> None:
 def test_other_completed_items_are_not_human(item: object) -> None:
     line = _line({"type": "item_completed", "item": item})
     assert classify_codex_line(line).reason == "non_user_item"
+
+
+def test_a_stop_hook_continuation_prompt_is_not_human() -> None:
+    """A Stop hook's continuation prompt is a HookPrompt item (codex 0.169.0's item types)."""
+    line = _line({"type": "item_completed", "item": {
+        "type": "HookPrompt", "id": "h",
+        "fragments": [{"text": "keep going", "hook_run_id": "run-1"}]}})
+    unit = classify_codex_line(line)
+    assert (unit.human, unit.reason) == (False, "hook_prompt")
+
+
+PLAN_TEXTS = [
+    "Implement the plan.",
+    "Implement the plan. If this thread has no active goal, create one from the approved plan "
+    "before starting implementation so the original intent persists through compaction and "
+    "resume.",
+    "A previous agent produced the plan below to accomplish the user's task. Implement the plan "
+    "in a fresh context. Treat the plan as the source of user intent.\n\n# Plan\n- step",
+]
+
+
+@pytest.mark.parametrize("text", PLAN_TEXTS)
+def test_the_plan_popups_text_is_a_click_not_typed(text: str) -> None:
+    for line in (_user_item(_text(text)),
+                 _line({"type": "user_message", "message": text, "images": []})):
+        unit = classify_codex_line(line)
+        assert (unit.human, unit.reason) == (False, "plan_implementation")
+    # Anything a person adds makes it typed text again.
+    assert classify_codex_line(_user_item(_text("Implement the plan. But skip step 2"))).human
+
+
+def test_an_external_message_is_another_programs() -> None:
+    text = "<external_message source=\"queue\">run the tests</external_message>"
+    for line in (_user_item(_text(text)),
+                 _line({"type": "user_message", "message": text, "images": []})):
+        unit = classify_codex_line(line)
+        assert (unit.human, unit.reason) == (False, "external_message")
 
 
 def test_item_completed_without_item_or_with_bad_item() -> None:

@@ -28,6 +28,12 @@ class ClaudeCodeTranscript:
         clock: epoch-ms clock stamping each row (default: a private
             :class:`~actors.testing.ManualClock` that moves 1 s per row).
         cwd: the working directory written into each row.
+        entrypoint: the ``entrypoint`` written into each row (``None``: none,
+            as 2.1.37 writes; ``"cli"``, ``"sdk-cli"``, ``"claude-desktop"``...).
+        prompt_source: the ``promptSource`` of a :class:`~actors.testing.Typed`
+            row (``None``: none). With either option a typed row also gets
+            ``origin: {"kind": "human"}``, as 2.1.328 and Claude Desktop write.
+        version: the ``version`` written into each row.
 
     Each :meth:`append` writes whole lines with one ``write`` call, as the
     tool's append-only writer does, so a monitor never sees half a turn.
@@ -35,11 +41,65 @@ class ClaudeCodeTranscript:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None, cwd: str = "/work") -> None:
+                 clock: Callable[[], int] | None = None, cwd: str = "/work",
+                 entrypoint: str | None = None, prompt_source: str | None = None,
+                 version: str = "2.1.37") -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or self.path.stem
         self._cwd = cwd
+        self._entrypoint, self._prompt_source, self._version = entrypoint, prompt_source, version
+
+    def injected(self, text: str, *, origin_kind: str | None, prompt_source: str | None = None,
+                 **extra: Any) -> int:
+        """Append a user row someone other than the person wrote: ``text`` with
+        ``origin: {"kind": origin_kind}`` (none when ``None``) and ``promptSource``
+        (default: the transcript's), plus any ``extra`` fields. Returns 1.
+
+        E.g. a Desktop task notification (``origin_kind="task-notification"``), a
+        message from another session (``"peer"``, ``<cross-session-message …>``).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        fields: dict[str, Any] = dict(extra)
+        if origin_kind is not None:
+            fields["origin"] = {"kind": origin_kind}
+        source = prompt_source if prompt_source is not None else self._prompt_source
+        if source is not None:
+            fields["promptSource"] = source
+        return self._file.write([self._user(text, **fields)])
+
+    def copy_of(self, earlier: Path) -> int:
+        """Start this transcript as Claude Code 2.1.328 does for a conversation continued
+        under a new session id (``--continue --fork-session``): its ``mode``,
+        ``permission-mode`` and ``atis-latch`` rows, then every row of ``earlier``
+        that has a ``uuid``, with ``uuid`` and ``timestamp`` kept and ``sessionId``
+        rewritten (a copied assistant row names the earlier session in
+        ``requestSessionId``). Returns how many lines were written.
+
+        Raises:
+            OSError: a file cannot be read or written.
+            ValueError: ``earlier`` holds a line that is not JSON.
+        """
+        import json  # noqa: PLC0415
+
+        rows: list[dict[str, Any]] = [
+            {"type": "mode", "mode": "normal", "sessionId": self.session_id},
+            {"type": "permission-mode", "permissionMode": "default", "sessionId": self.session_id},
+            {"type": "atis-latch", "atis": "", "sessionId": self.session_id}]
+        parent: str | None = None
+        for line in earlier.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if not isinstance(row, dict) or "uuid" not in row:
+                continue
+            copy = {**row, "sessionId": self.session_id, "parentUuid": parent}
+            if row.get("type") == "assistant":
+                copy["requestSessionId"] = row.get("sessionId")
+            rows.append(copy)
+            parent = str(row["uuid"])
+        self._file.parent = parent
+        return self._file.write(rows)
 
     def append(self, *turns: t.Turn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
@@ -67,8 +127,10 @@ class ClaudeCodeTranscript:
         row_id = str(uuid.uuid4())
         row: dict[str, Any] = {
             "parentUuid": self._file.parent, "isSidechain": False, "userType": "external",
-            "cwd": self._cwd, "sessionId": self.session_id, "version": "2.1.37",
+            "cwd": self._cwd, "sessionId": self.session_id, "version": self._version,
             "gitBranch": "main", "type": kind}
+        if self._entrypoint is not None:
+            row["entrypoint"] = self._entrypoint
         if message is not None:
             row["message"] = message
         row.update(extra, uuid=row_id, timestamp=iso(self._file.now()))
@@ -88,7 +150,12 @@ class ClaudeCodeTranscript:
     def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
         match turn:
             case t.Typed(text=text):
-                return [self._user(text)]
+                if self._entrypoint is None and self._prompt_source is None:
+                    return [self._user(text)]
+                typed: dict[str, Any] = {"origin": {"kind": "human"}}
+                if self._prompt_source is not None:
+                    typed["promptSource"] = self._prompt_source
+                return [self._user(text, **typed)]
             case t.Reply(text=text):
                 return [self._assistant({"type": "text", "text": text})]
             case t.ToolCall(name=name, input=arguments, call_id=call_id):

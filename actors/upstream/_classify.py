@@ -58,7 +58,7 @@ def classify_units(source: str, path: str, *, session: str | None = None,
         yield from _opencode(path, session)
         return
     try:
-        classify = line_classifier(source)
+        classify = line_classifier(source, path)
     except KeyError:
         raise InvalidArgument(f"unknown source {source!r}") from None
     baseline = jsonl_baseline(source, path, thread_id=None, from_start=True)

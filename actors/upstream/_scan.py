@@ -105,13 +105,21 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     more: bool = False
 
 
-def line_classifier(source: str) -> LineClassifier:
+def line_classifier(source: str, path: str | None = None) -> LineClassifier:
     """Return the JSONL line classifier of ``source`` (``claude``, ``codex`` or ``pi``).
+
+    With ``path`` (the transcript the lines come from), Claude Code's also
+    recognises typed rows copied from an earlier session's transcript
+    (:mod:`actors.upstream._claude_copies`; it reads sibling transcripts).
 
     Raises:
         KeyError: ``source`` has no line classifier (``opencode``).
     """
     if source == "claude":
+        if path is not None:
+            from actors.upstream._claude_copies import claude_copy_classifier  # noqa: PLC0415
+
+            return claude_copy_classifier(path)
         from actors.upstream.claude import classify_claude_line  # noqa: PLC0415
 
         return classify_claude_line

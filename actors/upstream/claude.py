@@ -16,10 +16,12 @@ Two entry points make the same decision:
 * :func:`classify_claude_message` takes an already-decoded row (paired-node
   items a host returns).
 
-Everything here is pure: no I/O, no logging, no shared mutable state, safe to
-call from any thread. Nothing raises, whatever the input. The typed text is
-returned in the :class:`~actors.upstream._common.Unit` only so the monitor can
-recognise the gateway's own texts; it is never logged.
+Everything here is pure: no I/O, no shared mutable state beyond the
+lock-guarded set of unknown row kinds already logged (an unknown kind is
+logged once, see below), safe to call from any thread. Nothing raises,
+whatever the input. The typed text is returned in the
+:class:`~actors.upstream._common.Unit` only so the monitor can recognise the
+gateway's own texts; it is never logged.
 
 Policy decisions beyond OpenClaw's rule (OpenClaw counts every user row with
 text that is not its own inter-session or reseed envelope):
@@ -52,7 +54,39 @@ text that is not its own inter-session or reseed envelope):
   ..."): the text is the assistant's plan and the person clicked, not
   typed; not human (``plan_approval``). A person who types that phrase has no
   ``planContent`` and counts.
-* ``origin.kind`` other than ``"human"``, when present, is not human.
+* ``origin.kind`` other than ``"human"``, when present, is not human:
+  ``peer`` (a message another Claude Code session sent, written as
+  ``<cross-session-message …>``) is ``peer_message``, ``channel`` (a message
+  an MCP channel pushed, ``<channel source="…">``) is ``channel_message``,
+  ``task-notification`` is ``task_notification``, anything else
+  ``not_human_origin``. The wrappers alone decide the same way in builds
+  that write no ``origin`` (Claude Code 2.1.328 lists ``peer``, ``channel``,
+  ``voice-call`` and ``unclassified`` as the origins of rows others wrote).
+* Claude Desktop runs Claude Code through the Agent SDK, so its rows say
+  ``promptSource: "sdk"``; what a person typed into Desktop's Code tab says
+  ``entrypoint: "claude-desktop"`` and ``origin.kind: "human"`` and is typed
+  (issue 22, class 1). Desktop's task notifications and other injected rows
+  are decided by their own fields (``origin``, ``isMeta``, wrappers); an
+  SDK-sourced Desktop row without ``origin.kind: "human"`` is not typed.
+* A row Claude Code copied into a new session file from an earlier session
+  (``/branch`` writes every copy with ``forkedFrom: {sessionId,
+  messageUuid}``) was typed in that earlier session: ``copied_row``. Copies
+  without ``forkedFrom`` (``--fork-session``, a conversation continued under
+  a new id) keep the row's ``uuid``; the scan recognises those across the
+  project's transcripts (:mod:`actors.upstream._claude_copies`).
+* Context Claude Code adds itself (a hook's ``additionalContext``, our own
+  ``ssa hook`` notice included) is an ``attachment`` of
+  ``hook_additional_context`` (reason ``hook_context``), and in a user row a
+  leading ``<system-reminder>`` block, which is dropped like IDE context.
+* Row kinds: only ``user`` rows and ``queued_command`` attachments can be
+  a person's turn. Every other kind Claude Code 2.1.328 writes (its own
+  list of transcript entry kinds: conversation ``assistant``, ``system``,
+  ``attachment``, ``progress``; metadata such as ``api-request``,
+  ``api-request-shape``, ``api-request-blob``, ``atis-latch``,
+  ``cost-state``, ``mode``, ``last-prompt``...) is ``not_user``; a kind
+  outside that list is ``unknown_kind`` (not typed) and logged once per
+  process (the kind's name only, never a row's text): the one exception to
+  "no logging" here.
 * Image-only rows (image or document blocks, at most ``[Image #N]``
   placeholders as text) carry no typed text: not human (``image_only``).
 * VS Code / JetBrains rows whose leading text blocks are IDE context
@@ -69,7 +103,9 @@ text that is not its own inter-session or reseed envelope):
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Mapping
 
 import msgspec
@@ -83,7 +119,34 @@ from actors.upstream._common import (
     normalize_text,
 )
 
-__all__ = ["classify_claude_line", "classify_claude_message"]
+__all__ = ["KNOWN_ROW_KINDS", "classify_claude_line", "classify_claude_message"]
+
+logger = logging.getLogger(__name__)
+
+KNOWN_ROW_KINDS = frozenset({
+    # Claude Code 2.1.328's own table of transcript entry kinds (how its loader
+    # treats each: "message" kinds first, then metadata it ignores, clears or
+    # keeps the last of), read from the shipped binary; docs/upstream-rows.md.
+    "user", "assistant", "system", "attachment", "progress",
+    "queue-operation", "api-request", "api-request-resumed", "api-request-shape",
+    "api-request-blob", "frame-link", "observer-ref", "continued-in", "resume-head-vouch",
+    "file-history-snapshot", "file-history-delta", "attribution-snapshot", "custom-title",
+    "ai-title", "tag", "relocated", "agent-name", "agent-color", "agent-setting", "mode",
+    "permission-mode", "session-owner", "isolation-latch", "dev-mods", "atis-latch",
+    "worktree-state", "bridge-session", "tools-used", "data-flow-records",
+    "data-flow-incomplete", "derived-from", "summary", "pr-link", "history-suppression",
+    "ended-by-model", "cost-state", "last-prompt", "content-replacement", "memory-mode",
+    "artifact-comment-monitor", "artifact-autoreact-ledger", "fork-context-ref", "repl-mode",
+    # Older builds (upstream-formats.md §2.3).
+    "marble-origami-commit", "marble-origami-snapshot", "speculation-accept",
+})
+"""Row ``type`` values Claude Code writes that are known not to be a person's turn
+(``user`` aside); any other is ``unknown_kind``."""
+
+_LOGGED_KINDS: set[str] = set()
+_LOGGED_LOCK = threading.Lock()
+_MAX_LOGGED_KINDS = 64
+_KIND_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 # Context blocks a client puts in front of the typed text (upstream-formats §2.4).
 _CONTEXT_TAGS = ("ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder")
@@ -110,6 +173,9 @@ _WRAPPER_PREFIXES: tuple[tuple[str, str], ...] = (
     ("<user-memory-input>", "memory_input"),
     ("<task-notification>", "task_notification"),
     ("<teammate-message", "teammate_message"),  # agent teams: another agent's message
+    ("<cross-session-message", "peer_message"),  # another session's message (origin peer)
+    ("<channel source=", "channel_message"),  # an MCP channel's message (origin channel)
+    ("<channel>", "channel_message"),
     ("[Request interrupted by user", "interrupted"),
 )
 
@@ -145,6 +211,7 @@ class _Row(msgspec.Struct, rename="camel"):
     prompt_source: object = None
     plan_content: object = None
     timestamp: object = None
+    forked_from: object = None
 
 
 class _Attachment(msgspec.Struct, rename="camel"):
@@ -160,6 +227,7 @@ class _AttachmentRow(msgspec.Struct, rename="camel"):
     is_sidechain: object = None
     entrypoint: object = None
     timestamp: object = None
+    forked_from: object = None
 
 
 _ROW_DECODER = msgspec.json.Decoder(_Row)
@@ -169,6 +237,30 @@ _MESSAGE_DECODER = msgspec.json.Decoder(_Message | None)
 _BLANK = Unit(human=False, reason="blank")
 _INVALID = Unit(human=False, reason="invalid_json")
 _NOT_USER = Unit(human=False, reason="not_user")
+_UNKNOWN_KIND = Unit(human=False, reason="unknown_kind")
+_HOOK_CONTEXT = Unit(human=False, reason="hook_context")
+_ORIGIN_REASONS = {"task-notification": "task_notification", "peer": "peer_message",
+                   "channel": "channel_message"}
+
+
+def _other_kind(kind: object) -> Unit:
+    """A row that is not ``user`` or ``attachment``: known metadata, or an unknown kind.
+
+    An unknown kind is logged once per process (its name only, when it looks
+    like one; at most :data:`_MAX_LOGGED_KINDS` names).
+    """
+    if isinstance(kind, str) and kind in KNOWN_ROW_KINDS:
+        return _NOT_USER
+    if kind is None:
+        return _NOT_USER
+    name = kind if isinstance(kind, str) and _KIND_NAME.fullmatch(kind) else "<unprintable>"
+    with _LOGGED_LOCK:
+        first = name not in _LOGGED_KINDS and len(_LOGGED_KINDS) < _MAX_LOGGED_KINDS
+        if first:
+            _LOGGED_KINDS.add(name)
+    if first:
+        logger.info("Claude Code row kind %r is unknown: decided not typed", name)
+    return _UNKNOWN_KIND
 
 # (block type, block text) pairs: the only view of a content list the rules need.
 _Blocks = list[tuple[object, object]]
@@ -200,6 +292,7 @@ def _decide(
     prompt_source: object,
     timestamp: object,
     plan_content: object = None,
+    forked_from: object = None,
 ) -> Unit:
     """The classification rule, on a view both entry points build the same way.
 
@@ -218,16 +311,20 @@ def _decide(
         return Unit(human=False, reason="meta")
     if blocks is not None and any(kind == "tool_result" for kind, _ in blocks):
         return Unit(human=False, reason="tool_result")
+    origin_kind: object = None
     if isinstance(origin, Mapping):
-        kind = origin.get("kind")
-        if kind == "task-notification":
-            return Unit(human=False, reason="task_notification")
-        if kind is not None and kind != "human":
-            return Unit(human=False, reason="not_human_origin")
+        origin_kind = origin.get("kind")
+        if origin_kind is not None and origin_kind != "human":
+            reason = _ORIGIN_REASONS.get(origin_kind) if isinstance(origin_kind, str) else None
+            return Unit(human=False, reason=reason or "not_human_origin")
     if isinstance(entrypoint, str) and entrypoint.startswith("sdk-"):
         return Unit(human=False, reason="sdk_entrypoint")
-    if prompt_source is not None and prompt_source != "typed":
+    if prompt_source is not None and prompt_source != "typed" and not (
+            prompt_source == "sdk" and entrypoint == "claude-desktop"
+            and origin_kind == "human"):
         return Unit(human=False, reason="not_typed_source")
+    if isinstance(forked_from, Mapping):
+        return Unit(human=False, reason="copied_row")
     if isinstance(plan_content, str) and plan_content.strip():
         return Unit(human=False, reason="plan_approval")
 
@@ -274,8 +371,10 @@ def _decide(
 
 def _decide_queued(kind: object, mode: object, origin: object, prompt: object,
                    is_meta: object, is_sidechain: object, entrypoint: object,
-                   timestamp: object) -> Unit:
+                   timestamp: object, forked_from: object = None) -> Unit:
     """The rule for an ``attachment`` row (see the module doc): a queued prompt is a user row."""
+    if kind == "hook_additional_context":
+        return _HOOK_CONTEXT
     if kind != "queued_command":
         return _NOT_USER
     if mode != "prompt":
@@ -284,10 +383,13 @@ def _decide_queued(kind: object, mode: object, origin: object, prompt: object,
     if is_meta:
         return Unit(human=False, reason="meta")
     if not isinstance(origin, Mapping) or origin.get("kind") != "human":
-        return Unit(human=False, reason="not_human_origin")
+        kind_of_origin = origin.get("kind") if isinstance(origin, Mapping) else None
+        reason = (_ORIGIN_REASONS.get(kind_of_origin) if isinstance(kind_of_origin, str)
+                  else None)
+        return Unit(human=False, reason=reason or "not_human_origin")
     return _decide("user", "user", prompt if isinstance(prompt, str) else None,
                    _blocks_of(prompt), (is_sidechain, None, None, None), origin, entrypoint,
-                   None, timestamp)
+                   None, timestamp, forked_from=forked_from)
 
 
 def _blocks_of(content: object) -> _Blocks | None:
@@ -321,14 +423,18 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         ``command_output``, ``shell_mode``, ``shell_output``,
         ``memory_input``, ``interrupted``, ``inter_session``,
         ``reseed_envelope``, ``openclaw_envelope``, ``plan_approval``,
-        ``teammate_message``, ``queued_command``, ``invalid_json`` (not a
+        ``teammate_message``, ``queued_command``, ``peer_message``,
+        ``channel_message``, ``hook_context``, ``copied_row`` (a ``/branch``
+        copy, ``forkedFrom``), ``unknown_kind`` (a row kind Claude Code
+        2.1.328 does not write; logged once), ``invalid_json`` (not a
         mapping).
 
     The rule is upstream-formats.md §2.4 and §2.7 (OpenClaw's
     ``classifyClaudeCliHistoryMessage``, anchor §3.17 "paired node") plus the
     policies in the module docstring. Makes exactly the decision
-    :func:`classify_claude_line` makes on the encoded row. Pure (no I/O, no
-    logging), thread-safe, and never raises.
+    :func:`classify_claude_line` makes on the encoded row. Pure (no I/O; an
+    unknown kind is logged once, nothing else is), thread-safe, and never
+    raises.
     """
     untyped: object = row  # hosts may hand over anything; never raise
     if not isinstance(untyped, Mapping):
@@ -340,7 +446,10 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         return _decide_queued(attachment.get("type"), attachment.get("commandMode"),
                               attachment.get("origin"), attachment.get("prompt"),
                               attachment.get("isMeta"), row.get("isSidechain"),
-                              row.get("entrypoint"), row.get("timestamp"))
+                              row.get("entrypoint"), row.get("timestamp"),
+                              row.get("forkedFrom"))
+    if row.get("type") not in ("user", None):
+        return _other_kind(row.get("type"))
     message = row.get("message")
     role: object = None
     content: object = None
@@ -364,6 +473,7 @@ def classify_claude_message(row: Mapping[str, object]) -> Unit:
         row.get("promptSource"),
         row.get("timestamp"),
         row.get("planContent"),
+        row.get("forkedFrom"),
     )
 
 
@@ -388,15 +498,15 @@ def classify_claude_line(line: bytes) -> Unit:
     the fields the rule reads (much faster than ``json.loads``); anything
     that struct cannot hold falls back to a generic decode and the mapping
     path, so both entry points always agree. Rule source:
-    upstream-formats.md §2.4, §2.7; anchor §3.17. Pure (no I/O, no logging),
-    thread-safe, and never raises.
+    upstream-formats.md §2.4, §2.7; anchor §3.17. Pure (no I/O; an unknown
+    row kind is logged once), thread-safe, and never raises.
     """
     try:
         row = _ROW_DECODER.decode(line)
         if row.type == "attachment":
             return _classify_attachment(line)
         if row.type != "user":
-            return _NOT_USER
+            return _other_kind(row.type)
         message = _MESSAGE_DECODER.decode(row.message) if row.message else None
     except (msgspec.MsgspecError, RecursionError):
         return _classify_generic(line)
@@ -421,6 +531,7 @@ def classify_claude_line(line: bytes) -> Unit:
         row.prompt_source,
         row.timestamp,
         row.plan_content,
+        row.forked_from,
     )
 
 
@@ -431,13 +542,15 @@ def _classify_attachment(line: bytes) -> Unit:
     except (msgspec.MsgspecError, RecursionError):
         return _classify_generic(line)
     attachment = row.attachment
+    if attachment is not None and attachment.type == "hook_additional_context":
+        return _HOOK_CONTEXT
     if attachment is None or attachment.type != "queued_command":
         return _NOT_USER
     if not is_utf8(line):
         return _INVALID
     return _decide_queued(attachment.type, attachment.command_mode, attachment.origin,
                           attachment.prompt, attachment.is_meta, row.is_sidechain,
-                          row.entrypoint, row.timestamp)
+                          row.entrypoint, row.timestamp, row.forked_from)
 
 
 def _classify_generic(line: bytes) -> Unit:

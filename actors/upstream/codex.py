@@ -40,6 +40,21 @@ Policy decisions (each also noted where it is applied):
   choice, not typed: not human (``review_request``). Custom review
   instructions are typed and count. The findings come back as a user-role
   ``response_item`` (``id: "review:rollout:user"``), which never counts.
+* plan mode: picking "Yes, implement this plan" in the TUI's plan popup
+  (after a plan-mode turn that proposed a plan) submits the fixed text
+  ``PLAN_IMPLEMENTATION_CODING_MESSAGE`` (``"Implement the plan."`` in
+  0.169.0, whose binary holds it beside the popup's labels; the later,
+  longer variant and the older "clear context" prefix are matched too): a
+  click, like Claude Code's plan approval, not typed
+  (``plan_implementation``). The rollout marks nothing else on that line
+  (the real 0.169.0 writes it as an ordinary ``UserMessage`` with
+  ``provenance: user``), and each line is decided on its own, so the fixed
+  text decides it wherever it appears; a person typing exactly that
+  sentence is not counted (the conservative side).
+* messages other programs put into a thread: ``<external_message>``
+  (what ``codex queue`` delivers) is ``external_message``; a Stop hook's
+  continuation prompt is a ``HookPrompt`` item (``hook_prompt``), never a
+  ``UserMessage``.
 * multi-part paginated messages join their text parts with one space (what
   OpenClaw's self-echo check compares against); a legacy ``message`` is
   Codex's own concatenation of the parts with no separator.
@@ -186,6 +201,31 @@ _REVIEW_PRESETS = re.compile(
     r"prioritized, actionable findings\.", re.DOTALL)
 
 
+# --- plan mode (codex-rs/tui/src/chatwidget/plan_implementation.rs) ----------------
+#
+# The texts the TUI submits when a person picks an option of the plan popup.
+_PLAN_IMPLEMENTATION_TEXTS = frozenset({
+    "Implement the plan.",  # 0.169.0 (in its binary) and earlier
+    "Implement the plan. If this thread has no active goal, create one from the approved "
+    "plan before starting implementation so the original intent persists through "
+    "compaction and resume.",  # later builds
+})
+_PLAN_CLEAR_CONTEXT_PREFIX = ("A previous agent produced the plan below to accomplish the "
+                              "user's task. Implement the plan in a fresh context.")
+_EXTERNAL_MESSAGE = "<external_message"
+
+
+def _program_text_reason(text: str) -> str | None:
+    """Reason code when normalized ``text`` is one a program submitted, not a person."""
+    if text in _PLAN_IMPLEMENTATION_TEXTS or text.startswith(_PLAN_CLEAR_CONTEXT_PREFIX):
+        return "plan_implementation"
+    if text.startswith(_EXTERNAL_MESSAGE):
+        return "external_message"
+    if _is_review_preset(text):
+        return "review_request"
+    return None
+
+
 def _is_review_preset(text: str) -> bool:
     """Whether normalized ``text`` is the prompt of one of Codex's ``/review`` presets."""
     return _REVIEW_PRESETS.fullmatch(text) is not None
@@ -279,8 +319,9 @@ def _classify_user_message(payload: _Payload, occurred_at: int | None) -> Unit:
         if _non_empty_list(payload.images) or _non_empty_list(payload.local_images):
             return Unit(human=False, reason="image_only", occurred_at=occurred_at)
         return Unit(human=False, reason="empty_text", occurred_at=occurred_at)
-    if _is_review_preset(text):
-        return Unit(human=False, reason="review_request", occurred_at=occurred_at)
+    program = _program_text_reason(text)
+    if program is not None:
+        return Unit(human=False, reason=program, occurred_at=occurred_at)
     return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
 
 
@@ -292,6 +333,8 @@ def _classify_item_completed(payload: _Payload, occurred_at: int | None) -> Unit
         item = _ITEM.decode(payload.item)
     except _DECODE_ERRORS as error:
         return Unit(human=False, reason=_error_reason(error), occurred_at=occurred_at)
+    if item is not None and item.type == "HookPrompt":
+        return Unit(human=False, reason="hook_prompt", occurred_at=occurred_at)
     if item is None or item.type != "UserMessage":
         return Unit(human=False, reason="non_user_item", occurred_at=occurred_at)
     texts: list[str] = []
@@ -308,8 +351,9 @@ def _classify_item_completed(payload: _Payload, occurred_at: int | None) -> Unit
         # POLICY: image-only turns are not human (see module docstring).
         reason = "image_only" if has_image else "empty_text"
         return Unit(human=False, reason=reason, occurred_at=occurred_at)
-    if _is_review_preset(text):
-        return Unit(human=False, reason="review_request", occurred_at=occurred_at)
+    program = _program_text_reason(text)
+    if program is not None:
+        return Unit(human=False, reason=program, occurred_at=occurred_at)
     return Unit(human=True, reason="typed", text=text, occurred_at=occurred_at)
 
 
@@ -347,7 +391,9 @@ def classify_codex_line(line: bytes) -> Unit:
     (an object whose fields have unexpected types), ``response_item_duplicate``
     (the user-role ``response_item`` copy of a typed prompt),
     ``injected_context``, ``review_request`` (the prompt of a ``/review``
-    preset, re-emitted from the review sub-agent), ``response_item``,
+    preset, re-emitted from the review sub-agent), ``plan_implementation``
+    (the plan popup's fixed text), ``external_message``, ``hook_prompt``,
+    ``response_item``,
     ``user_message_kind``,
     ``image_only``, ``empty_text``, ``non_user_item``, ``event``,
     ``session_meta``, ``turn_context``, ``compacted``, ``other``.
