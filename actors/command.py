@@ -21,9 +21,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
+        import os  # noqa: PLC0415 - the light path
+
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
 
-        return hook_main(args[1:])
+        return hook_main(args[1:], exit_now=lambda: os._exit(0))
     from actors.cli import main as cli_main  # noqa: PLC0415 - every other command
 
     return cli_main(args)

@@ -479,3 +479,63 @@ def test_two_hooks_of_one_session_at_once_print_a_notice_once(home: Home) -> Non
     printed = [out for out, _ in outputs if out]
     assert len(printed) == 1, outputs
     assert (home.root / "state" / "hooks").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("args", [["--scope", "al"], ["--bogus"], ["--timeout", "abc"],
+                                  ["--timeout", "-1"], []])
+def test_a_command_line_it_does_not_understand_exits_0(tmp_path: Path, args: list[str]) -> None:
+    """Exit 2 would make Claude Code and Codex block the person's prompt."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SSA_")}
+    done = subprocess.run([sys.executable, "-m", "actors", "hook", *(["claude-code"] if args
+                          else []), *args], input=GOOD, capture_output=True,
+                          env={**base, "HOME": str(tmp_path)}, timeout=SUBPROCESS_TIMEOUT_S,
+                          check=False)
+    assert "bad command line" in _quiet_failure(done) or "--timeout" in done.stderr.decode()
+
+
+def test_an_explicit_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    done, _ = _ssa_hook(tmp_path, GOOD, "--db", str(tmp_path / "typo" / "x.sqlite"))
+    assert "no directory" in _quiet_failure(done)
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_deleted_worker_transcript_is_a_notice_without_a_daemon(home: Home) -> None:
+    home.context()
+    home.worker.path.unlink()
+    context = home.context()
+    assert _notice_targets(context) == [f"agent:main:codex:{home.worker.thread_id}"]
+    assert "upstream_missing" in context
+    assert home.context() == ""
+
+
+def test_a_burst_of_new_sessions_is_adopted_a_bounded_number_per_run(home: Home) -> None:
+    home.context()
+    now = time.time_ns() // 1_000_000
+    for _ in range(hook_mod.MAX_ADOPT_PER_RUN + 30):
+        thread = str(uuid.uuid4())
+        CodexRollout(_codex_file(home.root, thread), thread_id=thread, cwd=str(home.project),
+                     clock=lambda: now).append(Typed("a new worker's first prompt"))
+    first = _notice_targets(home.context())
+    second = _notice_targets(home.context())
+    third = _notice_targets(home.context())
+    seen = first + second + third
+    assert len(set(seen)) == len(seen)  # each once
+    # Each run shows what fits under the cap; all of them arrive over the runs.
+    while batch := _notice_targets(home.context()):
+        seen += batch
+    assert len(set(seen)) == hook_mod.MAX_ADOPT_PER_RUN + 30
+
+
+def test_the_more_line_counts_every_open_notice() -> None:
+    views = [_view(f"agent:main:codex:w{i}", i, 1) for i in range(3)]
+    text, shown = render_context("agent:main:claude:m", views, pending=41)
+    assert len(shown) == 3
+    assert "38 more notices are pending" in text
+
+
+def test_the_cap_counts_utf16_units_as_the_tools_do() -> None:
+    wide = "\U0001f600" * 3000  # one code point, two UTF-16 units each
+    view = _view("agent:main:codex:w", 1, 1)._replace(path="/" + wide)
+    text, shown = render_context("agent:main:claude:m", [view])
+    assert shown == [view.text]
+    assert len(text.encode("utf-16-le")) // 2 <= MAX_CONTEXT_CHARS

@@ -88,14 +88,23 @@ def _block(notice: NoticeView) -> str:
     return "\n".join(lines)
 
 
+def _units(text: str) -> int:
+    """The length of ``text`` as JavaScript counts it (UTF-16 code units): the tools'."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
 def render_context(watcher_key: str, notices: list[NoticeView],
-                   limit: int = MAX_CONTEXT_CHARS) -> tuple[str, list[str]]:
+                   limit: int = MAX_CONTEXT_CHARS, *,
+                   pending: int | None = None) -> tuple[str, list[str]]:
     """The context for the watcher's next turn, and the notice texts it shows.
 
     Args:
         watcher_key: the manager's own session key (it names itself to the model).
         notices: the pending notices, oldest first.
-        limit: the longest text, in characters.
+        limit: the longest text, in UTF-16 code units (what the tools, written
+            in JavaScript, count).
+        pending: how many notices are open in all (``notices`` may hold
+            fewer: a queue shows at most its limit); default ``len(notices)``.
 
     Returns:
         ``(text, shown)``: ``text`` is ``""`` when there is nothing to show;
@@ -111,18 +120,19 @@ def render_context(watcher_key: str, notices: list[NoticeView],
             f"{watcher_key}; changes by you are not listed). Each line below is one session's "
             "notice and a summary of its changes; no message text is recorded.")
     parts = [head]
-    used = len(head)
+    used = _units(head)
     shown: list[str] = []
-    for index, notice in enumerate(notices):
+    for notice in notices:
         block = _block(notice)
-        if used + 1 + len(block) > limit - 200:
+        if used + 1 + _units(block) > limit - 200:
             block = notice.text
-        if used + 1 + len(block) > limit - 200:
-            left = len(notices) - index
-            parts.append(f"{left} more notice{'s are' if left != 1 else ' is'} pending and "
-                         "will be shown at the next turn (or call the pending_notices tool).")
+        if used + 1 + _units(block) > limit - 200:
             break
         parts.append(block)
-        used += 1 + len(block)
+        used += 1 + _units(block)
         shown.append(notice.text)
+    left = max(len(notices) if pending is None else pending, len(notices)) - len(shown)
+    if left > 0:
+        parts.append(f"{left} more notice{'s are' if left != 1 else ' is'} pending and "
+                     "will be shown at the next turns (or call the pending_notices tool).")
     return "\n".join(parts), shown

@@ -38,7 +38,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, NamedTuple, TextIO
@@ -67,6 +67,11 @@ DEFAULT_TIMEOUT_S = 8.0
 """The hook's whole time budget, in seconds (Claude Code waits 30 s; our OpenCode
 plugin and Pi extension wait 10 s)."""
 SCOPES = ("project", "all", "list")
+LEASE_MS = 3000
+"""The hook's scan leases: a hook killed mid-scan holds them this long at most."""
+MAX_ADOPT_PER_RUN = 200
+"""New sessions one run adopts (newest first); the rest wait for the next prompts, so a
+burst of thousands of new sessions never pushes a run past its budget."""
 NEW_SESSION_SLACK_MS = 2000
 """A session first seen after the manager's first hook run counts from its start when
 it began at most this long before that run (clocks of two tools may differ a little)."""
@@ -200,7 +205,9 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
             link = by_key.get(key)  # linked through another path (a symlink): keep it
         targets.append(Target(key=link.session_key if link else key, found=candidate,
                               linked=link is not None))
-    adopt = (*watched_new, *(t for t in targets if not t.linked and t.key not in watched))
+    fresh = sorted((t for t in targets if not t.linked and t.key not in watched),
+                   key=lambda t: -(t.found.started_ms or 0))  # the newest first
+    adopt = (*watched_new, *fresh)[:MAX_ADOPT_PER_RUN]
     watch = tuple({t.key: t for t in targets if t.linked and t.key not in watched}.values())
     seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
@@ -212,10 +219,18 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
                 first_run=created_at is None)
 
 
+class _UsageError(Exception):
+    """A command line ``ssa hook`` does not understand (argparse's message)."""
+
+
 def _parser() -> Any:
     import argparse  # noqa: PLC0415 - only for --help and mistakes (start-up cost)
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # no usage dump: one line, then exit 0
+            raise _UsageError(message)
+
+    parser = Parser(
         prog="ssa hook", description="Print the pending notices of a coding agent's session "
         "for its next turn (run by the tool's prompt hook; always exits 0).")
     parser.add_argument("tool", choices=tuple(TOOLS))
@@ -301,7 +316,8 @@ def threading_main() -> bool:
 
 
 def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+         stdout: TextIO | None = None, stderr: TextIO | None = None,
+         exit_now: Callable[[], None] | None = None) -> int:
     """Run ``ssa hook`` with ``argv`` (the words after ``hook``).
 
     Args:
@@ -309,32 +325,35 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         stdin: the hook input (default: ``sys.stdin.buffer``).
         stdout: where the context goes (default: ``sys.stdout``).
         stderr: where the one line about a failure goes (default: ``sys.stderr``).
+        exit_now: ends the process at once (``ssa hook`` passes ``os._exit``):
+            called right after the notices printed were acknowledged, so a
+            tool that kills the hook then finds it gone, and by a watchdog
+            :data:`HARD_STOP_S` after a budget that a blocked call outlived.
+            ``None`` (tests): return normally.
 
     Returns:
-        ``0`` always, also for a failure (reported on stderr), except
-        ``2`` for a command line argparse refuses (a configuration mistake
-        of whoever installed the hook).
+        ``0`` always: also for a failure, and for a command line it does not
+        understand (a tool takes exit 2 as "block the prompt"); the reason
+        is one line on stderr. ``--help`` prints the usage.
 
     Main thread (it arms SIGALRM for the budget); blocks for at most
-    ``--timeout`` seconds.
+    ``--timeout`` seconds, plus :data:`HARD_STOP_S` with ``exit_now``.
     """
+    if stdout is None:  # what the tool reads is UTF-8 JSON or text, whatever the locale
+        with contextlib.suppress(AttributeError, ValueError):
+            sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     source = stdin if stdin is not None else sys.stdin.buffer
     args = _parse(list(argv))
     if args is None:
-        try:
-            namespace = _parser().parse_args(list(argv))
-        except SystemExit as exc:
-            return exc.code if isinstance(exc.code, int) else 2
-        if namespace.timeout < 0:
-            err.write("ssa hook: --timeout must be >= 0\n")
-            return 2
-        args = _Args(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
-                     agent=namespace.agent, timeout=namespace.timeout)
+        args = _parse_slowly(list(argv), out, err)
+        if args is None:
+            return 0
+    watchdog = _watchdog(args.timeout, err, exit_now)
     try:
         with _deadline(args.timeout):
-            _run(args, source, out)
+            _run(args, source, out, exit_now)
     except HookTimeout as exc:
         _say(err, str(exc))
     except HookInputError as exc:
@@ -342,8 +361,48 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
     except Exception as exc:  # never in the person's way
         logger.debug("ssa hook failed", exc_info=True)
         _say(err, f"{type(exc).__name__}: {exc}")
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     return 0
 
+
+HARD_STOP_S = 1.0
+"""How long past its budget a hook blocked in a call that SIGALRM cannot interrupt
+(a database lock, a thread join) may run before the watchdog ends the process."""
+
+
+def _watchdog(budget: float, err: TextIO, exit_now: Callable[[], None] | None) -> Any:
+    """A daemon timer that ends the process :data:`HARD_STOP_S` after the budget."""
+    if exit_now is None or budget <= 0:
+        return None
+    import threading  # noqa: PLC0415 - cheap; only with a budget
+
+    def stop() -> None:
+        _say(err, f"gave up after {budget:g} s")
+        exit_now()
+
+    timer = threading.Timer(budget + HARD_STOP_S, stop)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> _Args | None:
+    """argparse for ``--help`` and mistakes; ``None`` (after one stderr line) to stop."""
+    parser = _parser()
+    try:
+        namespace = parser.parse_args(argv)
+    except SystemExit:  # --help: its text is on stdout
+        return None
+    except _UsageError as exc:
+        _say(err, f"bad command line ({exc}): ssa hook {' '.join(argv)} (see ssa hook --help)")
+        return None
+    if namespace.timeout < 0:
+        _say(err, "--timeout must be >= 0")
+        return None
+    return _Args(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
+                 agent=namespace.agent, timeout=namespace.timeout)
 
 def _say(err: TextIO, line: str) -> None:
     with contextlib.suppress(Exception):
@@ -355,7 +414,8 @@ def _location(args: _Args) -> str:
     return args.db or os.environ.get("SSA_DB") or str(default_state_path())
 
 
-def _run(args: _Args, source: IO[bytes], out: TextIO) -> None:
+def _run(args: _Args, source: IO[bytes], out: TextIO,
+         exit_now: Callable[[], None] | None = None) -> None:
     hook = parse_hook_input(args.tool, source.read(MAX_INPUT_BYTES + 1))
     watcher = f"agent:{args.agent}:{hook.source}:{hook.session_id}"
     problem = key_problem(watcher)
@@ -363,6 +423,9 @@ def _run(args: _Args, source: IO[bytes], out: TextIO) -> None:
         raise HookInputError(f"session id {hook.session_id!r} makes no session key: {problem}")
     location = _location(args)
     is_url = location.startswith(_URL_SCHEMES)
+    if args.db is not None and not is_url and not Path(location).parent.is_dir():
+        # As every ssa command: a --db file must be in a directory that exists.
+        raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
     state_dir = Path(location).parent if not is_url else default_state_path().parent
     cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
     opencode: dict[str, list[OpenCodeRow]] = {}
@@ -375,9 +438,26 @@ def _run(args: _Args, source: IO[bytes], out: TextIO) -> None:
             return
     else:
         plan = None
-    _work(location, hook, watcher, args, found, out, plan)
+    _work(location, hook, watcher, args, found, out, plan, lambda: _finish(cache, exit_now))
     cache.save()
 
+
+def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
+    """Right after the acknowledgement: save the cache and, from the CLI, end at once.
+
+    The tool reads the output when the process ends; ending right after the
+    acknowledgement committed leaves no gap in which a kill would throw away
+    output whose notices are acknowledged already. Nothing is lost by not
+    closing the gateway: its writes are committed, the presence lock is the
+    kernel's, and its scan leases lapse after the hook's short ``lease_ms``.
+    """
+    if exit_now is None:
+        return
+    cache.save()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    exit_now()
 
 def _peek_plan(location: str, hook: HookInput, watcher: str, args: _Args,
                found: list[Found], now_ms: int,
@@ -404,12 +484,13 @@ def _is_new(found: Found, since_ms: int) -> bool:
 
 
 def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list[Found],
-          out: TextIO, plan: Plan | None) -> None:
+          out: TextIO, plan: Plan | None, acknowledged: Callable[[], None]) -> None:
     """The warm path: a gateway adopts, watches, scans, prints and acknowledges."""
     from actors import AdoptRequest, Gateway, GatewayConfig  # noqa: PLC0415 - warm path only
 
     config = GatewayConfig(ask_timeout_s=min(3.0, max(0.5, args.timeout / 3)),
-                           busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))))
+                           busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))),
+                           lease_ms=LEASE_MS, missing_threshold=1)
     with _one_at_a_time(location, watcher):
         gw = Gateway.open(location, config=config, monitor=False)
         try:
@@ -417,7 +498,8 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
                 with gw.read_pool.connection() as conn:
                     plan = _plan_from(conn, hook, watcher, args, found, {})
             _apply(gw, AdoptRequest, hook, watcher, plan)
-            _deliver(gw, hook, watcher, out)
+            if _deliver(gw, hook, watcher, out):
+                acknowledged()
         finally:
             gw.close(timeout=2.0)
 
@@ -501,13 +583,18 @@ def _apply(gw: Any, adopt_request: Any, hook: HookInput, watcher: str, plan: Pla
         gw.scan_upstream(keys=scan)
 
 
-def _deliver(gw: Any, hook: HookInput, watcher: str, out: TextIO) -> None:
-    """Print the pending notices, flush, then acknowledge exactly those printed."""
+def _deliver(gw: Any, hook: HookInput, watcher: str, out: TextIO) -> bool:
+    """Print the pending notices, flush, then acknowledge exactly those printed.
+
+    Returns:
+        Whether something was printed (and its acknowledgement attempted).
+    """
     texts = gw.pending_notices(watcher)
     if not texts:
-        return
+        return False
     views: list[NoticeView] = []
     with gw.read_pool.connection() as conn:
+        total_pending = len(peek.pending(conn, watcher))
         links = {link.session_key: link for link in peek.links(conn)}
         for text in texts:
             match = _NOTICE.search(text)
@@ -522,10 +609,11 @@ def _deliver(gw: Any, hook: HookInput, watcher: str, out: TextIO) -> None:
                 events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
                                           e.summary) for e in events),
                 source=link.source if link else None, path=link.path if link else None))
-    context, shown = render_context(watcher, views)
+    context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context)
     if not output:
-        return
+        return False
     out.write(output)
     out.flush()
     gw.drain(watcher, only=shown)
+    return True

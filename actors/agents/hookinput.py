@@ -109,7 +109,8 @@ def render_output(hook: HookInput, context: str) -> str:
         return ""
     if hook.tool in _JSON_OUTPUT and hook.event in _CONTEXT_EVENTS:
         return json.dumps({"hookSpecificOutput": {
-            "hookEventName": hook.event, "additionalContext": context}}) + "\n"
+            "hookEventName": hook.event, "additionalContext": context}},
+            ensure_ascii=False) + "\n"
     return context if context.endswith("\n") else context + "\n"
 
 
