@@ -301,7 +301,10 @@ def test_unparsable_or_foreign_file_refused(home: Path, ssa: str, tool: str, rel
     assert str(path) in err
     assert snapshot(home) == before  # nothing written anywhere, no backup
     code, _, err = run(capsys, "uninstall", tool)
-    assert code == 2
+    # Uninstall leaves another program's "ssa" server alone (and has nothing else to do);
+    # a file it cannot parse is refused.
+    foreign = "someone-else" in content or '"npx"' in content
+    assert code == (0 if foreign else 2), err
     assert snapshot(home) == before
 
 
@@ -601,3 +604,28 @@ def test_install_scope_is_written_into_the_hook_and_changed_in_place(
             ] == [f"{ssa} hook claude-code --scope all"] * 2  # replaced, not added
     assert run(capsys, "uninstall", "claude-code")[0] == 0
     assert not settings.exists()
+
+
+def test_uninstall_leaves_another_programs_ssa_server_and_removes_our_hooks(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    theirs = '{"mcpServers": {"ssa": {"command": "/opt/other/ssa-server"}}}\n'
+    (home / ".claude.json").write_text(theirs)
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    code, _out, err = run(capsys, "uninstall", "claude-code")
+    assert code == 0, err
+    assert (home / ".claude.json").read_text() == theirs
+    assert not (home / ".claude" / "settings.json").exists()
+
+
+def test_a_settings_file_nested_too_deeply_is_refused_in_one_line(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    depth = 5000
+    settings.write_text('{"a":' + "[" * depth + "]" * depth + "}")
+    before = settings.read_bytes()
+    code, _out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert "nested too deeply" in err
+    assert settings.read_bytes() == before

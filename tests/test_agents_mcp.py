@@ -117,7 +117,7 @@ def test_session_status_pages(holder: GatewayHolder) -> None:
     assert [e["sequence"] for e in tail["stateChanges"]["events"]] == [6, 7]
     assert "nextChangesSince" not in tail
     assert too_big.is_error
-    assert "limit must be from 1 to 200" in too_big.content[0].text
+    assert f"limit must be from 1 to {MAX_PAGE}" in too_big.content[0].text
 
 
 def test_sessions_list_pages(holder: GatewayHolder) -> None:
@@ -272,3 +272,32 @@ def test_sigterm_stops_the_server(tmp_path: Path) -> None:
         for stream in (child.stdin, child.stdout, child.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_the_largest_page_stays_under_claude_codes_warning(tmp_path: Path) -> None:
+    """A full page of events, as the client receives it, is well under 10,000 tokens."""
+    from actors import Gateway
+
+    db = tmp_path / "big.sqlite"
+    with Gateway.open(db, monitor=False) as gw:
+        assert gw.watch("agent:main:main", WORKER)
+        for _ in range(MAX_PAGE + 20):
+            gw.human_message(WORKER, channel="telegram")
+
+    async def page() -> int:
+        from mcp import Client
+
+        holder = GatewayHolder(str(db))
+        try:
+            async with Client(build_server(holder)) as client:
+                result = await client.call_tool(
+                    "session_status", {"sessionKey": WORKER, "changesSince": 0,
+                                       "limit": MAX_PAGE})
+                text = result.content[0].text
+                structured = json.dumps(result.structured_content)
+                return len(text) + len(structured)
+        finally:
+            holder.close()
+
+    size = anyio.run(page)
+    assert size < 40_000  # characters; about 4 per token

@@ -205,7 +205,10 @@ def parse(text: str, *, strict: bool = True) -> Node:
         JsoncError: not a document of that kind (the message has line and column).
     """
     parser = _Parser(text, strict)
-    node = parser.value()
+    try:
+        node = parser.value()
+    except RecursionError:
+        raise parser.fail("nested too deeply") from None
     parser.skip()
     if parser.pos != len(text):
         raise parser.fail("text after the document")

@@ -221,6 +221,8 @@ def _mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any
                                 "not changed")
         current = doc.value([*key_path, MCP_NAME])
         if current is not None and not is_our_mcp_entry(current):
+            if not install:
+                return old  # someone else's server of that name: left alone, as installed
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
         if install:
@@ -244,6 +246,8 @@ def _toml_transform(setup: Setup, name: str, *, install: bool
             raise ConfigRefused(f"{name}: mcp_servers is not a table; not changed")
         current = servers.get(MCP_NAME)
         if current is not None and not is_our_mcp_entry(current):
+            if not install:
+                return old  # someone else's server of that name: left alone
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
         if install:

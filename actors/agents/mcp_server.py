@@ -43,11 +43,12 @@ from persistence.errors import BackendNotInstalled, StorageError
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "GatewayHolder", "build_server", "main"]
 
-DEFAULT_PAGE = 50
+DEFAULT_PAGE = 20
 """Rows or events per result unless ``limit`` says otherwise."""
-MAX_PAGE = 200
-"""The largest ``limit`` accepted (about 50,000 characters of events, under 10,000 tokens
-at Claude Code's count is 50; 200 is the gateway's own ``changes_limit``)."""
+MAX_PAGE = 50
+"""The largest ``limit`` accepted: a result is sent twice (text and structured
+content), and 50 events of about 250 characters each keep it near 6,000 tokens,
+under Claude Code's 10,000-token warning (measured: 200 events made 137 KB)."""
 
 INSTRUCTIONS = (
     "Session state awareness: when a notice says 'Session \"K\" changed (other actor). "
