@@ -419,7 +419,8 @@ def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
     assert listing.getvalue() == "WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n"
     added = io.StringIO()
     assert run_watches("add", manager_key, [worker_key], home.db, added) == 0
-    assert added.getvalue() == f"watching {worker_key}\n"
+    assert added.getvalue() == (f"watching {worker_key} (no such session yet: a typo? ssa list "
+                                "shows them)\n")  # scope list adopted nothing on its own
     home.context("--scope", "list")  # the hook links the worker at its end now
     home.worker.append(Typed("typed after it was added"), Reply("ok"))
     assert _notice_targets(home.context("--scope", "list")) == [worker_key]
@@ -539,3 +540,14 @@ def test_the_cap_counts_utf16_units_as_the_tools_do() -> None:
     text, shown = render_context("agent:main:claude:m", [view])
     assert shown == [view.text]
     assert len(text.encode("utf-16-le")) // 2 <= MAX_CONTEXT_CHARS
+
+
+def test_watches_add_says_when_a_target_was_never_seen(home: Home) -> None:
+    from actors.agents.watches import run_watches
+
+    home.context()
+    out = io.StringIO()
+    manager = f"agent:main:claude:{home.manager.session_id}"
+    assert run_watches("add", manager, ["agent:main:codex:typo"], home.db, out) == 0
+    assert out.getvalue() == ("watching agent:main:codex:typo (no such session yet: a typo? "
+                              "ssa list shows them)\n")

@@ -55,11 +55,15 @@ def run_watches(action: str, watcher: str | None, targets: list[str], location: 
             return 0
         assert watcher is not None
         failed = 0
+        with gw.read_pool.connection() as conn:
+            known = peek.session_keys(conn)
         for target in targets:
             if action == "add":
                 ok = gw.watch(watcher, target)
+                note = ("" if target in known
+                        else " (no such session yet: a typo? ssa list shows them)")
                 out.write(f"{'watching' if ok else 'not watching (self, or not agent-qualified)'}"
-                          f" {target}\n")
+                          f" {target}{note if ok else ''}\n")
             else:
                 ok = gw.unwatch(watcher, target)
                 out.write(f"{'removed' if ok else 'was not watching'} {target}\n")
