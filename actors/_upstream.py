@@ -511,7 +511,27 @@ class UpstreamService:
         if paths is None:
             self._request_cycle()
             return
-        self.scan_soon(self._files.links_of(paths))
+        self.scan_soon(ident for ident in self._files.links_of(paths)
+                       if not self._unchanged_since_settled(ident))
+
+    def _unchanged_since_settled(self, ident: tuple[str, str]) -> bool:
+        """Whether ``ident``'s source still has the fingerprint its last settled scan saw.
+
+        Such an event is noise, not news: our own read of an OpenCode store
+        touches its ``-wal``/``-shm`` (which the notifications report), and a
+        scan for it would read the store again and cause the next event, a
+        loop that kept an idle ``ssa watch`` busy. Anything that could hold
+        news (bytes written, the file replaced) changes the fingerprint, and
+        a link whose last scan did not settle is always scanned. One or two
+        ``stat`` calls; any thread; never raises.
+        """
+        state = self._memory.peek(ident)
+        settled = state.settled if state is not None else None
+        link = self._files.link(ident)
+        if settled is None or link is None:
+            return False
+        seen = fingerprint(link)
+        return seen is not None and seen == settled[0]
 
     def _request_cycle(self) -> None:
         # In the feed's thread: events buffer meanwhile; a cycle is cheap when idle.
