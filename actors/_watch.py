@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors._catalogfeed import CatalogFeed
 from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
 from actors._types import SessionStateEvent
 from actors._upstream import AdoptRequest
@@ -165,6 +166,8 @@ class _Adopter:
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
+        self.linked: list[str] = []
+        """Keys linked by the last :meth:`adopt` call."""
 
     def _key(self, candidate: Candidate) -> str:
         key = f"agent:{self.agent}:{candidate.source}:{candidate.thread_id}"
@@ -182,6 +185,7 @@ class _Adopter:
         start and every outcome is announced. Blocks until done or ``stop``
         is set.
         """
+        self.linked = []
         fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
         keyed: list[tuple[Candidate, str]] = []
         for candidate in fresh:  # keys first, in discovery order (duplicates get a suffix)
@@ -206,6 +210,7 @@ class _Adopter:
                     why = "unusable file name"  # e.g. not valid UTF-8
                 elif link is not None:
                     self.adopted[candidate.source] += 1
+                    self.linked.append(key)
                 elif self.gw.session_status(key).state_version:
                     why = _NOT_MONITORED.get(candidate.source, "not monitorable")
                 else:
@@ -372,7 +377,8 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     # The pool closes while these signal handlers are still installed: a second
     # Ctrl-C during its grace cannot break off the cleanup and leave a command running.
     with _stop_on_signals(stop, attention), _exec_pool(args, argv) as pool, \
-            Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
+            Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw, \
+            ExitStack() as stack:
         handoff = None if pool is None else partial(_hand_off, pool, args.watcher)
         if gw.shared_at_open and args.watcher == DEFAULT_WATCHER:
             err.write(f"ssa watch: another gateway has this database open; watching as "
@@ -383,8 +389,12 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         adopter = _Adopter(gw, args.watcher, stop, err,
                            announce=partial(_announce, as_json=args.json, out=out))
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=_is_tty(err))
+        # Default locations that did not exist at start may appear later.
+        later = catalogs if given else _all_default_catalogs()
+        appeared = _Appeared(attention)
         if not getattr(args, "poll_only", False):
             gw.start_upstream_notifications()  # before the summary says we are watching
+            stack.enter_context(_catalog_feed(later, appeared))
         _summary(adopter, args, out, looked)
         scans = 0
         next_scan = time.monotonic() + args.interval
@@ -393,18 +403,70 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             if remaining > 0:
                 if attention.wait(remaining):
                     attention.clear()
+                    roots = appeared.take()
+                    if roots and not stop.is_set():  # a new transcript: adopt it now
+                        _adopt_new(gw, adopter, [c for c in later if c[1] in roots], err)
                     if not stop.is_set():
                         # notified turns, at once
                         _report(gw, args.watcher, args.json, out, handoff)
                 continue
-            # Default locations that did not exist at start may appear later.
-            later = catalogs if given else _all_default_catalogs()
             adopter.adopt(_discover_all(later, err, warn=False), progress=False, later=True)
             _fallback_scan(gw)
             scans += 1
             next_scan = time.monotonic() + args.interval
             _report(gw, args.watcher, args.json, out, handoff)
     return 0
+
+
+class _Appeared:
+    """Catalog roots in which a file or folder appeared, for the watch loop (thread-safe)."""
+
+    def __init__(self, attention: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._roots: set[Path] = set()
+        self._attention = attention
+
+    def __call__(self, roots: set[Path]) -> None:
+        """Note ``roots`` and wake the loop (the catalog feed's thread; non-blocking)."""
+        with self._lock:
+            self._roots |= roots
+        self._attention.set()
+
+    def take(self) -> set[Path]:
+        """The roots noted since the last call, as absolute paths (non-blocking)."""
+        with self._lock:
+            roots, self._roots = self._roots, set()
+        return roots
+
+
+@contextmanager
+def _catalog_feed(catalogs: list[tuple[str, Path]], on_new: _Appeared) -> Iterator[None]:
+    """Watch the JSONL catalog roots for new entries while the block runs (see
+    :mod:`actors._catalogfeed`); ``on_new`` gets the roots as given in ``catalogs``."""
+    by_abs = {Path(os.path.abspath(root)): root for source, root in catalogs
+              if source != "opencode"}
+    if not by_abs:
+        yield
+        return
+    feed = CatalogFeed(by_abs, lambda roots: on_new({by_abs[r] for r in roots if r in by_abs}))
+    try:
+        yield
+    finally:
+        if feed.close(EXEC_SHUTDOWN_GRACE_S):
+            logger.warning("the catalog notification thread did not stop in time")
+
+
+def _adopt_new(gw: Gateway, adopter: _Adopter, catalogs: list[tuple[str, Path]],
+               err: TextIO) -> None:
+    """Rediscover ``catalogs`` after a directory event; scan what got linked at once.
+
+    A session created while watching is read from its start, so its first
+    prompt is reported by that scan (queued on the gateway's workers; its
+    notice wakes the loop). Blocks on the listing and the adoptions.
+    """
+    adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False, later=True)
+    if adopter.linked:
+        gw._upstream.scan_soon((key, adopter.agent) for key in adopter.linked)
 
 
 def _fallback_scan(gw: Gateway) -> None:

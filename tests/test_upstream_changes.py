@@ -443,4 +443,5 @@ def test_an_event_for_an_opencode_store_our_own_read_touched_queues_no_scan(
     feeds[0].emit({f"{store}-wal", f"{store}-shm"})
     assert wakes.wait_for(1)
     assert sum(queued) >= 1
-    assert gw.pending_notices(WATCHER) and f"opencode:{ids[1]}" in gw.pending_notices(WATCHER)[0]
+    assert gw.pending_notices(WATCHER)
+    assert f"opencode:{ids[1]}" in gw.pending_notices(WATCHER)[0]

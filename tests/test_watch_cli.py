@@ -6,11 +6,14 @@ import argparse
 import io
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import typing
 from pathlib import Path
 from typing import TextIO
 
@@ -356,3 +359,90 @@ def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_writt
     assert ": not monitored (" not in text  # never announced as such
     assert text.count(": watched, read from its start") == 2
     assert text.count("human_direct_message by human") == 2  # both first prompts
+
+
+@pytest.mark.timeout(60)
+def test_a_session_created_in_a_new_folder_is_adopted_from_the_directory_event(
+    tmp_path: Path,
+) -> None:
+    """Issue 25 item 2: a new transcript (in a new project, date or Pi folder) is adopted
+    and its first prompt reported from the directory event, not after the fallback
+    scan (``--interval 60`` here; every wait is far shorter)."""
+    from actors.testing import ClaudeCodeTranscript, CodexRollout, PiSession, Typed
+
+    roots = {s: tmp_path / s for s in ("claude", "codex", "pi")}
+    for root in roots.values():
+        root.mkdir()
+    known = roots["claude"] / "-known" / "known.jsonl"
+    known.parent.mkdir()
+    known.write_bytes(claude_user("history"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "actors", "watch", "--db", str(tmp_path / "s.sqlite"),
+               "--interval", "60", "--json"]
+    for source, root in roots.items():
+        command += [f"--{source}", str(root)]
+    with (tmp_path / "stderr").open("wb") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, env=env)
+    assert proc.stdout is not None
+    lines = _Lines(proc.stdout)
+    try:
+        first = lines.next(TIMEOUT)
+        assert first is not None
+        assert "adopted" in json.loads(first)
+        claude = roots["claude"] / "-home-user-new" / "c0ffee00-0000-4000-8000-000000000001.jsonl"
+        claude.parent.mkdir()
+        ClaudeCodeTranscript(claude).append(Typed("first prompt"))
+        day = roots["codex"] / "2027" / "01" / "02"
+        day.mkdir(parents=True)
+        thread = "01a06421-3bf7-7ed2-a618-e42b6c961999"
+        CodexRollout(day / f"rollout-2027-01-02T08-00-00-{thread}.jsonl",
+                     thread_id=thread).append(Typed("first prompt"))
+        pi = roots["pi"] / "--home-user-new--" / "2027-01-02T08-00-00-000Z_p1.jsonl"
+        pi.parent.mkdir()
+        PiSession(pi, session_id="p1").append(Typed("first prompt"))
+        expected = {f"agent:main:claude:{claude.stem}", f"agent:main:codex:{thread}",
+                    "agent:main:pi:p1"}
+        noticed: set[str] = set()
+        deadline = time.monotonic() + 20  # the fallback scan would come after 60 s
+        while noticed != expected and time.monotonic() < deadline:
+            line = lines.next(deadline - time.monotonic())
+            if line is None:
+                break
+            record = json.loads(line)
+            if "notice" in record:
+                noticed.add(record["sessionKey"])
+        assert noticed == expected
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=TIMEOUT)
+            lines.join(TIMEOUT)
+            proc.stdout.close()
+
+
+class _Lines:
+    """A subprocess's stdout lines, read by a thread into a queue (bounded waits, no sleep)."""
+
+    def __init__(self, stream: typing.IO[bytes]) -> None:
+        self._queue: queue.Queue[bytes] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: typing.IO[bytes]) -> None:
+        for line in stream:
+            self._queue.put(line)
+
+    def next(self, timeout: float) -> bytes | None:
+        """The next line within ``timeout`` s, or ``None``."""
+        try:
+            return self._queue.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+
+    def join(self, timeout: float) -> None:
+        """Wait for the reader to see EOF (the process ended)."""
+        self._thread.join(timeout)
