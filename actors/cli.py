@@ -161,7 +161,23 @@ def _watch(args: argparse.Namespace) -> int:
         raise SessionStateError("--scans must not be negative")
     _check_new_location(args.db)
     _check_exec_options(args)
+    missing = _missing_catalogs(args)
+    if missing:
+        for flag, path in missing:
+            sys.stderr.write(f"ssa watch: {flag} {path} does not exist (check the path; "
+                             "without the option the standard locations are used)\n")
+        return 2  # a usage error: watching nothing forever helps nobody
     return run_watch(args, out=sys.stdout, err=sys.stderr)  # today's streams, not import-time
+
+
+def _missing_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The ``--claude``/``--codex``/``--opencode``/``--pi`` paths given that do not exist.
+
+    Only explicit paths count: the standard locations may be absent (a tool
+    not installed). Caller's thread; one ``stat`` per path.
+    """
+    return [(f"--{source}", path) for source in ("claude", "codex", "opencode", "pi")
+            for path in (getattr(args, source, None) or []) if not os.path.exists(path)]
 
 
 def _check_exec_options(args: argparse.Namespace) -> None:

@@ -446,3 +446,18 @@ class _Lines:
     def join(self, timeout: float) -> None:
         """Wait for the reader to see EOF (the process ended)."""
         self._thread.join(timeout)
+
+
+@pytest.mark.parametrize("flag", ["--claude", "--codex", "--opencode", "--pi"])
+def test_a_mistyped_catalog_path_is_a_usage_error(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25 item 12: ``ssa watch --claude /typo`` used to watch nothing forever."""
+    from actors.cli import main
+
+    typo = tmp_path / "typo"
+    assert main(["watch", "--db", str(tmp_path / "s.sqlite"), flag, str(typo),
+                 "--scans", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {typo} does not exist" in err
+    assert not (tmp_path / "s.sqlite").exists()  # refused before anything was opened
