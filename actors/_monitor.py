@@ -96,6 +96,8 @@ class LinkState:
             both are unchanged (see :mod:`actors.upstream._changes`).
         pending: a line longer than the scan cap that earlier scans read part
             of (JSONL sources; see :class:`~actors.upstream._scan.PendingLine`).
+        invalid_logged: a line that is not a JSON object was logged as a
+            warning (later ones are logged at debug level only).
     """
 
     streak: int = 0
@@ -103,6 +105,7 @@ class LinkState:
     logged: tuple[str, object] | None = None
     settled: tuple[Fingerprint, int] | None = None
     pending: PendingLine | None = None
+    invalid_logged: bool = False
 
 
 class LinkMemory:
@@ -385,6 +388,12 @@ class UpstreamMonitor(GatewayActor):
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0
+        if result.invalid_lines:
+            level = logging.DEBUG if self._state.invalid_logged else logging.WARNING
+            self._state.invalid_logged = True
+            logger.log(level, "upstream scan of %s: %d complete %s line(s) are not JSON "
+                       "objects; decided not typed, reading goes on after them", self._key,
+                       result.invalid_lines, link.source)
         if seen is not None and _settles(result, hint):
             self._state.settled = (seen, link.updated_at)
         position = link.marker.get("offset", link.marker.get("seq"))

@@ -93,6 +93,8 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
             next scan (JSONL sources; held in memory, never stored).
         more: the scan stopped at the byte cap with bytes left to read (a
             backlog of lines, or the rest of a long line): scan again soon.
+        invalid_lines: complete lines this scan decided were not JSON objects
+            (not typed turns; read past, and logged by the monitor).
     """
 
     kind: ScanKind
@@ -103,6 +105,7 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     dedupe_id: str | None = None
     pending: PendingLine | None = None
     more: bool = False
+    invalid_lines: int = 0
 
 
 def line_classifier(source: str) -> LineClassifier:
@@ -318,6 +321,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
         more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
+        invalid_lines=sum(1 for u in units if u.reason == "invalid_json"),
     )
 
 
