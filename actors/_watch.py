@@ -78,24 +78,37 @@ Handoff = Callable[[NoticeRecord], None]
 """Takes each reconciled notice after it is printed (``--exec``); must not block."""
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+"""The signals that stop ``ssa watch`` cleanly (SIGHUP: its terminal closed)."""
+
+
 @contextmanager
 def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set ``stop`` and ``also`` (main thread only); old handlers come back after."""
+    """SIGINT/SIGTERM/SIGHUP set ``stop`` and ``also`` (main thread only).
+
+    When none arrived, the old handlers come back after. Once one arrived the
+    process is on its way out: further stop signals are ignored from then on,
+    so a second Ctrl-C during the cleanup, or while the interpreter exits,
+    neither breaks it off nor kills the process by the signal.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    received = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        received.set()
         stop.set()
         for event in also:
             event.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_IGN if received.is_set() else old)
 
 
 def _is_tty(stream: TextIO | None) -> bool:

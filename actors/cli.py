@@ -49,9 +49,21 @@ DEFAULT_WATCHER = "agent:main:main"
 LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\n"
 """The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet)."""
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` in a checkout never installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("session-state-awareness")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ssa", description="Session state awareness for multi-agent gateways.")
+    parser.add_argument("--version", action="version", version=f"ssa {_version()}")
+    db_help = _DB_HELP.format(default=default_state_path())
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
     demo.add_argument("--db", type=_db_path, help="database file (default: a temporary one)")
@@ -60,14 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--changes-since", type=int, metavar="N",
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
-    status.add_argument("--db", type=_db_path, help=_DB_HELP)
+    status.add_argument("--db", type=_db_path, help=db_help)
     listing = sub.add_parser("list", help="list sessions with their state versions")
-    listing.add_argument("--db", type=_db_path, help=_DB_HELP)
+    listing.add_argument("--db", type=_db_path, help=db_help)
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
-    watch.add_argument("--db", type=_db_path, help=_DB_HELP)
+    watch.add_argument("--db", type=_db_path, help=db_help)
     for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
         watch.add_argument(f"--{source}", action="append", metavar=what,
                            help=f"{source} catalog (repeatable; default: its standard location)")
@@ -104,7 +116,8 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
-_DB_HELP = "SQLite file or postgresql:// URL (default: the embedded default file)"
+_DB_HELP = ("SQLite file or postgresql:// URL (default: {default}, from $SSA_STATE_DIR "
+            "or $XDG_STATE_HOME when set)")
 
 
 def _db_path(value: str) -> Path | str:
@@ -327,6 +340,16 @@ def _show_library_warnings() -> None:
             library.addHandler(handler)
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``command`` (``parser`` itself if there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(command)
+            if found is not None:
+                return found
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ssa`` command line.
 
@@ -337,7 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit code: 0 on success, 1 on a runtime error (one line on
         stderr), 2 on a usage error (argparse).
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand's usage, not the top level's (exits 2)
+        _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     _show_library_warnings()
     try:
         if args.command == "demo":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import msgspec
@@ -301,3 +302,128 @@ def test_watch_interval_message_matches_the_rule(capsys: pytest.CaptureFixture[s
         assert main(["watch", "--interval", interval, "--scans", "0"]) == 1
         assert capsys.readouterr().err == (
             "ssa: --interval must be a number of seconds, more than 0 and at most 86400\n")
+
+
+# --- issue 25 item 16: the newcomer's command line --------------------------------------
+
+
+def test_ssa_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from actors.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"ssa {version('session-state-awareness')}\n"
+
+
+def test_an_unknown_option_shows_the_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from actors.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["watch", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ssa watch ")
+    assert err.endswith("ssa watch: error: unrecognized arguments: --bogus\n")
+
+
+def test_db_help_names_the_default_path(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from actors.cli import main
+
+    monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "1000")  # no wrapping inside the path
+    for command in ("watch", "status", "list"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        assert f"(default: {tmp_path / 'state.sqlite'}," in out
+
+
+def test_ctrl_c_while_the_library_imports_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import builtins
+
+    import ssa_cli
+
+    real_import = builtins.__import__
+
+    def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "actors.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert ssa_cli.main() == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_a_second_ctrl_c_after_the_stop_is_ignored(tmp_path: Path) -> None:
+    """After a stop signal the handlers are not restored to Python's default: a second
+    Ctrl-C while the watch closes (or the interpreter exits) used to kill it (-2)."""
+    import argparse
+    import io
+    import os
+    import signal
+
+    from actors._watch import run_watch
+
+    claude = tmp_path / "claude" / "-w"
+    claude.mkdir(parents=True)
+    (claude / "a.jsonl").write_bytes(b'{"type":"user"}\n')
+
+    class Interrupting(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith("adopted "):
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once it is watching
+            return super().write(text)
+
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        args = argparse.Namespace(
+            db=tmp_path / "s.sqlite", claude=[str(tmp_path / "claude")], codex=None,
+            opencode=None, pi=None, watcher="agent:main:main", interval=60.0, scans=None,
+            json=False, poll_only=True)
+        assert run_watch(args, out=Interrupting(), err=io.StringIO()) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C: nothing happens
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def test_sighup_stops_watch_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    claude = tmp_path / "claude" / "-w"
+    claude.mkdir(parents=True)
+    (claude / "a.jsonl").write_bytes(b'{"type":"user"}\n')
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "actors", "watch", "--db", str(tmp_path / "s.sqlite"),
+         "--claude", str(tmp_path / "claude"), "--interval", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"adopted 1 session")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None
+        assert proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -292,8 +292,8 @@ def test_library_warnings_reach_the_terminal(tmp_path: Path,
     out = AppendOnAdopt(session, b"{not json}\n" + pi_user("behind the bad line"))
     assert run_watch(_args(tmp_path, pi=[str(tmp_path / "pi3")]), out=out,
                      err=io.StringIO()) == 0
-    assert "notice:" not in out.getvalue()  # the cursor stops, never skips
-    assert "line that is not a JSON object" in capsys.readouterr().err
+    assert "notice:" in out.getvalue()  # read past the bad line (issue 25 item 13)
+    assert "1 complete pi line(s) are not JSON objects" in capsys.readouterr().err
 
 
 def test_watch_refuses_a_watcher_that_is_not_agent_qualified(
