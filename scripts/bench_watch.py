@@ -184,7 +184,7 @@ def write_store(path: Path, sessions: int) -> list[str]:
 
 
 def idle_cpu_pct(directory: Path, store: Path, sizes: Sizes, *, poll_only: bool,
-                 report: Report) -> tuple[float, WatchProcess | None]:
+                 report: Report) -> float:
     """Idle CPU % of one core of a watch over ``store``; the process is stopped after."""
     label = "poll" if poll_only else "notify"
     db = directory / f"idle-{label}.sqlite"
@@ -194,14 +194,14 @@ def idle_cpu_pct(directory: Path, store: Path, sizes: Sizes, *, poll_only: bool,
         summary = started(proc, sizes)
         report.check(summary.get("adopted") == {"opencode": sizes.sessions},
                      f"section 1: ssa watch adopted {summary.get('adopted')}")
-        assert proc._proc is not None
+        pid = proc.pid
         time.sleep(sizes.settle_s)  # its first whole cycle reads every session once
-        before, at = cpu_s(proc._proc.pid), time.perf_counter()
+        before, at = cpu_s(pid), time.perf_counter()
         time.sleep(sizes.idle_s)
-        used, wall = cpu_s(proc._proc.pid) - before, time.perf_counter() - at
+        used, wall = cpu_s(pid) - before, time.perf_counter() - at
     report.check(proc.returncode == 0, f"section 1: ssa watch ({label}) exited "
                  f"{proc.returncode}")
-    return 100 * used / wall, None
+    return 100 * used / wall
 
 
 def opencode_section(directory: Path, sizes: Sizes, report: Report,
@@ -209,8 +209,8 @@ def opencode_section(directory: Path, sizes: Sizes, report: Report,
     """Section 1: idle CPU with notifications against ``--poll-only``; typed-turn latency."""
     store = directory / "opencode" / "opencode.db"
     ids = write_store(store, sizes.sessions)
-    ours, _ = idle_cpu_pct(directory, store, sizes, poll_only=False, report=report)
-    baseline, _ = idle_cpu_pct(directory, store, sizes, poll_only=True, report=report)
+    ours = idle_cpu_pct(directory, store, sizes, poll_only=False, report=report)
+    baseline = idle_cpu_pct(directory, store, sizes, poll_only=True, report=report)
     latencies: list[float] = []
     missing = 0
     db = directory / "typed.sqlite"
