@@ -331,6 +331,11 @@ class UpstreamService:
         with self._reads.connection(self._timeout) as conn:
             return read_link(conn, key, agent_id) is not None
 
+    def link_of(self, key: str, agent_id: str) -> UpstreamLink | None:
+        """The upstream link of ``(key, agent_id)``, or ``None`` (one indexed read; blocks)."""
+        with self._reads.connection(self._timeout) as conn:
+            return read_link(conn, key, agent_id)
+
     def forget(self, key: str, agent_id: str) -> None:
         """Stop the monitor of a deleted or unlinked session and forget its streak."""
         self._monitors.discard_where(lambda k: k == (key, agent_id))

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
@@ -28,6 +29,7 @@ from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream._baseline import first_line_pending
+from actors.upstream._where import UpstreamWhere, describe, where_of
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from persistence.keys import agent_id_of, key_problem
 
@@ -62,6 +64,8 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             contract's JSON shape.
         history_gap, truncated, earliest_available_sequence: the rest of
             that answer's ``stateChanges``.
+        upstream: which adopted session it is (tool, transcript, project
+            directory), when the session has an upstream link.
     """
 
     notice: str
@@ -72,6 +76,7 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     history_gap: bool
     truncated: bool
     earliest_available_sequence: int
+    upstream: UpstreamWhere | None = None
 
 
 Handoff = Callable[[NoticeRecord], None]
@@ -278,6 +283,29 @@ def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
     return len(set(shown) | set(drained))
 
 
+_where_caches: weakref.WeakKeyDictionary[Gateway, dict[str, UpstreamWhere | None]] = (
+    weakref.WeakKeyDictionary())
+"""What each notified session of a gateway is (its project directory is read once)."""
+_WHERE_CACHE_MAX = 4096
+
+
+def _where(gw: Gateway, key: str) -> UpstreamWhere | None:
+    """Which adopted session ``key`` is, or ``None`` without a link (never raises)."""
+    _where_cache = _where_caches.setdefault(gw, {})
+    if key in _where_cache:
+        return _where_cache[key]
+    try:
+        link = gw._upstream.link_of(key, agent_id_of(key))
+    except Exception as exc:  # naming the session is a courtesy: never stop the watch
+        logger.debug("cannot read the link of %s: %s: %s", key, type(exc).__name__, exc)
+        return None
+    where = None if link is None else where_of(link)
+    if len(_where_cache) >= _WHERE_CACHE_MAX:
+        _where_cache.clear()
+    _where_cache[key] = where
+    return where
+
+
 def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
     """The notice with the events behind it; ``None`` for a line that is not a notice."""
     match = NOTICE_PATTERN.search(text)
@@ -291,7 +319,8 @@ def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
         events=changes.events if changes else (),
         history_gap=changes.history_gap if changes else False,
         truncated=changes.truncated if changes else False,
-        earliest_available_sequence=changes.earliest_available_sequence if changes else 0)
+        earliest_available_sequence=changes.earliest_available_sequence if changes else 0,
+        upstream=_where(gw, key))
 
 
 def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
@@ -302,6 +331,8 @@ def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
             out.write(msgspec.json.encode(record).decode() + "\n")
             continue
         out.write(f"notice: {record.notice}\n")
+        if record.upstream is not None:
+            out.write(f"  in {describe(record.upstream)}\n")
         for event in record.events:
             turns = f" ({event.payload['turns']} turns)" if event.payload and \
                 "turns" in event.payload else ""

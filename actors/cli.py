@@ -28,12 +28,16 @@ from actors import _validate as v
 from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
+from actors.upstream._where import UpstreamWhere, where_of
 from persistence import (
+    SessionRow,
     StorageError,
+    list_links,
     list_sessions,
     open_connection,
     read_changes,
     read_entry,
+    read_link,
     read_version,
 )
 from persistence._backend import is_url, open_backend, url_problem
@@ -46,8 +50,9 @@ __all__ = ["main"]
 
 DEFAULT_WATCHER = "agent:main:main"
 """``ssa watch``'s default ``--watcher`` (the contract's)."""
-LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\n"
-"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet)."""
+LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM\n"
+"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet,
+or no upstream link)."""
 
 def _version() -> str:
     """The installed distribution's version (``unknown`` in a checkout never installed)."""
@@ -287,13 +292,16 @@ def _status(args: argparse.Namespace) -> int:
                 f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
                 "knows)")
         if args.changes_since is None:
-            status: object = {"stateVersion": version}
+            status: dict[str, object] = {"stateVersion": version}
         else:
             after = v.check_changes_since(args.changes_since)
             version, changes = read_changes(conn, args.key, agent, after, 200)
             status = {"stateVersion": version, "stateChanges": changes}
+        link = read_link(conn, args.key, agent)
     finally:
         conn.close()
+    if link is not None:  # which adopted session this is (paths, never message text)
+        status["upstream"] = where_of(link)
     sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
     return 0
 
@@ -303,16 +311,42 @@ def _list(args: argparse.Namespace) -> int:
     conn, _ = _open_existing(args.db)
     try:
         rows = list_sessions(conn, agent)
+        links = {(link.session_key, link.agent_id): where_of(link, project=False)
+                 for link in list_links(conn, agent)}
     finally:
         conn.close()
     # One write of the whole listing: 20,000 rows must not cost 20,000 writes.
     if args.json:
-        sys.stdout.write(msgspec.json.Encoder().encode_lines(rows).decode())
+        encoder = msgspec.json.Encoder()
+        sys.stdout.write(b"".join(
+            _json_row(encoder, row, links.get((row.session_key, row.agent_id)))
+            for row in rows).decode())
     else:
         sys.stdout.write(LIST_HEADER + "".join(
             f"{row.session_key}\t{row.agent_id}\t"
-            f"{row.state_version if row.state_version is not None else '-'}\n" for row in rows))
+            f"{row.state_version if row.state_version is not None else '-'}\t"
+            f"{_upstream_cell(links.get((row.session_key, row.agent_id)))}\n" for row in rows))
     return 0
+
+
+def _json_row(encoder: msgspec.json.Encoder, row: SessionRow,
+              where: UpstreamWhere | None) -> bytes:
+    """One ``ssa list --json`` line: the row's object, plus ``upstream`` when linked."""
+    encoded = encoder.encode(row)
+    if where is None:
+        return encoded + b"\n"
+    return encoded[:-1] + b',"upstream":' + encoder.encode(where) + b"}\n"
+
+
+def _upstream_cell(where: UpstreamWhere | None) -> str:
+    """``ssa list``'s UPSTREAM column: the transcript (OpenCode: ``store#session``) or ``-``."""
+    if where is None:
+        return "-"
+    if where.node is not None:
+        return f"node:{where.node}#{where.thread_id}"
+    if where.source == "opencode":
+        return f"{where.path}#{where.thread_id}"
+    return where.path or "-"
 
 
 class _StderrHandler(logging.Handler):

@@ -50,7 +50,7 @@ from persistence._reads import (
     read_versions,
 )
 from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
-from persistence._upstream import list_watched_links, read_link, read_own_hashes
+from persistence._upstream import list_links, list_watched_links, read_link, read_own_hashes
 from persistence._writer import (
     PersistenceActor,
     Ping,
@@ -109,6 +109,7 @@ __all__ = [
     "UpstreamLink",
     "collect",
     "is_postgres_url",
+    "list_links",
     "list_sessions",
     "list_watched_links",
     "open_backend",

@@ -52,7 +52,7 @@ def test_status_and_list_read_an_existing_database(
     assert [e["kind"] for e in status["stateChanges"]["events"]] == [
         "child_spawned", "human_direct_message"]
     assert main(["list", "--db", str(db_path)]) == 0
-    assert f"{CHILD}\tmain\t2" in capsys.readouterr().out.splitlines()
+    assert f"{CHILD}\tmain\t2\t-" in capsys.readouterr().out.splitlines()
 
 
 def test_user_mistakes_print_one_line_and_exit_non_zero(
@@ -224,7 +224,7 @@ def test_list_starts_with_a_header_and_its_json_has_none(
     gw.close()
     assert main(["list", "--db", str(db_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SESSION\tAGENT\tSTATE_VERSION", "agent:main:quiet\tmain\t-"]
+        "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM", "agent:main:quiet\tmain\t-\t-"]
     assert main(["list", "--json", "--db", str(db_path)]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert msgspec.json.decode(line)["sessionKey"] == "agent:main:quiet"
@@ -427,3 +427,63 @@ def test_sighup_stops_watch_cleanly(tmp_path: Path) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_status_list_and_watch_say_which_adopted_session_is_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25 item 11: keys are tool session ids; every form now also names the
+    transcript (OpenCode: store and session id) and the project directory."""
+    import argparse
+    import io
+
+    from actors._watch import run_watch
+    from actors.testing import ClaudeCodeTranscript, OpenCodeTranscript, Typed
+
+    claude = tmp_path / "claude" / "-home-user-shop" / "abc.jsonl"
+    claude.parent.mkdir(parents=True)
+    transcript = ClaudeCodeTranscript(claude, cwd="/home/user/shop")
+    transcript.append(Typed("history"))
+    store = tmp_path / "oc" / "opencode.db"
+    store.parent.mkdir()
+    oc = OpenCodeTranscript(store, directory="/home/user/api")
+    oc.append(Typed("history"))
+    db = tmp_path / "s.sqlite"
+
+    class TypeOnSummary(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith('{"adopted"'):
+                transcript.append(Typed("typed while watched"))
+                OpenCodeTranscript.resume(store, oc.session_id).append(Typed("typed too"))
+            return super().write(text)
+
+    out = TypeOnSummary()
+    args = argparse.Namespace(db=db, claude=[str(tmp_path / "claude")], codex=None,
+                              opencode=[str(store)], pi=None, watcher="agent:main:main",
+                              interval=0.001, scans=1, json=True)
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    records = [msgspec.json.decode(line) for line in out.getvalue().splitlines()]
+    upstream = {r["sessionKey"]: r["upstream"] for r in records if "notice" in r}
+    ckey, okey = "agent:main:claude:abc", f"agent:main:opencode:{oc.session_id}"
+    assert upstream == {
+        ckey: {"source": "claude", "path": str(claude.resolve()), "threadId": "abc",
+               "project": "/home/user/shop"},
+        okey: {"source": "opencode", "path": str(store.resolve()), "threadId": oc.session_id,
+               "project": "/home/user/api"}}
+    assert main(["status", ckey, "--db", str(db)]) == 0
+    assert msgspec.json.decode(capsys.readouterr().out)["upstream"] == upstream[ckey]
+    assert main(["list", "--db", str(db)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert f"{ckey}\tmain\t3\t{claude.resolve()}" in rows
+    assert any(r.startswith(f"{okey}\tmain\t") and r.endswith(
+        f"\t{store.resolve()}#{oc.session_id}") for r in rows)
+    assert main(["list", "--json", "--db", str(db)]) == 0
+    listed = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["sessionKey"]: r["upstream"]["path"] for r in listed if "upstream" in r} == {
+        ckey: str(claude.resolve()), okey: str(store.resolve())}
+    args.json = False
+    text = io.StringIO()
+    transcript.append(Typed("and again"))
+    assert run_watch(args, out=text, err=io.StringIO()) == 0
+    assert f"  in claude transcript {claude.resolve()}, project /home/user/shop" in (
+        text.getvalue().splitlines())

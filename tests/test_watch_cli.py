@@ -72,7 +72,8 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
-    assert lines[2] == "  #3 human_direct_message by human: human message via claude"
+    assert lines[2] == f"  in claude transcript {session.resolve()}, project /work"
+    assert lines[3] == "  #3 human_direct_message by human: human message via claude"
 
 
 def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
