@@ -41,8 +41,13 @@ from persistence import (
     read_version,
 )
 from persistence._backend import is_url, open_backend, url_problem
-from persistence._schema import APPLICATION_ID, SCHEMA_VERSION
-from persistence.errors import BackendNotInstalled, InvalidLocation
+from persistence._schema import APPLICATION_ID, SCHEMA_VERSION, check_integrity
+from persistence.errors import (
+    BackendNotInstalled,
+    DatabaseCorrupt,
+    InvalidLocation,
+    recovery_hint,
+)
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["main"]
@@ -259,8 +264,20 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
         except apsw.Error:
             conn.close()
             raise
+    except apsw.CorruptError as exc:
+        raise SessionStateError(f"{path} is corrupt ({exc}); "
+                                f"{recovery_hint(str(path))}") from exc
     except apsw.Error as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    refusal = _refusal(conn, path, app_id, version, tables)
+    if refusal is not None:
+        conn.close()
+        raise SessionStateError(refusal)
+    return conn, str(path)
+
+
+def _refusal(conn: Any, path: Path, app_id: int, version: int, tables: set[str]) -> str | None:
+    """Why ``ssa status``/``list`` must not read this SQLite file, or ``None``."""
     refusal: str | None = None
     if app_id != APPLICATION_ID:
         refusal = f"{path} is not a session-state database"
@@ -270,10 +287,12 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
     elif not tables.issuperset(_SIGNAL_LOG_TABLES):
         refusal = (f"{path} is an incomplete session-state database (its tables are "
                    "missing); open it with a gateway to set it up")
-    if refusal is not None:
-        conn.close()
-        raise SessionStateError(refusal)
-    return conn, str(path)
+    if refusal is None:
+        try:
+            check_integrity(conn, str(path))  # never answer from a damaged file
+        except DatabaseCorrupt as exc:
+            refusal = str(exc)
+    return refusal
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -10,9 +10,10 @@ from typing import Literal
 
 import apsw
 
-from persistence.errors import SchemaError
+from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "open_connection", "prepare_path"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
+           "prepare_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +235,7 @@ def open_connection(
             conn.pragma("journal_mode", "wal")
         conn.pragma("synchronous", synchronous)
         if writer and migrate:
+            check_integrity(conn, path)
             _migrate(conn)
         elif not writer:
             conn.pragma("query_only", True)
@@ -241,6 +243,32 @@ def open_connection(
         conn.close()
         raise
     return conn
+
+
+QUICK_CHECK_ERRORS = 3
+"""Problems ``PRAGMA quick_check`` reports at most (the first one is shown)."""
+
+
+def check_integrity(conn: apsw.Connection, location: str) -> None:
+    """Refuse a damaged file: ``PRAGMA quick_check`` (every page, no index cross-check).
+
+    Run when a gateway opens the file (and by the read-only commands), so a
+    corrupted file is never written into and never answers a silently short
+    ``changesSince``. It reads the whole file once (about 40 ms for 50,000
+    events). Caller's thread; blocks on I/O.
+
+    Raises:
+        DatabaseCorrupt: the check found a problem, or SQLite reported the
+            file corrupt while checking; the message says how to recover.
+    """
+    try:
+        problems = [str(row[0]) for row in conn.execute(
+            f"PRAGMA quick_check({QUICK_CHECK_ERRORS})")]
+    except apsw.CorruptError as exc:
+        problems = [str(exc)]
+    if problems and problems != ["ok"]:
+        raise DatabaseCorrupt(f"{location} is corrupt ({problems[0]}); "
+                              f"{recovery_hint(location)}")
 
 
 def _migrate(conn: apsw.Connection) -> None:

@@ -13,7 +13,7 @@ import apsw
 from persistence._leases import wake_high_water
 from persistence._lock import PresenceLock
 from persistence._schema import open_connection, prepare_path
-from persistence.errors import StorageError
+from persistence.errors import DatabaseCorrupt, StorageError, recovery_hint
 
 __all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
 
@@ -66,6 +66,10 @@ class SqliteBackend:
             conn = open_connection(str(self._file), synchronous=self._synchronous,
                                    busy_timeout_ms=self._busy_timeout_ms, writer=writer,
                                    migrate=migrate, vfs=self._vfs)
+        except apsw.CorruptError as exc:  # (a file that is no database at all may be the
+            # user's own, given by mistake: "cannot open ...", never "move it aside")
+            raise DatabaseCorrupt(f"{self._file} is corrupt ({exc}); "
+                                  f"{recovery_hint(str(self._file))}") from exc
         except apsw.Error as exc:
             raise StorageError(f"cannot open {self._file}: {exc}") from exc
         if writer and self._identity is None:

@@ -34,7 +34,7 @@ from persistence._messages import (
 )
 from persistence._reply import PENDING, Reply
 from persistence._runtime import Dispatcher, InlineActor, Mailbox, scheduling
-from persistence.errors import StorageError, StorageUnavailable
+from persistence.errors import StorageError, StorageUnavailable, recovery_hint
 
 __all__ = [
     "BATCH_LIMIT",
@@ -149,6 +149,7 @@ class PersistenceActor(InlineActor):
         self._failed_commands = 0
         self._flaps = 0
         self._recovered_at = -FLAP_QUIET_S
+        self._prune_failing = False
         self.fatal = fatal if fatal is not None else threading.Event()
         """Set when the database proved unusable (corrupt); the gateway then closes."""
 
@@ -358,8 +359,10 @@ class PersistenceActor(InlineActor):
 
     def _go_fatal(self, error: BaseException) -> None:
         if not self.fatal.is_set():
-            logger.error("the signal-log database is unusable (%s: %s); the gateway shuts "
-                         "down", type(error).__name__, error)
+            logger.error("the signal-log database %s is unusable (%s: %s); nothing more is "
+                         "written into it and the gateway shuts down. %s",
+                         self._backend.location, type(error).__name__, error,
+                         _fatal_hint(self._backend))
             self.fatal.set()
 
     def _apply(self, conn: Any, command: Command, now: int) -> Any:
@@ -436,10 +439,19 @@ class PersistenceActor(InlineActor):
             except Exception as exc:
                 if not self._backend.is_driver_error(exc):
                     raise
-                logger.warning("signal-log prune failed: %s", exc)
+                if self._backend.is_fatal(exc):
+                    self._go_fatal(exc)  # never go on writing into a corrupt file
+                elif not self._prune_failing:
+                    logger.warning("signal-log pruning is failing (%s: %s); retried with "
+                                   "later writes, logged again when it works",
+                                   type(exc).__name__, exc)
+                self._prune_failing = True
                 break
             total[0] += events
             total[1] += cursors
+            if self._prune_failing:
+                self._prune_failing = False
+                logger.warning("signal-log pruning works again")
             if events < _prune.PRUNE_BATCH and cursors < _prune.PRUNE_BATCH:
                 self._last_prune_at = now
                 break
@@ -462,6 +474,13 @@ class PersistenceActor(InlineActor):
             error.__cause__ = cause
         for request in batch:
             request.reply.set_exception((StorageError, error, None))
+
+
+def _fatal_hint(backend: Backend) -> str:
+    """How to recover from the fatal error of ``backend`` (a sentence; pure)."""
+    if backend.name == "sqlite":
+        return "To recover: " + recovery_hint(backend.location) + "."
+    return "Check the server's logs; the database cannot be trusted as it is."
 
 
 def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: float,

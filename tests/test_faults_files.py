@@ -1,0 +1,156 @@
+"""Issue 25: corrupt, failing and odd database files, with real files.
+
+Corrupted copies of a real signal log, a small tmpfs that fills up, file
+modes, opens that cannot work. Each test failed before its fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+import persistence._prune
+from actors import Gateway
+from actors.errors import DatabaseCorrupt, GatewayClosed
+from actors.testing import ManualClock
+from tests._faults_support import log_lines
+from tests.conftest import CHILD, WATCHER
+
+pytestmark = pytest.mark.sqlite_only
+
+EVENTS = 100
+
+
+def _log_of_100(path: Path) -> None:
+    """A closed signal log holding :data:`EVENTS` events of ``CHILD`` (checkpointed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Gateway.open(path, monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        for _ in range(EVENTS):
+            assert gw.human_message(CHILD, channel="test") is not None
+
+
+def _integrity_ok(path: Path) -> bool:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [r[0] for r in conn.execute("PRAGMA integrity_check")] == ["ok"]
+    except apsw.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def test_a_corrupted_copy_is_refused_at_open_with_how_to_recover(tmp_path: Path) -> None:
+    """Issue 25 item 3: ``Gateway.open`` accepted copies that fail ``integrity_check``
+    (and some answered a silently short ``changesSince``). Now every damaged copy is
+    refused with :class:`DatabaseCorrupt`, and an intact one answers all events."""
+    original = tmp_path / "log" / "state.sqlite"
+    _log_of_100(original)
+    pages = original.stat().st_size // 4096
+    refused = accepted = 0
+    for page in range(1, pages):  # page 0 holds the header: NotADB, a separate path
+        copy = tmp_path / f"copy-{page}.sqlite"
+        shutil.copyfile(original, copy)
+        with copy.open("r+b") as handle:
+            handle.seek(page * 4096 + 8)
+            handle.write(os.urandom(4096 - 16))
+        if _integrity_ok(copy):
+            with Gateway.open(copy, monitor=False) as gw:
+                status = gw.session_status(CHILD, changes_since=0)
+                assert status.state_changes is not None
+                assert len(status.state_changes.events) == EVENTS  # never silently short
+            accepted += 1
+            continue
+        with pytest.raises(DatabaseCorrupt) as raised:
+            Gateway.open(copy, monitor=False)
+        assert str(copy) in str(raised.value)
+        assert "move it aside" in str(raised.value)
+        refused += 1
+    assert refused > 0
+
+
+def test_ssa_status_refuses_a_corrupted_copy_and_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from actors.cli import main
+
+    db = tmp_path / "log" / "state.sqlite"
+    _log_of_100(db)
+    for page in range(1, db.stat().st_size // 4096):
+        with db.open("r+b") as handle:
+            handle.seek(page * 4096 + 8)
+            handle.write(b"\xff" * 64)
+    assert not _integrity_ok(db)
+    assert main(["status", CHILD, "--changes-since", "0", "--db", str(db)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"ssa: {db} is corrupt (")
+    assert f"mv {db} {db}.corrupt" in err
+
+
+def test_corruption_met_while_pruning_stops_all_writing_with_one_error(
+    open_gateway: Callable[..., Gateway], clock: ManualClock, db_path: Path,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25 item 3: a ``CorruptError`` during pruning was logged and the gateway
+    went on committing into the malformed file."""
+    gw = open_gateway()
+    assert gw.watch(WATCHER, CHILD)
+    assert gw.human_message(CHILD, channel="test") is not None
+
+    def corrupt(*args: object, **kwargs: object) -> tuple[int, int]:
+        raise apsw.CorruptError("database disk image is malformed")
+
+    monkeypatch.setattr(persistence._prune, "prune", corrupt)
+    caplog.set_level(logging.INFO)
+    clock.advance(gw.config.prune_interval_ms + 1)  # the next write prunes
+    gw.human_message(CHILD, channel="test")
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        before = conn.execute("SELECT count(*) FROM session_state_events").get
+    finally:
+        conn.close()
+    with pytest.raises(GatewayClosed):
+        gw.human_message(CHILD, channel="test")
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert conn.execute("SELECT count(*) FROM session_state_events").get == before
+    finally:
+        conn.close()
+    errors = log_lines(caplog, "persistence", logging.ERROR)
+    assert len(errors) == 1
+    assert "nothing more is written into it" in errors[0]
+    assert "move it aside" in errors[0]
+    assert not [m for m in log_lines(caplog, "persistence") if "prune failed" in m]
+
+
+def test_a_failing_prune_is_logged_once_per_episode_not_after_every_batch(
+    open_gateway: Callable[..., Gateway], clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25 item 4: a failed prune was logged after every later batch."""
+    gw = open_gateway()
+    assert gw.watch(WATCHER, CHILD)
+    real = persistence._prune.prune
+
+    def failing(*args: object, **kwargs: object) -> tuple[int, int]:
+        raise apsw.IOError("disk I/O error")
+
+    monkeypatch.setattr(persistence._prune, "prune", failing)
+    caplog.set_level(logging.INFO)
+    for _ in range(50):
+        clock.advance(gw.config.prune_interval_ms + 1)
+        assert gw.human_message(CHILD, channel="test") is not None  # writes still work
+    warnings = log_lines(caplog, "persistence")
+    assert warnings == [m for m in warnings if "pruning is failing" in m]
+    assert len(warnings) == 1
+    monkeypatch.setattr(persistence._prune, "prune", real)
+    clock.advance(gw.config.prune_interval_ms + 1)
+    assert gw.human_message(CHILD, channel="test") is not None
+    assert log_lines(caplog, "persistence")[1:] == ["signal-log pruning works again"]
