@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -154,3 +155,90 @@ def test_a_failing_prune_is_logged_once_per_episode_not_after_every_batch(
     clock.advance(gw.config.prune_interval_ms + 1)
     assert gw.human_message(CHILD, channel="test") is not None
     assert log_lines(caplog, "persistence")[1:] == ["signal-log pruning works again"]
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs of its own (root only), unmounted at teardown."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs",
+                           str(mount)], capture_output=True, timeout=30, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30,
+                       check=False)
+
+
+def _fill(directory: Path) -> Path:
+    """Take every free byte of ``directory``'s file system with one file; returns it."""
+    filler = directory / "filler"
+    with filler.open("wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 4096)
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_tmpfs_logs_one_line_when_writes_fail_and_one_when_they_really_recover(
+    tmpfs: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25 item 4, on a real full file system: small writes that still fit used to
+    log "recovered" while the disk stayed full (the rest at debug level only), and the
+    real recovery went unlogged."""
+    caplog.set_level(logging.INFO)
+    with Gateway.open(tmpfs / "state.sqlite", monitor=False, clock=clock) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        assert gw.human_message(CHILD, channel="before") is not None
+        filler = _fill(tmpfs)
+        caplog.clear()
+        results = []
+        for i in range(200):
+            results.append(gw.human_message(CHILD, channel=f"full {i}"))
+            gw.watch(WATCHER, CHILD)  # re-registration: a small write that may still fit
+            clock.advance(100)
+        assert None in results
+        lines = log_lines(caplog, "persistence")
+        assert sum("writes are failing" in m for m in lines) == 1
+        assert not [m for m in lines if "recovered" in m]  # the disk is still full
+        filler.unlink()
+        assert gw.human_message(CHILD, channel="after") is not None
+        clock.advance(5_000)
+        assert gw.human_message(CHILD, channel="held") is not None
+        lines = log_lines(caplog, "persistence")
+        assert sum("writes are failing" in m for m in lines) == 1
+        assert sum("writes recovered" in m for m in lines) == 1
+
+
+def test_a_failing_drain_acknowledgement_is_logged_once_per_episode(
+    open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25 item 4: a failed drain acknowledgement was logged on every ``drain``
+    (about 19 a second under a polling loop)."""
+    from tests._faults_support import ReadFaultVFS, fault_config
+
+    vfs = ReadFaultVFS()
+    gw = open_gateway(fault_config(vfs=vfs.name))
+    assert gw.watch(WATCHER, CHILD)
+    assert gw.human_message(CHILD, channel="test") is not None
+    caplog.set_level(logging.INFO)
+    caplog.clear()
+    vfs.mode = "full"
+    try:
+        for _ in range(20):
+            assert gw.drain(WATCHER) == []  # not acknowledged: nothing handed out
+    finally:
+        vfs.mode = None
+    drained = gw.drain(WATCHER)
+    assert len(drained) == 1
+    lines = [m for m in log_lines(caplog, "actors") if "acknowledging" in m]
+    assert len(lines) == 2
+    assert "failed" in lines[0]
+    assert lines[1] == "acknowledging drained notices works again"
