@@ -55,6 +55,8 @@ __all__ = ["main"]
 
 DEFAULT_WATCHER = "agent:main:main"
 """``ssa watch``'s default ``--watcher`` (the contract's)."""
+MIN_INTERVAL_S = 0.1
+"""The shortest ``--interval``: a fallback scan more often only spins a core."""
 LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM\n"
 """The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet,
 or no upstream link)."""
@@ -177,9 +179,9 @@ def _watch(args: argparse.Namespace) -> int:
     if not is_agent_qualified(args.watcher):
         raise SessionStateError("--watcher must be an agent-qualified session key "
                                 "(agent:<agent id>:<rest>, e.g. agent:main:main)")
-    if not (math.isfinite(args.interval) and 0 < args.interval <= 86_400):
-        raise SessionStateError("--interval must be a number of seconds, more than 0 and "
-                                "at most 86400")
+    if not (math.isfinite(args.interval) and MIN_INTERVAL_S <= args.interval <= 86_400):
+        raise SessionStateError(f"--interval must be a number of seconds from "
+                                f"{MIN_INTERVAL_S:g} to 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
     _check_new_location(args.db)

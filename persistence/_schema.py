@@ -13,7 +13,7 @@ import apsw
 from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
-           "prepare_path"]
+           "prepare_path", "wal_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +269,24 @@ def check_integrity(conn: apsw.Connection, location: str) -> None:
     if problems and problems != ["ok"]:
         raise DatabaseCorrupt(f"{location} is corrupt ({problems[0]}); "
                               f"{recovery_hint(location)}")
+
+
+def wal_problem(location: str) -> str | None:
+    """Why ``location`` cannot be read when its ``-wal`` was deleted under a running process.
+
+    SQLite keeps the newest pages in ``<file>-wal`` and their index in
+    ``<file>-shm``; a ``-shm`` without its ``-wal`` means the WAL was deleted
+    while the database was open (a clean close removes both). Look before
+    opening (the open creates a new, empty ``-wal``) and use the answer only
+    when the open then fails (a closing process removes the two files one
+    after the other). Two ``stat`` calls; pure otherwise.
+    """
+    if os.path.exists(location + "-shm") and not os.path.exists(location + "-wal"):
+        return (f"cannot open {location}: its -wal file is missing while its -shm file "
+                "exists, so it was deleted while a process had the database open (the "
+                "newest writes were in it). Stop every process using the database; then "
+                "it opens again, without what that file held")
+    return None
 
 
 def _migrate(conn: apsw.Connection) -> None:

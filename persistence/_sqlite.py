@@ -12,7 +12,7 @@ import apsw
 
 from persistence._leases import wake_high_water
 from persistence._lock import PresenceLock
-from persistence._schema import open_connection, prepare_path
+from persistence._schema import open_connection, prepare_path, wal_problem
 from persistence.errors import DatabaseCorrupt, StorageError, recovery_hint
 
 __all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
@@ -62,16 +62,31 @@ class SqliteBackend:
 
     def connect(self, *, writer: bool, migrate: bool = False) -> apsw.Connection:
         """An APSW connection (writer: WAL, the short busy handler; reader: query-only)."""
+        wal_gone = wal_problem(str(self._file))  # before the open creates a new -wal
         try:
             conn = open_connection(str(self._file), synchronous=self._synchronous,
                                    busy_timeout_ms=self._busy_timeout_ms, writer=writer,
                                    migrate=migrate, vfs=self._vfs)
-        except apsw.CorruptError as exc:  # (a file that is no database at all may be the
-            # user's own, given by mistake: "cannot open ...", never "move it aside")
+        except (apsw.IOError, apsw.CorruptError, DatabaseCorrupt) as exc:
+            if wal_gone is not None:  # not corrupt: its newest pages were in that file
+                raise StorageError(wal_gone) from exc
+            if isinstance(exc, DatabaseCorrupt):
+                raise
+            if isinstance(exc, apsw.IOError):
+                raise StorageError(f"cannot open {self._file}: {exc}") from exc
+            # (a file that is no database at all may be the user's own, given by
+            # mistake: "cannot open ...", never "move it aside")
             raise DatabaseCorrupt(f"{self._file} is corrupt ({exc}); "
                                   f"{recovery_hint(str(self._file))}") from exc
         except apsw.Error as exc:
             raise StorageError(f"cannot open {self._file}: {exc}") from exc
+        if writer and conn.readonly("main"):
+            # SQLite falls back to read-only for a file this user may not write; every
+            # write would then fail (and producers return None) as long as it runs.
+            conn.close()
+            raise StorageError(f"cannot write {self._file}: permission denied for this user "
+                               "(SQLite opened it read-only); fix its owner or mode, or "
+                               "give another --db / path")
         if writer and self._identity is None:
             st = os.stat(self._file)
             self._identity = (st.st_dev, st.st_ino)

@@ -18,7 +18,7 @@ import pytest
 
 import persistence._prune
 from actors import Gateway
-from actors.errors import DatabaseCorrupt, GatewayClosed
+from actors.errors import DatabaseCorrupt, GatewayClosed, StorageError
 from actors.testing import ManualClock
 from tests._faults_support import log_lines
 from tests.conftest import CHILD, WATCHER
@@ -242,3 +242,119 @@ def test_a_failing_drain_acknowledgement_is_logged_once_per_episode(
     assert len(lines) == 2
     assert "failed" in lines[0]
     assert lines[1] == "acknowledging drained notices works again"
+
+
+# --- item 5: opens that should fail, and item 7: arguments -------------------------------
+
+
+@pytest.mark.parametrize("path", [":memory:", "", "file:state.sqlite?mode=memory"])
+def test_an_in_memory_or_uri_database_is_refused_and_leaves_no_files(
+    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 25 item 5: ``:memory:`` was accepted, could never write, and left files
+    named ``:memory:`` and ``:memory:.lock``."""
+    from actors.errors import InvalidArgument
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgument, match="not supported"):
+        Gateway.open(path, monitor=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("path", "error", "match"), [
+    (b"/tmp/state.sqlite", "ArgumentTypeError", "not bytes"),
+    (5, "ArgumentTypeError", "not int"),
+    ("state\0.sqlite", "InvalidArgument", "NUL"),
+])
+def test_open_refuses_unusable_paths_with_the_librarys_errors(
+    path: object, error: str, match: str,
+) -> None:
+    """Issue 25 item 7: these raised raw ``TypeError``/``ValueError``."""
+    import actors.errors
+
+    with pytest.raises(getattr(actors.errors, error), match=match):
+        Gateway.open(path, monitor=False)  # type: ignore[arg-type]
+
+
+def test_open_names_a_symlink_loop(tmp_path: Path) -> None:
+    from actors.errors import InvalidArgument
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(InvalidArgument, match="symlink loop"):
+        Gateway.open(tmp_path / "a", monitor=False)
+
+
+@pytest.mark.parametrize(("clock", "error"), [
+    (lambda: 1_796_169_600, "InvalidArgument"),  # seconds, not milliseconds
+    (lambda: 1_796_169_600.5, "ArgumentTypeError"),
+    (lambda: -1, "InvalidArgument"),
+    (lambda: 1 / 0, "InvalidArgument"),
+])
+def test_open_refuses_an_implausible_clock(
+    clock: Callable[[], object], error: str, db_path: Path,
+) -> None:
+    """Issue 25 item 7: a clock of seconds was taken as milliseconds (events in 1970)."""
+    import actors.errors
+
+    with pytest.raises(getattr(actors.errors, error), match="clock"):
+        Gateway.open(db_path, monitor=False, clock=clock)  # type: ignore[arg-type]
+    assert not db_path.exists()  # refused before anything was created
+
+
+def test_adopt_many_refuses_what_is_not_a_list_of_requests(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    from actors.errors import ArgumentTypeError
+
+    gw = open_gateway()
+    for bad in (5, "agent:main:x", None):
+        with pytest.raises(ArgumentTypeError, match="list of AdoptRequest"):
+            gw.adopt_many(bad)  # type: ignore[arg-type]
+
+
+def test_a_file_this_process_cannot_write_is_refused_even_beside_an_open_gateway(
+    tmp_path: Path,
+) -> None:
+    """Issue 25 item 5: with another gateway holding the file, a process that may not
+    write it opened fine and every producer returned ``None``. The same file is seen
+    through a read-only bind mount (root ignores file modes; a mount it cannot)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    rw, ro = tmp_path / "rw", tmp_path / "ro"
+    rw.mkdir()
+    ro.mkdir()
+    with Gateway.open(rw / "state.sqlite", monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        for args in (["--bind", str(rw), str(ro)], ["-o", "remount,ro,bind", str(ro)]):
+            done = subprocess.run(["mount", *args], capture_output=True, timeout=30,
+                                  check=False)
+            if done.returncode != 0:
+                subprocess.run(["umount", "-l", str(ro)], capture_output=True, timeout=30,
+                               check=False)
+                pytest.skip(f"cannot bind-mount here: {done.stderr.decode(errors='replace')}")
+        try:
+            with pytest.raises(StorageError, match="cannot write") as raised:
+                Gateway.open(ro / "state.sqlite", monitor=False)
+            assert "permission denied" in str(raised.value) or "read-only" in str(raised.value)
+            assert gw.human_message(CHILD, channel="test") is not None  # the first one works
+        finally:
+            subprocess.run(["umount", "-l", str(ro)], capture_output=True, timeout=30,
+                           check=False)
+
+
+def test_a_deleted_wal_beside_a_running_gateway_is_explained(tmp_path: Path) -> None:
+    """Issue 25 item 5: after the ``-wal`` was deleted, a new process got only "disk I/O
+    error" (and, since the open-time check, "corrupt", which it is not)."""
+    from actors.errors import StorageError
+
+    db = tmp_path / "state.sqlite"
+    with Gateway.open(db, monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        assert gw.human_message(CHILD, channel="test") is not None
+        os.unlink(f"{db}-wal")
+        with pytest.raises(StorageError) as raised:
+            Gateway.open(db, monitor=False)
+    assert not isinstance(raised.value, DatabaseCorrupt)
+    assert "-wal file is missing" in str(raised.value)
+    assert "deleted" in str(raised.value)
