@@ -128,8 +128,12 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
-_DB_HELP = ("SQLite file or postgresql:// URL (default: {default}, from $SSA_STATE_DIR "
-            "or $XDG_STATE_HOME when set)")
+_DB_HELP = ("SQLite file or postgresql:// URL (default: $SSA_DB when set, else {default}, "
+            "from $SSA_STATE_DIR or $XDG_STATE_HOME when set). Keep a PostgreSQL password "
+            "off the command line, where every local user can read it while ssa runs: use "
+            "PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or SSA_DB")
+DB_ENV = "SSA_DB"
+"""The environment variable that names the database when ``--db`` is not given."""
 
 
 def _db_path(value: str) -> Path | str:
@@ -395,6 +399,18 @@ def _show_library_warnings() -> None:
             library.addHandler(handler)
 
 
+def _has_password(url: str) -> bool:
+    """Whether a ``postgresql://`` URL carries a password (user part or query; pure)."""
+    from urllib.parse import parse_qsl, urlsplit  # noqa: PLC0415
+
+    try:
+        parts = urlsplit(url)
+        in_user = parts.password is not None
+    except ValueError:
+        return False
+    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
+
+
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     """The parser of subcommand ``command`` (``parser`` itself if there is none)."""
     for action in parser._actions:
@@ -419,6 +435,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # name the subcommand's usage, not the top level's (exits 2)
         _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    if hasattr(args, "db") and args.command != "demo":  # (the demo wants a new file)
+        if args.db is None and os.environ.get(DB_ENV):
+            try:
+                args.db = _db_path(os.environ[DB_ENV])
+            except argparse.ArgumentTypeError as exc:
+                sys.stderr.write(f"ssa: ${DB_ENV}: {exc}\n")
+                return 2
+        elif isinstance(args.db, str) and _has_password(args.db):
+            sys.stderr.write("ssa: warning: the --db URL holds a password, which every local "
+                             "user can read in the process list while ssa runs; use "
+                             f"PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or "
+                             f"${DB_ENV} instead\n")
     _show_library_warnings()
     try:
         if args.command == "demo":

@@ -231,6 +231,20 @@ def no_leaked_threads() -> Iterator[None]:
     assert not problems, "; ".join(problems)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Mark the reports of tests that run pytest inside pytest (``pytester``).
+
+    Their captured stdout is the nested run's own output (its ``ERRORS``
+    sections included, which those tests provoke on purpose): it is not a
+    "cases tried" line, so the summary below leaves it out. ``user_properties``
+    travel with the report to an ``xdist`` controller.
+    """
+    outcome = yield
+    if "pytester" in getattr(item, "fixturenames", ()):
+        outcome.get_result().user_properties.append(("nested_pytest", True))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print what the reliability suites tried (their stdout), even under ``-q``.
 
@@ -239,7 +253,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """
     lines: list[str] = []
     for report in terminalreporter.stats.get("passed", []):
-        if getattr(report, "when", "") != "call":
+        if getattr(report, "when", "") != "call" or any(
+                prop[0] == "nested_pytest" for prop in getattr(report, "user_properties", ())):
             continue
         for line in getattr(report, "capstdout", "").splitlines():
             if line.strip():

@@ -488,3 +488,54 @@ def test_status_list_and_watch_say_which_adopted_session_is_which(
     assert run_watch(args, out=text, err=io.StringIO()) == 0
     assert f"  in claude transcript {claude.resolve()}, project /home/user/shop" in (
         text.getvalue().splitlines())
+
+
+# --- issue 25 item 8: a PostgreSQL password off the command line --------------------------
+
+
+def test_a_password_in_the_db_url_is_warned_about_and_never_echoed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``/proc/PID/cmdline`` shows ``--db postgresql://user:PASSWORD@...`` to every local
+    user for as long as ``ssa`` runs: say so, and name the ways that keep it out."""
+    for url in ("postgresql://u:s3cret-pw@127.0.0.1:1/db?connect_timeout=1",
+                "postgresql://u@127.0.0.1:1/db?password=s3cret-pw&connect_timeout=1"):
+        assert main(["status", "agent:main:x", "--db", url]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ssa: warning: the --db URL holds a password")
+        assert "PGPASSWORD" in err
+        assert "~/.pgpass" in err
+        assert "SSA_DB" in err
+        assert "s3cret-pw" not in err
+    assert main(["status", "agent:main:x", "--db",
+                 "postgresql://u@127.0.0.1:1/db?connect_timeout=1"]) == 1
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_ssa_db_names_the_database_when_db_is_not_given(
+    open_gateway: Callable[..., Gateway], db: Any, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A URL (or file) read from ``$SSA_DB`` never appears in the process list."""
+    gw = open_gateway()
+    gw.create_session("agent:main:from-env")
+    gw.close()
+    monkeypatch.setenv("SSA_DB", str(db.location))
+    assert main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert "agent:main:from-env\tmain\t-\t-" in out.splitlines()
+    assert err == ""
+    monkeypatch.setenv("SSA_DB", "mysql://u@h/db")
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.startswith("ssa: $SSA_DB: --db: the database must be")
+
+
+def test_the_db_help_says_how_to_keep_a_password_off_the_command_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")
+    with pytest.raises(SystemExit):
+        main(["watch", "--help"])
+    out = capsys.readouterr().out
+    for way in ("$SSA_DB", "PGPASSWORD", "~/.pgpass", "?service=NAME"):
+        assert way in out
