@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Literal
@@ -136,7 +137,8 @@ def prepare_path(path: Path) -> None:
     """Create ``path``'s missing directories (mode 0700) and the file (mode 0600).
 
     Every directory this call creates is 0700 whatever the umask; existing
-    directories and an existing file keep their modes (they are the user's).
+    directories keep their modes, and an existing database file of this user
+    (and its side files) is made private (:func:`tighten_modes`).
     Runs in the caller's thread; blocks on file-system calls only.
 
     Raises:
@@ -157,6 +159,46 @@ def prepare_path(path: Path) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         os.fchmod(fd, 0o600)
         os.close(fd)
+    tighten_modes(path)
+
+
+SIDE_FILES = ("", "-wal", "-shm", ".lock")
+"""The database file and the files SQLite and the presence lock keep beside it."""
+
+
+def tighten_modes(path: Path) -> list[str]:
+    """Make the database and its side files private (0600) when this user owns them.
+
+    A file the user pre-created (``touch`` gives 0644) would leave the signal
+    log, and SQLite's ``-wal``/``-shm`` (which copy the database's mode),
+    readable by every local user. Files of this user lose their group and
+    other bits, with one WARNING each; a file another user owns is left as it
+    is, with a WARNING. Symbolic links and missing files are skipped.
+    Caller's thread; a few ``stat``/``chmod`` calls; never raises.
+
+    Returns:
+        The files whose modes were changed.
+    """
+    changed: list[str] = []
+    for side in SIDE_FILES:
+        name = f"{path}{side}"
+        try:
+            st = os.lstat(name)
+            if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+            if st.st_uid != os.geteuid():
+                logger.warning("%s is readable or writable by other users (mode %04o) and "
+                               "belongs to another user; leaving it as it is", name, mode)
+                continue
+            os.chmod(name, mode & 0o700)
+        except OSError as exc:
+            logger.debug("cannot check the mode of %s: %s", name, exc)
+            continue
+        logger.warning("%s was readable or writable by other users (mode %04o); made it "
+                       "private (%04o): the signal log is the user's", name, mode, mode & 0o700)
+        changed.append(name)
+    return changed
 
 
 class BusyWait:

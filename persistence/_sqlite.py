@@ -12,7 +12,7 @@ import apsw
 
 from persistence._leases import wake_high_water
 from persistence._lock import PresenceLock
-from persistence._schema import open_connection, prepare_path, wal_problem
+from persistence._schema import open_connection, prepare_path, tighten_modes, wal_problem
 from persistence.errors import DatabaseCorrupt, StorageError, recovery_hint
 
 __all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
@@ -90,6 +90,7 @@ class SqliteBackend:
         if writer and self._identity is None:
             st = os.stat(self._file)
             self._identity = (st.st_dev, st.st_ino)
+            tighten_modes(self._file)  # the -wal/-shm SQLite just made, or found
         return conn
 
     def begin_write(self, conn: Any) -> None:

@@ -358,3 +358,34 @@ def test_a_deleted_wal_beside_a_running_gateway_is_explained(tmp_path: Path) -> 
     assert not isinstance(raised.value, DatabaseCorrupt)
     assert "-wal file is missing" in str(raised.value)
     assert "deleted" in str(raised.value)
+
+
+# --- item 10: file modes -------------------------------------------------------------------
+
+
+def test_a_database_the_user_pre_created_world_readable_is_made_private(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25 item 10: a file pre-created 0644 stayed 0644, and so did its -wal/-shm."""
+    import stat as st
+
+    db = tmp_path / "state.sqlite"
+    db.touch()
+    db.chmod(0o644)
+    caplog.set_level(logging.WARNING)
+    with Gateway.open(db, monitor=False) as gw:
+        assert gw.watch(WATCHER, CHILD)
+        assert gw.human_message(CHILD, channel="test") is not None
+        modes = {p.name: st.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"state.sqlite": 0o600, "state.sqlite-wal": 0o600,
+                     "state.sqlite-shm": 0o600, "state.sqlite.lock": 0o600}
+    warned = [m for m in log_lines(caplog, "persistence") if "made it private" in m]
+    assert len(warned) == 1
+    assert "0644" in warned[0]
+    # A file made group-readable later, and a shared lock file, are made private again.
+    os.chmod(db, 0o640)
+    Path(f"{db}.lock").chmod(0o666)
+    with Gateway.open(db, monitor=False):
+        pass
+    assert st.S_IMODE(db.stat().st_mode) == 0o600
+    assert st.S_IMODE(Path(f"{db}.lock").stat().st_mode) == 0o600
