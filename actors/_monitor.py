@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from persistence import (
 )
 from persistence._leases import link_lease
 from persistence._runtime import Dispatcher
+from persistence._secret import OwnHashes, read_secret
 
 __all__ = [
     "LinkMemory",
@@ -167,7 +168,7 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
-                own_hashes: frozenset[str], node_readers: NodeReaders | None = None,
+                own_hashes: Container[str], node_readers: NodeReaders | None = None,
                 now: int = 0, node_pool: ReaderPool | None = None,
                 pending: PendingLine | None = None) -> ScanResult:
     """Scan ``link``'s source once (blocking, bounded reads; never raises).
@@ -363,7 +364,7 @@ class UpstreamMonitor(GatewayActor):
         self._state.settled = None  # until this scan settles the link again
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
-            own = read_own_hashes(conn, self._key, self._agent_id)
+            own = OwnHashes(read_secret(conn), read_own_hashes(conn, self._key, self._agent_id))
             lease = (link_lease(conn, self._key, self._agent_id)
                      if self._settings.lease_owner is not None else (None, 0))
         if link is None:

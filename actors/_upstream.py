@@ -56,6 +56,7 @@ from persistence import (
 from persistence._messages import Command
 from persistence._reply import Reply
 from persistence._runtime import Dispatcher, scheduling
+from persistence._secret import keyed_hash, read_secret
 from persistence.keys import agent_id_of
 
 __all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
@@ -144,6 +145,7 @@ class UpstreamService:
         self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
+        self._secret: bytes | None = None
 
     # --- adoption ------------------------------------------------------------
 
@@ -307,10 +309,23 @@ class UpstreamService:
         return outcome.link
 
     def note_own_text(self, key: str, agent_id: str, text: str) -> None:
-        """Remember the hash of a text the gateway forwarded into ``key`` (self-echo)."""
+        """Remember the keyed hash of a text the gateway forwarded into ``key`` (self-echo).
+
+        Only ``HMAC-SHA256(database secret, sha256(text))`` is stored
+        (:mod:`persistence._secret`). Blocks on one read (the first time) and
+        the commit; raises ``StorageError`` as the producers do.
+        """
+        digest = keyed_hash(self._own_secret(), text_hash(text))
         submit(self._persistence, NoteOwnText(
-            session_key=key, agent_id=agent_id, text_hash=text_hash(text),
+            session_key=key, agent_id=agent_id, text_hash=digest,
             window=self._config.own_text_window), timeout=self._timeout)
+
+    def _own_secret(self) -> bytes:
+        """The database's own-text secret (read once; it never changes)."""
+        if self._secret is None:
+            with self._reads.connection(self._timeout) as conn:
+                self._secret = read_secret(conn)
+        return self._secret
 
     def track_link(self, key: str, agent_id: str) -> None:
         """Follow the files of ``(key, agent_id)``'s link with notifications (if on).

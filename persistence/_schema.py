@@ -6,11 +6,13 @@ import logging
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import apsw
 
+from persistence._secret import make_secret, rekey_own_texts
 from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
@@ -19,7 +21,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connecti
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -130,7 +132,26 @@ ALTER TABLE session_upstream_links ADD COLUMN lease_expires_at INTEGER NOT NULL 
 """
 """Version 3 (many processes): hosting leases, wakes addressed to hosts, scan leases."""
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_SCHEMA_V4 = """
+CREATE TABLE ssa_secrets (
+    name TEXT PRIMARY KEY,
+    secret BLOB NOT NULL
+) STRICT;
+"""
+"""Version 4 (issue 25): the per-database secret keying the own-text hashes
+(:mod:`persistence._secret`); the migration re-keys the hashes stored before."""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+
+
+def _after_v4(conn: apsw.Connection) -> None:
+    rekeyed = rekey_own_texts(conn, make_secret(conn))
+    if rekeyed:
+        logger.info("keyed %d stored own-text hashes with the new database secret", rekeyed)
+
+
+_AFTER: dict[int, Callable[[apsw.Connection], None]] = {4: _after_v4}
+"""Steps of a migration that are Python, run after its SQL in the same transaction."""
 
 
 def prepare_path(path: Path) -> None:
@@ -352,6 +373,8 @@ def _migrate(conn: apsw.Connection) -> None:
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute(_MIGRATIONS[target])
+            if target in _AFTER:
+                _AFTER[target](conn)
             conn.pragma("user_version", target)
             logger.debug("migrated signal-log schema to version %d", target)
     except BaseException:

@@ -7,7 +7,7 @@ bounded reads; they never raise (every failure becomes a result kind).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -129,7 +129,7 @@ def line_classifier(source: str) -> LineClassifier:
     raise KeyError(source)
 
 
-def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int, int | None]:
+def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int, int | None]:
     """Count human units whose text is not one of the gateway's own (self-echo).
 
     Returns:
@@ -157,7 +157,7 @@ def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
 
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
-    own_hashes: frozenset[str], pending: PendingLine | None = None,
+    own_hashes: Container[str], pending: PendingLine | None = None,
 ) -> ScanResult:
     """Scan an append-only JSONL transcript forward from its byte marker.
 
@@ -271,7 +271,7 @@ def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
 
 
 def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
-                      classify: LineClassifier, own_hashes: frozenset[str]) -> ScanResult:
+                      classify: LineClassifier, own_hashes: Container[str]) -> ScanResult:
     """Go on with a pending long line from where the last scan left it."""
     if chunk.kind == "partial":
         return _feed_long_line(chunk, pending)
@@ -290,7 +290,7 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
-                    classify: LineClassifier, own_hashes: frozenset[str],
+                    classify: LineClassifier, own_hashes: Container[str],
                     end: int | None = None) -> ScanResult:
     """Classify the complete lines of ``chunk`` after ``units`` already decided.
 
@@ -348,7 +348,7 @@ class OpenCodeHint(msgspec.Struct, frozen=True, kw_only=True):
 
 def scan_opencode(
     path: str, session_id: str, marker: dict[str, Any], hint: OpenCodeHint | None, *,
-    own_hashes: frozenset[str], replay_window: int, busy_timeout_ms: int = 1000,
+    own_hashes: Container[str], replay_window: int, busy_timeout_ms: int = 1000,
 ) -> ScanResult:
     """Scan one OpenCode session given this cadence's sequence hint (anchor §3.17).
 
