@@ -231,6 +231,25 @@ def no_leaked_threads() -> Iterator[None]:
     assert not problems, "; ".join(problems)
 
 
+XDIST_MAX_WORKERS = 4
+"""``-n auto`` uses one worker per CPU, at most this many (each starts its own
+PostgreSQL server; most tests wait more than they compute)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may use, 1 to 4."""
+    return max(1, min(XDIST_MAX_WORKERS, len(os.sched_getaffinity(0))
+                      if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run pytest inside pytest (``pytester``) belong to the slow tier."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Mark the reports of tests that run pytest inside pytest (``pytester``).

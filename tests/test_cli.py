@@ -343,7 +343,7 @@ def test_db_help_names_the_default_path(
         with pytest.raises(SystemExit):
             main([command, "--help"])
         out = capsys.readouterr().out
-        assert f"(default: {tmp_path / 'state.sqlite'}," in out
+        assert f"else {tmp_path / 'state.sqlite'}," in out
 
 
 def test_ctrl_c_while_the_library_imports_exits_130_without_a_traceback(

@@ -266,6 +266,7 @@ def test_the_real_watchfiles_feed_reports_an_append(
     assert len(gw.pending_notices(WATCHER)) == 1
 
 
+@pytest.mark.slow
 def test_ten_thousand_pairs_touched_leave_the_thread_count_bounded(
     open_gateway: Callable[..., Gateway],
 ) -> None:
