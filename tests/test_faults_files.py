@@ -389,3 +389,38 @@ def test_a_database_the_user_pre_created_world_readable_is_made_private(
         pass
     assert st.S_IMODE(db.stat().st_mode) == 0o600
     assert st.S_IMODE(Path(f"{db}.lock").stat().st_mode) == 0o600
+
+
+# --- item 6: the -shm SQLite maps -------------------------------------------------------
+
+_SHM_CHILD = """
+import os, sys, logging
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+from actors import Gateway
+path = sys.argv[1]
+with Gateway.open(path, monitor=False, hosts=["agent:main:main"], on_wake=lambda w: None) as gw:
+    gw.watch("agent:main:main", "agent:main:subagent:c")
+    assert gw.human_message("agent:main:subagent:c", channel="before") is not None
+    os.truncate(path + "-shm", 0)  # what another program did to the mapped file
+    after = gw.human_message("agent:main:subagent:c", channel="after")
+    status = gw.session_status("agent:main:subagent:c", changes_since=0)
+    print("after", after is not None, status.state_version,
+          len(status.state_changes.events), flush=True)
+print("closed", flush=True)
+"""
+
+
+def test_a_shm_file_cut_short_under_a_running_gateway_is_survived(tmp_path: Path) -> None:
+    """Issue 25 item 6: SQLite maps ``-shm``; once something cut it short the next
+    access killed the process with SIGBUS. Now its size is given back (SQLite rebuilds
+    the index from the ``-wal``) and the gateway goes on, with a warning."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", _SHM_CHILD, str(tmp_path / "s.sqlite")],
+                          capture_output=True, text=True, timeout=60, cwd=str(root),
+                          env={**os.environ, "PYTHONPATH": str(root)}, check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.splitlines() == ["after True 2 2", "closed"]
+    assert "-shm file" in done.stderr
+    assert "cut short" in done.stderr
