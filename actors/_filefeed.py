@@ -73,6 +73,7 @@ class FileIndex:
     def __init__(self, feed: ChangeFeed | None = None) -> None:
         self._lock = threading.Lock()
         self._by_path: dict[str, frozenset[Ident]] = {}
+        self._links: dict[Ident, UpstreamLink] = {}
         self._directories: frozenset[str] = frozenset()
         self._feed = feed
 
@@ -87,12 +88,15 @@ class FileIndex:
     def track(self, links: Iterable[UpstreamLink]) -> None:
         """Replace the map with the files of ``links``."""
         by_path: dict[str, set[Ident]] = {}
+        by_ident: dict[Ident, UpstreamLink] = {}
         for link in links:
+            by_ident[(link.session_key, link.agent_id)] = link
             for path in watch_paths(link):
                 by_path.setdefault(_absolute(path), set()).add((link.session_key, link.agent_id))
         directories = frozenset(os.path.dirname(p) for p in by_path)
         with self._lock:
             self._by_path = {p: frozenset(i) for p, i in by_path.items()}
+            self._links = by_ident
             changed = directories != self._directories
             self._directories = directories
             feed = self._feed
@@ -106,6 +110,7 @@ class FileIndex:
         with self._lock:
             for path in paths:
                 self._by_path[path] = self._by_path.get(path, frozenset()) | {ident}
+            self._links[ident] = link
             directories = self._directories | {os.path.dirname(p) for p in paths}
             changed = directories != self._directories
             self._directories = directories
@@ -120,6 +125,11 @@ class FileIndex:
             for path in paths:
                 found |= self._by_path.get(_absolute(path), frozenset())
             return found
+
+    def link(self, ident: Ident) -> UpstreamLink | None:
+        """The link ``ident`` as last tracked (its source path is what matters), or ``None``."""
+        with self._lock:
+            return self._links.get(ident)
 
     @property
     def directories(self) -> frozenset[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from persistence import (
 )
 from persistence._leases import link_lease
 from persistence._runtime import Dispatcher
+from persistence._secret import OwnHashes, read_secret
 
 __all__ = [
     "LinkMemory",
@@ -96,6 +97,8 @@ class LinkState:
             both are unchanged (see :mod:`actors.upstream._changes`).
         pending: a line longer than the scan cap that earlier scans read part
             of (JSONL sources; see :class:`~actors.upstream._scan.PendingLine`).
+        invalid_logged: a line that is not a JSON object was logged as a
+            warning (later ones are logged at debug level only).
     """
 
     streak: int = 0
@@ -103,6 +106,7 @@ class LinkState:
     logged: tuple[str, object] | None = None
     settled: tuple[Fingerprint, int] | None = None
     pending: PendingLine | None = None
+    invalid_logged: bool = False
 
 
 class LinkMemory:
@@ -164,7 +168,7 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
-                own_hashes: frozenset[str], node_readers: NodeReaders | None = None,
+                own_hashes: Container[str], node_readers: NodeReaders | None = None,
                 now: int = 0, node_pool: ReaderPool | None = None,
                 pending: PendingLine | None = None) -> ScanResult:
     """Scan ``link``'s source once (blocking, bounded reads; never raises).
@@ -360,7 +364,7 @@ class UpstreamMonitor(GatewayActor):
         self._state.settled = None  # until this scan settles the link again
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
-            own = read_own_hashes(conn, self._key, self._agent_id)
+            own = OwnHashes(read_secret(conn), read_own_hashes(conn, self._key, self._agent_id))
             lease = (link_lease(conn, self._key, self._agent_id)
                      if self._settings.lease_owner is not None else (None, 0))
         if link is None:
@@ -385,6 +389,12 @@ class UpstreamMonitor(GatewayActor):
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0
+        if result.invalid_lines:
+            level = logging.DEBUG if self._state.invalid_logged else logging.WARNING
+            self._state.invalid_logged = True
+            logger.log(level, "upstream scan of %s: %d complete %s line(s) are not JSON "
+                       "objects; decided not typed, reading goes on after them", self._key,
+                       result.invalid_lines, link.source)
         if seen is not None and _settles(result, hint):
             self._state.settled = (seen, link.updated_at)
         position = link.marker.get("offset", link.marker.get("seq"))

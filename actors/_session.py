@@ -37,6 +37,9 @@ __all__ = ["Handoff", "SessionActor", "SessionState"]
 
 logger = logging.getLogger(__name__)
 
+_ACK_FAILING = threading.Event()
+"""Set while drain acknowledgements fail (one WARNING per episode, any session)."""
+
 
 @dataclass(frozen=True)
 class SessionState:
@@ -238,14 +241,21 @@ class SessionActor(GatewayActor):
                 # Not acknowledged, so not consumed: returning them could hand one
                 # notice to two drains. They stay queued (and open in the log) for
                 # the next turn; the system events, which need no acknowledgement, go.
-                logger.warning("acknowledging %d drained notices failed (they stay queued): "
-                               "%s", len(shown), exc)
+                # Once per fault episode (of the process), not once per drain.
+                level = logging.DEBUG if _ACK_FAILING.is_set() else logging.WARNING
+                _ACK_FAILING.set()
+                logger.log(level, "acknowledging drained notices failed (they stay queued "
+                           "and come back with a later drain; logged again when it works): "
+                           "%s", exc)
                 self._queue.requeue(shown)
                 consumed = set()
                 failed = True
             else:
                 consumed = set(ack.acknowledged)
                 follow_ups = ack.notices
+                if _ACK_FAILING.is_set():
+                    _ACK_FAILING.clear()
+                    logger.warning("acknowledging drained notices works again")
         texts = tuple(e.text for e in entries if e.target is None or e.target in consumed)
         kept = len(shown) if failed else 0
         return DrainOutcome(texts=texts, follow_ups=follow_ups, unacknowledged=kept)

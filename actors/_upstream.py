@@ -56,6 +56,7 @@ from persistence import (
 from persistence._messages import Command
 from persistence._reply import Reply
 from persistence._runtime import Dispatcher, scheduling
+from persistence._secret import keyed_hash, read_secret
 from persistence.keys import agent_id_of
 
 __all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
@@ -144,6 +145,7 @@ class UpstreamService:
         self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
+        self._secret: bytes | None = None
 
     # --- adoption ------------------------------------------------------------
 
@@ -307,10 +309,23 @@ class UpstreamService:
         return outcome.link
 
     def note_own_text(self, key: str, agent_id: str, text: str) -> None:
-        """Remember the hash of a text the gateway forwarded into ``key`` (self-echo)."""
+        """Remember the keyed hash of a text the gateway forwarded into ``key`` (self-echo).
+
+        Only ``HMAC-SHA256(database secret, sha256(text))`` is stored
+        (:mod:`persistence._secret`). Blocks on one read (the first time) and
+        the commit; raises ``StorageError`` as the producers do.
+        """
+        digest = keyed_hash(self._own_secret(), text_hash(text))
         submit(self._persistence, NoteOwnText(
-            session_key=key, agent_id=agent_id, text_hash=text_hash(text),
+            session_key=key, agent_id=agent_id, text_hash=digest,
             window=self._config.own_text_window), timeout=self._timeout)
+
+    def _own_secret(self) -> bytes:
+        """The database's own-text secret (read once; it never changes)."""
+        if self._secret is None:
+            with self._reads.connection(self._timeout) as conn:
+                self._secret = read_secret(conn)
+        return self._secret
 
     def track_link(self, key: str, agent_id: str) -> None:
         """Follow the files of ``(key, agent_id)``'s link with notifications (if on).
@@ -330,6 +345,11 @@ class UpstreamService:
         """Whether ``(key, agent_id)`` has an upstream link (one indexed read)."""
         with self._reads.connection(self._timeout) as conn:
             return read_link(conn, key, agent_id) is not None
+
+    def link_of(self, key: str, agent_id: str) -> UpstreamLink | None:
+        """The upstream link of ``(key, agent_id)``, or ``None`` (one indexed read; blocks)."""
+        with self._reads.connection(self._timeout) as conn:
+            return read_link(conn, key, agent_id)
 
     def forget(self, key: str, agent_id: str) -> None:
         """Stop the monitor of a deleted or unlinked session and forget its streak."""
@@ -515,7 +535,27 @@ class UpstreamService:
         if paths is None:
             self._request_cycle()
             return
-        self.scan_soon(self._files.links_of(paths))
+        self.scan_soon(ident for ident in self._files.links_of(paths)
+                       if not self._unchanged_since_settled(ident))
+
+    def _unchanged_since_settled(self, ident: tuple[str, str]) -> bool:
+        """Whether ``ident``'s source still has the fingerprint its last settled scan saw.
+
+        Such an event is noise, not news: our own read of an OpenCode store
+        touches its ``-wal``/``-shm`` (which the notifications report), and a
+        scan for it would read the store again and cause the next event, a
+        loop that kept an idle ``ssa watch`` busy. Anything that could hold
+        news (bytes written, the file replaced) changes the fingerprint, and
+        a link whose last scan did not settle is always scanned. One or two
+        ``stat`` calls; any thread; never raises.
+        """
+        state = self._memory.peek(ident)
+        settled = state.settled if state is not None else None
+        link = self._files.link(ident)
+        if settled is None or link is None:
+            return False
+        seen = fingerprint(link)
+        return seen is not None and seen == settled[0]
 
     def _request_cycle(self) -> None:
         # In the feed's thread: events buffer meanwhile; a cycle is cheap when idle.

@@ -13,6 +13,7 @@ from actors import _validate as v
 from actors._facade import GatewayCore
 from actors._upstream import SOURCES, AdoptRequest
 from actors.errors import (
+    ArgumentTypeError,
     InvalidArgument,
 )
 from actors.upstream.claude_node import NodeTranscriptReader
@@ -123,6 +124,10 @@ class UpstreamApi(GatewayCore):
         Caller's thread; blocks on file reads and disk.
         """
         self._guard()
+        if isinstance(sessions, str | bytes | AdoptRequest) or not isinstance(
+                sessions, Iterable):
+            raise ArgumentTypeError(f"sessions must be a list of AdoptRequest, not "
+                                      f"{type(sessions).__name__}")
         requests = [_checked(r) for r in sessions]
         if watcher is not None:
             v.check_key(watcher, "watcher")

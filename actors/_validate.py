@@ -6,7 +6,10 @@ message names the offending argument.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import time
 
 import msgspec
 
@@ -313,6 +316,69 @@ def check_run_failed_payload(kind: str, payload: object) -> None:
             'a run_failed payload needs "outcome": "error", "timeout" or "cancelled"')
 
 
+_EARLIEST_MS = 100_000_000_000
+"""Epoch ms before 1973-03-03: an injected clock answering less counts seconds, not ms."""
+
+
+def check_location(path: object) -> str | None:
+    """Check ``Gateway.open``'s ``path``; returns it as a ``str`` (``None``: the default).
+
+    Caller's thread; one ``stat`` (to name a symlink loop).
+
+    Raises:
+        ArgumentTypeError: not a ``str`` or ``os.PathLike`` of ``str`` (bytes, int).
+        InvalidArgument: empty, ``":memory:"`` (readers and other processes need a
+            shared file), holds a NUL, or is a symlink loop.
+    """
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise ArgumentTypeError(f"path must be a file path or a postgresql:// URL (str or "
+                                f"os.PathLike), not {type(path).__name__}")
+    location = os.fspath(path)
+    if not isinstance(location, str):
+        raise ArgumentTypeError(f"path must be a str path, not {type(location).__name__}")
+    if "\0" in location:
+        raise InvalidArgument("path contains a NUL character")
+    if location in ("", ":memory:") or (location.startswith("file:")
+                                         and "://" not in location):  # (URLs: open_backend)
+        raise InvalidArgument(f"path {location!r} is not supported: the signal log is a file "
+                              "that its readers and other processes share; give a file path "
+                              "(or None for the default file)")
+    try:
+        os.stat(location)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidArgument(f"path {location} is a symlink loop") from None
+    return location
+
+
+def check_clock(clock: object) -> None:
+    """Ask an injected clock once: it must answer epoch milliseconds (caller's thread).
+
+    A clock that goes wrong later falls back to the system clock (logged);
+    one that is wrong from the start is a mistake to report at once.
+
+    Raises:
+        ArgumentTypeError: it answered something that is not an ``int``.
+        InvalidArgument: it raised, or answered a time before 1973 in ms (a
+            clock of seconds) or past 2**53.
+    """
+    if clock is None or not callable(clock):
+        return
+    try:
+        now = clock()
+    except Exception as exc:
+        raise InvalidArgument(f"clock raised {type(exc).__name__}: {exc}") from exc
+    if type(now) is not int:
+        raise ArgumentTypeError(f"clock must return epoch milliseconds as an int, not "
+                                f"{type(now).__name__}")
+    if not _EARLIEST_MS <= now < 2**53:
+        raise InvalidArgument(f"clock returned {now}, which is not epoch milliseconds (a "
+                              "clock of seconds? epoch ms now are about "
+                              f"{time.time_ns() // 1_000_000})")
+
+
 def check_open(config: object, clock: object, on_wake: object, monitor: object) -> GatewayConfig:
     """Check ``Gateway.open``'s (and ``AsyncGateway.open``'s) arguments; return the config.
 
@@ -331,4 +397,5 @@ def check_open(config: object, clock: object, on_wake: object, monitor: object) 
         raise ArgumentTypeError("on_wake must be callable")
     if not isinstance(monitor, bool):
         raise ArgumentTypeError(f"monitor must be a bool, not {type(monitor).__name__}")
+    check_clock(clock)
     return config

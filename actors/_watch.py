@@ -10,9 +10,10 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -20,6 +21,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors._catalogfeed import CatalogFeed
 from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
 from actors._types import SessionStateEvent
 from actors._upstream import AdoptRequest
@@ -27,6 +29,7 @@ from actors.cli import DEFAULT_WATCHER
 from actors.errors import SessionStateError
 from actors.gateway import Gateway
 from actors.upstream._baseline import first_line_pending
+from actors.upstream._where import UpstreamWhere, describe, where_of
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from persistence.keys import agent_id_of, key_problem
 
@@ -61,6 +64,8 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             contract's JSON shape.
         history_gap, truncated, earliest_available_sequence: the rest of
             that answer's ``stateChanges``.
+        upstream: which adopted session it is (tool, transcript, project
+            directory), when the session has an upstream link.
     """
 
     notice: str
@@ -71,30 +76,44 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     history_gap: bool
     truncated: bool
     earliest_available_sequence: int
+    upstream: UpstreamWhere | None = None
 
 
 Handoff = Callable[[NoticeRecord], None]
 """Takes each reconciled notice after it is printed (``--exec``); must not block."""
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+"""The signals that stop ``ssa watch`` cleanly (SIGHUP: its terminal closed)."""
+
+
 @contextmanager
 def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set ``stop`` and ``also`` (main thread only); old handlers come back after."""
+    """SIGINT/SIGTERM/SIGHUP set ``stop`` and ``also`` (main thread only).
+
+    When none arrived, the old handlers come back after. Once one arrived the
+    process is on its way out: further stop signals are ignored from then on,
+    so a second Ctrl-C during the cleanup, or while the interpreter exits,
+    neither breaks it off nor kills the process by the signal.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    received = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        received.set()
         stop.set()
         for event in also:
             event.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_IGN if received.is_set() else old)
 
 
 def _is_tty(stream: TextIO | None) -> bool:
@@ -165,6 +184,8 @@ class _Adopter:
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
+        self.linked: list[str] = []
+        """Keys linked by the last :meth:`adopt` call."""
 
     def _key(self, candidate: Candidate) -> str:
         key = f"agent:{self.agent}:{candidate.source}:{candidate.thread_id}"
@@ -182,6 +203,7 @@ class _Adopter:
         start and every outcome is announced. Blocks until done or ``stop``
         is set.
         """
+        self.linked = []
         fresh = [c for c in candidates if (c.source, c.path + "\0" + c.thread_id) not in self.seen]
         keyed: list[tuple[Candidate, str]] = []
         for candidate in fresh:  # keys first, in discovery order (duplicates get a suffix)
@@ -206,6 +228,7 @@ class _Adopter:
                     why = "unusable file name"  # e.g. not valid UTF-8
                 elif link is not None:
                     self.adopted[candidate.source] += 1
+                    self.linked.append(key)
                 elif self.gw.session_status(key).state_version:
                     why = _NOT_MONITORED.get(candidate.source, "not monitorable")
                 else:
@@ -260,6 +283,29 @@ def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
     return len(set(shown) | set(drained))
 
 
+_where_caches: weakref.WeakKeyDictionary[Gateway, dict[str, UpstreamWhere | None]] = (
+    weakref.WeakKeyDictionary())
+"""What each notified session of a gateway is (its project directory is read once)."""
+_WHERE_CACHE_MAX = 4096
+
+
+def _where(gw: Gateway, key: str) -> UpstreamWhere | None:
+    """Which adopted session ``key`` is, or ``None`` without a link (never raises)."""
+    _where_cache = _where_caches.setdefault(gw, {})
+    if key in _where_cache:
+        return _where_cache[key]
+    try:
+        link = gw._upstream.link_of(key, agent_id_of(key))
+    except Exception as exc:  # naming the session is a courtesy: never stop the watch
+        logger.debug("cannot read the link of %s: %s: %s", key, type(exc).__name__, exc)
+        return None
+    where = None if link is None else where_of(link)
+    if len(_where_cache) >= _WHERE_CACHE_MAX:
+        _where_cache.clear()
+    _where_cache[key] = where
+    return where
+
+
 def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
     """The notice with the events behind it; ``None`` for a line that is not a notice."""
     match = NOTICE_PATTERN.search(text)
@@ -273,7 +319,8 @@ def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
         events=changes.events if changes else (),
         history_gap=changes.history_gap if changes else False,
         truncated=changes.truncated if changes else False,
-        earliest_available_sequence=changes.earliest_available_sequence if changes else 0)
+        earliest_available_sequence=changes.earliest_available_sequence if changes else 0,
+        upstream=_where(gw, key))
 
 
 def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
@@ -284,6 +331,8 @@ def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
             out.write(msgspec.json.encode(record).decode() + "\n")
             continue
         out.write(f"notice: {record.notice}\n")
+        if record.upstream is not None:
+            out.write(f"  in {describe(record.upstream)}\n")
         for event in record.events:
             turns = f" ({event.payload['turns']} turns)" if event.payload and \
                 "turns" in event.payload else ""
@@ -372,7 +421,8 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     # The pool closes while these signal handlers are still installed: a second
     # Ctrl-C during its grace cannot break off the cleanup and leave a command running.
     with _stop_on_signals(stop, attention), _exec_pool(args, argv) as pool, \
-            Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw:
+            Gateway.open(args.db, monitor=False, on_wake=wake, hosts=(args.watcher,)) as gw, \
+            ExitStack() as stack:
         handoff = None if pool is None else partial(_hand_off, pool, args.watcher)
         if gw.shared_at_open and args.watcher == DEFAULT_WATCHER:
             err.write(f"ssa watch: another gateway has this database open; watching as "
@@ -383,8 +433,12 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         adopter = _Adopter(gw, args.watcher, stop, err,
                            announce=partial(_announce, as_json=args.json, out=out))
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=_is_tty(err))
+        # Default locations that did not exist at start may appear later.
+        later = catalogs if given else _all_default_catalogs()
+        appeared = _Appeared(attention)
         if not getattr(args, "poll_only", False):
             gw.start_upstream_notifications()  # before the summary says we are watching
+            stack.enter_context(_catalog_feed(later, appeared))
         _summary(adopter, args, out, looked)
         scans = 0
         next_scan = time.monotonic() + args.interval
@@ -393,18 +447,70 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             if remaining > 0:
                 if attention.wait(remaining):
                     attention.clear()
+                    roots = appeared.take()
+                    if roots and not stop.is_set():  # a new transcript: adopt it now
+                        _adopt_new(gw, adopter, [c for c in later if c[1] in roots], err)
                     if not stop.is_set():
                         # notified turns, at once
                         _report(gw, args.watcher, args.json, out, handoff)
                 continue
-            # Default locations that did not exist at start may appear later.
-            later = catalogs if given else _all_default_catalogs()
             adopter.adopt(_discover_all(later, err, warn=False), progress=False, later=True)
             _fallback_scan(gw)
             scans += 1
             next_scan = time.monotonic() + args.interval
             _report(gw, args.watcher, args.json, out, handoff)
     return 0
+
+
+class _Appeared:
+    """Catalog roots in which a file or folder appeared, for the watch loop (thread-safe)."""
+
+    def __init__(self, attention: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._roots: set[Path] = set()
+        self._attention = attention
+
+    def __call__(self, roots: set[Path]) -> None:
+        """Note ``roots`` and wake the loop (the catalog feed's thread; non-blocking)."""
+        with self._lock:
+            self._roots |= roots
+        self._attention.set()
+
+    def take(self) -> set[Path]:
+        """The roots noted since the last call, as absolute paths (non-blocking)."""
+        with self._lock:
+            roots, self._roots = self._roots, set()
+        return roots
+
+
+@contextmanager
+def _catalog_feed(catalogs: list[tuple[str, Path]], on_new: _Appeared) -> Iterator[None]:
+    """Watch the JSONL catalog roots for new entries while the block runs (see
+    :mod:`actors._catalogfeed`); ``on_new`` gets the roots as given in ``catalogs``."""
+    by_abs = {Path(os.path.abspath(root)): root for source, root in catalogs
+              if source != "opencode"}
+    if not by_abs:
+        yield
+        return
+    feed = CatalogFeed(by_abs, lambda roots: on_new({by_abs[r] for r in roots if r in by_abs}))
+    try:
+        yield
+    finally:
+        if feed.close(EXEC_SHUTDOWN_GRACE_S):
+            logger.warning("the catalog notification thread did not stop in time")
+
+
+def _adopt_new(gw: Gateway, adopter: _Adopter, catalogs: list[tuple[str, Path]],
+               err: TextIO) -> None:
+    """Rediscover ``catalogs`` after a directory event; scan what got linked at once.
+
+    A session created while watching is read from its start, so its first
+    prompt is reported by that scan (queued on the gateway's workers; its
+    notice wakes the loop). Blocks on the listing and the adoptions.
+    """
+    adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False, later=True)
+    if adopter.linked:
+        gw._upstream.scan_soon((key, adopter.agent) for key in adopter.linked)
 
 
 def _fallback_scan(gw: Gateway) -> None:

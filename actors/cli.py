@@ -28,17 +28,26 @@ from actors import _validate as v
 from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.gateway import default_state_path
+from actors.upstream._where import UpstreamWhere, where_of
 from persistence import (
+    SessionRow,
     StorageError,
+    list_links,
     list_sessions,
     open_connection,
     read_changes,
     read_entry,
+    read_link,
     read_version,
 )
 from persistence._backend import is_url, open_backend, url_problem
-from persistence._schema import APPLICATION_ID, SCHEMA_VERSION
-from persistence.errors import BackendNotInstalled, InvalidLocation
+from persistence._schema import APPLICATION_ID, SCHEMA_VERSION, check_integrity
+from persistence.errors import (
+    BackendNotInstalled,
+    DatabaseCorrupt,
+    InvalidLocation,
+    recovery_hint,
+)
 from persistence.keys import agent_id_of, is_agent_qualified
 
 __all__ = ["main"]
@@ -46,12 +55,27 @@ __all__ = ["main"]
 
 DEFAULT_WATCHER = "agent:main:main"
 """``ssa watch``'s default ``--watcher`` (the contract's)."""
-LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\n"
-"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet)."""
+MIN_INTERVAL_S = 0.1
+"""The shortest ``--interval``: a fallback scan more often only spins a core."""
+LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM\n"
+"""The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet,
+or no upstream link)."""
+
+def _version() -> str:
+    """The installed distribution's version (``unknown`` in a checkout never installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("session-state-awareness")
+    except PackageNotFoundError:
+        return "unknown"
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ssa", description="Session state awareness for multi-agent gateways.")
+    parser.add_argument("--version", action="version", version=f"ssa {_version()}")
+    db_help = _DB_HELP.format(default=default_state_path())
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
     demo.add_argument("--db", type=_db_path, help="database file (default: a temporary one)")
@@ -60,14 +84,14 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--changes-since", type=int, metavar="N",
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
-    status.add_argument("--db", type=_db_path, help=_DB_HELP)
+    status.add_argument("--db", type=_db_path, help=db_help)
     listing = sub.add_parser("list", help="list sessions with their state versions")
-    listing.add_argument("--db", type=_db_path, help=_DB_HELP)
+    listing.add_argument("--db", type=_db_path, help=db_help)
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
-    watch.add_argument("--db", type=_db_path, help=_DB_HELP)
+    watch.add_argument("--db", type=_db_path, help=db_help)
     for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
         watch.add_argument(f"--{source}", action="append", metavar=what,
                            help=f"{source} catalog (repeatable; default: its standard location)")
@@ -122,7 +146,12 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
-_DB_HELP = "SQLite file or postgresql:// URL (default: the embedded default file)"
+_DB_HELP = ("SQLite file or postgresql:// URL (default: $SSA_DB when set, else {default}, "
+            "from $SSA_STATE_DIR or $XDG_STATE_HOME when set). Keep a PostgreSQL password "
+            "off the command line, where every local user can read it while ssa runs: use "
+            "PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or SSA_DB")
+DB_ENV = "SSA_DB"
+"""The environment variable that names the database when ``--db`` is not given."""
 
 
 def _db_path(value: str) -> Path | str:
@@ -172,14 +201,30 @@ def _watch(args: argparse.Namespace) -> int:
     if not is_agent_qualified(args.watcher):
         raise SessionStateError("--watcher must be an agent-qualified session key "
                                 "(agent:<agent id>:<rest>, e.g. agent:main:main)")
-    if not (math.isfinite(args.interval) and 0 < args.interval <= 86_400):
-        raise SessionStateError("--interval must be a number of seconds, more than 0 and "
-                                "at most 86400")
+    if not (math.isfinite(args.interval) and MIN_INTERVAL_S <= args.interval <= 86_400):
+        raise SessionStateError(f"--interval must be a number of seconds from "
+                                f"{MIN_INTERVAL_S:g} to 86400")
     if args.scans is not None and args.scans < 0:
         raise SessionStateError("--scans must not be negative")
     _check_new_location(args.db)
     _check_exec_options(args)
+    missing = _missing_catalogs(args)
+    if missing:
+        for flag, path in missing:
+            sys.stderr.write(f"ssa watch: {flag} {path} does not exist (check the path; "
+                             "without the option the standard locations are used)\n")
+        return 2  # a usage error: watching nothing forever helps nobody
     return run_watch(args, out=sys.stdout, err=sys.stderr)  # today's streams, not import-time
+
+
+def _missing_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The ``--claude``/``--codex``/``--opencode``/``--pi`` paths given that do not exist.
+
+    Only explicit paths count: the standard locations may be absent (a tool
+    not installed). Caller's thread; one ``stat`` per path.
+    """
+    return [(f"--{source}", path) for source in ("claude", "codex", "opencode", "pi")
+            for path in (getattr(args, source, None) or []) if not os.path.exists(path)]
 
 
 def _check_exec_options(args: argparse.Namespace) -> None:
@@ -243,8 +288,20 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
         except apsw.Error:
             conn.close()
             raise
+    except apsw.CorruptError as exc:
+        raise SessionStateError(f"{path} is corrupt ({exc}); "
+                                f"{recovery_hint(str(path))}") from exc
     except apsw.Error as exc:
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
+    refusal = _refusal(conn, path, app_id, version, tables)
+    if refusal is not None:
+        conn.close()
+        raise SessionStateError(refusal)
+    return conn, str(path)
+
+
+def _refusal(conn: Any, path: Path, app_id: int, version: int, tables: set[str]) -> str | None:
+    """Why ``ssa status``/``list`` must not read this SQLite file, or ``None``."""
     refusal: str | None = None
     if app_id != APPLICATION_ID:
         refusal = f"{path} is not a session-state database"
@@ -254,10 +311,12 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
     elif not tables.issuperset(_SIGNAL_LOG_TABLES):
         refusal = (f"{path} is an incomplete session-state database (its tables are "
                    "missing); open it with a gateway to set it up")
-    if refusal is not None:
-        conn.close()
-        raise SessionStateError(refusal)
-    return conn, str(path)
+    if refusal is None:
+        try:
+            check_integrity(conn, str(path))  # never answer from a damaged file
+        except DatabaseCorrupt as exc:
+            refusal = str(exc)
+    return refusal
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -276,13 +335,16 @@ def _status(args: argparse.Namespace) -> int:
                 f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
                 "knows)")
         if args.changes_since is None:
-            status: object = {"stateVersion": version}
+            status: dict[str, object] = {"stateVersion": version}
         else:
             after = v.check_changes_since(args.changes_since)
             version, changes = read_changes(conn, args.key, agent, after, 200)
             status = {"stateVersion": version, "stateChanges": changes}
+        link = read_link(conn, args.key, agent)
     finally:
         conn.close()
+    if link is not None:  # which adopted session this is (paths, never message text)
+        status["upstream"] = where_of(link)
     sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
     return 0
 
@@ -292,16 +354,42 @@ def _list(args: argparse.Namespace) -> int:
     conn, _ = _open_existing(args.db)
     try:
         rows = list_sessions(conn, agent)
+        links = {(link.session_key, link.agent_id): where_of(link, project=False)
+                 for link in list_links(conn, agent)}
     finally:
         conn.close()
     # One write of the whole listing: 20,000 rows must not cost 20,000 writes.
     if args.json:
-        sys.stdout.write(msgspec.json.Encoder().encode_lines(rows).decode())
+        encoder = msgspec.json.Encoder()
+        sys.stdout.write(b"".join(
+            _json_row(encoder, row, links.get((row.session_key, row.agent_id)))
+            for row in rows).decode())
     else:
         sys.stdout.write(LIST_HEADER + "".join(
             f"{row.session_key}\t{row.agent_id}\t"
-            f"{row.state_version if row.state_version is not None else '-'}\n" for row in rows))
+            f"{row.state_version if row.state_version is not None else '-'}\t"
+            f"{_upstream_cell(links.get((row.session_key, row.agent_id)))}\n" for row in rows))
     return 0
+
+
+def _json_row(encoder: msgspec.json.Encoder, row: SessionRow,
+              where: UpstreamWhere | None) -> bytes:
+    """One ``ssa list --json`` line: the row's object, plus ``upstream`` when linked."""
+    encoded = encoder.encode(row)
+    if where is None:
+        return encoded + b"\n"
+    return encoded[:-1] + b',"upstream":' + encoder.encode(where) + b"}\n"
+
+
+def _upstream_cell(where: UpstreamWhere | None) -> str:
+    """``ssa list``'s UPSTREAM column: the transcript (OpenCode: ``store#session``) or ``-``."""
+    if where is None:
+        return "-"
+    if where.node is not None:
+        return f"node:{where.node}#{where.thread_id}"
+    if where.source == "opencode":
+        return f"{where.path}#{where.thread_id}"
+    return where.path or "-"
 
 
 class _StderrHandler(logging.Handler):
@@ -329,6 +417,28 @@ def _show_library_warnings() -> None:
             library.addHandler(handler)
 
 
+def _has_password(url: str) -> bool:
+    """Whether a ``postgresql://`` URL carries a password (user part or query; pure)."""
+    from urllib.parse import parse_qsl, urlsplit  # noqa: PLC0415
+
+    try:
+        parts = urlsplit(url)
+        in_user = parts.password is not None
+    except ValueError:
+        return False
+    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``command`` (``parser`` itself if there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(command)
+            if found is not None:
+                return found
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ssa`` command line.
 
@@ -344,7 +454,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 -- its own parser
 
         return hook_main(words[1:])
-    args = _parser().parse_args(words)
+    parser = _parser()
+    args, extra = parser.parse_known_args(words)
+    if extra:  # name the subcommand's usage, not the top level's (exits 2)
+        _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    # (the demo wants a new file; install writes what it was given, mcp reads $SSA_DB itself)
+    if hasattr(args, "db") and args.command not in ("demo", "install", "uninstall", "mcp"):
+        if args.db is None and os.environ.get(DB_ENV):
+            try:
+                args.db = _db_path(os.environ[DB_ENV])
+            except argparse.ArgumentTypeError as exc:
+                sys.stderr.write(f"ssa: ${DB_ENV}: {exc}\n")
+                return 2
+        elif isinstance(args.db, str) and _has_password(args.db):
+            sys.stderr.write("ssa: warning: the --db URL holds a password, which every local "
+                             "user can read in the process list while ssa runs; use "
+                             f"PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or "
+                             f"${DB_ENV} instead\n")
     _show_library_warnings()
     try:
         if args.command == "demo":

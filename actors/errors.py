@@ -11,6 +11,7 @@ from __future__ import annotations
 from persistence.errors import (
     BackendNotInstalled,
     DatabaseBusy,
+    DatabaseCorrupt,
     SchemaError,
     StorageError,
     StorageUnavailable,
@@ -20,6 +21,7 @@ __all__ = [
     "ArgumentTypeError",
     "BackendNotInstalled",
     "DatabaseBusy",
+    "DatabaseCorrupt",
     "GatewayClosed",
     "GatewayUnavailable",
     "InvalidArgument",

@@ -191,9 +191,13 @@ class Gateway(UpstreamApi):
 
         Raises:
             ArgumentTypeError: ``config``, ``clock``, ``on_wake`` or
-                ``monitor`` is of the wrong type.
+                ``monitor`` is of the wrong type, ``path`` is not a ``str`` or
+                ``os.PathLike``, or ``clock`` answers something else than an ``int``.
             InvalidArgument: ``path`` is a URL of another scheme, or a bad
-                PostgreSQL URL (the message says what is wrong).
+                PostgreSQL URL (the message says what is wrong), empty,
+                ``":memory:"``, holds a NUL or is a symlink loop; ``clock``
+                raised or answered a time that is not epoch milliseconds (a
+                clock of seconds).
             BackendNotInstalled: a ``postgresql://`` URL without the
                 ``postgres`` extra (``python -m pip install '.[postgres]'``
                 in the checkout).
@@ -207,7 +211,8 @@ class Gateway(UpstreamApi):
         """
         config = v.check_open(config, clock, on_wake, monitor)
         hosted = v.check_hosts(hosts, on_wake)
-        location = os.fspath(path) if path is not None else default_state_path()
+        given = v.check_location(path)
+        location = given if given is not None else default_state_path()
         try:
             backend = open_backend(location, synchronous=config.synchronous,
                                    busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)

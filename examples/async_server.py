@@ -15,7 +15,9 @@ Routes (keys are URL-decoded; anything else is 404, a bad key 400):
 * ``POST /drain/<watcher>``: drain the watcher's notices (a JSON list).
 * ``GET /status/<key>?since=N``: ``session_status`` with ``changesSince``.
 * ``GET /wait/<watcher>?timeout=S``: wait (at most ``S`` s, default 10) until the
-  watcher has a notice; the coroutine ``on_wake`` sets the event it waits on.
+  watcher has a notice; the coroutine ``on_wake`` sets the event it waits on, and
+  a copy of this service on the same file (another process) that does not host
+  the watcher finds the notice within ``WAIT_POLL_S``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from actors.errors import GatewayClosed, GatewayUnavailable, SessionStateError
 MANAGER = "agent:main:main"
 MAX_HEADER_BYTES = 16_384
 WAIT_LIMIT_S = 60.0
+WAIT_POLL_S = 0.5
+"""How often a long poll looks at the durable notices (another process may have them)."""
 
 
 class Service:
@@ -72,12 +76,24 @@ class Service:
                 return 200, msgspec.to_builtins(status)
             case "GET", "wait":
                 timeout = min(float(query.get("timeout", ["10"])[0]), WAIT_LIMIT_S)
-                if await gw.pending_notices(key):
-                    return 200, True
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._woken[key].wait(), timeout)
-                return 200, bool(await gw.pending_notices(key))
+                return 200, await self._wait(gw, key, timeout)
         return 404, {"error": "no such route"}
+
+    async def _wait(self, gw: AsyncGateway, key: str, timeout: float) -> bool:
+        """Whether ``key`` has a notice within ``timeout`` s.
+
+        The wake comes at once when this process hosts the watcher (its lease);
+        a copy of this service that does not hold it sees the durable notice
+        at its next look, every ``WAIT_POLL_S``.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not await gw.pending_notices(key):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken[key].wait(), min(left, WAIT_POLL_S))
+        return True
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: one request, one response (``Connection: close``)."""
@@ -114,7 +130,9 @@ async def serve(db: str | None, port: int, started: asyncio.Future[int] | None =
     ``started`` receives the bound port (``port`` 0 picks a free one).
     """
     service = Service()
-    async with await AsyncGateway.open(db, on_wake=service.on_wake) as gw:
+    # hosts=: this process runs MANAGER's loop, so wakes caused in other processes
+    # (another copy of this service on the same file) come here too.
+    async with await AsyncGateway.open(db, on_wake=service.on_wake, hosts=(MANAGER,)) as gw:
         service.gateway = gw
         server = await asyncio.start_server(service.handle, "127.0.0.1", port,
                                             limit=MAX_HEADER_BYTES)

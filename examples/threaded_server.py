@@ -1,6 +1,7 @@
 """Embed a Gateway in a threaded HTTP server (each request runs on its own thread).
 
-Run: python -m examples.threaded_server [DB]   (from a checkout; Ctrl-C stops it)
+Run: python -m examples.threaded_server [DB] [PORT]   (from a checkout; default port
+8765; Ctrl-C stops it)
 """
 import contextlib
 import json
@@ -13,22 +14,30 @@ from actors import Gateway
 from actors.errors import InvalidArgument, SessionStateError
 
 WATCHER = "agent:main:main"
+REQUEST_TIMEOUT_S = 10.0  # a client that sends half a request is cut off after this
+BACKLOG = 128  # connections the kernel queues while every thread is busy
 
 
-def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
+def make_server(gw: Gateway, port: int = 0, *,
+                timeout: float = REQUEST_TIMEOUT_S) -> ThreadingHTTPServer:
     """POST /watch/KEY, /human/KEY, /drain/WATCHER on 127.0.0.1:PORT; JSON answers.
 
     KEY is percent-decoded (agent%3Amain%3Aw is agent:main:w); a query string
-    is ignored. An unknown route is 404, a bad key 400, an unavailable gateway 503.
+    is ignored. An unknown route is 404, a bad key 400, an unavailable gateway 503,
+    another method 405; a request line or header too long, or a request not sent
+    within ``timeout`` seconds, gets a JSON error too (never an HTML page).
     """
     routes: dict[str, Callable[[str], object]] = {
         "watch": lambda key: gw.watch(WATCHER, key),
         "human": lambda key: gw.human_message(key, channel="http") is not None,
         "drain": gw.drain,
     }
+    limit = timeout
 
     class Handler(BaseHTTPRequestHandler):
         """One request, on its own thread (ThreadingHTTPServer); blocks on the gateway."""
+
+        timeout = limit  # the socket's timeout: a stalled client frees its thread
 
         def do_POST(self) -> None:
             action, _, key = urlsplit(self.path).path.removeprefix("/").partition("/")
@@ -48,23 +57,41 @@ def make_server(gw: Gateway, port: int = 0) -> ThreadingHTTPServer:
 
         do_PUT = do_DELETE = do_PATCH = do_GET  # noqa: N815 - http.server names them so
 
-        def answer(self, status: int, body: object) -> None:
-            """Send ``body`` as JSON with ``status``."""
-            data = json.dumps(body).encode()
+        def do_HEAD(self) -> None:
+            """405 as for GET, with the headers only (a HEAD answer has no body)."""
+            self.answer(405, {"error": "every route is a POST"}, body=False)
+
+        def send_error(self, code: int, message: str | None = None,
+                       explain: str | None = None) -> None:
+            """http.server's own errors (414, 431, 400, 501...) as JSON, not HTML."""
+            self.close_connection = True
+            self.answer(code, {"error": message or self.responses.get(code, ("",))[0]},
+                        body=self.command != "HEAD")
+
+        def answer(self, status: int, payload: object, *, body: bool = True) -> None:
+            """Send ``payload`` as JSON with ``status`` (headers only unless ``body``)."""
+            data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if body:
+                self.wfile.write(data)
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep request lines out of the logs
 
-    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    class Server(ThreadingHTTPServer):
+        request_queue_size = BACKLOG
+        daemon_threads = True  # a stuck request never holds up the exit
+
+    return Server(("127.0.0.1", port), Handler)
 
 
 if __name__ == "__main__":
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 8765
     with (Gateway.open(sys.argv[1] if len(sys.argv) > 1 else None) as gw,
-          make_server(gw, 8765) as server, contextlib.suppress(KeyboardInterrupt)):
-        sys.stderr.write(f"serving on http://127.0.0.1:8765, database {gw.location}\n")
+          make_server(gw, port) as server, contextlib.suppress(KeyboardInterrupt)):
+        sys.stderr.write(f"serving on http://127.0.0.1:{server.server_address[1]}, "
+                         f"database {gw.location}\n")
         server.serve_forever()  # Ctrl-C stops it; the gateway closes cleanly

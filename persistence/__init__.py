@@ -54,7 +54,12 @@ if TYPE_CHECKING:
         read_versions,
     )
     from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
-    from persistence._upstream import list_watched_links, read_link, read_own_hashes
+    from persistence._upstream import (
+        list_links,
+        list_watched_links,
+        read_link,
+        read_own_hashes,
+    )
     from persistence._writer import (
         PersistenceActor,
         Ping,
@@ -115,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "collect": "persistence._writer",
     "is_postgres_url": "persistence._backend",
     "list_sessions": "persistence._reads",
+    "list_links": "persistence._upstream",
     "list_watched_links": "persistence._upstream",
     "open_backend": "persistence._backend",
     "open_connection": "persistence._schema",
@@ -194,6 +200,7 @@ __all__ = [
     "UpstreamLink",
     "collect",
     "is_postgres_url",
+    "list_links",
     "list_sessions",
     "list_watched_links",
     "open_backend",

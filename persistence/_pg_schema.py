@@ -15,6 +15,7 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from persistence._schema import SCHEMA_VERSION
+from persistence._secret import make_secret, rekey_own_texts
 from persistence.errors import SchemaError, StorageError
 
 __all__ = ["APPLICATION", "TABLES", "migrate"]
@@ -26,6 +27,7 @@ APPLICATION = "session-state-awareness"
 TABLES = (
     "session_state_events", "session_state_heads", "session_watch_cursors", "sessions",
     "session_upstream_links", "session_own_texts", "session_hosts", "session_wakes",
+    "ssa_secrets",
 )
 """Every table the gateway reads and writes (the privileges section of the README)."""
 
@@ -226,6 +228,27 @@ def migrate(conn: Any, schema: str) -> None:
         raise SchemaError(f"schema {schema!r} has version {version}; this release knows "
                           f"{SCHEMA_VERSION}. Upgrade session-state-awareness.")
     # Version 3 is the first PostgreSQL version: later ones add their steps here.
+    if version < 4:
+        _to_v4(conn, schema)
+
+
+_SCHEMA_V4 = """
+CREATE TABLE ssa_secrets (
+    name TEXT PRIMARY KEY,
+    secret BYTEA NOT NULL
+);
+"""
+"""Version 4: the per-database secret keying the own-text hashes (persistence._secret)."""
+
+
+def _to_v4(conn: Any, schema: str) -> None:
+    """Add the own-text secret and re-key the hashes stored before (one transaction)."""
+    conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(
+        pgsql.Identifier(schema)).as_string() + ";" + _SCHEMA_V4)
+    rekeyed = rekey_own_texts(conn, make_secret(conn))
+    conn.execute("UPDATE ssa_schema SET version = ?", (4,))
+    logger.info("migrated signal-log schema %r to version 4 (keyed %d own-text hashes)",
+                schema, rekeyed)
 
 
 def _create(conn: Any, schema: str) -> None:
@@ -235,6 +258,8 @@ def _create(conn: Any, schema: str) -> None:
     function = pgsql.Identifier(schema, "session_wakes_notify")
     conn.script(pgsql.SQL(_NOTIFY_TRIGGER).format(
         function=function, channel=pgsql.Literal(f"{schema}_wakes")).as_string())
+    conn.script(_SCHEMA_V4)
+    make_secret(conn)
     conn.execute("INSERT INTO ssa_schema (application, version) VALUES (?, ?)",
                  (APPLICATION, SCHEMA_VERSION))
     logger.info("created signal-log schema %r at version %d", schema, SCHEMA_VERSION)

@@ -53,8 +53,12 @@ class ReadPool:
 
         Raises:
             StorageUnavailable: the pool is closed or none became free in time.
-            StorageError: a new connection could not be opened.
+            StorageError: a new connection could not be opened, or the backend's
+                files must not be touched (``Backend.storage_problem``).
         """
+        problem = self._backend.storage_problem()  # e.g. a -shm cut short (SQLite: SIGBUS)
+        if problem is not None:
+            raise StorageError(problem)
         conn = self._checkout(timeout)
         try:
             yield conn

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import apsw
 
-from persistence.errors import SchemaError
+from persistence._secret import make_secret, rekey_own_texts
+from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "open_connection", "prepare_path"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
+           "prepare_path", "wal_problem"]
 
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -128,14 +132,34 @@ ALTER TABLE session_upstream_links ADD COLUMN lease_expires_at INTEGER NOT NULL 
 """
 """Version 3 (many processes): hosting leases, wakes addressed to hosts, scan leases."""
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_SCHEMA_V4 = """
+CREATE TABLE ssa_secrets (
+    name TEXT PRIMARY KEY,
+    secret BLOB NOT NULL
+) STRICT;
+"""
+"""Version 4 (issue 25): the per-database secret keying the own-text hashes
+(:mod:`persistence._secret`); the migration re-keys the hashes stored before."""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+
+
+def _after_v4(conn: apsw.Connection) -> None:
+    rekeyed = rekey_own_texts(conn, make_secret(conn))
+    if rekeyed:
+        logger.info("keyed %d stored own-text hashes with the new database secret", rekeyed)
+
+
+_AFTER: dict[int, Callable[[apsw.Connection], None]] = {4: _after_v4}
+"""Steps of a migration that are Python, run after its SQL in the same transaction."""
 
 
 def prepare_path(path: Path) -> None:
     """Create ``path``'s missing directories (mode 0700) and the file (mode 0600).
 
     Every directory this call creates is 0700 whatever the umask; existing
-    directories and an existing file keep their modes (they are the user's).
+    directories keep their modes, and an existing database file of this user
+    (and its side files) is made private (:func:`tighten_modes`).
     Runs in the caller's thread; blocks on file-system calls only.
 
     Raises:
@@ -156,6 +180,46 @@ def prepare_path(path: Path) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         os.fchmod(fd, 0o600)
         os.close(fd)
+    tighten_modes(path)
+
+
+SIDE_FILES = ("", "-wal", "-shm", ".lock")
+"""The database file and the files SQLite and the presence lock keep beside it."""
+
+
+def tighten_modes(path: Path) -> list[str]:
+    """Make the database and its side files private (0600) when this user owns them.
+
+    A file the user pre-created (``touch`` gives 0644) would leave the signal
+    log, and SQLite's ``-wal``/``-shm`` (which copy the database's mode),
+    readable by every local user. Files of this user lose their group and
+    other bits, with one WARNING each; a file another user owns is left as it
+    is, with a WARNING. Symbolic links and missing files are skipped.
+    Caller's thread; a few ``stat``/``chmod`` calls; never raises.
+
+    Returns:
+        The files whose modes were changed.
+    """
+    changed: list[str] = []
+    for side in SIDE_FILES:
+        name = f"{path}{side}"
+        try:
+            st = os.lstat(name)
+            if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+            if st.st_uid != os.geteuid():
+                logger.warning("%s is readable or writable by other users (mode %04o) and "
+                               "belongs to another user; leaving it as it is", name, mode)
+                continue
+            os.chmod(name, mode & 0o700)
+        except OSError as exc:
+            logger.debug("cannot check the mode of %s: %s", name, exc)
+            continue
+        logger.warning("%s was readable or writable by other users (mode %04o); made it "
+                       "private (%04o): the signal log is the user's", name, mode, mode & 0o700)
+        changed.append(name)
+    return changed
 
 
 class BusyWait:
@@ -234,6 +298,7 @@ def open_connection(
             conn.pragma("journal_mode", "wal")
         conn.pragma("synchronous", synchronous)
         if writer and migrate:
+            check_integrity(conn, path)
             _migrate(conn)
         elif not writer:
             conn.pragma("query_only", True)
@@ -241,6 +306,50 @@ def open_connection(
         conn.close()
         raise
     return conn
+
+
+QUICK_CHECK_ERRORS = 3
+"""Problems ``PRAGMA quick_check`` reports at most (the first one is shown)."""
+
+
+def check_integrity(conn: apsw.Connection, location: str) -> None:
+    """Refuse a damaged file: ``PRAGMA quick_check`` (every page, no index cross-check).
+
+    Run when a gateway opens the file (and by the read-only commands), so a
+    corrupted file is never written into and never answers a silently short
+    ``changesSince``. It reads the whole file once (about 40 ms for 50,000
+    events). Caller's thread; blocks on I/O.
+
+    Raises:
+        DatabaseCorrupt: the check found a problem, or SQLite reported the
+            file corrupt while checking; the message says how to recover.
+    """
+    try:
+        problems = [str(row[0]) for row in conn.execute(
+            f"PRAGMA quick_check({QUICK_CHECK_ERRORS})")]
+    except apsw.CorruptError as exc:
+        problems = [str(exc)]
+    if problems and problems != ["ok"]:
+        raise DatabaseCorrupt(f"{location} is corrupt ({problems[0]}); "
+                              f"{recovery_hint(location)}")
+
+
+def wal_problem(location: str) -> str | None:
+    """Why ``location`` cannot be read when its ``-wal`` was deleted under a running process.
+
+    SQLite keeps the newest pages in ``<file>-wal`` and their index in
+    ``<file>-shm``; a ``-shm`` without its ``-wal`` means the WAL was deleted
+    while the database was open (a clean close removes both). Look before
+    opening (the open creates a new, empty ``-wal``) and use the answer only
+    when the open then fails (a closing process removes the two files one
+    after the other). Two ``stat`` calls; pure otherwise.
+    """
+    if os.path.exists(location + "-shm") and not os.path.exists(location + "-wal"):
+        return (f"cannot open {location}: its -wal file is missing while its -shm file "
+                "exists, so it was deleted while a process had the database open (the "
+                "newest writes were in it). Stop every process using the database; then "
+                "it opens again, without what that file held")
+    return None
 
 
 def _migrate(conn: apsw.Connection) -> None:
@@ -264,6 +373,8 @@ def _migrate(conn: apsw.Connection) -> None:
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute(_MIGRATIONS[target])
+            if target in _AFTER:
+                _AFTER[target](conn)
             conn.pragma("user_version", target)
             logger.debug("migrated signal-log schema to version %d", target)
     except BaseException:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -12,10 +13,12 @@ import apsw
 
 from persistence._leases import wake_high_water
 from persistence._lock import PresenceLock
-from persistence._schema import open_connection, prepare_path
-from persistence.errors import StorageError
+from persistence._schema import open_connection, prepare_path, tighten_modes, wal_problem
+from persistence.errors import DatabaseCorrupt, StorageError, recovery_hint
 
 __all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
+
+logger = logging.getLogger(__name__)
 
 FAULT_ERRORS: tuple[type[apsw.Error], ...] = (
     apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.BusyError, apsw.LockedError,
@@ -55,6 +58,9 @@ class SqliteBackend:
         self._busy_timeout_ms = busy_timeout_ms
         self._vfs = vfs
         self._identity: tuple[int, int] | None = None
+        self._shm: tuple[int, int] | None = None
+        """``(inode, largest size)`` of the ``-shm`` while our connections map it."""
+        self._shm_lock = threading.Lock()
 
     def prepare(self) -> None:
         """Create the file's missing directories (0700) and the file (0600)."""
@@ -62,15 +68,44 @@ class SqliteBackend:
 
     def connect(self, *, writer: bool, migrate: bool = False) -> apsw.Connection:
         """An APSW connection (writer: WAL, the short busy handler; reader: query-only)."""
+        wal_gone = wal_problem(str(self._file))  # before the open creates a new -wal
         try:
             conn = open_connection(str(self._file), synchronous=self._synchronous,
                                    busy_timeout_ms=self._busy_timeout_ms, writer=writer,
                                    migrate=migrate, vfs=self._vfs)
+        except (apsw.IOError, apsw.CorruptError, DatabaseCorrupt) as exc:
+            if wal_gone is not None:  # not corrupt: its newest pages were in that file
+                raise StorageError(wal_gone) from exc
+            if isinstance(exc, DatabaseCorrupt):
+                raise
+            if isinstance(exc, apsw.IOError):
+                raise StorageError(f"cannot open {self._file}: {exc}") from exc
+            # (a file that is no database at all may be the user's own, given by
+            # mistake: "cannot open ...", never "move it aside")
+            raise DatabaseCorrupt(f"{self._file} is corrupt ({exc}); "
+                                  f"{recovery_hint(str(self._file))}") from exc
         except apsw.Error as exc:
             raise StorageError(f"cannot open {self._file}: {exc}") from exc
+        if writer and conn.readonly("main"):
+            # SQLite falls back to read-only for a file this user may not write; every
+            # write would then fail (and producers return None) as long as it runs.
+            conn.close()
+            raise StorageError(f"cannot write {self._file}: permission denied for this user "
+                               "(SQLite opened it read-only); fix its owner or mode, or "
+                               "give another --db / path")
         if writer and self._identity is None:
             st = os.stat(self._file)
             self._identity = (st.st_dev, st.st_ino)
+            tighten_modes(self._file)  # the -wal/-shm SQLite just made, or found
+        if writer and not migrate:  # the writer lives as long as the gateway; the
+            # migrating connection closes first (and may take the -shm with it)
+            try:
+                shm = os.stat(f"{self._file}-shm")
+            except OSError:
+                pass
+            else:
+                with self._shm_lock:
+                    self._shm = (shm.st_ino, shm.st_size)
         return conn
 
     def begin_write(self, conn: Any) -> None:
@@ -90,14 +125,64 @@ class SqliteBackend:
         return isinstance(exc, FATAL_ERRORS)
 
     def storage_problem(self) -> str | None:
-        """Refuse writing into a removed or replaced file (SQLite writes to an unlinked one)."""
+        """Refuse touching a removed or replaced file (SQLite writes to an unlinked one),
+        or one whose ``-shm`` was cut short under us.
+
+        SQLite maps ``<file>-shm`` into memory; once something else truncates,
+        removes or replaces it while it is mapped, the next access to the map
+        kills the process with SIGBUS. The ``-shm`` only grows while a
+        connection has the database open (ours do while the gateway runs), so
+        a smaller, missing or other ``-shm`` is refused before SQLite touches
+        it. Any thread; two ``stat`` calls.
+        """
         try:
             st = os.stat(self._file)
         except OSError:
             return "the database file is missing (was its directory removed or renamed?)"
         if self._identity is not None and (st.st_dev, st.st_ino) != self._identity:
             return "the database file was replaced by another file"
-        return None
+        return self._shm_problem()
+
+    def _restore_shm(self, size: int, found: int) -> bool:
+        """Give a cut-short ``-shm`` its size back: the map is valid again (SIGBUS-free).
+
+        The restored pages read as zeros, which SQLite takes for an index to
+        rebuild from the ``-wal`` (as after a crash): nothing is lost. Returns
+        whether it worked (logged either way).
+        """
+        try:
+            os.truncate(f"{self._file}-shm", size)
+        except OSError as exc:
+            logger.error("the -shm file of %s was cut short (%d of %d bytes) and cannot be "
+                         "restored: %s", self._file, found, size, exc)
+            return False
+        logger.warning("the -shm file of %s was cut short under us (%d of %d bytes); restored "
+                       "its size so SQLite rebuilds its index from the -wal (it maps the file; "
+                       "a cut-short map would kill the process with SIGBUS)", self._file,
+                       found, size)
+        return True
+
+    def _shm_problem(self) -> str | None:
+        seen = self._shm
+        if seen is None:
+            return None
+        try:
+            st = os.stat(f"{self._file}-shm")
+        except FileNotFoundError:
+            shown = "removed"
+        except OSError:
+            return None  # cannot tell; SQLite reports what it meets
+        else:
+            if st.st_ino == seen[0] and st.st_size >= seen[1]:
+                with self._shm_lock:
+                    self._shm = (seen[0], max(seen[1], st.st_size))
+                return None
+            if st.st_ino == seen[0] and self._restore_shm(seen[1], st.st_size):
+                return None
+            shown = "replaced" if st.st_ino != seen[0] else "cut short"
+        return (f"the database's -shm file ({self._file}-shm) was {shown} while it was open; "
+                "refusing to use it (processes would no longer share one index of the -wal). "
+                "Stop every process using the database, then open it again")
 
     def write_count(self, conn: Any) -> int:
         """SQLite's ``total_changes()`` of the connection."""
@@ -138,6 +223,9 @@ class _DataVersionProbe:
         if self._stop.wait(min(self._period, timeout_s)):
             return False
         with self._lock:
+            problem = self._backend.storage_problem()
+            if problem is not None:
+                raise StorageError(f"the hosting probe stopped: {problem}")
             if self._conn is None:
                 self._conn = self._backend.connect(writer=False)
             try:

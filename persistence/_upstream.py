@@ -21,6 +21,7 @@ from persistence.records import UpstreamLink
 
 __all__ = [
     "commit_scan",
+    "list_links",
     "list_watched_links",
     "note_own_text",
     "read_link",
@@ -55,6 +56,18 @@ def read_link(conn: Any, key: str, agent_id: str) -> UpstreamLink | None:
         (key, agent_id),
     ).fetchone()
     return _link_from_row(row) if row is not None else None
+
+
+def list_links(conn: Any, agent_id: str | None = None) -> list[UpstreamLink]:
+    """Every upstream link (of ``agent_id`` when given), ordered by key and agent.
+
+    One query; caller's thread; raises what the connection raises.
+    """
+    where, params = ("", ()) if agent_id is None else (" WHERE agent_id = ?", (agent_id,))
+    rows = conn.execute(
+        f"SELECT {_LINK_COLUMNS} FROM session_upstream_links{where}"  # noqa: S608
+        " ORDER BY session_key, agent_id", params).fetchall()
+    return [_link_from_row(r) for r in rows]
 
 
 def list_watched_links(conn: Any) -> tuple[list[UpstreamLink], list[str]]:

@@ -35,7 +35,7 @@ from persistence._messages import (
 )
 from persistence._reply import PENDING, Reply
 from persistence._runtime import Dispatcher, InlineActor, Mailbox, scheduling
-from persistence.errors import StorageError, StorageUnavailable
+from persistence.errors import StorageError, StorageUnavailable, recovery_hint
 
 __all__ = [
     "BATCH_LIMIT",
@@ -52,8 +52,10 @@ logger = logging.getLogger(__name__)
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
 
-FLAP_QUIET_S = 60.0
-"""A fault that returns this soon after recovering is not logged as a new episode."""
+RECOVERY_CONFIRM_MS = 5_000
+"""A fault episode ends (and "recovered" is logged) only once writes have worked for
+this long (writer's clock, ms) without a failure: a lone batch that fits on a full
+disk is not a recovery."""
 
 _MAX_CLOCK_MS = 2**53
 """Clock readings at or above this are not plausible epoch milliseconds."""
@@ -149,7 +151,8 @@ class PersistenceActor(InlineActor):
         self._in_fault = False
         self._failed_commands = 0
         self._flaps = 0
-        self._recovered_at = -FLAP_QUIET_S
+        self._recovering_since: int | None = None
+        self._prune_failing = False
         self.fatal = fatal if fatal is not None else threading.Event()
         """Set when the database proved unusable (corrupt); the gateway then closes."""
 
@@ -164,6 +167,8 @@ class PersistenceActor(InlineActor):
                 self._flush()
         except Exception:
             logger.exception("the last batch before stopping failed")
+        if self._recovering_since is not None:
+            self._recovered(final=True)  # writes worked until the end: say so
         self._fail_all(self._pending, StorageUnavailable("the persistence actor stopped"))
         self._pending = []
         if self._conn is not None:
@@ -333,34 +338,42 @@ class PersistenceActor(InlineActor):
         self._fail_all(batch, error, cause)
 
     def _note_fault(self, error: BaseException, commands: int) -> None:
-        # One WARNING per fault episode, not one per failed write (no log flood);
-        # an episode that starts within a minute of the last one ended is the same
-        # flapping fault and stays quiet (counted for the recovery line).
+        # One WARNING when a fault episode starts and one when it ends, not one per
+        # failed write (no log flood). Writes that work for a moment in between (a
+        # small one that still fits on a full disk) do not end the episode.
         self._failed_commands += commands
+        if self._recovering_since is not None:
+            self._recovering_since = None
+            self._flaps += 1
+            logger.debug("signal-log writes failing again: %s", error)
         if self._in_fault:
             return
         self._in_fault = True
-        if time.monotonic() - self._recovered_at < FLAP_QUIET_S:
-            self._flaps += 1
-            logger.debug("signal-log writes failing again: %s", error)
-            return
         logger.warning("signal-log writes are failing (%s: %s); producers return None "
                        "until this clears", type(error).__name__, error)
 
-    def _recovered(self) -> None:
-        if self._in_fault:
-            self._in_fault = False
-            self._recovered_at = time.monotonic()
-            if self._flaps and self._flaps % 100:
-                return  # a flapping fault: one recovery line per 100 flaps
-            logger.warning("signal-log writes recovered after %d failed commands",
-                           self._failed_commands)
-            self._failed_commands = 0
+    def _recovered(self, *, final: bool = False) -> None:
+        """A batch really wrote: the episode ends once writes held for a while (or at stop)."""
+        if not self._in_fault:
+            return
+        now = self._now()
+        if self._recovering_since is None:
+            self._recovering_since = now
+        if not final and now - self._recovering_since < RECOVERY_CONFIRM_MS:
+            return
+        self._in_fault = False
+        self._recovering_since = None
+        flaps = f", {self._flaps} of them after writes had briefly worked" if self._flaps else ""
+        logger.warning("signal-log writes recovered after %d failed commands%s",
+                       self._failed_commands, flaps)
+        self._failed_commands = self._flaps = 0
 
     def _go_fatal(self, error: BaseException) -> None:
         if not self.fatal.is_set():
-            logger.error("the signal-log database is unusable (%s: %s); the gateway shuts "
-                         "down", type(error).__name__, error)
+            logger.error("the signal-log database %s is unusable (%s: %s); nothing more is "
+                         "written into it and the gateway shuts down. %s",
+                         self._backend.location, type(error).__name__, error,
+                         _fatal_hint(self._backend))
             self.fatal.set()
 
     def _apply(self, conn: Any, command: Command, now: int) -> Any:
@@ -439,10 +452,19 @@ class PersistenceActor(InlineActor):
             except Exception as exc:
                 if not self._backend.is_driver_error(exc):
                     raise
-                logger.warning("signal-log prune failed: %s", exc)
+                if self._backend.is_fatal(exc):
+                    self._go_fatal(exc)  # never go on writing into a corrupt file
+                elif not self._prune_failing:
+                    logger.warning("signal-log pruning is failing (%s: %s); retried with "
+                                   "later writes, logged again when it works",
+                                   type(exc).__name__, exc)
+                self._prune_failing = True
                 break
             total[0] += events
             total[1] += cursors
+            if self._prune_failing:
+                self._prune_failing = False
+                logger.warning("signal-log pruning works again")
             if events < _prune.PRUNE_BATCH and cursors < _prune.PRUNE_BATCH:
                 self._last_prune_at = now
                 break
@@ -465,6 +487,13 @@ class PersistenceActor(InlineActor):
             error.__cause__ = cause
         for request in batch:
             request.reply.set_exception((StorageError, error, None))
+
+
+def _fatal_hint(backend: Backend) -> str:
+    """How to recover from the fatal error of ``backend`` (a sentence; pure)."""
+    if backend.name == "sqlite":
+        return "To recover: " + recovery_hint(backend.location) + "."
+    return "Check the server's logs; the database cannot be trusted as it is."
 
 
 def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: float,

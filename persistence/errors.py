@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BackendNotInstalled",
     "DatabaseBusy",
+    "DatabaseCorrupt",
     "DriverError",
     "InvalidLocation",
     "SchemaError",
@@ -27,6 +28,24 @@ class StorageUnavailable(StorageError):
 
 class SchemaError(StorageError):
     """The database file (or PostgreSQL schema) is not ours, or is of a newer version."""
+
+
+class DatabaseCorrupt(StorageError):
+    """The SQLite file is damaged: its check at open failed, or SQLite met corruption.
+
+    Nothing more is written into it (a gateway that meets corruption while
+    running stops writing and closes). The message names the file and how to
+    recover (:func:`recovery_hint`): the file holds metadata only, never
+    message text, so moving it aside and starting a new one loses only the
+    signal log's history.
+    """
+
+
+def recovery_hint(location: str) -> str:
+    """What a person does about a corrupt database at ``location`` (one sentence; pure)."""
+    return (f"it holds no message text: move it aside (mv {location} {location}.corrupt, "
+            f"with its -wal and -shm files) and the next start creates a new one; "
+            f"sqlite3 {location}.corrupt .recover can salvage its events for inspection")
 
 
 class DatabaseBusy(StorageError):

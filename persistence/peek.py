@@ -37,7 +37,7 @@ __all__ = [
 
 APPLICATION_ID = 0x53534131
 """``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
 
 

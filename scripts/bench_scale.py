@@ -575,6 +575,17 @@ class WatchProcess:
         self._reader.start()
         return self
 
+    @property
+    def pid(self) -> int:
+        """The subprocess's id (inside the ``with`` block).
+
+        Raises:
+            BenchError: it was not started.
+        """
+        if self._proc is None:
+            raise BenchError("the watch process was not started")
+        return self._proc.pid
+
     def _read(self, stream: IO[str]) -> None:
         """Queue ``(perf_counter at arrival, line)`` for every stdout line until EOF."""
         for line in stream:

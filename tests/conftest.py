@@ -232,6 +232,39 @@ def no_leaked_threads() -> Iterator[None]:
     assert not problems, "; ".join(problems)
 
 
+XDIST_MAX_WORKERS = 4
+"""``-n auto`` uses one worker per CPU, at most this many (each starts its own
+PostgreSQL server; most tests wait more than they compute)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may use, 1 to 4."""
+    return max(1, min(XDIST_MAX_WORKERS, len(os.sched_getaffinity(0))
+                      if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run pytest inside pytest (``pytester``) belong to the slow tier."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Mark the reports of tests that run pytest inside pytest (``pytester``).
+
+    Their captured stdout is the nested run's own output (its ``ERRORS``
+    sections included, which those tests provoke on purpose): it is not a
+    "cases tried" line, so the summary below leaves it out. ``user_properties``
+    travel with the report to an ``xdist`` controller.
+    """
+    outcome = yield
+    if "pytester" in getattr(item, "fixturenames", ()):
+        outcome.get_result().user_properties.append(("nested_pytest", True))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print what the reliability suites tried (their stdout), even under ``-q``.
 
@@ -240,7 +273,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """
     lines: list[str] = []
     for report in terminalreporter.stats.get("passed", []):
-        if getattr(report, "when", "") != "call":
+        if getattr(report, "when", "") != "call" or any(
+                prop[0] == "nested_pytest" for prop in getattr(report, "user_properties", ())):
             continue
         for line in getattr(report, "capstdout", "").splitlines():
             if line.strip():

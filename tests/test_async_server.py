@@ -65,3 +65,35 @@ def test_twenty_concurrent_clients_each_get_their_notice_once(tmp_path: Path) ->
             await asyncio.wait_for(server, BUDGET_S)
 
     asyncio.run(asyncio.wait_for(main(), BUDGET_S))
+
+
+def test_two_copies_on_one_file_answer_each_others_long_polls(tmp_path: Path) -> None:
+    """Issue 25 item 14: the example opened without ``hosts=``, so a long poll on one
+    copy never heard of a change made through the other."""
+
+    async def main() -> None:
+        db = str(tmp_path / "state.sqlite")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        starts = [loop.create_future() for _ in range(2)]
+        servers = [asyncio.create_task(serve(db, 0, started, stop)) for started in starts]
+        try:
+            a, b = [await asyncio.wait_for(s, BUDGET_S) for s in starts]
+            for first, second in ((a, b), (b, a)):
+                worker = f"agent:main:subagent:from-{second}"
+                assert await _request(second, "POST", f"/watch/{worker}") == (200, True)
+                waiting = asyncio.create_task(
+                    _request(first, "GET", "/wait/agent:main:main?timeout=10"))
+                await asyncio.sleep(0)  # the poll is in flight before the change
+                assert await _request(second, "POST", f"/human/{worker}") == (200, True)
+                # Answered well before the poll's own 10 s end (which answers from the
+                # durable notice anyway).
+                assert await asyncio.wait_for(waiting, 5.0) == (200, True)
+                status, drained = await _request(first, "POST", "/drain/agent:main:main")
+                assert status == 200
+                assert len(drained) == 1
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*servers), BUDGET_S)
+
+    asyncio.run(main())

@@ -43,6 +43,7 @@ def _still_running(before: set[threading.Thread], timeout_s: float = 5.0) -> lis
     return left
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_quick_run_prints_every_section_and_cleans_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],

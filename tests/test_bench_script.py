@@ -21,6 +21,7 @@ from scripts import bench, load_twenty
 SECTIONS = [1, 2, 3, 4, 5, 6, 7, 8]
 
 
+@pytest.mark.slow
 def test_a_quick_run_prints_one_table_with_the_eight_sections(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -45,6 +46,7 @@ def test_a_quick_run_prints_one_table_with_the_eight_sections(
     assert not any(line.endswith(("ok", "MISSED")) for line in naive)  # ratio, no goal
 
 
+@pytest.mark.slow
 def test_a_quick_json_run_names_every_goal_and_leaves_no_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import msgspec
@@ -51,7 +52,7 @@ def test_status_and_list_read_an_existing_database(
     assert [e["kind"] for e in status["stateChanges"]["events"]] == [
         "child_spawned", "human_direct_message"]
     assert main(["list", "--db", str(db_path)]) == 0
-    assert f"{CHILD}\tmain\t2" in capsys.readouterr().out.splitlines()
+    assert f"{CHILD}\tmain\t2\t-" in capsys.readouterr().out.splitlines()
 
 
 def test_user_mistakes_print_one_line_and_exit_non_zero(
@@ -223,7 +224,7 @@ def test_list_starts_with_a_header_and_its_json_has_none(
     gw.close()
     assert main(["list", "--db", str(db_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SESSION\tAGENT\tSTATE_VERSION", "agent:main:quiet\tmain\t-"]
+        "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM", "agent:main:quiet\tmain\t-\t-"]
     assert main(["list", "--json", "--db", str(db_path)]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert msgspec.json.decode(line)["sessionKey"] == "agent:main:quiet"
@@ -290,14 +291,251 @@ def test_watch_reports_an_unreadable_opencode_store_once_in_plain_words(
 ) -> None:
     store = _store(tmp_path / "opencode.db", "CREATE TABLE session (id TEXT)")
     assert main(["watch", "--db", str(tmp_path / "state.sqlite"), "--opencode", str(store),
-                 "--scans", "3", "--interval", "0.01"]) == 0
+                 "--scans", "3", "--interval", "0.1"]) == 0
     err = capsys.readouterr().err
     assert err == (f"ssa: cannot list OpenCode sessions in {store}: an OpenCode database of a "
                    "layout this release does not read (OpenCode 1.2 or newer is read)\n")
 
 
 def test_watch_interval_message_matches_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    for interval in ("0", "-1", "86401", "nan", "inf"):
+    # Issue 25 item 7: --interval 1e-9 spun a core; 0.1 s is the floor.
+    for interval in ("0", "-1", "86401", "nan", "inf", "1e-9", "0.099"):
         assert main(["watch", "--interval", interval, "--scans", "0"]) == 1
         assert capsys.readouterr().err == (
-            "ssa: --interval must be a number of seconds, more than 0 and at most 86400\n")
+            "ssa: --interval must be a number of seconds from 0.1 to 86400\n")
+
+
+# --- issue 25 item 16: the newcomer's command line --------------------------------------
+
+
+def test_ssa_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from actors.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"ssa {version('session-state-awareness')}\n"
+
+
+def test_an_unknown_option_shows_the_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from actors.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["watch", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ssa watch ")
+    assert err.endswith("ssa watch: error: unrecognized arguments: --bogus\n")
+
+
+def test_db_help_names_the_default_path(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from actors.cli import main
+
+    monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "1000")  # no wrapping inside the path
+    for command in ("watch", "status", "list"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        assert f"else {tmp_path / 'state.sqlite'}," in out
+
+
+def test_ctrl_c_while_the_library_imports_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import builtins
+
+    import ssa_cli
+
+    real_import = builtins.__import__
+
+    def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "actors.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert ssa_cli.main() == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_a_second_ctrl_c_after_the_stop_is_ignored(tmp_path: Path) -> None:
+    """After a stop signal the handlers are not restored to Python's default: a second
+    Ctrl-C while the watch closes (or the interpreter exits) used to kill it (-2)."""
+    import argparse
+    import io
+    import os
+    import signal
+
+    from actors._watch import run_watch
+
+    claude = tmp_path / "claude" / "-w"
+    claude.mkdir(parents=True)
+    (claude / "a.jsonl").write_bytes(b'{"type":"user"}\n')
+
+    class Interrupting(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith("adopted "):
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once it is watching
+            return super().write(text)
+
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        args = argparse.Namespace(
+            db=tmp_path / "s.sqlite", claude=[str(tmp_path / "claude")], codex=None,
+            opencode=None, pi=None, watcher="agent:main:main", interval=60.0, scans=None,
+            json=False, poll_only=True)
+        assert run_watch(args, out=Interrupting(), err=io.StringIO()) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C: nothing happens
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def test_sighup_stops_watch_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    claude = tmp_path / "claude" / "-w"
+    claude.mkdir(parents=True)
+    (claude / "a.jsonl").write_bytes(b'{"type":"user"}\n')
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "actors", "watch", "--db", str(tmp_path / "s.sqlite"),
+         "--claude", str(tmp_path / "claude"), "--interval", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"adopted 1 session")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None
+        assert proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_status_list_and_watch_say_which_adopted_session_is_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25 item 11: keys are tool session ids; every form now also names the
+    transcript (OpenCode: store and session id) and the project directory."""
+    import argparse
+    import io
+
+    from actors._watch import run_watch
+    from actors.testing import ClaudeCodeTranscript, OpenCodeTranscript, Typed
+
+    claude = tmp_path / "claude" / "-home-user-shop" / "abc.jsonl"
+    claude.parent.mkdir(parents=True)
+    transcript = ClaudeCodeTranscript(claude, cwd="/home/user/shop")
+    transcript.append(Typed("history"))
+    store = tmp_path / "oc" / "opencode.db"
+    store.parent.mkdir()
+    oc = OpenCodeTranscript(store, directory="/home/user/api")
+    oc.append(Typed("history"))
+    db = tmp_path / "s.sqlite"
+
+    class TypeOnSummary(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith('{"adopted"'):
+                transcript.append(Typed("typed while watched"))
+                OpenCodeTranscript.resume(store, oc.session_id).append(Typed("typed too"))
+            return super().write(text)
+
+    out = TypeOnSummary()
+    args = argparse.Namespace(db=db, claude=[str(tmp_path / "claude")], codex=None,
+                              opencode=[str(store)], pi=None, watcher="agent:main:main",
+                              interval=0.001, scans=1, json=True)
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    records = [msgspec.json.decode(line) for line in out.getvalue().splitlines()]
+    upstream = {r["sessionKey"]: r["upstream"] for r in records if "notice" in r}
+    ckey, okey = "agent:main:claude:abc", f"agent:main:opencode:{oc.session_id}"
+    assert upstream == {
+        ckey: {"source": "claude", "path": str(claude.resolve()), "threadId": "abc",
+               "project": "/home/user/shop"},
+        okey: {"source": "opencode", "path": str(store.resolve()), "threadId": oc.session_id,
+               "project": "/home/user/api"}}
+    assert main(["status", ckey, "--db", str(db)]) == 0
+    assert msgspec.json.decode(capsys.readouterr().out)["upstream"] == upstream[ckey]
+    assert main(["list", "--db", str(db)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert f"{ckey}\tmain\t3\t{claude.resolve()}" in rows
+    assert any(r.startswith(f"{okey}\tmain\t") and r.endswith(
+        f"\t{store.resolve()}#{oc.session_id}") for r in rows)
+    assert main(["list", "--json", "--db", str(db)]) == 0
+    listed = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["sessionKey"]: r["upstream"]["path"] for r in listed if "upstream" in r} == {
+        ckey: str(claude.resolve()), okey: str(store.resolve())}
+    args.json = False
+    text = io.StringIO()
+    transcript.append(Typed("and again"))
+    assert run_watch(args, out=text, err=io.StringIO()) == 0
+    assert f"  in claude transcript {claude.resolve()}, project /home/user/shop" in (
+        text.getvalue().splitlines())
+
+
+# --- issue 25 item 8: a PostgreSQL password off the command line --------------------------
+
+
+def test_a_password_in_the_db_url_is_warned_about_and_never_echoed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``/proc/PID/cmdline`` shows ``--db postgresql://user:PASSWORD@...`` to every local
+    user for as long as ``ssa`` runs: say so, and name the ways that keep it out."""
+    for url in ("postgresql://u:s3cret-pw@127.0.0.1:1/db?connect_timeout=1",
+                "postgresql://u@127.0.0.1:1/db?password=s3cret-pw&connect_timeout=1"):
+        assert main(["status", "agent:main:x", "--db", url]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ssa: warning: the --db URL holds a password")
+        assert "PGPASSWORD" in err
+        assert "~/.pgpass" in err
+        assert "SSA_DB" in err
+        assert "s3cret-pw" not in err
+    assert main(["status", "agent:main:x", "--db",
+                 "postgresql://u@127.0.0.1:1/db?connect_timeout=1"]) == 1
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_ssa_db_names_the_database_when_db_is_not_given(
+    open_gateway: Callable[..., Gateway], db: Any, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A URL (or file) read from ``$SSA_DB`` never appears in the process list."""
+    gw = open_gateway()
+    gw.create_session("agent:main:from-env")
+    gw.close()
+    monkeypatch.setenv("SSA_DB", str(db.location))
+    assert main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert "agent:main:from-env\tmain\t-\t-" in out.splitlines()
+    assert err == ""
+    monkeypatch.setenv("SSA_DB", "mysql://u@h/db")
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.startswith("ssa: $SSA_DB: --db: the database must be")
+
+
+def test_the_db_help_says_how_to_keep_a_password_off_the_command_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")
+    with pytest.raises(SystemExit):
+        main(["watch", "--help"])
+    out = capsys.readouterr().out
+    for way in ("$SSA_DB", "PGPASSWORD", "~/.pgpass", "?service=NAME"):
+        assert way in out

@@ -218,6 +218,7 @@ def kill_and_reopen_repeatedly(kills: int, tmp_path: Path, db_path: Path,
     assert typed > 0, "the children typed nothing upstream"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_mixed_load_killed_fifty_times_loses_and_duplicates_nothing(
     tmp_path: Path, db_path: Path, open_gateway: Callable[..., Gateway],

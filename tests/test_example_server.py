@@ -134,3 +134,81 @@ def test_the_readme_shows_the_example_as_it_is_with_how_to_run_it() -> None:
     assert f"```python\n{source}```\n" in readme
     assert "python -m examples.threaded_server" in readme
     assert "curl -X POST http://127.0.0.1:8765/watch/agent:main:worker" in readme
+
+
+# --- issue 25 item 14: the example under many clients and odd requests -------------------
+
+
+def test_the_listen_backlog_holds_fifty_parallel_clients(served: tuple[Gateway, int]) -> None:
+    """The backlog was 5: with 50 parallel clients the kernel counted listen overflows."""
+    from examples.threaded_server import BACKLOG
+
+    assert BACKLOG >= 64
+    _gw, port = served
+    results: list[object] = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        value = _post(port, "/watch/agent:main:w")
+        with lock:
+            results.append(value)
+
+    threads = [threading.Thread(target=client) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    assert results == [True] * 50
+
+
+def test_a_half_sent_request_is_cut_off_and_frees_its_thread(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    """200 half-sent requests used to hold 203 threads forever."""
+    import socket
+
+    gw = open_gateway()
+    server = make_server(gw, timeout=0.3)
+    serving = threading.Thread(target=server.serve_forever, name="example-server")
+    serving.start()
+    try:
+        port = server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+            sock.sendall(b"POST /watch/agent:main:w HTTP/1.1\r\nHost: x\r\n")  # never ends
+            sock.settimeout(TIMEOUT)
+            data = b""
+            while chunk := sock.recv(65536):  # the server closes it after its timeout
+                data += chunk
+        assert data == b"" or b"application/json" in data
+        assert _post(port, "/watch/agent:main:w") is True  # it still serves
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join(TIMEOUT)
+
+
+def test_head_a_huge_url_and_a_huge_header_are_answered_in_json(
+    served: tuple[Gateway, int],
+) -> None:
+    """They were answered with http.server's HTML error pages."""
+    import http.client
+
+    _gw, port = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    conn.request("HEAD", "/watch/agent:main:w")
+    head = conn.getresponse()
+    assert head.status == 405
+    assert head.getheader("Content-Type") == "application/json"
+    assert head.read() == b""
+    conn.close()
+    for path, headers, status in (("/watch/" + "x" * 70_000, {}, 414),
+                                  ("/watch/agent:main:w", {"X-Big": "y" * 70_000}, 431)):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+        try:
+            conn.request("POST", path, body=b"", headers=headers)
+            response = conn.getresponse()
+            assert response.status == status
+            assert response.getheader("Content-Type") == "application/json"
+            assert "error" in json.loads(response.read())
+        finally:
+            conn.close()

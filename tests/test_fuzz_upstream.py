@@ -586,7 +586,7 @@ class Replacements:
         h.check(track)
 
         # A hole of NULs (a sparse extension) is one long line that is not JSON:
-        # passed over (Pi: it stops the scan), logged.
+        # passed over (Pi too, since issue 25 item 13), logged.
         track = self.fresh("extended by a 3 MiB hole")
         append(track.path, self.typed(1))
         os.truncate(track.path, track.path.stat().st_size + (3 << 20))
@@ -594,7 +594,7 @@ class Replacements:
         track.long_line = True
         h.settle()
         h.check(track)
-        assert track.expected()[2] == ("stop" if src == "pi" else "end")
+        assert track.expected()[2] == "end"
 
         # Truncated below the marker: re-baselined; later turns count.
         track = self.fresh("truncated under the reader")
@@ -690,8 +690,8 @@ class Replacements:
             append(track.path, self.typed(1) + b'{"type": "message", "mess\n' + self.typed(2))
             h.settle()
             h.check(track)
-            assert track.expected()[2] == "stop"
-            assert h.turns(track.key) == 1
+            assert track.expected()[2] == "end"  # read past (issue 25 item 13)
+            assert h.turns(track.key) == 3
 
         self.grows_while_scanned()
         self.churn()
@@ -1084,36 +1084,53 @@ def test_opencode_stores_locked_corrupt_of_unknown_schema_or_gone(
 # --- cases the library does not report with the session key, or gets wrong -----------------
 
 
-def test_a_pi_scan_stopped_at_an_unclassifiable_line_stays_before_it(
+def test_a_pi_scan_reads_past_a_complete_line_that_is_not_json(
     harness: Harness, tmp_path: Path,
 ) -> None:
-    """The marker never passes an invalid Pi line; the rows before it count once."""
+    """Issue 25 item 13: one complete invalid line used to stop a Pi session for good.
+    It is decided not typed, logged once, and the rows around it count."""
     path = tmp_path / "pi.jsonl"
     path.write_bytes(pi_header() + pi_user("baseline"))
     key = harness.key("pi")
     track = harness.track(key, "pi", path, "pi invalid line")
+    since = harness.mark()
     append(path, pi_user("before") + b"\xff{not json\n" + pi_user("after"))
     harness.settle(at_least=3)
     harness.check(track)
-    assert harness.turns(key) == 1
+    assert harness.turns(key) == 2
     marker = harness.marker(key)
     assert marker is not None
-    assert marker["offset"] == track.start + len(pi_user("before"))
+    assert marker["offset"] == path.stat().st_size
+    assert len(_warnings(harness, key, since)) == 1  # named, at warning level
+    append(path, b'{"type": "message", "mess\n' + pi_user("later"))
+    harness.settle(at_least=3)
+    assert harness.turns(key) == 3
+    assert len(_warnings(harness, key, since)) == 1  # once per session, not per line
 
 
-def test_a_stalled_pi_scan_is_logged_with_the_session_key(
+def _warnings(harness: Harness, key: str, since: int) -> list[str]:
+    return [r.getMessage() for r in harness.caplog.records[since:]
+            if r.levelno >= logging.WARNING and key in r.getMessage()]
+
+
+def test_a_half_written_pi_line_still_waits_for_its_newline(
     harness: Harness, tmp_path: Path,
 ) -> None:
-    """Regression: before c2e3901 a Pi scan stopped before an unclassifiable line stalled
-    silently (``no_news``/``unclassifiable_line`` was not logged)."""
+    """A last line without its newline is not decided: the marker stays before it."""
     path = tmp_path / "pi.jsonl"
     path.write_bytes(pi_header() + pi_user("baseline"))
     key = harness.key("pi")
-    harness.track(key, "pi", path, "pi stalled")
-    since = harness.mark()
-    append(path, b'{"type": "message", "mess\n' + pi_user("after"))
-    harness.settle(at_least=3)
-    assert harness.logged(key, since=since), "nothing names the stalled session in the log"
+    track = harness.track(key, "pi", path, "pi half line")
+    half = pi_user("typed slowly")
+    append(path, half[: len(half) // 2])
+    harness.settle(at_least=2)
+    assert harness.turns(key) == 0
+    marker = harness.marker(key)
+    assert marker is not None
+    assert marker["offset"] == track.start
+    append(path, half[len(half) // 2:])
+    harness.settle(at_least=2)
+    assert harness.turns(key) == 1
 
 
 @pytest.mark.parametrize("how", ["truncated", "renamed over", "symlinked elsewhere"])

@@ -30,6 +30,7 @@ def _bench() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("source", ["claude", "codex", "pi"])
 def test_a_40_mib_typed_line_is_classified_with_bounded_memory(source: str,

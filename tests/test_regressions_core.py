@@ -200,8 +200,10 @@ def test_a_clock_that_jumped_forward_and_back_keeps_pruning(
 def test_a_clock_returning_garbage_falls_back_to_the_system_clock(
     open_gateway: Callable[..., Gateway], caplog: pytest.LogCaptureFixture,
 ) -> None:
+    answers = iter([1_767_225_600_000])  # good at open (checked there), garbage after
+
     with caplog.at_level(logging.ERROR):
-        gw = open_gateway(clock=lambda: 1.5)
+        gw = open_gateway(clock=lambda: next(answers, 1.5))
         gw.watch(WATCHER, CHILD)
         event = gw.human_message(CHILD, channel="x")
     assert event is not None

@@ -19,6 +19,7 @@ SECONDS = os.environ.get("SSA_SOAK_SECONDS", "30")
 SEED = os.environ.get("SSA_SOAK_SEED", "20261207")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(int(float(SECONDS)) + 60)
 def test_soak_keeps_memory_threads_and_invariants_flat(tmp_path: Path) -> None:
     status = soak.main(["--seconds", SECONDS, "--seed", SEED,

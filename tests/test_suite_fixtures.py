@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RUN_BOUND_S = 40.0
 """Longest one child pytest run may take, below pytest-timeout's 60 s."""
@@ -26,11 +28,12 @@ def _pytest(fixtures: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
     if ci is not None:
         env["CI"] = ci
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
          "--continue-on-collection-errors", *TARGETS],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_BOUND_S, check=False)
 
 
+@pytest.mark.slow
 def test_without_fixtures_the_tests_that_need_them_are_skipped_with_a_note(
     tmp_path: Path,
 ) -> None:
@@ -42,6 +45,7 @@ def test_without_fixtures_the_tests_that_need_them_are_skipped_with_a_note(
     assert f"not at {tmp_path / 'upstream'}" in done.stdout
 
 
+@pytest.mark.slow
 def test_under_ci_missing_fixtures_fail_the_run(tmp_path: Path) -> None:
     done = _pytest(tmp_path, ci="true")
     assert done.returncode == 1, done.stdout + done.stderr

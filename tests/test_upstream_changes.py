@@ -266,6 +266,7 @@ def test_the_real_watchfiles_feed_reports_an_append(
     assert len(gw.pending_notices(WATCHER)) == 1
 
 
+@pytest.mark.slow
 def test_ten_thousand_pairs_touched_leave_the_thread_count_bounded(
     open_gateway: Callable[..., Gateway],
 ) -> None:
@@ -386,3 +387,62 @@ def test_the_watchfiles_feed_closes_promptly_right_after_it_was_told_to_watch(
         feed = WatchfilesFeed(lambda paths: None)
         feed.watch(frozenset({str(tmp_path)}))
         assert feed.close(TIMEOUT) == 0
+
+
+def test_an_event_for_an_opencode_store_our_own_read_touched_queues_no_scan(
+    open_gateway: Callable[..., Gateway], tmp_path: Path, scans: Counter[str],
+) -> None:
+    """Issue 25 item 1: reading ``opencode.db`` touches its ``-wal``/``-shm``, the feed
+    reports that, and a scan for it read the store again: an idle busy-loop.
+
+    An event whose source still has its settled fingerprint is noise and queues
+    nothing; a turn a person typed changes the fingerprint and still notifies.
+    """
+    from actors.testing import OpenCodeTranscript, Reply, Typed
+    from actors.upstream.opencode import open_opencode_db, read_sequences
+
+    store = tmp_path / "opencode" / "opencode.db"
+    store.parent.mkdir()
+    ids = [f"ses_{i:02d}faultsAAAAAAAAAAAAAAAAAAA" for i in range(3)]
+    for sid in ids:
+        OpenCodeTranscript(store, session_id=sid, title=sid, directory="/w").append(
+            Typed("hello"), Reply("hi"))
+    wakes = Wakes()
+    gw = open_gateway(on_wake=wakes)
+    for sid in ids:
+        assert gw.adopt(f"agent:main:opencode:{sid}", source="opencode", path=store,
+                        thread_id=sid) is not None
+        assert gw.watch(WATCHER, f"agent:main:opencode:{sid}")
+    feeds: list[ManualFeed] = []
+
+    def factory(on_change: OnChange, **_: object) -> ManualFeed:
+        feeds.append(ManualFeed(on_change))
+        return feeds[-1]
+
+    gw._feed_factory = factory
+    assert gw.start_upstream_notifications() is True
+    gw.scan_upstream()  # every link settles
+    scans.clear()
+    queued: list[int] = []
+    service = gw._upstream
+    original = service.scan_soon
+
+    def counting(idents: Any) -> int:
+        queued.append(original(idents))
+        return queued[-1]
+
+    service.scan_soon = counting  # type: ignore[method-assign]
+    conn = open_opencode_db(store)  # what every scan of ours does to the store
+    try:
+        read_sequences(conn, ids)
+    finally:
+        conn.close()
+    feeds[0].emit({f"{store}-wal", f"{store}-shm"})  # what inotify reports for that read
+    assert sum(queued) == 0
+    assert scans == Counter()
+    OpenCodeTranscript.resume(store, ids[1]).append(Typed("typed by a person"))
+    feeds[0].emit({f"{store}-wal", f"{store}-shm"})
+    assert wakes.wait_for(1)
+    assert sum(queued) >= 1
+    assert gw.pending_notices(WATCHER)
+    assert f"opencode:{ids[1]}" in gw.pending_notices(WATCHER)[0]

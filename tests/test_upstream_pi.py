@@ -209,15 +209,15 @@ def test_anchor_101_own_text_is_normalized() -> None:
     assert classify(user("external Pi turn")).text == "external Pi turn"
 
 
-def test_anchor_104_the_cursor_never_passes_a_bad_row() -> None:
+def test_anchor_104_deliberately_differs_a_complete_bad_row_is_read_past() -> None:
+    """Issue 25 item 13: OpenClaw's cursor never passes a bad row, which silenced a
+    session for good; here a complete bad row is decided not typed and read past."""
     first = encode(user("first"))
     second = encode(user("second"))
     units, passed = scan([first, b"{not-json}", second])
-    assert [unit.text for unit in units] == ["first"]
-    assert passed == 1
-    # The next scan starts at the bad row and gets nowhere.
-    units, passed = scan([b"{not-json}", second])
-    assert (units, passed) == ([], 0)
+    assert [unit.text for unit in units] == ["first", None, "second"]
+    assert [unit.reason for unit in units][1] == "invalid_json"
+    assert passed == 3
 
 
 def test_blank_lines_are_consumed_not_stops() -> None:
@@ -349,10 +349,10 @@ def test_missing_timestamps() -> None:
     assert classify(entry) == Unit(human=True, reason=TYPED, text="hi")
 
 
-# --- hostile bytes: every line that is not a JSON object stops -------------------------
+# --- hostile bytes: a line that is not a JSON object is not typed (never stops a scan) ---
 
 TYPED_LINE = encode(user("hello"))
-STOP = Unit(human=False, reason="invalid_json", stop=True)
+STOP = Unit(human=False, reason="invalid_json")  # issue 25 item 13: no stop
 
 
 @pytest.mark.parametrize(
@@ -379,7 +379,7 @@ STOP = Unit(human=False, reason="invalid_json", stop=True)
         b"null",
     ],
 )
-def test_lines_that_are_not_json_objects_stop(line: bytes) -> None:
+def test_lines_that_are_not_json_objects_are_invalid_not_typed(line: bytes) -> None:
     assert classify_pi_line(line) == STOP
     assert classify_pi_line(line + b"\n") == STOP
 
@@ -522,7 +522,7 @@ def test_json_objects_never_stop_and_both_paths_agree(entry: dict[str, Any]) -> 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
-def test_arbitrary_bytes_never_raise_and_stop_iff_not_an_object(data: bytes) -> None:
+def test_arbitrary_bytes_never_raise_and_are_invalid_iff_not_an_object(data: bytes) -> None:
     unit = classify_pi_line(data)
     try:
         value = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
@@ -531,7 +531,8 @@ def test_arbitrary_bytes_never_raise_and_stop_iff_not_an_object(data: bytes) -> 
     if not data.strip():
         assert unit.reason == "blank"
     else:
-        assert unit.stop == (not isinstance(value, dict))
+        assert not unit.stop
+        assert (unit.reason == "invalid_json") == (not isinstance(value, dict))
 
 
 @settings(max_examples=200, deadline=None)

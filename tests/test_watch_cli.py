@@ -6,11 +6,14 @@ import argparse
 import io
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import typing
 from pathlib import Path
 from typing import TextIO
 
@@ -69,7 +72,8 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
-    assert lines[2] == "  #3 human_direct_message by human: human message via claude"
+    assert lines[2] == f"  in claude transcript {session.resolve()}, project /work"
+    assert lines[3] == "  #3 human_direct_message by human: human message via claude"
 
 
 def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
@@ -183,7 +187,9 @@ def test_sessions_created_after_watch_started_are_adopted_and_watched(
 
     monkeypatch.setattr(_watch, "_report", report_then_type)
     out = CreateOnAdopt(late)
-    assert run_watch(_args(tmp_path, claude=[str(claude)], scans=2), out=out,
+    # --poll-only: the adoption at the interval's listing (a directory event would
+    # adopt it at once: test_a_session_created_in_a_new_folder_is_adopted_from_...).
+    assert run_watch(_args(tmp_path, claude=[str(claude)], scans=2, poll_only=True), out=out,
                      err=io.StringIO()) == 0
     lines = out.getvalue().splitlines()
     assert lines[1] == (f"new claude session agent:main:claude:late ({late}): watched, "
@@ -289,8 +295,8 @@ def test_library_warnings_reach_the_terminal(tmp_path: Path,
     out = AppendOnAdopt(session, b"{not json}\n" + pi_user("behind the bad line"))
     assert run_watch(_args(tmp_path, pi=[str(tmp_path / "pi3")]), out=out,
                      err=io.StringIO()) == 0
-    assert "notice:" not in out.getvalue()  # the cursor stops, never skips
-    assert "line that is not a JSON object" in capsys.readouterr().err
+    assert "notice:" in out.getvalue()  # read past the bad line (issue 25 item 13)
+    assert "1 complete pi line(s) are not JSON objects" in capsys.readouterr().err
 
 
 def test_watch_refuses_a_watcher_that_is_not_agent_qualified(
@@ -356,3 +362,105 @@ def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_writt
     assert ": not monitored (" not in text  # never announced as such
     assert text.count(": watched, read from its start") == 2
     assert text.count("human_direct_message by human") == 2  # both first prompts
+
+
+@pytest.mark.timeout(60)
+def test_a_session_created_in_a_new_folder_is_adopted_from_the_directory_event(
+    tmp_path: Path,
+) -> None:
+    """Issue 25 item 2: a new transcript (in a new project, date or Pi folder) is adopted
+    and its first prompt reported from the directory event, not after the fallback
+    scan (``--interval 60`` here; every wait is far shorter)."""
+    from actors.testing import ClaudeCodeTranscript, CodexRollout, PiSession, Typed
+
+    roots = {s: tmp_path / s for s in ("claude", "codex", "pi")}
+    for root in roots.values():
+        root.mkdir()
+    known = roots["claude"] / "-known" / "known.jsonl"
+    known.parent.mkdir()
+    known.write_bytes(claude_user("history"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "actors", "watch", "--db", str(tmp_path / "s.sqlite"),
+               "--interval", "60", "--json"]
+    for source, root in roots.items():
+        command += [f"--{source}", str(root)]
+    with (tmp_path / "stderr").open("wb") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, env=env)
+    assert proc.stdout is not None
+    lines = _Lines(proc.stdout)
+    try:
+        first = lines.next(TIMEOUT)
+        assert first is not None
+        assert "adopted" in json.loads(first)
+        claude = roots["claude"] / "-home-user-new" / "c0ffee00-0000-4000-8000-000000000001.jsonl"
+        claude.parent.mkdir()
+        ClaudeCodeTranscript(claude).append(Typed("first prompt"))
+        day = roots["codex"] / "2027" / "01" / "02"
+        day.mkdir(parents=True)
+        thread = "01a06421-3bf7-7ed2-a618-e42b6c961999"
+        CodexRollout(day / f"rollout-2027-01-02T08-00-00-{thread}.jsonl",
+                     thread_id=thread).append(Typed("first prompt"))
+        pi = roots["pi"] / "--home-user-new--" / "2027-01-02T08-00-00-000Z_p1.jsonl"
+        pi.parent.mkdir()
+        PiSession(pi, session_id="p1").append(Typed("first prompt"))
+        expected = {f"agent:main:claude:{claude.stem}", f"agent:main:codex:{thread}",
+                    "agent:main:pi:p1"}
+        noticed: set[str] = set()
+        deadline = time.monotonic() + 20  # the fallback scan would come after 60 s
+        while noticed != expected and time.monotonic() < deadline:
+            line = lines.next(deadline - time.monotonic())
+            if line is None:
+                break
+            record = json.loads(line)
+            if "notice" in record:
+                noticed.add(record["sessionKey"])
+        assert noticed == expected
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=TIMEOUT)
+            lines.join(TIMEOUT)
+            proc.stdout.close()
+
+
+class _Lines:
+    """A subprocess's stdout lines, read by a thread into a queue (bounded waits, no sleep)."""
+
+    def __init__(self, stream: typing.IO[bytes]) -> None:
+        self._queue: queue.Queue[bytes] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: typing.IO[bytes]) -> None:
+        for line in stream:
+            self._queue.put(line)
+
+    def next(self, timeout: float) -> bytes | None:
+        """The next line within ``timeout`` s, or ``None``."""
+        try:
+            return self._queue.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+
+    def join(self, timeout: float) -> None:
+        """Wait for the reader to see EOF (the process ended)."""
+        self._thread.join(timeout)
+
+
+@pytest.mark.parametrize("flag", ["--claude", "--codex", "--opencode", "--pi"])
+def test_a_mistyped_catalog_path_is_a_usage_error(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 25 item 12: ``ssa watch --claude /typo`` used to watch nothing forever."""
+    from actors.cli import main
+
+    typo = tmp_path / "typo"
+    assert main(["watch", "--db", str(tmp_path / "s.sqlite"), flag, str(typo),
+                 "--scans", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {typo} does not exist" in err
+    assert not (tmp_path / "s.sqlite").exists()  # refused before anything was opened

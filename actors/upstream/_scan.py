@@ -7,7 +7,7 @@ bounded reads; they never raise (every failure becomes a result kind).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -93,6 +93,8 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
             next scan (JSONL sources; held in memory, never stored).
         more: the scan stopped at the byte cap with bytes left to read (a
             backlog of lines, or the rest of a long line): scan again soon.
+        invalid_lines: complete lines this scan decided were not JSON objects
+            (not typed turns; read past, and logged by the monitor).
     """
 
     kind: ScanKind
@@ -103,6 +105,7 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     dedupe_id: str | None = None
     pending: PendingLine | None = None
     more: bool = False
+    invalid_lines: int = 0
 
 
 def line_classifier(source: str, path: str | None = None) -> LineClassifier:
@@ -134,7 +137,7 @@ def line_classifier(source: str, path: str | None = None) -> LineClassifier:
     raise KeyError(source)
 
 
-def count_turns(units: Iterable[Unit], own_hashes: frozenset[str]) -> tuple[int, int | None]:
+def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int, int | None]:
     """Count human units whose text is not one of the gateway's own (self-echo).
 
     Returns:
@@ -162,7 +165,7 @@ def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
 
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
-    own_hashes: frozenset[str], pending: PendingLine | None = None,
+    own_hashes: Container[str], pending: PendingLine | None = None,
 ) -> ScanResult:
     """Scan an append-only JSONL transcript forward from its byte marker.
 
@@ -276,7 +279,7 @@ def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
 
 
 def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
-                      classify: LineClassifier, own_hashes: frozenset[str]) -> ScanResult:
+                      classify: LineClassifier, own_hashes: Container[str]) -> ScanResult:
     """Go on with a pending long line from where the last scan left it."""
     if chunk.kind == "partial":
         return _feed_long_line(chunk, pending)
@@ -295,7 +298,7 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
-                    classify: LineClassifier, own_hashes: frozenset[str],
+                    classify: LineClassifier, own_hashes: Container[str],
                     end: int | None = None) -> ScanResult:
     """Classify the complete lines of ``chunk`` after ``units`` already decided.
 
@@ -326,6 +329,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
         more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
+        invalid_lines=sum(1 for u in units if u.reason == "invalid_json"),
     )
 
 
@@ -352,7 +356,7 @@ class OpenCodeHint(msgspec.Struct, frozen=True, kw_only=True):
 
 def scan_opencode(
     path: str, session_id: str, marker: dict[str, Any], hint: OpenCodeHint | None, *,
-    own_hashes: frozenset[str], replay_window: int, busy_timeout_ms: int = 1000,
+    own_hashes: Container[str], replay_window: int, busy_timeout_ms: int = 1000,
 ) -> ScanResult:
     """Scan one OpenCode session given this cadence's sequence hint (anchor §3.17).
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from actors.upstream._scan import ScanResult, count_turns
@@ -159,7 +159,7 @@ def node_baseline(reader: NodeTranscriptReader, thread_id: str, *,
 
 
 def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, Any], *,
-              own_hashes: frozenset[str], now: int, timeout: float = 10.0,
+              own_hashes: Container[str], now: int, timeout: float = 10.0,
               pool: ReaderPool | None = None) -> ScanResult:
     """Classify the items newer than the marker among the latest 50 (anchor §3.17).
 

@@ -7,9 +7,12 @@ v3 files are linked (anchor-openclaw-behaviour.md §3.17 "Pi"); the monitor
 reads the header with :func:`pi_header_version` and then feeds each complete
 line to :func:`classify_pi_line`.
 
-A line that is not a JSON object cannot be classified, and the scan must stop
-before it, never skip it (anchor §3.17 "Pi", §4.8 item 104): such a unit has
-``stop=True``.
+A complete line that is not a JSON object cannot be a typed turn: it is
+decided not human (``invalid_json``) and the scan goes on after it (the
+monitor logs it once per session). OpenClaw's monitor stops before such a
+line for good (anchor §3.17 "Pi", §4.8 item 104); one corrupt line must not
+silence a session forever. A half-written last line is not complete and
+waits for its newline, as in every JSONL source.
 
 Human turns (upstream-formats.md §5.3, §5.5): an entry ``type: "message"``
 whose ``message.role`` is ``"user"`` and whose text (string content, or the
@@ -121,7 +124,7 @@ def skill_invocation(text: str) -> tuple[str, str] | None:
     return None
 
 
-_STOP = Unit(human=False, reason="invalid_json", stop=True)
+_STOP = Unit(human=False, reason="invalid_json")
 _BLANK = Unit(human=False, reason="blank")
 
 _ENTRY_REASONS = {
@@ -228,9 +231,9 @@ def classify_pi_line(line: bytes) -> Unit:
         occurred_at=<ms>)`` for a user message a person typed, where
         ``occurred_at`` is ``message.timestamp`` (ms number), else the
         entry ``timestamp`` (number or ISO 8601 string), else ``None``.
-        ``Unit(human=False, reason="invalid_json", stop=True)`` when the line
-        is not one valid UTF-8 JSON document or not an object: the scan
-        must stop before it (anchor §3.17 "Pi", §4.8 item 104). A blank
+        ``Unit(human=False, reason="invalid_json")`` when the line is not
+        one valid UTF-8 JSON document or not an object (not typed; the scan
+        goes on after it, see the module docstring). A blank
         line gives ``reason="blank"`` (consumed, not a stop). Every other
         line is not human, with reason ``header``, ``custom_message``,
         ``custom_entry``, ``compaction``, ``branch_summary`` (entry or

@@ -1,0 +1,30 @@
+"""The ``ssa`` console script: a Ctrl-C while the library is still importing exits quietly.
+
+Importing :mod:`actors` takes a few tenths of a second; a ``KeyboardInterrupt``
+in that window used to end in a traceback. This module imports nothing of
+ours at import time, so the interrupt lands in :func:`main`'s ``try``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def main() -> int:
+    """Run ``ssa`` (:func:`actors.command.main`); 130 after a Ctrl-C, with no traceback.
+
+    ``actors.command`` sends ``ssa hook`` down its light path and every other
+    command to :func:`actors.cli.main`. Main thread; blocks for the command's
+    whole run.
+    """
+    try:
+        from actors.command import main as command_main  # noqa: PLC0415 - the point
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    try:
+        return command_main()
+    except KeyboardInterrupt:  # while a command was still importing its modules
+        return INTERRUPTED
