@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 
 from tests.harness import actions as act
 from tests.harness.actions import Action, ActionLog
@@ -93,12 +94,13 @@ class Agent:
         return first
 
     def slash(self, command: str, *, settle_s: float = 0.5, human: bool = False,
-              kind: str = act.SLASH, text: str | None = None, enter: tuple[str, ...] = ("Enter",)
-              ) -> Action:
+              kind: str = act.SLASH, text: str | EllipsisType | None = ...,
+              enter: tuple[str, ...] = ("Enter",)) -> Action:
         """Choose a slash command: type ``command`` (``/compact``...), let the completion
         menu settle, press ``enter`` (tmux key names). ``human`` says whether the tool
         should count it; ``kind`` is the action's kind (``compact`` for ``/compact``);
-        ``text`` is what its rows must hold (default ``command`` itself).
+        ``text`` is what its rows must hold (default ``command`` itself; ``None``: no
+        text of its own, e.g. a command whose rows do not name it).
 
         Does not wait for what the command does (see :meth:`wait_idle`).
 
@@ -107,7 +109,7 @@ class Agent:
             TimeoutError: the tool kept redrawing for 10 s after the text.
         """
         self._choose(command, settle_s, enter)
-        return self._record(kind, command if text is None else text, human=human,
+        return self._record(kind, command if text is ... else text, human=human,
                             command=command.split(maxsplit=1)[0])
 
     def _choose(self, command: str, settle_s: float, enter: tuple[str, ...]) -> None:
