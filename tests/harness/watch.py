@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.harness.actions import TYPED, Action
+from tests.harness.actions import Action
 from tests.harness.home import Home
 
 __all__ = ["HUMAN_KIND", "SsaWatch", "WatchComparison", "WatchEvent", "compare_watch"]
@@ -248,11 +248,11 @@ class WatchComparison:
 def compare_watch(events: Iterable[WatchEvent], actions: Iterable[Action]) -> WatchComparison:
     """Compare ``ssa watch``'s ``human_direct_message`` events with ``actions``; pure.
 
-    The typed actions (``kind == "typed"``, ``human``) are what a person did;
-    every other action must add no turn. Events carry no text, so the match is
+    The ``human`` actions (typed prompts, text typed after a slash command) are what
+    a person typed; every other action must add no turn. Events carry no text, so the match is
     by count: the turns the events account for against the typed actions.
     """
-    typed = tuple(a for a in actions if a.kind == TYPED and a.human)
+    typed = tuple(a for a in actions if a.human)
     found = tuple(events)
     turns = sum(e.turns for e in found)
     hits = min(turns, len(typed))
