@@ -35,11 +35,19 @@ CLIs or tmux are missing)::
 Pieces:
 
 * :class:`Harness` (:mod:`tests.harness.session`): ``home()``, ``project()``,
-  ``model(api)``, ``start(tool, ...)`` -> :class:`Agent`, ``run_program(tool,
-  prompt, ...)`` -> :class:`ProgramRun`, ``log`` (the :class:`ActionLog`),
-  ``close()`` (kills the tmux server, every child process, the fake servers).
+  ``model(api)``, ``start(tool, ...)`` -> :class:`Agent`, ``reopen(agent, kind,
+  args)`` (quit and start again on the same home, project and fake server:
+  ``resume``/``continue``/``fork``), ``run_program(tool, prompt, ...)`` and
+  ``run_rpc(prompts, ...)`` (``pi --mode rpc``) -> :class:`ProgramRun`,
+  ``watch(home)`` -> :class:`SsaWatch`, ``log`` (the :class:`ActionLog`),
+  ``close()`` (kills the tmux server, every child process, ``ssa watch``, the
+  fake servers).
+* :class:`SsaWatch` (:mod:`tests.harness.watch`): ``ssa watch --json`` in the
+  tools' home; ``events()``, ``human_turns()``, ``wait_turns(n)``,
+  ``settle()``; :func:`compare_watch` checks its ``human_direct_message``
+  events against the action log.
 * :class:`Agent` (:mod:`tests.harness.agent`): ``type``, ``prompt``,
-  ``slash``, ``interrupt``, ``keys``, ``script*``, ``wait_request``,
+  ``slash``, ``compact``, ``interrupt``, ``keys``, ``script*``, ``wait_request``,
   ``wait_turn``, ``wait_idle``, ``screen``, ``quit``, ``transcripts``,
   ``decided_rows``; ``agent.model`` is its :class:`FakeModelServer`
   (``script``, ``requests``, ``main_requests``, ``wait_main(n)``,
@@ -79,9 +87,10 @@ from tests.harness.tools import (
     Pi,
     tool_named,
 )
+from tests.harness.watch import SsaWatch, WatchComparison, WatchEvent, compare_watch
 
 __all__ = ["TOOLS", "Action", "ActionLog", "Agent", "AgentInstall", "AgentTool", "Answer",
            "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer", "Harness",
-           "Home", "InstallError", "ModelRequest", "OpenCode", "Pi", "ProgramRun", "Setup", "Text",
-           "ToolUse", "compare", "install", "installed", "merge_json", "tool_named",
-           "write_private"]
+           "Home", "InstallError", "ModelRequest", "OpenCode", "Pi", "ProgramRun", "Setup",
+           "SsaWatch", "Text", "ToolUse", "WatchComparison", "WatchEvent", "compare",
+           "compare_watch", "install", "installed", "merge_json", "tool_named", "write_private"]

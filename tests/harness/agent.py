@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 
 from tests.harness import actions as act
 from tests.harness.actions import Action, ActionLog
@@ -92,16 +93,52 @@ class Agent:
         self.wait_turn(timeout_s=timeout_s, answers_left=answers_left)
         return first
 
-    def slash(self, command: str, *, settle_s: float = 0.5, human: bool = False) -> Action:
+    def slash(self, command: str, *, settle_s: float = 0.5, human: bool = False,
+              kind: str = act.SLASH, text: str | EllipsisType | None = ...,
+              enter: tuple[str, ...] = ("Enter",)) -> Action:
         """Choose a slash command: type ``command`` (``/compact``...), let the completion
-        menu settle, press Enter. ``human`` says whether the tool should count it.
+        menu settle, press ``enter`` (tmux key names). ``human`` says whether the tool
+        should count it; ``kind`` is the action's kind (``compact`` for ``/compact``);
+        ``text`` is what its rows must hold (default ``command`` itself; ``None``: no
+        text of its own, e.g. a command whose rows do not name it).
 
         Does not wait for what the command does (see :meth:`wait_idle`).
+
+        Raises:
+            TmuxError: tmux failed.
+            TimeoutError: the tool kept redrawing for 10 s after the text.
         """
+        self._choose(command, settle_s, enter)
+        return self._record(kind, command if text is ... else text, human=human,
+                            command=command.split(maxsplit=1)[0])
+
+    def _choose(self, command: str, settle_s: float, enter: tuple[str, ...]) -> None:
         self.pane.send_text(command)
         self.pane.wait_quiet(settle_s, 10.0)
-        self.pane.send_keys("Enter")
-        return self._record(act.SLASH, command, human=human, command=command.split(maxsplit=1)[0])
+        self.pane.send_keys(*enter)
+
+    def compact(self, command: str = "/compact", *, timeout_s: float | None = None,
+                enter: tuple[str, ...] = ("Enter",)) -> Action:
+        """Ask for a compaction with ``command``; wait for its model request to be
+        answered and the TUI to be idle again.
+
+        The summary request takes the next scripted answer when it offers tools
+        (Claude Code's, Codex's), else the server's fixed side answer. The action
+        (``compact``, not ``human``) has no text: what the tool writes for it
+        holds earlier prompts, which must not be decided typed a second time.
+
+        Raises:
+            TimeoutError: the TUI was not idle within ``timeout_s`` (default: the
+                tool's ``turn_timeout_s``).
+        """
+        limit = timeout_s if timeout_s is not None else self.tool.turn_timeout_s
+        before = len(self.model.requests)
+        self._choose(command, 0.5, enter)
+        action = self._record(act.COMPACT, None, command=command)
+        self.model.wait(lambda reqs: len(reqs) > before and all(r.done.is_set() for r in reqs),
+                        limit, "the compaction's request")
+        self.wait_idle(limit)
+        return action
 
     def interrupt(self, key: str = "Escape") -> Action:
         """Press ``key`` (``Escape``, ``C-c``) to interrupt the running turn."""

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import queue
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.harness import actions as act
 from tests.harness.actions import ActionLog
@@ -18,6 +23,7 @@ from tests.harness.install import AgentInstall
 from tests.harness.models import FakeModelServer, server_for
 from tests.harness.tmux import TmuxServer
 from tests.harness.tools import AgentTool, tool_named
+from tests.harness.watch import SsaWatch
 
 __all__ = ["Harness", "Setup"]
 
@@ -47,6 +53,7 @@ class Harness:
         self._agents: list[Agent] = []
         self._processes: list[subprocess.Popen[str]] = []
         self._names: set[str] = set()
+        self._watches: list[SsaWatch] = []
 
     def __enter__(self) -> Harness:
         return self
@@ -139,6 +146,43 @@ class Harness:
             agent.wait_ready()
         return agent
 
+    def reopen(self, agent: Agent, kind: str, args: Sequence[str], *, name: str | None = None,
+               quit_first: bool = True, wait_ready: bool = True) -> Agent:
+        """Start ``agent``'s tool again in its home and project with ``args`` (``--resume
+        ID``, ``--continue``, ``resume --last``, ``--fork``...), on the same fake server.
+
+        ``kind`` is the action recorded (``resume``, ``continue``, ``fork``; not
+        ``human``), with the command line in its detail. With ``quit_first`` the
+        old TUI is quit first (a person leaves it before resuming its session).
+        The new driver gets a name of its own (``claude-2``...): compare by tool.
+
+        Raises:
+            TimeoutError: the new TUI was not ready in time.
+        """
+        if quit_first:
+            agent.quit()
+        action_args = list(args)
+        new = self.start(agent.tool, name=name or agent.name.split("-")[0], home=agent.home,
+                         project=agent.project, model=agent.model, args=action_args,
+                         wait_ready=False)
+        self.log.record(new.name, agent.tool.name, kind, None, args=action_args, of=agent.name)
+        if wait_ready:
+            new.wait_ready()
+        return new
+
+    def watch(self, home: Home | None = None, *, interval_s: float = 1.0) -> SsaWatch:
+        """Start ``ssa watch --json`` in ``home`` (default: ``home()``); stopped by
+        :meth:`close`. Start it before the tools' first sessions (they are then read
+        from their start); blocks until its start-up summary is printed.
+
+        Raises:
+            TimeoutError: no summary within 30 s.
+        """
+        watch = SsaWatch(home or self.home(), interval_s=interval_s)
+        self._watches.append(watch)
+        watch.wait_summary()
+        return watch
+
     def run_program(self, tool: str | AgentTool, prompt: str, *, home: Home | None = None,
                     project: Path | None = None, model: FakeModelServer | None = None,
                     args: Sequence[str] = (), setup: Setup | None = None,
@@ -176,13 +220,101 @@ class Harness:
             _kill_group(proc)
         return ProgramRun(argv, proc.returncode, out, err, action)
 
+    def run_rpc(self, prompts: Sequence[str], *, home: Home | None = None,
+                project: Path | None = None, model: FakeModelServer | None = None,
+                args: Sequence[str] = (), setup: Setup | None = None,
+                timeout_s: float = 120.0, name: str = "pi-rpc") -> ProgramRun:
+        """Drive Pi's RPC mode (``pi --mode rpc``): send each of ``prompts`` as a
+        ``{"type": "prompt"}`` command on stdin and wait for its ``agent_end`` event,
+        then close stdin and wait for the exit.
+
+        Each prompt is one ``program_run`` action (``mode: "rpc"``; a program sent
+        it, no person typed it). The returned run's ``action`` is the last one;
+        ``stdout`` holds every event line. Blocks until the program exits.
+
+        Raises:
+            TimeoutError: the events or the exit took longer than ``timeout_s`` in all
+                (the process is killed first; the message holds what it printed).
+            RuntimeError: a command was refused (``"success": false``).
+        """
+        profile = tool_named("pi")
+        home = home or self.home()
+        project = project or self.project()
+        model = model or self.model(profile.api)
+        profile.configure(home, project, model)
+        if setup is not None:
+            setup(home, project)
+        argv = [str(self.install.binary(profile.binary)), "--mode", "rpc", *args]
+        proc = subprocess.Popen(argv, cwd=project, env=profile.env(home, model, self.install),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self._processes.append(proc)
+        lines: queue.Queue[str | None] = queue.Queue()
+        out: list[str] = []
+        errors: list[str] = []
+
+        def read(stream: Any, sink: queue.Queue[str | None] | list[str]) -> None:
+            for line in stream:
+                if isinstance(sink, list):
+                    sink.append(line)
+                else:
+                    sink.put(line)
+            if not isinstance(sink, list):
+                sink.put(None)
+
+        readers = [threading.Thread(target=read, args=(proc.stdout, lines), daemon=True),
+                   threading.Thread(target=read, args=(proc.stderr, errors), daemon=True)]
+        for reader in readers:
+            reader.start()
+        deadline = time.monotonic() + timeout_s
+        action = None
+        try:
+            assert proc.stdin is not None
+            for n, prompt in enumerate(prompts, 1):
+                action = self.log.record(name, profile.name, act.PROGRAM_RUN, prompt, argv=argv,
+                                         mode="rpc")
+                proc.stdin.write(json.dumps({"id": f"harness-{n}", "type": "prompt",
+                                             "message": prompt}) + "\n")
+                proc.stdin.flush()
+                while True:
+                    try:
+                        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                    except queue.Empty:
+                        raise TimeoutError(f"pi --mode rpc: no agent_end within {timeout_s:.0f}"
+                                           f" s; stdout:\n{''.join(out[-20:])}\nstderr:\n"
+                                           f"{''.join(errors[-20:])}") from None
+                    if line is None:
+                        raise TimeoutError(f"pi --mode rpc exited before agent_end; stdout:\n"
+                                           f"{''.join(out[-20:])}\nstderr:\n"
+                                           f"{''.join(errors[-20:])}")
+                    out.append(line)
+                    event = json.loads(line)
+                    if event.get("type") == "response" and event.get("success") is False:
+                        raise RuntimeError(f"pi --mode rpc refused {prompt!r}: {line.strip()}")
+                    if event.get("type") == "agent_end":
+                        break
+            proc.stdin.close()
+            proc.wait(max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"pi --mode rpc did not exit after its stdin closed; stderr:\n"
+                               f"{''.join(errors[-20:])}") from None
+        finally:
+            _kill_group(proc)
+            for reader in readers:
+                reader.join(timeout=10)
+        assert action is not None, "no prompts"
+        return ProgramRun(argv, proc.returncode, "".join(out), "".join(errors), action)
+
     @property
     def agents(self) -> list[Agent]:
         """The TUIs started so far."""
         return list(self._agents)
 
     def close(self) -> None:
-        """Kill the tmux server (every TUI), leftover program runs, and the fake servers."""
+        """Kill the tmux server (every TUI), leftover program runs, ``ssa watch`` runs and
+        the fake servers."""
+        for watch in self._watches:
+            watch.close()
         if self._tmux is not None:
             self._tmux.close()
         for proc in self._processes:

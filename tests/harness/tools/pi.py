@@ -84,8 +84,8 @@ class Pi(AgentTool):
         return MODEL_ID in screen and "/128k" in screen
 
     def busy(self, screen: str) -> bool:
-        """The working line says ``(escape to interrupt)``."""
-        return "to interrupt)" in screen
+        """The working line says ``Working...`` (older builds: ``(escape to interrupt)``)."""
+        return "to interrupt)" in screen or "Working..." in screen
 
     def shell(self, command: str) -> ToolUse:
         """A ``bash`` tool call."""
