@@ -143,12 +143,10 @@ def forked(agent_harness: Harness) -> Forked:
     return Forked(fork.decided_rows(), agent_harness.log.actions(), watch, new)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 2: claude --resume ID --fork-session writes a new session file that "
-    "starts with copies of the earlier session's rows (same uuid and timestamp, new "
-    "sessionId); the copied typed prompt is decided typed again there (a false positive, "
-    "and ssa watch reports it as a second turn). Strict: passes once class 2 is decided."))
 def test_fork_session_copies_are_not_typed_again(forked: Forked) -> None:
+    """Issue 22, class 2: claude --resume ID --fork-session writes a new session file that
+    starts with copies of the earlier session's rows (same uuid and timestamp, new
+    sessionId); the copies are ``copied_row``, and ssa watch reports one turn only."""
     result = compare(forked.rows, forked.actions)
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
     seen = compare_watch(forked.watch.events(), forked.actions)
