@@ -16,6 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -551,3 +552,15 @@ def test_watches_add_says_when_a_target_was_never_seen(home: Home) -> None:
     assert run_watches("add", manager, ["agent:main:codex:typo"], home.db, out) == 0
     assert out.getvalue() == ("watching agent:main:codex:typo (no such session yet: a typo? "
                               "ssa list shows them)\n")
+
+
+def test_one_notice_per_burst_on_either_backend(home: Home, db: Any) -> None:
+    """The same delivery with ``--db`` a SQLite file or a PostgreSQL URL (no peek there)."""
+    location = str(db.location)
+    if db.name == "sqlite":
+        Path(location).parent.mkdir(parents=True, exist_ok=True)
+    assert home.context("--db", location) == ""
+    home.worker.append(Typed("typed"), Reply("ok"))
+    assert _notice_targets(home.context("--db", location)) == [
+        f"agent:main:codex:{home.worker.thread_id}"]
+    assert home.context("--db", location) == ""

@@ -129,12 +129,14 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
     ``listed``: the same session as the catalogs listed it this run (its
     ``stat`` is reused); otherwise one ``stat``.
     """
+    if link.host_id != "gateway:local":
+        return False  # read through a paired node's host: not ours to scan
     if listed is not None and listed.stat is not None and link.source != "opencode":
         marker = link.marker
         return listed.stat != (marker.get("inode"), marker.get("offset"))
     path = link.path
-    if path is None or link.host_id != "gateway:local":
-        return False  # read through a paired node's host: not ours to scan
+    if path is None:
+        return False
     if link.source == "opencode":
         seqs = opencode.get(path)
         if seqs is None:
@@ -438,7 +440,8 @@ def _run(args: _Args, source: IO[bytes], out: TextIO,
             return
     else:
         plan = None
-    _work(location, hook, watcher, args, found, out, plan, lambda: _finish(cache, exit_now))
+    _work(location, hook, watcher, args, found, opencode, out, plan,
+          lambda: _finish(cache, exit_now))
     cache.save()
 
 
@@ -458,6 +461,7 @@ def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     exit_now()
+
 
 def _peek_plan(location: str, hook: HookInput, watcher: str, args: _Args,
                found: list[Found], now_ms: int,
@@ -484,7 +488,8 @@ def _is_new(found: Found, since_ms: int) -> bool:
 
 
 def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list[Found],
-          out: TextIO, plan: Plan | None, acknowledged: Callable[[], None]) -> None:
+          opencode: dict[str, list[OpenCodeRow]], out: TextIO, plan: Plan | None,
+          acknowledged: Callable[[], None]) -> None:
     """The warm path: a gateway adopts, watches, scans, prints and acknowledges."""
     from actors import AdoptRequest, Gateway, GatewayConfig  # noqa: PLC0415 - warm path only
 
@@ -496,7 +501,7 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
         try:
             if plan is None:  # no peek before (PostgreSQL, or a file made just now)
                 with gw.read_pool.connection() as conn:
-                    plan = _plan_from(conn, hook, watcher, args, found, {})
+                    plan = _plan_from(conn, hook, watcher, args, found, opencode)
             _apply(gw, AdoptRequest, hook, watcher, plan)
             if _deliver(gw, hook, watcher, out):
                 acknowledged()
