@@ -15,8 +15,9 @@ no Pykka type leaks through the public API.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import TYPE_CHECKING, Any
+
+from persistence.lazylog import quiet_package
 
 if TYPE_CHECKING:
     from actors._async import AsyncGateway
@@ -60,6 +61,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    quiet_package(__name__)  # the library's NullHandler, once logging is in use
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
@@ -84,4 +86,3 @@ __all__ = [
     "default_state_path",
 ]
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -58,11 +58,13 @@ from persistence._writer import is_epoch_ms
 from persistence._writes import sweep as sweep_cursors
 from persistence.errors import InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
+from persistence.lazylog import quiet_package
 from persistence.locations import default_state_path
 
 __all__ = ["Gateway", "default_state_path"]
 
 logger = logging.getLogger(__name__)
+quiet_package("actors")  # direct imports of the engine get the NullHandler too
 
 Clock = Callable[[], int]
 DeliverFn = Callable[[str, str, str], bool]

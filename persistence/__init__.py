@@ -12,8 +12,9 @@ benchmarked without threads.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import TYPE_CHECKING, Any
+
+from persistence.lazylog import quiet_package
 
 if TYPE_CHECKING:
     from persistence._backend import Backend, is_postgres_url, open_backend
@@ -149,6 +150,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    quiet_package(__name__)  # the library's NullHandler, once logging is in use
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
@@ -218,4 +220,3 @@ __all__ = [
     "submit_many",
 ]
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())

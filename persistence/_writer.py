@@ -36,6 +36,7 @@ from persistence._messages import (
 from persistence._reply import PENDING, Reply
 from persistence._runtime import Dispatcher, InlineActor, Mailbox, scheduling
 from persistence.errors import StorageError, StorageUnavailable, recovery_hint
+from persistence.lazylog import quiet_package
 
 __all__ = [
     "BATCH_LIMIT",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+quiet_package("persistence")  # direct imports of the engine get the NullHandler too
 
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""

@@ -461,7 +461,7 @@ def test_peek_knows_the_schema_the_gateway_writes() -> None:
 def test_the_cold_path_imports_no_engine() -> None:
     code = ("import sys, actors.agents.hook, actors.command; "
             "print(sorted(m for m in ('msgspec', 'pykka', 'actors.gateway', 'persistence._writer',"
-            " 'argparse', 'dataclasses') if m in sys.modules))")
+            " 'argparse', 'dataclasses', 'logging') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"

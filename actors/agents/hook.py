@@ -32,7 +32,6 @@ one line on stderr, and exits 0, within ``--timeout`` seconds.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import signal
@@ -57,11 +56,12 @@ from actors.agents.sessions import CwdCache, Found, OpenCodeRow, find_sessions
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import agent_id_of, key_problem
+from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
 
 __all__ = ["DEFAULT_TIMEOUT_S", "SCOPES", "Plan", "main", "plan_work"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_TIMEOUT_S = 8.0
 """The hook's whole time budget, in seconds (Claude Code waits 30 s; our OpenCode

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -26,10 +25,11 @@ from typing import NamedTuple
 import apsw
 
 from actors.upstream.catalog import discover
+from persistence.lazylog import get_logger
 
 __all__ = ["CwdCache", "Found", "OpenCodeRow", "find_sessions", "read_opencode"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 HEAD_BYTES = 256 * 1024
 """How much of a transcript's start is searched for its ``cwd``."""

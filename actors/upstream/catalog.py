@@ -8,7 +8,6 @@ directory listings (and one SQLite query per OpenCode database).
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import re
 import threading
@@ -19,10 +18,11 @@ from typing import NamedTuple
 import apsw
 
 from actors.upstream._opencode_problems import store_problem
+from persistence.lazylog import get_logger
 
 __all__ = ["Candidate", "default_catalogs", "discover", "unreadable_store"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
