@@ -24,7 +24,9 @@ from tests.conftest import WATCHER
 
 psycopg = pytest.importorskip("psycopg")
 
-pytestmark = pytest.mark.postgres_only
+# slow: its partition is timed in seconds (TCP keepalives), which a busy machine
+# running other tests in parallel stretches; the slow tier runs one test at a time.
+pytestmark = [pytest.mark.postgres_only, pytest.mark.slow]
 
 WAIT_S = 20.0
 ROOT = Path(__file__).resolve().parents[1]
