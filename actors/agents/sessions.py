@@ -18,7 +18,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -161,6 +160,8 @@ def _read_head(path: str) -> tuple[str | None, int | None]:
     stamp = _string(_TIMESTAMP, head)
     started: int | None = None
     if stamp is not None:
+        from datetime import UTC, datetime  # noqa: PLC0415 - only for a transcript new to the cache
+
         try:
             moment = datetime.fromisoformat(stamp)
         except ValueError:
