@@ -11,10 +11,9 @@ benchmarked without threads.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-from persistence.lazylog import quiet_package
+from persistence.lazylog import lazy_export
 
 if TYPE_CHECKING:
     from persistence._backend import Backend, is_postgres_url, open_backend
@@ -147,13 +146,7 @@ def __getattr__(name: str) -> Any:
     Raises:
         AttributeError: ``name`` is not a public name of this package.
     """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    quiet_package(__name__)  # the library's NullHandler, once logging is in use
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy_export(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LazyLogger", "get_logger", "quiet_package"]
+__all__ = ["LazyLogger", "get_logger", "lazy_export", "quiet_package"]
 
 
 def quiet_package(name: str) -> None:
@@ -84,3 +84,33 @@ def get_logger(name: str) -> LazyLogger:
     return LazyLogger(name)
 
 
+
+
+def lazy_export(package: str, exports: dict[str, str], namespace: dict[str, Any],
+                name: str) -> Any:
+    """A package's PEP 562 ``__getattr__``: import ``name`` from its module on first use.
+
+    Args:
+        package: the package's ``__name__``.
+        exports: ``{public name: module that defines it}``.
+        namespace: the package's ``globals()`` (the value is cached there).
+        name: the attribute asked for.
+
+    Returns:
+        The attribute's value (also the library's ``NullHandler`` is added:
+        logging is about to be in use).
+
+    Raises:
+        AttributeError: ``name`` is not one of ``exports``.
+
+    Any thread; blocks on the import.
+    """
+    module = exports.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    quiet_package(package)
+    import importlib  # noqa: PLC0415 - cheap; only on a first use
+
+    value = getattr(importlib.import_module(module), name)
+    namespace[name] = value
+    return value
