@@ -475,6 +475,10 @@ class AsyncGateway:
             self._undelivered[("drain", watcher_key)] = rest
         return earlier + taken
 
+    async def release_leases(self) -> None:
+        """:meth:`Gateway.release_leases`, awaited."""
+        await self._call(self.gateway.release_leases)
+
     async def host(self, *watcher_keys: str) -> None:
         """:meth:`Gateway.host`, awaited."""
         await self._call(self.gateway.host, *watcher_keys)

@@ -318,6 +318,9 @@ def check_run_failed_payload(kind: str, payload: object) -> None:
 
 _EARLIEST_MS = 100_000_000_000
 """Epoch ms before 1973-03-03: an injected clock answering less counts seconds, not ms."""
+_LATEST_MS = 32_503_680_000_000
+"""Epoch ms of the year 3000: an injected clock answering more counts micro- or
+nanoseconds, not ms."""
 
 
 def check_location(path: object) -> str | None:
@@ -362,7 +365,8 @@ def check_clock(clock: object) -> None:
     Raises:
         ArgumentTypeError: it answered something that is not an ``int``.
         InvalidArgument: it raised, or answered a time before 1973 in ms (a
-            clock of seconds) or past 2**53.
+            clock of seconds) or after the year 3000 (a clock of microseconds
+            or nanoseconds).
     """
     if clock is None or not callable(clock):
         return
@@ -373,9 +377,10 @@ def check_clock(clock: object) -> None:
     if type(now) is not int:
         raise ArgumentTypeError(f"clock must return epoch milliseconds as an int, not "
                                 f"{type(now).__name__}")
-    if not _EARLIEST_MS <= now < 2**53:
+    if not _EARLIEST_MS <= now < _LATEST_MS:
+        unit = "seconds" if now < _EARLIEST_MS else "microseconds or nanoseconds"
         raise InvalidArgument(f"clock returned {now}, which is not epoch milliseconds (a "
-                              "clock of seconds? epoch ms now are about "
+                              f"clock of {unit}? epoch ms now are about "
                               f"{time.time_ns() // 1_000_000})")
 
 

@@ -743,6 +743,23 @@ class Gateway(UpstreamApi):
         if watcher_keys:
             self._hosting.unhost(tuple(watcher_keys))
 
+    def release_leases(self) -> None:
+        """Drop this gateway's scan and hosting leases now, so other processes take over.
+
+        For a process that is done scanning but not closing yet (``ssa
+        hook``, which ends without closing): the leases otherwise stay until
+        they lapse (``lease_ms``), and another process skips those links
+        meanwhile. A later scan or hosting renewal takes them again. Best
+        effort: a failure is logged and the leases lapse by themselves.
+
+        Raises:
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on one write.
+        """
+        self._guard()
+        self._release_leases()
+
     @property
     def read_pool(self) -> ReadPool:
         """The gateway's pool of read connections to the signal log.

@@ -564,3 +564,23 @@ def test_one_notice_per_burst_on_either_backend(home: Home, db: Any) -> None:
     assert _notice_targets(home.context("--db", location)) == [
         f"agent:main:codex:{home.worker.thread_id}"]
     assert home.context("--db", location) == ""
+
+
+def test_a_turn_right_after_a_delivered_notice_is_not_hidden_by_its_leases(
+        home: Home) -> None:
+    """The hook ends without closing its gateway; it releases its scan leases first."""
+    home.context()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SSA_", "CLAUDE_"))}
+    env.update({"HOME": str(home.root), "SSA_STATE_DIR": str(home.root / "state")})
+
+    def hook() -> bytes:
+        done = subprocess.run([sys.executable, "-m", "actors", "hook", "claude-code"],
+                              input=home.hook_input(), capture_output=True, env=env,
+                              timeout=SUBPROCESS_TIMEOUT_S, check=True)
+        assert done.stderr == b""
+        return done.stdout
+
+    home.worker.append(Typed("typed"), Reply("ok"))
+    assert hook()  # a notice, then the process ended at once
+    home.worker.append(Typed("typed again at once"), Reply("ok"))
+    assert hook()  # scanned now, not after the first run's leases lapse

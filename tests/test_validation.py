@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,12 @@ def test_the_command_line_refuses_another_url_scheme_for_db(
         main(["list", "--db", "sqlite:///x.db"])
     assert exit_info.value.code == 2
     assert "postgresql:// URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("clock", [lambda: time.time_ns() // 1000, time.time_ns])
+def test_a_clock_of_microseconds_or_nanoseconds_is_refused_at_open(
+        tmp_path: Path, clock: Callable[[], int]) -> None:
+    from actors.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="microseconds or nanoseconds"):
+        Gateway.open(tmp_path / "x.sqlite", clock=clock, monitor=False)

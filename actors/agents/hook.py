@@ -503,6 +503,9 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
                 with gw.read_pool.connection() as conn:
                     plan = _plan_from(conn, hook, watcher, args, found, opencode)
             _apply(gw, AdoptRequest, hook, watcher, plan)
+            # Scans are done: the next prompt's hook may scan at once (this process
+            # ends without closing, so its leases would otherwise last lease_ms).
+            gw.release_leases()
             if _deliver(gw, hook, watcher, out):
                 acknowledged()
         finally:
