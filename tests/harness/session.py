@@ -302,6 +302,7 @@ class Harness:
             _kill_group(proc)
             for reader in readers:
                 reader.join(timeout=10)
+            _close_pipes(proc)  # its readers are done: no pipe is left to the GC
         assert action is not None, "no prompts"
         return ProgramRun(argv, proc.returncode, "".join(out), "".join(errors), action)
 
@@ -319,8 +320,17 @@ class Harness:
             self._tmux.close()
         for proc in self._processes:
             _kill_group(proc)
+            _close_pipes(proc)
         for server in self._models:
             server.stop()
+
+
+def _close_pipes(proc: subprocess.Popen[str]) -> None:
+    """Close ``proc``'s pipes (a reaped process's unclosed pipes warn at GC, failing a test)."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
