@@ -1275,6 +1275,30 @@ def redact(url: str) -> str:
     return f"{scheme}{sep}{user.split(':', 1)[0]}{at}{host}" if at else url
 
 
+def print_report(prog: str, tagline: str, *, mode: str, sections: list[int], sizes: object,
+                 rows: list[Row], broken: list[str], total_s: float, as_json: bool,
+                 check: bool) -> int:
+    """Print a section benchmark's table (or JSON), its broken promises and missed goals.
+
+    The closing of ``bench_scale`` and ``bench_watch``: ``sizes`` is their
+    sizes dataclass. Returns :func:`exit_status`'s code. Caller's thread.
+    """
+    if as_json:
+        print(json.dumps({"mode": mode, "sections": sections, "machine": machine(),
+                          "sizes": asdict(sizes),  # type: ignore[call-overload]
+                          "rows": [asdict(r) for r in rows], "broken": broken,
+                          "total_s": total_s}, indent=2))
+    else:
+        info = machine()
+        print(f"{prog} ({mode}): {tagline}; Python {info['python']}, {info['cpus']} CPUs, "
+              f"SQLite {info['sqlite']}; ratio = ours / baseline; {total_s:.1f} s")
+        print(table(rows))
+    for what in broken:
+        print(f"{prog}: BROKEN: {what}", file=sys.stderr)
+    report_missed(rows, prog, check=check)
+    return exit_status(rows, check=check, broken=bool(broken))
+
+
 def machine() -> dict[str, str | int | None]:
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
             "platform": platform.platform(), "sqlite": apsw.sqlite_lib_version(),

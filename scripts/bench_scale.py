@@ -61,7 +61,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 from typing import IO
@@ -79,15 +79,12 @@ from scripts.bench import (  # noqa: E402
     GOAL_MISSED,
     BenchError,
     Row,
-    exit_status,
-    machine,
     ms,
     pair,
     pct,
-    report_missed,
+    print_report,
     row,
     run_threads,
-    table,
 )
 from tests._upstream_rows import (  # noqa: E402
     claude_assistant,
@@ -946,22 +943,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as exc:
         print(f"bench_scale: FAILED: {exc}", file=sys.stderr)
         return 1
-    total_s = time.perf_counter() - started
-    mode = "quick" if args.quick else "full"
-    if args.json:
-        print(json.dumps({"mode": mode, "sections": only, "machine": machine(),
-                          "sizes": asdict(sizes), "rows": [asdict(r) for r in report.rows],
-                          "broken": report.broken, "total_s": total_s}, indent=2))
-    else:
-        info = machine()
-        print(f"bench_scale ({mode}): pay per change, not per session; Python "
-              f"{info['python']}, {info['cpus']} CPUs, SQLite {info['sqlite']}; "
-              f"ratio = ours / baseline; {total_s:.1f} s")
-        print(table(report.rows))
-    for what in report.broken:
-        print(f"bench_scale: BROKEN: {what}", file=sys.stderr)
-    report_missed(report.rows, "bench_scale", check=args.check)
-    return exit_status(report.rows, check=args.check, broken=bool(report.broken))
+    return print_report("bench_scale", "pay per change, not per session",
+                        mode="quick" if args.quick else "full", sections=only, sizes=sizes,
+                        rows=report.rows, broken=report.broken,
+                        total_s=time.perf_counter() - started, as_json=args.json,
+                        check=args.check)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ goal was missed, each missed goal named on stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -39,7 +38,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,12 +56,9 @@ from actors.testing import (  # noqa: E402
 from scripts.bench import (  # noqa: E402
     BenchError,
     Row,
-    exit_status,
-    machine,
     pct,
-    report_missed,
+    print_report,
     row,
-    table,
 )
 from scripts.bench_scale import WatchProcess  # noqa: E402
 
@@ -384,22 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as exc:
         print(f"bench_watch: FAILED: {exc}", file=sys.stderr)
         return 1
-    total_s = time.perf_counter() - began
-    mode = "quick" if args.quick else "full"
-    if args.json:
-        print(json.dumps({"mode": mode, "sections": only, "machine": machine(),
-                          "sizes": asdict(sizes), "rows": [asdict(r) for r in report.rows],
-                          "broken": report.broken, "total_s": total_s}, indent=2))
-    else:
-        info = machine()
-        print(f"bench_watch ({mode}): ssa watch as a user feels it; Python {info['python']}, "
-              f"{info['cpus']} CPUs, SQLite {info['sqlite']}; ratio = ours / baseline; "
-              f"{total_s:.1f} s")
-        print(table(report.rows))
-    for what in report.broken:
-        print(f"bench_watch: BROKEN: {what}", file=sys.stderr)
-    report_missed(report.rows, "bench_watch", check=args.check)
-    return exit_status(report.rows, check=args.check, broken=bool(report.broken))
+    return print_report("bench_watch", "ssa watch as a user feels it",
+                        mode="quick" if args.quick else "full", sections=only, sizes=sizes,
+                        rows=report.rows, broken=report.broken,
+                        total_s=time.perf_counter() - began, as_json=args.json,
+                        check=args.check)
 
 
 if __name__ == "__main__":
