@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import ClaudeCode, Fail, Harness, Home, Text, compare, merge_json
+from tests.harness.scenarios import typed_prompts_and_a_shell_call
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
 
@@ -23,26 +24,8 @@ def _claude(require_tool: object) -> None:
 
 
 def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
-    nonce = secrets.token_hex(4)
-    claude = agent_harness.start("claude")
-    claude.script(Text(f"first answer {nonce}"))
-    first = claude.prompt(f"hello one {nonce}")
-    assert first.has_text(f"hello one {nonce}")
-    claude.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
-    claude.prompt(f"please run the command {nonce}")
-    # The tool ran the command and sent its output back as a tool result.
-    follow_up = claude.model.wait_main(3)
-    assert follow_up.has_text(f"shell-marker-{nonce}")
-    assert not claude.model.problems
+    claude = typed_prompts_and_a_shell_call(agent_harness, "claude")
     assert claude.model.pending == 0
-
-    result = compare(claude.decided_rows(), agent_harness.log.actions(agent=claude.name))
-    assert not result.unseen, result.report()
-    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
-    assert len(result.true_positives) == 2, result.report()
-    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
-    assert shell_rows, result.report()
-    assert not any(r.human for r in shell_rows), result.report()
 
 
 def test_print_mode_run_is_not_typed(agent_harness: Harness) -> None:

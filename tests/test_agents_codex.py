@@ -11,6 +11,7 @@ import secrets
 import pytest
 
 from tests.harness import Codex, Harness, Text, compare
+from tests.harness.scenarios import typed_prompts_and_a_shell_call
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
 
@@ -21,26 +22,9 @@ def _codex(require_tool: object) -> None:
 
 
 def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
-    nonce = secrets.token_hex(4)
-    codex = agent_harness.start("codex")
-    codex.script(Text(f"first answer {nonce}"))
-    first = codex.prompt(f"hello one {nonce}")
-    assert first.has_text(f"hello one {nonce}")
-    codex.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
-    codex.prompt(f"please run the command {nonce}")
-    follow_up = codex.model.wait_main(3)
-    assert follow_up.has_text(f"shell-marker-{nonce}")  # the command's output came back
-    assert not codex.model.problems
+    codex = typed_prompts_and_a_shell_call(agent_harness, "codex")
     # Codex asks for a title per prompt: side requests, which never took a scripted answer.
     assert all(not r.scripted for r in codex.model.requests if r.kind == "side")
-
-    result = compare(codex.decided_rows(), agent_harness.log.actions(agent=codex.name))
-    assert not result.unseen, result.report()
-    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
-    assert len(result.true_positives) == 2, result.report()
-    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
-    assert shell_rows, result.report()
-    assert not any(r.human for r in shell_rows), result.report()
 
 
 def test_exec_run_is_not_monitored(agent_harness: Harness) -> None:

@@ -11,6 +11,7 @@ import secrets
 import pytest
 
 from tests.harness import Harness, OpenCode, Text, compare
+from tests.harness.scenarios import typed_prompts_and_a_shell_call
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]  # OpenCode starts slowly
 
@@ -21,26 +22,9 @@ def _opencode(require_tool: object) -> None:
 
 
 def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
-    nonce = secrets.token_hex(4)
-    opencode = agent_harness.start("opencode")
-    opencode.script(Text(f"first answer {nonce}"))
-    first = opencode.prompt(f"hello one {nonce}")
-    assert first.has_text(f"hello one {nonce}")
-    opencode.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
-    opencode.prompt(f"please run the command {nonce}")
-    follow_up = opencode.model.wait_main(3)
-    assert follow_up.has_text(f"shell-marker-{nonce}")  # the command's output came back
-    assert not opencode.model.problems
+    opencode = typed_prompts_and_a_shell_call(agent_harness, "opencode")
     # OpenCode's title agent asks once: a side request, which never took a scripted answer.
     assert all(not r.scripted for r in opencode.model.requests if r.kind == "side")
-
-    result = compare(opencode.decided_rows(), agent_harness.log.actions(agent=opencode.name))
-    assert not result.unseen, result.report()
-    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
-    assert len(result.true_positives) == 2, result.report()
-    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
-    assert shell_rows, result.report()
-    assert not any(r.human for r in shell_rows), result.report()
 
 
 def test_run_session_is_not_typed(agent_harness: Harness) -> None:

@@ -11,6 +11,7 @@ import secrets
 import pytest
 
 from tests.harness import DecidedRow, Harness, Pi, Text, compare
+from tests.harness.scenarios import typed_prompts_and_a_shell_call
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
 
@@ -21,24 +22,7 @@ def _pi(require_tool: object) -> None:
 
 
 def test_typed_prompts_and_a_shell_call_decide_typed_exactly(agent_harness: Harness) -> None:
-    nonce = secrets.token_hex(4)
-    pi = agent_harness.start("pi")
-    pi.script(Text(f"first answer {nonce}"))
-    first = pi.prompt(f"hello one {nonce}")
-    assert first.has_text(f"hello one {nonce}")
-    pi.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
-    pi.prompt(f"please run the command {nonce}")
-    follow_up = pi.model.wait_main(3)
-    assert follow_up.has_text(f"shell-marker-{nonce}")  # the command's output came back
-    assert not pi.model.problems
-
-    result = compare(pi.decided_rows(), agent_harness.log.actions(agent=pi.name))
-    assert not result.unseen, result.report()
-    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
-    assert len(result.true_positives) == 2, result.report()
-    shell_rows = result.rows_of(next(a for a in result.actions if a.kind == "shell_call"))
-    assert shell_rows, result.report()
-    assert not any(r.human for r in shell_rows), result.report()
+    typed_prompts_and_a_shell_call(agent_harness, "pi")
 
 
 @pytest.fixture
