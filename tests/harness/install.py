@@ -40,7 +40,8 @@ MARKER = ".ssa-installed"
 NPM_TIMEOUT_S = 900.0
 """Longest ``npm ci`` may take, in seconds (a cold install downloads ~400 MB)."""
 
-BINARIES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "pi": "pi"}
+BINARIES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "pi": "pi",
+            "gemini": "gemini", "qwen": "qwen"}
 """Tool name -> executable name in ``node_modules/.bin``."""
 
 
