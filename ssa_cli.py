@@ -14,14 +14,14 @@ INTERRUPTED = 130
 
 
 def main() -> int:
-    """Run ``ssa`` (:func:`actors.command.main`); 130 after a Ctrl-C, with no traceback.
+    """Run ``ssa`` (:func:`actors.cli.command.main`); 130 after a Ctrl-C, with no traceback.
 
-    ``actors.command`` sends ``ssa hook`` down its light path and every other
-    command to :func:`actors.cli.main`. Main thread; blocks for the command's
+    ``actors.cli.command`` sends ``ssa hook`` down its light path and every other
+    command to :func:`actors.cli.app.main`. Main thread; blocks for the command's
     whole run.
     """
     try:
-        from actors.command import main as command_main  # noqa: PLC0415 - the point
+        from actors.cli.command import main as command_main  # noqa: PLC0415 - the point
     except KeyboardInterrupt:
         return INTERRUPTED
     try:

@@ -8,7 +8,7 @@ notice per watcher/target pair however many changes land, and
 
 Internally each session, each watcher cursor, each upstream monitor and the
 single SQLite writer run as Pykka actors exchanging frozen msgspec messages,
-on a runtime that gives them no thread of their own (``persistence._runtime``);
+on a runtime that gives them no thread of their own (``persistence.runtime``);
 no Pykka type leaks through the public API.
 """
 
@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from persistence.lazylog import lazy_export
 
 if TYPE_CHECKING:
-    from actors._async import AsyncGateway
-    from actors._config import GatewayConfig
-    from actors._types import (
+    from actors.facade.async_gateway import AsyncGateway
+    from actors.facade.config import GatewayConfig
+    from actors.facade.gateway import Gateway, default_state_path
+    from actors.facade.values import (
         SendResult,
         SessionRow,
         SessionStateEvent,
@@ -30,21 +31,20 @@ if TYPE_CHECKING:
         StateChanges,
         UpstreamLink,
     )
-    from actors._upstream import AdoptRequest
-    from actors.gateway import Gateway, default_state_path
+    from actors.monitors.service import AdoptRequest
 
 _EXPORTS: dict[str, str] = {
-    "AdoptRequest": "actors._upstream",
-    "AsyncGateway": "actors._async",
-    "Gateway": "actors.gateway",
-    "GatewayConfig": "actors._config",
-    "SendResult": "actors._types",
-    "SessionRow": "actors._types",
-    "SessionStateEvent": "actors._types",
-    "SessionStateEventInput": "actors._types",
-    "SessionStatus": "actors._types",
-    "StateChanges": "actors._types",
-    "UpstreamLink": "actors._types",
+    "AdoptRequest": "actors.monitors.service",
+    "AsyncGateway": "actors.facade.async_gateway",
+    "Gateway": "actors.facade.gateway",
+    "GatewayConfig": "actors.facade.config",
+    "SendResult": "actors.facade.values",
+    "SessionRow": "actors.facade.values",
+    "SessionStateEvent": "actors.facade.values",
+    "SessionStateEventInput": "actors.facade.values",
+    "SessionStatus": "actors.facade.values",
+    "StateChanges": "actors.facade.values",
+    "UpstreamLink": "actors.facade.values",
     "default_state_path": "persistence.locations",
 }
 """Where each public name lives: imported on first use (PEP 562), so a light

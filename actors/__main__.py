@@ -1,5 +1,5 @@
 """``python -m actors``: the ``ssa`` command line."""
 
-from actors.command import main
+from actors.cli.command import main
 
 raise SystemExit(main())

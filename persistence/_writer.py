@@ -34,9 +34,9 @@ from persistence._messages import (
     WriteRequest,
 )
 from persistence._reply import PENDING, Reply
-from persistence._runtime import Dispatcher, InlineActor, Mailbox, scheduling
 from persistence.errors import StorageError, StorageUnavailable, recovery_hint
 from persistence.lazylog import quiet_package
+from persistence.runtime import Dispatcher, InlineActor, Mailbox, scheduling
 
 __all__ = [
     "BATCH_LIMIT",
@@ -95,7 +95,7 @@ class PersistenceActor(InlineActor):
     caller gets the error), committed once, and each reply resolved. No
     message is told to self.
 
-    It runs on the actor runtime (:mod:`persistence._runtime`), which makes
+    It runs on the actor runtime (:mod:`persistence.runtime`), which makes
     this a leader/follower group commit: a requester that finds the actor
     idle commits its own request in its own thread (no thread hop at all);
     requests that arrive meanwhile queue up, and after each commit the rest

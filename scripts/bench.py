@@ -17,7 +17,7 @@ the ratios are what matter (absolute numbers move with the disk and the CPU):
      (append the event, bump the head, freeze the watcher cursor: what the
      gateway's transaction does) and ``COMMIT``, so one fsync per call and no
      group commit; then, in the producer's thread after the lock, it turns each
-     notice descriptor into ``actors._notices.notice_text``, deduplicates it in
+     notice descriptor into ``actors.engine.notices.notice_text``, deduplicates it in
      a dict keyed by (watcher, target, agent) and calls ``on_wake`` once per
      newly queued, pending, not queue-only notice. Its watches (the same pairs
      as the gateway run) are registered with ``register_watch`` in one
@@ -95,7 +95,7 @@ if str(ROOT) not in sys.path:
 import apsw  # noqa: E402
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput  # noqa: E402
-from actors._notices import notice_text  # noqa: E402
+from actors.engine.notices import notice_text  # noqa: E402
 from persistence import (  # noqa: E402
     NoticeDescriptor,
     RecordEvent,

@@ -128,8 +128,8 @@ def _rss_mib() -> float:
 def child(mode: str, source: str, path: str) -> dict[str, Any]:
     """The measured process: decide the transcript's lines with ``mode``; say how it went."""
     from actors import Gateway, GatewayConfig
-    from actors.upstream._classify import classify_units
-    from actors.upstream._scan import line_classifier
+    from actors.upstream.classify import classify_units
+    from actors.upstream.scan import line_classifier
 
     cap = GatewayConfig().scan_cap_bytes
     classify = line_classifier(source)
@@ -179,8 +179,8 @@ def _ijson_turns(source: str, path: str, cap: int) -> int:
     """The alternative: ijson (C backend) builds a reduced object per long line."""
     import ijson  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
-    from actors.upstream._longline import KEEP_CHARS
-    from actors.upstream._scan import line_classifier
+    from actors.upstream.longline import KEEP_CHARS
+    from actors.upstream.scan import line_classifier
 
     classify = line_classifier(source)
     turns = 0

@@ -13,7 +13,7 @@ moment apart, with the ratio and the goal:
    that ``os.stat``\\s every file and reads its last 32 bytes (goal: CPU ratio
    <= 3). Thread starts during the idle scans (goal: none) and the most live
    threads after a scan (goal: at most 256) are reported too;
-2. adoption: ``ssa watch --scans 0`` (``actors._watch.run_watch`` in this
+2. adoption: ``ssa watch --scans 0`` (``actors.cli.watch.run_watch`` in this
    process) over a home of N sessions, minus opening and closing an empty
    gateway, against ``jsonl_baseline`` on every file (goal: ratio <= 2);
 3. detection latency: ``ssa watch --json`` as a subprocess over that home;
@@ -73,8 +73,8 @@ if str(ROOT) not in sys.path:
 import apsw  # noqa: E402
 
 from actors import Gateway  # noqa: E402
-from actors._watch import run_watch  # noqa: E402
-from actors.upstream._baseline import jsonl_baseline  # noqa: E402
+from actors.cli.watch import run_watch  # noqa: E402
+from actors.upstream.baseline import jsonl_baseline  # noqa: E402
 from scripts.bench import (  # noqa: E402
     GOAL_MISSED,
     BenchError,
@@ -248,7 +248,7 @@ def _codex_meta(thread_id: str, when: str) -> bytes:
     """A Codex ``session_meta`` first line of an interactive (``cli``) thread.
 
     ``tests/_upstream_rows.py`` has no builder for it; the shape is the one
-    ``actors.upstream.samples`` writes (a 0.152-style paginated rollout).
+    ``actors.testing.samples`` writes (a 0.152-style paginated rollout).
     """
     row_ = {"timestamp": when, "type": "session_meta", "payload": {
         "id": thread_id, "timestamp": when, "cwd": "/home/user/work",

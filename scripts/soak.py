@@ -55,7 +55,7 @@ if __package__ in (None, ""):  # run as a file from a checkout that is not insta
 import apsw
 
 from actors import Gateway, GatewayConfig, SessionStateEvent
-from actors.upstream._scan import line_classifier
+from actors.upstream.scan import line_classifier
 
 JOIN_TIMEOUT_S = 30.0
 """Longest the script waits for one load thread to stop after the deadline."""

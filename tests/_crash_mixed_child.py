@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from actors import Gateway
-from actors.upstream._scan import line_classifier
+from actors.upstream.scan import line_classifier
 from tests._upstream_rows import claude_assistant, claude_user
 
 LIFETIME_S = 30.0

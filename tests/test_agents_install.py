@@ -2,7 +2,7 @@
 
 Every test runs with a throw-away HOME (and the tools' directory variables
 cleared), a fake ``ssa`` script passed as ``--ssa``, and calls
-``actors.cli.main`` in process.
+``actors.cli.app.main`` in process.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from actors.agents import _jsonc
 from actors.agents._files import ConfigRefused, FileOp, apply_changes
 from actors.agents._json_ops import Doc
 from actors.agents.install import MARKER, is_our_hook_command, is_our_mcp_entry
-from actors.cli import main
+from actors.cli.app import main
 
 TOOL_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR", "SSA_DB")
 

@@ -236,7 +236,7 @@ def test_mcp_command_without_the_extra(monkeypatch: pytest.MonkeyPatch,
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_mcp)
-    from actors.cli import main
+    from actors.cli.app import main
 
     assert main(["mcp"]) == 1
     err = capsys.readouterr().err

@@ -159,7 +159,7 @@ def test_a_failing_on_wake_is_logged_and_survived(
             assert await gw.human_message(WORKERS[1], channel="webchat") is not None
             return len(await gw.pending_notices(MANAGER))
 
-    with caplog.at_level(logging.ERROR, logger="actors._async"):
+    with caplog.at_level(logging.ERROR, logger="actors.facade.async_gateway"):
         assert run(main) == 1
     assert calls == [MANAGER, MANAGER]
     assert [r.getMessage() for r in caplog.records].count(

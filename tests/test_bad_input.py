@@ -29,7 +29,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors import Gateway, GatewayConfig
-from actors._types import SessionStateEventInput
 from actors.errors import (
     ArgumentTypeError,
     InvalidArgument,
@@ -37,6 +36,7 @@ from actors.errors import (
     InvalidOutcome,
     InvalidSessionKey,
 )
+from actors.facade.values import SessionStateEventInput
 from persistence.records import SessionStateEvent
 from tests._sec_support import (
     ACTOR_TYPES,

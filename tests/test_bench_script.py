@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from actors import cli
+from actors.cli import app as cli
 from scripts import bench, load_twenty
 
 SECTIONS = [1, 2, 3, 4, 5, 6, 7, 8]

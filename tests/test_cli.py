@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from actors import Gateway
-from actors.cli import main
+from actors.cli.app import main
 from actors.errors import InvalidArgument, SchemaError
 from tests._upstream_rows import claude_user
 from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
@@ -311,7 +311,7 @@ def test_watch_interval_message_matches_the_rule(capsys: pytest.CaptureFixture[s
 def test_ssa_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
-    from actors.cli import main
+    from actors.cli.app import main
 
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
@@ -322,7 +322,7 @@ def test_ssa_version_prints_the_installed_version(capsys: pytest.CaptureFixture[
 def test_an_unknown_option_shows_the_subcommands_usage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     with pytest.raises(SystemExit) as exited:
         main(["watch", "--bogus"])
@@ -335,7 +335,7 @@ def test_an_unknown_option_shows_the_subcommands_usage(
 def test_db_help_names_the_default_path(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("COLUMNS", "1000")  # no wrapping inside the path
@@ -356,7 +356,7 @@ def test_ctrl_c_while_the_library_imports_exits_130_without_a_traceback(
     real_import = builtins.__import__
 
     def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "actors.cli":
+        if name == "actors.cli.app":
             raise KeyboardInterrupt
         return real_import(name, *args, **kwargs)
 
@@ -373,7 +373,7 @@ def test_a_second_ctrl_c_after_the_stop_is_ignored(tmp_path: Path) -> None:
     import os
     import signal
 
-    from actors._watch import run_watch
+    from actors.cli.watch import run_watch
 
     claude = tmp_path / "claude" / "-w"
     claude.mkdir(parents=True)
@@ -438,7 +438,7 @@ def test_status_list_and_watch_say_which_adopted_session_is_which(
     import argparse
     import io
 
-    from actors._watch import run_watch
+    from actors.cli.watch import run_watch
     from actors.testing import ClaudeCodeTranscript, OpenCodeTranscript, Typed
 
     claude = tmp_path / "claude" / "-home-user-shop" / "abc.jsonl"

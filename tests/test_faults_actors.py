@@ -24,11 +24,11 @@ from typing import Any
 import apsw
 import pytest
 
-import actors._cursor
-import actors._monitor
+import actors.engine.cursor
+import actors.monitors.link_monitor
 import persistence._writes
 from actors import Gateway
-from actors._notices import NoticeQueue, notice_text
+from actors.engine.notices import NoticeQueue, notice_text
 from actors.errors import GatewayClosed, SessionStateError, StorageError
 from actors.testing import running_actors
 from tests._faults_support import (
@@ -54,7 +54,7 @@ class Injected(RuntimeError):
 INJECTIONS: dict[str, tuple[object, str, str, str]] = {
     "session-pending": (NoticeQueue, "reconcile", "pending",
                         "SessionActor failed handling PendingTexts"),
-    "cursor-register": (actors._cursor, "submit", "watch",
+    "cursor-register": (actors.engine.cursor, "submit", "watch",
                         "CursorActor failed handling Register"),
     "session-drain": (NoticeQueue, "drain", "drain", "SessionActor failed handling Drain"),
 }
@@ -230,7 +230,9 @@ def test_an_injected_monitor_failure_is_logged_and_the_next_scan_finds_the_turn(
     with transcript.open("ab") as handle:
         handle.write(claude_user("typed by a person"))
     caplog.set_level(logging.WARNING)
-    with raise_once(actors._monitor, "scan_source", Injected("monitor"), monkeypatch) as fired:
+    with raise_once(
+        actors.monitors.link_monitor, "scan_source", Injected("monitor"), monkeypatch
+    ) as fired:
         outcome = bounded(gw.scan_upstream)
     assert fired.is_set()
     assert outcome == ("ok", [])  # documented: a scan never raises, it logs

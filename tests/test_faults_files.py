@@ -79,7 +79,7 @@ def test_a_corrupted_copy_is_refused_at_open_with_how_to_recover(tmp_path: Path)
 def test_ssa_status_refuses_a_corrupted_copy_and_says_what_to_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     db = tmp_path / "log" / "state.sqlite"
     _log_of_100(db)

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors._notices import notice_text
+from actors.engine.notices import notice_text
 from actors.testing import ManualClock
 from persistence._writer import RECOVERY_CONFIRM_MS
 from tests._faults_support import (

@@ -56,7 +56,7 @@ import apsw
 import pytest
 
 from actors import Gateway, GatewayConfig, UpstreamLink
-from actors.upstream._scan import line_classifier
+from actors.upstream.scan import line_classifier
 from tests._upstream_rows import (
     claude_assistant,
     claude_user,

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput
-from actors._notices import notice_text
+from actors.engine.notices import notice_text
 from actors.errors import (
     ArgumentTypeError,
     GatewayClosed,

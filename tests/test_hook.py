@@ -267,7 +267,7 @@ def test_a_worker_started_after_the_manager_counts_from_its_start(home: Home) ->
 
 def test_a_notice_printed_but_not_acknowledged_is_shown_again(
         home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors.gateway import Gateway
+    from actors.facade.gateway import Gateway
 
     home.context()
     home.worker.append(Typed("typed"), Reply("ok"))
@@ -288,7 +288,7 @@ def test_a_notice_printed_but_not_acknowledged_is_shown_again(
 
 def test_a_notice_opened_after_printing_is_not_acknowledged_with_it(
         home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors.gateway import Gateway
+    from actors.facade.gateway import Gateway
 
     home.context()
     home.worker.append(Typed("typed"), Reply("ok"))
@@ -459,8 +459,9 @@ def test_peek_knows_the_schema_the_gateway_writes() -> None:
 
 
 def test_the_cold_path_imports_no_engine() -> None:
-    code = ("import sys, actors.agents.hook, actors.command; "
-            "print(sorted(m for m in ('msgspec', 'pykka', 'actors.gateway', 'persistence._writer',"
+    code = ("import sys, actors.agents.hook, actors.cli.command; "
+            "print(sorted(m for m in ('msgspec', 'pykka', 'actors.facade.gateway',"
+            " 'persistence._writer',"
             " 'argparse', 'dataclasses', 'logging') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)

@@ -231,7 +231,7 @@ def test_renewals_that_keep_failing_while_reads_work_warn_once(
             raise StorageError("cannot execute INSERT in a read-only transaction")
         return real()
 
-    caplog.set_level(logging.INFO, logger="actors._hosting")
+    caplog.set_level(logging.INFO, logger="actors.engine.hosting")
     monkeypatch.setattr(hosting, "claim", claim)
     assert all(claims.acquire(timeout=JOIN_TIMEOUT_S) for _ in range(6))
     writable.set()

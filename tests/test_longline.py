@@ -1,4 +1,4 @@
-"""The long-line reducer (actors.upstream._longline): pure, no threads.
+"""The long-line reducer (actors.upstream.longline): pure, no threads.
 
 Its promise: fed a JSONL line in pieces of any size, it writes a copy with the
 same structure and every value the classifiers read, long strings cut to head
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from actors.upstream import _longline
-from actors.upstream._common import Unit, text_hash
-from actors.upstream._longline import LineReducer, ReducedLine, reduced_unit
-from actors.upstream._scan import classify_long_line, count_turns, line_classifier
+from actors.upstream import longline as _longline
+from actors.upstream.common import Unit, text_hash
+from actors.upstream.longline import LineReducer, ReducedLine, reduced_unit
+from actors.upstream.scan import classify_long_line, count_turns, line_classifier
 from tests._upstream_rows import claude_user, codex_legacy_user, pi_user
 from tests.conftest import FIXTURES, needs_fixtures
 

@@ -7,7 +7,7 @@ import typing
 import msgspec
 import pytest
 
-from actors import _messages as am
+from actors.engine import messages as am
 from persistence import _messages as pm
 
 

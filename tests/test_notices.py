@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors._notices import NoticeQueue, notice_text
+from actors.engine.notices import NoticeQueue, notice_text
 
 TARGET = ("agent:main:subagent:child", "main")
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors.cli import main
+from actors.cli.app import main
 from actors.errors import InvalidArgument
 from persistence import _postgres as pg_backend
 from persistence import open_backend

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors._notices import notice_text
+from actors.engine.notices import notice_text
 from persistence import open_backend
 from scripts.procs import Worker
 from tests._upstream_rows import claude_assistant, claude_user

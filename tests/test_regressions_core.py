@@ -20,9 +20,9 @@ import pykka
 import pytest
 
 from actors import Gateway, GatewayConfig
-from actors._facade import SaneClock
-from actors._notices import notice_text
+from actors.engine.notices import notice_text
 from actors.errors import ArgumentTypeError, InvalidSessionKey
+from actors.facade.core import SaneClock
 from persistence import prepare_path
 from tests.conftest import CHILD, DAY_MS, WATCHER, ManualClock
 
@@ -371,7 +371,7 @@ def test_ctrl_c_inside_on_wake_in_the_main_thread_reaches_the_user(
 
 
 def test_an_interrupted_future_set_still_wakes_its_waiter() -> None:
-    from persistence._runtime import InlineFuture
+    from persistence.runtime import InlineFuture
 
     future = InlineFuture()
     future._result = ("value", None)  # as if set() stopped before releasing
@@ -384,7 +384,7 @@ def test_an_interrupted_future_set_still_wakes_its_waiter() -> None:
 def test_wakes_queued_behind_a_slow_on_wake_do_not_all_run_on_its_thread(
     open_gateway: Callable[..., Gateway], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from persistence._runtime import Mailbox
+    from persistence.runtime import Mailbox
     entered, gate = threading.Event(), threading.Event()
     ran: dict[str, str] = {}
     lock = threading.Lock()

@@ -16,7 +16,7 @@ import pytest
 
 from actors import Gateway, GatewayConfig
 from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
-from actors.upstream._classify import classify_units
+from actors.upstream.classify import classify_units
 from tests._upstream_rows import claude_user, pi_header, pi_user
 from tests.conftest import DAY_MS, WATCHER, ManualClock
 
@@ -288,7 +288,7 @@ def test_a_watched_opencode_store_that_turns_unreadable_is_described_in_plain_wo
     """The scan's warning named SQLite's error (``SQLError: no such table: session``)."""
     import apsw
 
-    from actors.upstream.samples import write_sample_catalog
+    from actors.testing.samples import write_sample_catalog
 
     sample = write_sample_catalog(tmp_path)["opencode"]
     gw = open_gateway()

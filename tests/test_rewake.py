@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from actors import _rewake
-from actors._rewake import Rewakes
+from actors.engine import rewake as _rewake
+from actors.engine.rewake import Rewakes
 
 WAIT_S = 10.0
 

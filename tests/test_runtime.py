@@ -16,7 +16,7 @@ from typing import Any
 import pykka
 import pytest
 
-from persistence._runtime import (
+from persistence.runtime import (
     BUDGET,
     Dispatcher,
     InlineActor,
@@ -308,7 +308,7 @@ def test_ctrl_c_while_driving_another_threads_message_reaches_only_the_driving_t
 def test_take_told_takes_only_told_messages_from_the_front() -> None:
     from pykka._envelope import Envelope
 
-    from persistence._runtime import Mailbox
+    from persistence.runtime import Mailbox
 
     mailbox = Mailbox()
     asked: Any = pykka.ThreadingFuture()

@@ -32,9 +32,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors import Gateway, GatewayConfig
-from actors._types import SessionStateEventInput
 from actors.errors import InvalidArgument, InvalidSessionKey
-from actors.upstream.samples import append_typed_turn, write_sample_catalog
+from actors.facade.values import SessionStateEventInput
+from actors.testing.samples import append_typed_turn, write_sample_catalog
 from tests._sec_support import (
     ANY_CHAR,
     DOUBLE_QUOTES,

@@ -31,7 +31,7 @@ from actors.testing import (
     ToolResult,
     Typed,
 )
-from actors.upstream._classify import classify_units
+from actors.upstream.classify import classify_units
 from tests.conftest import FIXTURES, needs_fixtures
 
 pytest_plugins = ["pytester"]

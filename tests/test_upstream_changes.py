@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import actors._monitor
+import actors.monitors.link_monitor
 from actors import Gateway
-from actors._filefeed import OnChange
-from actors._notices import notice_text
+from actors.engine.notices import notice_text
+from actors.monitors.filefeed import OnChange
 from tests._upstream_rows import claude_assistant, claude_user
 from tests.conftest import WATCHER, Wakes
 
@@ -52,13 +52,13 @@ class ManualFeed:
 def scans(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts real source scans per session key."""
     counted: Counter[str] = Counter()
-    original = actors._monitor.scan_source
+    original = actors.monitors.link_monitor.scan_source
 
     def counting(link: Any, *args: Any, **kwargs: Any) -> Any:
         counted[link.session_key] += 1
         return original(link, *args, **kwargs)
 
-    monkeypatch.setattr(actors._monitor, "scan_source", counting)
+    monkeypatch.setattr(actors.monitors.link_monitor, "scan_source", counting)
     return counted
 
 
@@ -349,12 +349,12 @@ def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
     watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], clock: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from actors._upstream import SETTLE_MS
+    from actors.monitors.service import SETTLE_MS
 
     gw, wakes, feed = watched
     gw.scan_upstream()
     committed = threading.Semaphore(0)
-    original = actors._monitor.UpstreamMonitor._commit
+    original = actors.monitors.link_monitor.UpstreamMonitor._commit
 
     def commit(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -362,7 +362,7 @@ def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
         finally:
             committed.release()
 
-    monkeypatch.setattr(actors._monitor.UpstreamMonitor, "_commit", commit)
+    monkeypatch.setattr(actors.monitors.link_monitor.UpstreamMonitor, "_commit", commit)
     path = home[2]
     path.write_bytes(claude_user("old 2"))  # truncated: shorter than the marker
     feed.emit({str(path)})
@@ -381,7 +381,7 @@ def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
 def test_the_watchfiles_feed_closes_promptly_right_after_it_was_told_to_watch(
     tmp_path: Path,
 ) -> None:
-    from actors._filefeed import WatchfilesFeed
+    from actors.monitors.filefeed import WatchfilesFeed
 
     for _ in range(20):  # close() racing the start of a watch is never lost
         feed = WatchfilesFeed(lambda paths: None)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from actors.testing import ClaudeCodeTranscript, Reply, Typed
-from actors.upstream._classify import classify_units
+from actors.upstream.classify import classify_units
 from actors.upstream.claude import KNOWN_ROW_KINDS, classify_claude_line, classify_claude_message
 
 

@@ -791,7 +791,7 @@ def test_no_session_meta_is_refused() -> None:
 def test_a_session_meta_line_longer_than_a_mebibyte_still_names_its_thread(
     tmp_path: Path,
 ) -> None:
-    from actors.upstream._baseline import jsonl_baseline
+    from actors.upstream.baseline import jsonl_baseline
 
     meta = {"timestamp": "2025-11-01T01:03:39.000Z", "type": "session_meta",
             "payload": {"id": "01a06421-3bf7-7ed2-a618-e42b6c961905", "cwd": "/work",
@@ -844,7 +844,7 @@ def test_custom_review_instructions_and_look_alikes_are_typed() -> None:
 def test_a_rollout_whose_session_meta_is_not_written_yet_is_not_adopted_yet(
     tmp_path: Path,
 ) -> None:
-    from actors.upstream._baseline import first_line_pending, jsonl_baseline
+    from actors.upstream.baseline import first_line_pending, jsonl_baseline
 
     path = tmp_path / "rollout.jsonl"
     meta = json.dumps({"timestamp": "2025-11-01T01:03:39.000Z", "type": "session_meta",
@@ -861,7 +861,7 @@ def test_a_rollout_whose_session_meta_is_not_written_yet_is_not_adopted_yet(
 
 
 def test_a_session_meta_over_a_mebibyte_still_being_written_is_pending(tmp_path: Path) -> None:
-    from actors.upstream._baseline import first_line_pending, jsonl_baseline
+    from actors.upstream.baseline import first_line_pending, jsonl_baseline
 
     path = tmp_path / "rollout.jsonl"
     path.write_bytes(b'{"type":"session_meta","payload":{"base_instructions":"' + b"x" * (3 << 20))

@@ -150,7 +150,7 @@ def test_an_opencode_store_without_session_permissions_still_reads(tmp_path: Pat
 def test_the_sample_sessions_of_all_four_tools_are_monitored(
     gateway: Gateway, tmp_path: Path,
 ) -> None:
-    from actors.upstream.samples import append_typed_turn, write_sample_catalog
+    from actors.testing.samples import append_typed_turn, write_sample_catalog
 
     samples = write_sample_catalog(tmp_path / "catalog")
     for source, sample in samples.items():

@@ -378,7 +378,7 @@ def test_a_cadence_that_meets_a_storage_fault_logs_once_per_episode(
         raise failures.pop(0)
 
     monkeypatch.setattr(manager, "scan_cycle", failing)
-    caplog.set_level(logging.INFO, logger="actors._upstream")
+    caplog.set_level(logging.INFO, logger="actors.monitors.service")
     for _ in range(3):
         manager.cadence_cycle()  # never raises
     faults = [r for r in caplog.records if "cycles are failing" in r.getMessage()]

@@ -13,7 +13,7 @@ from contextlib import redirect_stdout
 import msgspec
 import pytest
 
-from actors.cli import main
+from actors.cli.app import main
 from actors.upstream.opencode_json import classify_json_session, load_json_messages
 from tests import conftest
 

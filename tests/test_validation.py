@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from actors import Gateway
-from actors import _validate as v
 from actors.errors import (
     ArgumentTypeError,
     InvalidArgument,
@@ -18,6 +17,7 @@ from actors.errors import (
     InvalidOutcome,
     InvalidSessionKey,
 )
+from actors.facade import validate as v
 from persistence.keys import (
     agent_id_of,
     is_agent_qualified,
@@ -164,7 +164,7 @@ def test_a_bad_postgresql_url_is_refused_before_connecting(
 def test_the_command_line_refuses_another_url_scheme_for_db(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["list", "--db", "sqlite:///x.db"])

@@ -21,7 +21,7 @@ import msgspec
 import pytest
 
 from actors import Gateway
-from actors._watch import run_watch
+from actors.cli.watch import run_watch
 from actors.upstream.catalog import default_catalogs, discover
 from tests._upstream_rows import claude_user, pi_header, pi_user
 from tests.conftest import FIXTURES, needs_fixtures
@@ -170,7 +170,7 @@ class CreateOnAdopt(io.StringIO):
 def test_sessions_created_after_watch_started_are_adopted_and_watched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from actors import _watch
+    from actors.cli import watch as _watch
 
     claude, _ = _catalog(tmp_path)
     late = claude / "-work" / "late.jsonl"
@@ -277,7 +277,7 @@ def test_the_same_session_id_in_two_folders_gets_two_keys(tmp_path: Path) -> Non
 @pytest.mark.parametrize("interval", ["inf", "nan", "0", "-1", "1e300"])
 def test_watch_rejects_unusable_intervals(interval: str, capsys: pytest.CaptureFixture[str],
                                           tmp_path: Path) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     assert main(["watch", "--db", str(tmp_path / "s.sqlite"), "--interval", interval]) == 1
     assert "--interval" in capsys.readouterr().err
@@ -285,7 +285,7 @@ def test_watch_rejects_unusable_intervals(interval: str, capsys: pytest.CaptureF
 
 def test_library_warnings_reach_the_terminal(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from actors.cli import _show_library_warnings
+    from actors.cli.app import _show_library_warnings
 
     _show_library_warnings()
     pi = tmp_path / "pi3" / "--work--"
@@ -302,7 +302,7 @@ def test_library_warnings_reach_the_terminal(tmp_path: Path,
 def test_watch_refuses_a_watcher_that_is_not_agent_qualified(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    from actors.cli import main
+    from actors.cli.app import main
 
     assert main(["watch", "--db", str(tmp_path / "s.sqlite"), "--watcher", "main"]) == 1
     err = capsys.readouterr().err
@@ -313,7 +313,7 @@ def test_watch_refuses_a_watcher_that_is_not_agent_qualified(
 def test_a_notice_is_printed_before_it_is_acknowledged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from actors import _watch
+    from actors.cli import watch as _watch
 
     claude, session = _catalog(tmp_path)
     out = AppendOnAdopt(session, claude_user("typed while watched"))
@@ -333,7 +333,7 @@ def test_a_pi_or_codex_file_empty_when_found_is_adopted_once_its_header_is_writt
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Regression: an empty or half-written header was 'not monitored' for the whole run."""
-    from actors import _watch
+    from actors.cli import watch as _watch
 
     pi = tmp_path / "pi" / "--work--"
     pi.mkdir(parents=True)
@@ -456,7 +456,7 @@ def test_a_mistyped_catalog_path_is_a_usage_error(
     flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 25 item 12: ``ssa watch --claude /typo`` used to watch nothing forever."""
-    from actors.cli import main
+    from actors.cli.app import main
 
     typo = tmp_path / "typo"
     assert main(["watch", "--db", str(tmp_path / "s.sqlite"), flag, str(typo),

@@ -24,10 +24,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors import _watch
-from actors._exec import ExecPool, command_argv
-from actors._watch import run_watch
-from actors.cli import main
+from actors.cli import watch as _watch
+from actors.cli.app import main
+from actors.cli.execpool import ExecPool, command_argv
+from actors.cli.watch import run_watch
 from actors.errors import SessionStateError
 from tests._upstream_rows import claude_user
 from tests.test_watch_cli import AppendOnAdopt, _args, _catalog
@@ -86,7 +86,7 @@ def output() -> Iterator[Output]:
 
 @pytest.fixture
 def exec_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.DEBUG, logger="actors._exec")
+    caplog.set_level(logging.DEBUG, logger="actors.cli.execpool")
     return caplog
 
 

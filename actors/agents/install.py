@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actors.agents import _toml_edit
-from actors.agents._cli import TOOLS
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, FileOp, apply_changes, diff
 from actors.agents._json_ops import Doc
+from actors.agents.commands import TOOLS
 
 __all__ = ["HOOK_TIMEOUT_S", "MARKER", "TOOLS", "Setup", "plan", "run"]
 

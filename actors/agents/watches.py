@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from actors import _validate as v
 from actors.errors import InvalidArgument
+from actors.facade import validate as v
 from persistence import peek
 
 __all__ = ["run_watches"]

@@ -13,7 +13,7 @@ __all__ = ["LeakCheck", "running_actors"]
 
 def running_actors() -> list[pykka.ActorRef[Any]]:
     """The actors of this library that are running now, in this process (any thread)."""
-    from actors._base import GatewayActor  # noqa: PLC0415
+    from actors.engine.base import GatewayActor  # noqa: PLC0415
     from persistence import PersistenceActor  # noqa: PLC0415
 
     return [ref for ref in pykka.ActorRegistry.get_all()
@@ -39,7 +39,7 @@ class LeakCheck:
     """
 
     def __init__(self, timeout: float = 5.0, *, ignore: tuple[str, ...] = ()) -> None:
-        from actors._exit import open_gateways  # noqa: PLC0415
+        from actors.engine.exit import open_gateways  # noqa: PLC0415
 
         self._before = set(threading.enumerate())
         self._actors = {ref.actor_urn for ref in running_actors()}
@@ -55,7 +55,7 @@ class LeakCheck:
         still running are stopped (so neither runs on into the next test),
         and each is reported; older ones are left alone.
         """
-        from actors._exit import open_gateways  # noqa: PLC0415
+        from actors.engine.exit import open_gateways  # noqa: PLC0415
 
         deadline = time.monotonic() + self._timeout
         problems: list[str] = []

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import apsw
 
-from actors.upstream._opencode_problems import store_problem
+from actors.upstream.opencode_problems import store_problem
 from persistence.lazylog import get_logger
 
 __all__ = ["Candidate", "default_catalogs", "discover", "unreadable_store"]

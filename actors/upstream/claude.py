@@ -20,7 +20,7 @@ Everything here is pure: no I/O, no shared mutable state beyond the
 lock-guarded set of unknown row kinds already logged (an unknown kind is
 logged once, see below), safe to call from any thread. Nothing raises,
 whatever the input. The typed text is returned in the
-:class:`~actors.upstream._common.Unit` only so the monitor can recognise the
+:class:`~actors.upstream.common.Unit` only so the monitor can recognise the
 gateway's own texts; it is never logged.
 
 Policy decisions beyond OpenClaw's rule (OpenClaw counts every user row with
@@ -73,7 +73,7 @@ text that is not its own inter-session or reseed envelope):
   messageUuid}``) was typed in that earlier session: ``copied_row``. Copies
   without ``forkedFrom`` (``--fork-session``, a conversation continued under
   a new id) keep the row's ``uuid``; the scan recognises those across the
-  project's transcripts (:mod:`actors.upstream._claude_copies`).
+  project's transcripts (:mod:`actors.upstream.claude_copies`).
 * Context Claude Code adds itself (a hook's ``additionalContext``, our own
   ``ssa hook`` notice included) is an ``attachment`` of
   ``hook_additional_context`` (reason ``hook_context``), and in a user row a
@@ -110,7 +110,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from actors.upstream._common import (
+from actors.upstream.common import (
     Unit,
     decode_object,
     epoch_ms,

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from actors.upstream._scan import ScanResult, count_turns
 from actors.upstream.claude import classify_claude_message
+from actors.upstream.scan import ScanResult, count_turns
 
 __all__ = ["NODE_SCAN_LIMIT", "NodeTranscriptReader", "ReaderPool", "node_baseline", "scan_node"]
 

@@ -70,7 +70,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from actors.upstream._common import Unit, normalize_text
+from actors.upstream.common import Unit, normalize_text
 
 __all__ = [
     "CodexThread",

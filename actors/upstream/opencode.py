@@ -54,7 +54,7 @@ codes:
   synthetic/ignored texts: ACP audience annotations, task summaries),
   ``"empty_text"``;
 * ``"inter_session"``, ``"reseed_envelope"``, ``"openclaw_envelope"``: a
-  gateway envelope (:func:`~actors.upstream._common.gateway_envelope_reason`).
+  gateway envelope (:func:`~actors.upstream.common.gateway_envelope_reason`).
 
 Policy decisions (each also noted where it is applied):
 
@@ -95,7 +95,7 @@ from typing import Any, Final
 import apsw
 import msgspec
 
-from actors.upstream._common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
 __all__ = [
     "REPLAY_WINDOW",

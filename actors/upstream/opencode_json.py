@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from actors.upstream._common import Unit
+from actors.upstream.common import Unit
 from actors.upstream.opencode import (
     OpenCodeMessage,
     _decode_message,

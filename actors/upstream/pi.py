@@ -61,7 +61,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from actors.upstream._common import (
+from actors.upstream.common import (
     Unit,
     decode_any,
     decode_object,

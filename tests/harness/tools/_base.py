@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from actors.upstream._classify import classify_units
+from actors.upstream.classify import classify_units
 from tests.harness.home import Home
 from tests.harness.install import AgentInstall
 from tests.harness.models import FakeModelServer

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import apsw
 import msgspec
 
-from actors.upstream._classify import classify_units
+from actors.upstream.classify import classify_units
 from actors.upstream.opencode import open_opencode_db
 from tests.harness.home import Home, merge_json
 from tests.harness.install import AgentInstall

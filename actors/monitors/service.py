@@ -12,9 +12,12 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors._config import GatewayConfig
-from actors._filefeed import ChangeFeed, FileIndex, WatchfilesFeed
-from actors._monitor import (
+from actors.engine.registry import ActorPool
+from actors.errors import GatewayClosed
+from actors.facade.config import GatewayConfig
+from actors.monitors.changes import fingerprint
+from actors.monitors.filefeed import ChangeFeed, FileIndex, WatchfilesFeed
+from actors.monitors.link_monitor import (
     LinkMemory,
     MonitorReport,
     MonitorSettings,
@@ -25,19 +28,16 @@ from actors._monitor import (
     hint_of,
     opencode_sequences,
 )
-from actors._registry import ActorPool
-from actors.errors import GatewayClosed
-from actors.upstream._baseline import (
+from actors.upstream.baseline import (
     first_line_pending,
     jsonl_baseline,
     opencode_baseline,
     source_key_of,
 )
-from actors.upstream._changes import fingerprint
-from actors.upstream._common import text_hash
-from actors.upstream._opencode_problems import store_problem
-from actors.upstream._scan import OpenCodeHint
 from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, node_baseline
+from actors.upstream.common import text_hash
+from actors.upstream.opencode_problems import store_problem
+from actors.upstream.scan import OpenCodeHint
 from persistence import (
     LinkOutcome,
     NoteOwnText,
@@ -55,9 +55,9 @@ from persistence import (
 )
 from persistence._messages import Command
 from persistence._reply import Reply
-from persistence._runtime import Dispatcher, scheduling
 from persistence._secret import keyed_hash, read_secret
 from persistence.keys import agent_id_of
+from persistence.runtime import Dispatcher, scheduling
 
 __all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
 
@@ -365,7 +365,7 @@ class UpstreamService:
         A link is scanned only when its fingerprint (one ``stat``) or its
         ``updated_at`` differs from the last scan that settled it, so an idle
         cycle costs about one ``stat`` per link and touches no actor
-        (:mod:`actors.upstream._changes`). Scans run concurrently on the
+        (:mod:`actors.monitors.changes`). Scans run concurrently on the
         dispatcher's workers; each publishes its notices as soon as its own
         commit lands. A link whose scan stopped at the scan cap with bytes left
         (a backlog, or a line longer than the cap) is scanned again, a cap at a
@@ -622,7 +622,7 @@ class UpstreamService:
     def start_cadence(self) -> None:
         """Start the cadence thread: first cycle after the initial delay, then every interval."""
         self.mark_monitoring()
-        # A daemon: an unclosed gateway must not hang interpreter exit (actors._exit
+        # A daemon: an unclosed gateway must not hang interpreter exit (actors.engine.exit
         # closes it there, which stops this thread first).
         self._ticker = threading.Thread(target=self._run_cadence, name="ssa-upstream-cadence",
                                         daemon=True)
@@ -673,7 +673,7 @@ class UpstreamService:
         """Scan a link as soon as its files change (file notifications; idempotent).
 
         Args:
-            feed: builds the :class:`~actors._filefeed.ChangeFeed` from an
+            feed: builds the :class:`~actors.monitors.filefeed.ChangeFeed` from an
                 ``on_change`` callback (default: ``watchfiles``); tests pass
                 their own.
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pykka
 
-from actors._base import GatewayActor
-from actors._messages import Register
+from actors.engine.base import GatewayActor
+from actors.engine.messages import Register
 from persistence import NoticeDescriptor, RegisterOutcome, RegisterWatch, StorageError, submit
-from persistence._runtime import Dispatcher
+from persistence.runtime import Dispatcher
 
 __all__ = ["CursorActor", "should_wake"]
 
@@ -40,7 +40,7 @@ class CursorActor(GatewayActor):
         target: ``(target_key, target_agent_id)``.
         persistence: the persistence actor.
         timeout: seconds each request may take.
-        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence.runtime`).
 
     Asks only persistence (a leaf).
     """

@@ -11,8 +11,8 @@ from typing import Any
 import apsw
 import pykka
 
-from actors._base import GatewayActor
-from actors._messages import (
+from actors.engine.base import GatewayActor
+from actors.engine.messages import (
     Deliver,
     Drain,
     DrainOutcome,
@@ -21,7 +21,7 @@ from actors._messages import (
     Reset,
     TakeMessages,
 )
-from actors._notices import NoticeQueue, QueueEntry, notice_text
+from actors.engine.notices import NoticeQueue, QueueEntry, notice_text
 from persistence import (
     Acknowledge,
     AckOutcome,
@@ -31,7 +31,7 @@ from persistence import (
     submit,
 )
 from persistence._reads import pending_cursors
-from persistence._runtime import Dispatcher
+from persistence.runtime import Dispatcher
 
 __all__ = ["Handoff", "SessionActor", "SessionState"]
 
@@ -133,7 +133,7 @@ class SessionActor(GatewayActor):
             actor leaves its own when stopped.
         late: receives the result of an acknowledgement that committed after
             this actor stopped waiting (its follow-up wakes run anyway).
-        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence.runtime`).
 
     Asks only the persistence actor, never a cursor or session actor, so the
     ask graph stays acyclic.

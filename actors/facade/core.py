@@ -18,18 +18,15 @@ from typing import Any, Self
 import apsw
 import pykka
 
-from actors._config import GatewayConfig
-from actors._cursor import CursorActor, should_wake
-from actors._exit import forget, track
-from actors._filefeed import ChangeFeed
-from actors._hosting import Hosting
-from actors._late import LatePublisher, late_sink
-from actors._messages import Wake
-from actors._registry import ActorPool
-from actors._rewake import Rewakes
-from actors._session import Handoff, SessionActor
-from actors._upstream import UpstreamService
-from actors._waker import WakerActor
+from actors.engine.cursor import CursorActor, should_wake
+from actors.engine.exit import forget, track
+from actors.engine.hosting import Hosting
+from actors.engine.late import LatePublisher, late_sink
+from actors.engine.messages import Wake
+from actors.engine.registry import ActorPool
+from actors.engine.rewake import Rewakes
+from actors.engine.session import Handoff, SessionActor
+from actors.engine.waker import WakerActor
 from actors.errors import (
     GatewayClosed,
     GatewayUnavailable,
@@ -37,6 +34,9 @@ from actors.errors import (
     SessionStateError,
     StorageError,
 )
+from actors.facade.config import GatewayConfig
+from actors.monitors.filefeed import ChangeFeed
+from actors.monitors.service import UpstreamService
 from persistence import (
     NoticeDescriptor,
     PersistenceActor,
@@ -49,9 +49,9 @@ from persistence import (
 )
 from persistence._backend import Backend, Presence
 from persistence._reads import has_waking_notice
-from persistence._runtime import Dispatcher, on_our_thread
 from persistence._writer import is_epoch_ms
 from persistence.keys import is_subagent_key
+from persistence.runtime import Dispatcher, on_our_thread
 
 __all__ = ["GatewayCore", "wall_clock"]
 
@@ -171,7 +171,7 @@ class GatewayCore:
         Idempotent; safe from any thread but the gateway's own. Pending
         notices are durable and come back at the next :meth:`open`. A
         gateway still open when the interpreter exits is closed then
-        (:mod:`actors._exit`).
+        (:mod:`actors.engine.exit`).
 
         Raises:
             ReentrantCall: called from ``on_wake`` or another gateway thread

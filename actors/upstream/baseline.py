@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from actors.upstream._files import check_of, end_of_complete_lines, file_state, read_range
-from actors.upstream._longline import LineReducer
-from actors.upstream._opencode_problems import store_problem
+from actors.upstream.files import check_of, end_of_complete_lines, file_state, read_range
+from actors.upstream.longline import LineReducer
+from actors.upstream.opencode_problems import store_problem
 
 __all__ = ["HEAD_LIMIT", "Baseline", "first_line_pending", "jsonl_baseline",
            "opencode_baseline", "source_key_of"]

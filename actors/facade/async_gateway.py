@@ -34,13 +34,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
-from actors import _validate as v
-from actors._callthreads import CallThreads, in_thread
-from actors._config import GatewayConfig
-from actors._types import SendResult, SessionStateEventInput
-from actors._upstream import AdoptRequest
 from actors.errors import GatewayClosed
-from actors.gateway import Clock, DeliverFn, Gateway
+from actors.facade import validate as v
+from actors.facade.callthreads import CallThreads, in_thread
+from actors.facade.config import GatewayConfig
+from actors.facade.gateway import Clock, DeliverFn, Gateway
+from actors.facade.values import SendResult, SessionStateEventInput
+from actors.monitors.service import AdoptRequest
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 

@@ -38,8 +38,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from actors.upstream._common import Unit, epoch_ms
 from actors.upstream.claude import classify_claude_line
+from actors.upstream.common import Unit, epoch_ms
 
 __all__ = ["claude_copy_classifier", "copied_from_elsewhere"]
 

@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors._base import GatewayActor
+from actors.engine.base import GatewayActor
 from persistence import AckOutcome, NoticeDescriptor, RecordOutcome, ScanOutcome, SweepOutcome
-from persistence._runtime import Dispatcher, scheduling
+from persistence.runtime import Dispatcher, scheduling
 
 __all__ = ["LatePublish", "LatePublisher", "late_sink"]
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from actors.upstream._common import Unit, normalize_text
+from actors.upstream.common import Unit, normalize_text
 
 __all__ = [
     "KEEP_CHARS",

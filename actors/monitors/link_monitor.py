@@ -12,10 +12,11 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors._base import GatewayActor
-from actors.upstream._changes import Fingerprint, fingerprint
-from actors.upstream._files import file_state
-from actors.upstream._scan import (
+from actors.engine.base import GatewayActor
+from actors.monitors.changes import Fingerprint, fingerprint
+from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
+from actors.upstream.files import file_state
+from actors.upstream.scan import (
     OpenCodeHint,
     PendingLine,
     ScanResult,
@@ -23,7 +24,6 @@ from actors.upstream._scan import (
     scan_jsonl,
     scan_opencode,
 )
-from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
 from persistence import (
     ClaimLink,
     CommitScan,
@@ -38,8 +38,8 @@ from persistence import (
     submit,
 )
 from persistence._leases import link_lease
-from persistence._runtime import Dispatcher
 from persistence._secret import OwnHashes, read_secret
+from persistence.runtime import Dispatcher
 
 __all__ = [
     "LinkMemory",
@@ -94,9 +94,9 @@ class LinkState:
             long line or a stopped cursor is reported once, not every cadence.
         settled: ``(fingerprint, updated_at)`` of the source and link as of
             the last scan that settled them; a cycle skips the link while
-            both are unchanged (see :mod:`actors.upstream._changes`).
+            both are unchanged (see :mod:`actors.monitors.changes`).
         pending: a line longer than the scan cap that earlier scans read part
-            of (JSONL sources; see :class:`~actors.upstream._scan.PendingLine`).
+            of (JSONL sources; see :class:`~actors.upstream.scan.PendingLine`).
         invalid_logged: a line that is not a JSON object was logged as a
             warning (later ones are logged at debug level only).
     """
@@ -176,7 +176,7 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
     Paired-node links (``host_id`` ``node:<id>``) are read through the host's
     registered reader; without one the scan is no news. ``pending`` is the
     long line the last scan of a JSONL link left part-way (see
-    :func:`~actors.upstream._scan.scan_jsonl`).
+    :func:`~actors.upstream.scan.scan_jsonl`).
     """
     if link.host_id.startswith("node:"):
         reader = node_readers(link.host_id[5:]) if node_readers else None
@@ -289,7 +289,7 @@ class UpstreamMonitor(GatewayActor):
         node_readers: looks up the host's reader of a paired node by node id.
         clock: epoch-ms clock (fallback time of paired-node turns).
         late: ``on_late`` for a scan commit that lands after this actor gave up.
-        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence.runtime`).
         soon: where queued :class:`ScanSoon` requests are marked (cleared here).
         node_pool: the threads that run paired-node readers.
         after_lease: asks for a scan just after another process's scan lease

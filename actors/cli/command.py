@@ -2,8 +2,8 @@
 
 A prompt hook runs at every prompt a person submits, so ``ssa hook`` must
 not pay for importing the command line's other commands (the gateway, the
-actor runtime, msgspec): it is dispatched here, before :mod:`actors.cli` is
-imported. Every other command goes to :func:`actors.cli.main`.
+actor runtime, msgspec): it is dispatched here, before :mod:`actors.cli.app` is
+imported. Every other command goes to :func:`actors.cli.app.main`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
 
         return hook_main(args[1:], exit_now=lambda: os._exit(0))
-    from actors.cli import main as cli_main  # noqa: PLC0415 - every other command
+    from actors.cli.app import main as cli_main  # noqa: PLC0415 - every other command
 
     return cli_main(args)

@@ -12,10 +12,7 @@ from functools import partial
 import apsw
 import pykka
 
-from actors import _validate as v
-from actors._config import GatewayConfig
-from actors._facade import SaneClock, wall_clock
-from actors._messages import (
+from actors.engine.messages import (
     Deliver,
     Drain,
     DrainOutcome,
@@ -25,13 +22,16 @@ from actors._messages import (
     Reset,
     TakeMessages,
 )
-from actors._notices import notice_text
-from actors._types import SendResult, SessionStateEventInput
-from actors._upstream_api import UpstreamApi
+from actors.engine.notices import notice_text
 from actors.errors import (
     InvalidArgument,
     StorageError,
 )
+from actors.facade import validate as v
+from actors.facade.config import GatewayConfig
+from actors.facade.core import SaneClock, wall_clock
+from actors.facade.upstream_api import UpstreamApi
+from actors.facade.values import SendResult, SessionStateEventInput
 from persistence import (
     DeleteOutcome,
     DeleteSession,

@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 
 from actors.errors import SessionStateError
-from actors.gateway import Gateway
-from actors.upstream.samples import append_typed_turn, write_sample_catalog
+from actors.facade.gateway import Gateway
+from actors.testing.samples import append_typed_turn, write_sample_catalog
 
 __all__ = ["run_demo"]
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from actors.upstream._common import Unit, text_hash
-from actors.upstream._files import (
+from actors.upstream.common import Unit, text_hash
+from actors.upstream.files import (
     CHECK_BYTES,
     Chunk,
     check_of,
@@ -23,7 +23,7 @@ from actors.upstream._files import (
     read_lines,
     read_range,
 )
-from actors.upstream._longline import LineReducer, reduced_unit
+from actors.upstream.longline import LineReducer, reduced_unit
 
 __all__ = [
     "LineClassifier",
@@ -113,14 +113,14 @@ def line_classifier(source: str, path: str | None = None) -> LineClassifier:
 
     With ``path`` (the transcript the lines come from), Claude Code's also
     recognises typed rows copied from an earlier session's transcript
-    (:mod:`actors.upstream._claude_copies`; it reads sibling transcripts).
+    (:mod:`actors.upstream.claude_copies`; it reads sibling transcripts).
 
     Raises:
         KeyError: ``source`` has no line classifier (``opencode``).
     """
     if source == "claude":
         if path is not None:
-            from actors.upstream._claude_copies import claude_copy_classifier  # noqa: PLC0415
+            from actors.upstream.claude_copies import claude_copy_classifier  # noqa: PLC0415
 
             return claude_copy_classifier(path)
         from actors.upstream.claude import classify_claude_line  # noqa: PLC0415

@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from actors._base import GatewayActor
-from actors._messages import Wake
-from persistence._runtime import Dispatcher
+from actors.engine.base import GatewayActor
+from actors.engine.messages import Wake
+from persistence.runtime import Dispatcher
 
 __all__ = ["WakerActor"]
 
@@ -30,7 +30,7 @@ class WakerActor(GatewayActor):
         on_wake: the host's callback; it must not block (it delays the call
             that caused it) and must not call back into the gateway (such
             calls raise ``ReentrantCall``).
-        dispatcher: the gateway's dispatcher (see :mod:`persistence._runtime`).
+        dispatcher: the gateway's dispatcher (see :mod:`persistence.runtime`).
     """
 
     def __init__(self, on_wake: Callable[[str], None], *,

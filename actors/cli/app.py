@@ -24,11 +24,11 @@ from typing import Any
 import apsw
 import msgspec
 
-from actors import _validate as v
-from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
+from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
-from actors.gateway import default_state_path
-from actors.upstream._where import UpstreamWhere, where_of
+from actors.facade import validate as v
+from actors.facade.gateway import default_state_path
+from actors.monitors.where import UpstreamWhere, where_of
 from persistence import (
     SessionRow,
     StorageError,
@@ -133,13 +133,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_agent_commands(sub: Any) -> None:
     """``ssa install``, ``ssa uninstall`` and ``ssa mcp`` (their code: ``actors/agents``)."""
-    from actors.agents._cli import add_commands  # noqa: PLC0415 -- argparse only, light
+    from actors.agents.commands import add_commands  # noqa: PLC0415 -- argparse only, light
 
     add_commands(sub)
 
 
 def _classify(args: argparse.Namespace) -> int:
-    from actors.upstream._classify import classify_units  # noqa: PLC0415
+    from actors.upstream.classify import classify_units  # noqa: PLC0415
 
     for unit in classify_units(args.source, str(args.path), session=args.session):
         sys.stdout.write(msgspec.json.encode(unit).decode() + "\n")
@@ -195,7 +195,7 @@ def _check_new_location(db: Path | str | None) -> None:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from actors._watch import run_watch  # noqa: PLC0415
+    from actors.cli.watch import run_watch  # noqa: PLC0415
 
     v.check_key(args.watcher, "--watcher")
     if not is_agent_qualified(args.watcher):
@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_library_warnings()
     try:
         if args.command == "demo":
-            from actors._demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
+            from actors.cli.demo import run_demo  # noqa: PLC0415 -- keep `ssa status` light
 
             _check_new_location(args.db)
             return run_demo(args.db)
@@ -492,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                args.db if args.db is not None else default_state_path(),
                                sys.stdout)
         if args.command in ("install", "uninstall", "mcp"):
-            from actors.agents._cli import run_command  # noqa: PLC0415
+            from actors.agents.commands import run_command  # noqa: PLC0415
 
             return run_command(args)
         return _list(args)

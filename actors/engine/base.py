@@ -8,7 +8,7 @@ from typing import Any
 
 import pykka
 
-from persistence._runtime import Dispatcher, InlineActor, on_our_thread
+from persistence.runtime import Dispatcher, InlineActor, on_our_thread
 
 __all__ = ["GatewayActor", "on_our_thread"]
 
@@ -25,7 +25,7 @@ def _expected(exc: Exception) -> bool:
 class GatewayActor(InlineActor):
     """Base of the gateway's actors (session, cursor, waker, monitor, late publisher).
 
-    They run on the actor runtime of :mod:`persistence._runtime`: no thread of
+    They run on the actor runtime of :mod:`persistence.runtime`: no thread of
     their own, handled by the thread that messages them (or a worker of the
     gateway's dispatcher). Unknown messages become a WARNING instead of an
     error. Subclasses implement :meth:`handle`.

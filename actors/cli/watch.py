@@ -21,15 +21,15 @@ from typing import Any, TextIO
 
 import msgspec
 
-from actors._catalogfeed import CatalogFeed
-from actors._exec import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
-from actors._types import SessionStateEvent
-from actors._upstream import AdoptRequest
-from actors.cli import DEFAULT_WATCHER
+from actors.cli.app import DEFAULT_WATCHER
+from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
 from actors.errors import SessionStateError
-from actors.gateway import Gateway
-from actors.upstream._baseline import first_line_pending
-from actors.upstream._where import UpstreamWhere, describe, where_of
+from actors.facade.gateway import Gateway
+from actors.facade.values import SessionStateEvent
+from actors.monitors.catalogfeed import CatalogFeed
+from actors.monitors.service import AdoptRequest
+from actors.monitors.where import UpstreamWhere, describe, where_of
+from actors.upstream.baseline import first_line_pending
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from persistence.keys import agent_id_of, key_problem
 
@@ -392,7 +392,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     either way. With ``--json`` every line on stdout is one JSON object.
 
     With ``--exec`` each printed notice is also handed to that command
-    (:mod:`actors._exec`): its :class:`NoticeRecord` as JSON on stdin,
+    (:mod:`actors.cli.execpool`): its :class:`NoticeRecord` as JSON on stdin,
     ``SSA_SESSION_KEY``, ``SSA_CHANGES_SINCE``, ``SSA_STATE_VERSION`` and
     ``SSA_WATCHER`` in its environment; runs never block this loop, and
     when it stops they get ``EXEC_SHUTDOWN_GRACE_S`` seconds before being
@@ -486,7 +486,7 @@ class _Appeared:
 @contextmanager
 def _catalog_feed(catalogs: list[tuple[str, Path]], on_new: _Appeared) -> Iterator[None]:
     """Watch the JSONL catalog roots for new entries while the block runs (see
-    :mod:`actors._catalogfeed`); ``on_new`` gets the roots as given in ``catalogs``."""
+    :mod:`actors.monitors.catalogfeed`); ``on_new`` gets the roots as given in ``catalogs``."""
     by_abs = {Path(os.path.abspath(root)): root for source, root in catalogs
               if source != "opencode"}
     if not by_abs:

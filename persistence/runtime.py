@@ -222,7 +222,7 @@ class Dispatcher:
     thread that may run actor code inline. Workers are daemon threads, so a
     program that never calls :meth:`close` does not hang the interpreter at
     exit; whoever owns the dispatcher closes it before then (the gateway
-    does, at the latest from an ``atexit`` hook, :mod:`actors._exit`), so
+    does, at the latest from an ``atexit`` hook, :mod:`actors.engine.exit`), so
     queued work is done, not dropped.
 
     Args:

@@ -10,11 +10,11 @@ from typing import Any, BinaryIO
 import apsw
 
 from actors.errors import InvalidArgument, SessionStateError
-from actors.upstream._baseline import jsonl_baseline
-from actors.upstream._files import file_state
-from actors.upstream._longline import LineReducer
-from actors.upstream._opencode_problems import store_problem
-from actors.upstream._scan import classify_long_line, line_classifier
+from actors.upstream.baseline import jsonl_baseline
+from actors.upstream.files import file_state
+from actors.upstream.longline import LineReducer
+from actors.upstream.opencode_problems import store_problem
+from actors.upstream.scan import classify_long_line, line_classifier
 
 __all__ = ["classify_units"]
 
@@ -28,7 +28,7 @@ def classify_units(source: str, path: str, *, session: str | None = None,
     from its start would decide: a final line without a newline is
     ``partial_line`` (it waits), a line longer than ``scan_cap_bytes`` is
     read in pieces and classified on its reduced copy (see
-    :mod:`actors.upstream._longline`; memory stays bounded whatever its
+    :mod:`actors.upstream.longline`; memory stays bounded whatever its
     length), every line behind a line that stops a scan (``"stop": true``)
     is ``not_reached``; for a source that gets no upstream link (legacy Pi,
     a Codex thread not started by a user) every line is

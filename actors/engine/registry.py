@@ -61,7 +61,7 @@ class ActorPool(Generic[K]):
         """Return the live actor for ``key``, starting it if needed.
 
         Runs in the caller's thread. Starting an actor costs no thread (see
-        :mod:`persistence._runtime`); evicted actors are stopped after the pool's
+        :mod:`persistence.runtime`); evicted actors are stopped after the pool's
         lock is released, in this thread.
 
         Raises:

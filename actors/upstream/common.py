@@ -45,7 +45,7 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
             passes it.
         echo_hash: :func:`text_hash` of the whole typed text when ``text``
             is a shortened view of it (a line longer than the scan cap,
-            see :mod:`actors.upstream._longline`); ``None`` otherwise.
+            see :mod:`actors.upstream.longline`); ``None`` otherwise.
     """
 
     human: bool

@@ -9,13 +9,13 @@ from functools import partial
 
 import msgspec
 
-from actors import _validate as v
-from actors._facade import GatewayCore
-from actors._upstream import SOURCES, AdoptRequest
 from actors.errors import (
     ArgumentTypeError,
     InvalidArgument,
 )
+from actors.facade import validate as v
+from actors.facade.core import GatewayCore
+from actors.monitors.service import SOURCES, AdoptRequest
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import (
     SessionStateEvent,

@@ -7,7 +7,7 @@ cadence. The watching is done by ``watchfiles`` (Rust's ``notify``), not by
 us. Notifications can be lost (network file systems, an overflowed kernel
 queue, a directory re-created while its watch was being set up), so the
 periodic fallback scan still runs; it is cheap because unchanged sources
-are skipped after one ``stat`` (:mod:`actors.upstream._changes`).
+are skipped after one ``stat`` (:mod:`actors.monitors.changes`).
 
 :class:`FileIndex` maps files to links (pure bookkeeping, thread-safe);
 :class:`WatchfilesFeed` is the default :class:`ChangeFeed`. Tests inject
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from actors.upstream._changes import watch_paths
+from actors.monitors.changes import watch_paths
 from persistence import UpstreamLink
 
 __all__ = ["READY_MS", "ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
@@ -195,7 +195,7 @@ class WatchfilesFeed:
         return int(self._thread.is_alive())
 
     def _run(self) -> None:
-        from persistence._runtime import mark_thread  # noqa: PLC0415
+        from persistence.runtime import mark_thread  # noqa: PLC0415
 
         mark_thread(inline=True)
         while True:

@@ -1,0 +1,33 @@
+"""The ``ssa`` command line.
+
+What lives here: the entry point (:mod:`actors.cli.command`, which sends
+``ssa hook`` down a light path), the argument parser and commands
+(:mod:`actors.cli.app`), ``ssa watch`` (:mod:`actors.cli.watch`), the demo and
+the bounded pool of ``--exec`` commands.
+
+May import everything below it: the facade (through :mod:`actors`), the
+monitors, the upstream readers, the agent integrations and :mod:`persistence`'s
+public names. Nothing imports the command line except ``ssa_cli``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors.cli.app import main
+
+__all__ = ["main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``main`` on first use (keeps ``import actors.cli.command`` light).
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name == "main":
+        from actors.cli.app import main as app_main  # noqa: PLC0415 -- start-up cost of ssa hook
+
+        return app_main
+    raise AttributeError(name)
