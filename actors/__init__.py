@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from persistence.lazylog import lazy_export
 
 if TYPE_CHECKING:
+    from actors.config import GatewayConfig
     from actors.facade.async_gateway import AsyncGateway
-    from actors.facade.config import GatewayConfig
     from actors.facade.gateway import Gateway, default_state_path
     from actors.facade.values import (
         SendResult,
@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "AdoptRequest": "actors.monitors.service",
     "AsyncGateway": "actors.facade.async_gateway",
     "Gateway": "actors.facade.gateway",
-    "GatewayConfig": "actors.facade.config",
+    "GatewayConfig": "actors.config",
     "SendResult": "actors.facade.values",
     "SessionRow": "actors.facade.values",
     "SessionStateEvent": "actors.facade.values",

@@ -16,13 +16,24 @@ from typing import TYPE_CHECKING, Any
 from persistence.lazylog import lazy_export
 
 if TYPE_CHECKING:
-    from persistence._backend import Backend, is_postgres_url, open_backend
+    from persistence._backend import (
+        Backend,
+        Presence,
+        WakeSignal,
+        is_postgres_url,
+        is_url,
+        open_backend,
+        url_problem,
+        write_transaction,
+    )
+    from persistence._leases import clear_all_leases, link_lease
     from persistence._lock import PresenceLock
     from persistence._messages import (
         Acknowledge,
         AckOutcome,
         ClaimLink,
         ClaimWakes,
+        Command,
         CommitScan,
         DeleteOutcome,
         DeleteSession,
@@ -46,6 +57,7 @@ if TYPE_CHECKING:
     from persistence._pool import ReadPool
     from persistence._reads import (
         EntryRow,
+        has_waking_notice,
         list_sessions,
         pending_cursors,
         read_changes,
@@ -53,7 +65,15 @@ if TYPE_CHECKING:
         read_version,
         read_versions,
     )
-    from persistence._schema import SCHEMA_VERSION, open_connection, prepare_path
+    from persistence._reply import Reply
+    from persistence._schema import (
+        APPLICATION_ID,
+        SCHEMA_VERSION,
+        check_integrity,
+        open_connection,
+        prepare_path,
+    )
+    from persistence._secret import OwnHashes, keyed_hash, read_secret
     from persistence._upstream import (
         list_links,
         list_watched_links,
@@ -64,10 +84,12 @@ if TYPE_CHECKING:
         PersistenceActor,
         Ping,
         collect,
+        is_epoch_ms,
         send_many,
         submit,
         submit_many,
     )
+    from persistence._writes import sweep_cursors
     from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
     from persistence.records import (
         SessionRow,
@@ -78,6 +100,23 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "APPLICATION_ID": "persistence._schema",
+    "Command": "persistence._messages",
+    "OwnHashes": "persistence._secret",
+    "Presence": "persistence._backend",
+    "Reply": "persistence._reply",
+    "WakeSignal": "persistence._backend",
+    "check_integrity": "persistence._schema",
+    "clear_all_leases": "persistence._leases",
+    "has_waking_notice": "persistence._reads",
+    "is_epoch_ms": "persistence._writer",
+    "is_url": "persistence._backend",
+    "keyed_hash": "persistence._secret",
+    "link_lease": "persistence._leases",
+    "read_secret": "persistence._secret",
+    "sweep_cursors": "persistence._writes",
+    "url_problem": "persistence._backend",
+    "write_transaction": "persistence._transaction",
     "AckOutcome": "persistence._messages",
     "Acknowledge": "persistence._messages",
     "Backend": "persistence._backend",
@@ -154,12 +193,14 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 __all__ = [
+    "APPLICATION_ID",
     "SCHEMA_VERSION",
     "AckOutcome",
     "Acknowledge",
     "Backend",
     "ClaimLink",
     "ClaimWakes",
+    "Command",
     "CommitScan",
     "DatabaseBusy",
     "DeleteOutcome",
@@ -169,8 +210,10 @@ __all__ = [
     "LinkOutcome",
     "NoteOwnText",
     "NoticeDescriptor",
+    "OwnHashes",
     "PersistenceActor",
     "Ping",
+    "Presence",
     "PresenceLock",
     "Prune",
     "ReadPool",
@@ -179,6 +222,7 @@ __all__ = [
     "RegisterOutcome",
     "RegisterWatch",
     "ReleaseLeases",
+    "Reply",
     "ResetWatcher",
     "ScanOutcome",
     "SchemaError",
@@ -193,8 +237,16 @@ __all__ = [
     "UpsertLink",
     "UpsertSession",
     "UpstreamLink",
+    "WakeSignal",
+    "check_integrity",
+    "clear_all_leases",
     "collect",
+    "has_waking_notice",
+    "is_epoch_ms",
     "is_postgres_url",
+    "is_url",
+    "keyed_hash",
+    "link_lease",
     "list_links",
     "list_sessions",
     "list_watched_links",
@@ -206,10 +258,14 @@ __all__ = [
     "read_entry",
     "read_link",
     "read_own_hashes",
+    "read_secret",
     "read_version",
     "read_versions",
     "send_many",
     "submit",
     "submit_many",
+    "sweep_cursors",
+    "url_problem",
+    "write_transaction",
 ]
 

@@ -17,14 +17,14 @@ else is a SQLite file path.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from persistence._sqlite import SqliteBackend
+from persistence._transaction import write_transaction
 from persistence.errors import InvalidLocation
 
 __all__ = [
@@ -190,31 +190,6 @@ class Backend(Protocol):
                 the watcher (a signal that knows whose wake arrived skips
                 the others).
         """
-
-
-@contextlib.contextmanager
-def write_transaction(backend: Backend, conn: Any) -> Iterator[None]:
-    """One write transaction on ``conn``: ``begin_write``, the block, ``COMMIT``.
-
-    A block (or a commit) that raises rolls the transaction back (a failing
-    rollback is ignored, so it never masks the first error) and re-raises.
-
-    Raises:
-        Exception: the driver's error from ``begin_write`` or ``COMMIT``, or
-            whatever the block raised.
-
-    Caller's thread; blocks on the database (behind another writer's lock
-    for at most the busy timeout).
-    """
-    backend.begin_write(conn)
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(Exception):
-                conn.execute("ROLLBACK")
-        raise
 
 
 def url_problem(location: str) -> str | None:

@@ -295,7 +295,7 @@ class AckOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SweepOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """Result of the restart sweep (``_writes.sweep``): one descriptor per pending pair."""
+    """Result of the restart sweep (``_writes.sweep_cursors``): one descriptor per pending pair."""
 
     notices: tuple[NoticeDescriptor, ...]
 

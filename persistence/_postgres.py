@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from persistence._backend import write_transaction
 from persistence._schema import SCHEMA_VERSION
+from persistence._transaction import write_transaction
 from persistence.errors import (
     BackendNotInstalled,
     DriverError,

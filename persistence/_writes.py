@@ -39,7 +39,7 @@ __all__ = [
     "record_event",
     "register_watch",
     "reset_watcher",
-    "sweep",
+    "sweep_cursors",
     "unwatch",
     "upsert_session",
     "wake_eligible",
@@ -358,7 +358,7 @@ def acknowledge(
                       acknowledged=tuple(acknowledged))
 
 
-def sweep(
+def sweep_cursors(
     conn: Any, watcher_key: str | None, now: int, version: int, *,
     host: str | None = None,
 ) -> SweepOutcome:

@@ -106,9 +106,15 @@ from persistence import (  # noqa: E402
     open_connection,
     prepare_path,
 )
-from persistence._prune import DAY_MS, PRUNE_BATCH, prune  # noqa: E402
-from persistence._writes import record_event, register_watch, upsert_session  # noqa: E402
 from persistence.keys import agent_id_of  # noqa: E402
+from persistence.transactions import (  # noqa: E402
+    DAY_MS,
+    PRUNE_BATCH,
+    prune,
+    record_event,
+    register_watch,
+    upsert_session,
+)
 from scripts import load_twenty  # noqa: E402
 from scripts.procs import Worker  # noqa: E402
 

@@ -13,7 +13,10 @@ from typing import Any
 
 __all__ = ["add_commands", "run_command"]
 
-TOOLS = ("claude-code", "codex", "opencode", "pi")
+from actors.agents.hookinput import TOOLS as _HOOK_TOOLS
+
+TOOLS = tuple(_HOOK_TOOLS)
+"""The coding agents ``ssa install`` configures (those ``ssa hook`` serves)."""
 
 
 def add_commands(sub: Any) -> None:

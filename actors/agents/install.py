@@ -43,9 +43,12 @@ from typing import Any, TextIO
 from actors.agents import _toml_edit
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, FileOp, apply_changes, diff
 from actors.agents._json_ops import Doc
-from actors.agents.commands import TOOLS
+from actors.agents.hookinput import TOOLS as _HOOK_TOOLS
 
 __all__ = ["HOOK_TIMEOUT_S", "MARKER", "TOOLS", "Setup", "plan", "run"]
+
+TOOLS = tuple(_HOOK_TOOLS)
+"""The coding agents this module configures."""
 
 HOOK_TIMEOUT_S = 10
 """Seconds each tool gives ``ssa hook`` before it gives up (well under Claude Code's 30 s)."""

@@ -24,24 +24,29 @@ from typing import Any
 import apsw
 import msgspec
 
+from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.facade import validate as v
 from actors.facade.gateway import default_state_path
 from actors.monitors.where import UpstreamWhere, where_of
 from persistence import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
     SessionRow,
     StorageError,
+    check_integrity,
+    is_url,
     list_links,
     list_sessions,
+    open_backend,
     open_connection,
     read_changes,
     read_entry,
     read_link,
     read_version,
+    url_problem,
 )
-from persistence._backend import is_url, open_backend, url_problem
-from persistence._schema import APPLICATION_ID, SCHEMA_VERSION, check_integrity
 from persistence.errors import (
     BackendNotInstalled,
     DatabaseCorrupt,
@@ -53,8 +58,6 @@ from persistence.keys import agent_id_of, is_agent_qualified
 __all__ = ["main"]
 
 
-DEFAULT_WATCHER = "agent:main:main"
-"""``ssa watch``'s default ``--watcher`` (the contract's)."""
 MIN_INTERVAL_S = 0.1
 """The shortest ``--interval``: a fallback scan more often only spins a core."""
 LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM\n"

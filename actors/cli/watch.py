@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import msgspec
 
-from actors.cli.app import DEFAULT_WATCHER
+from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
 from actors.errors import SessionStateError
 from actors.facade.gateway import Gateway

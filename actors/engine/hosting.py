@@ -21,8 +21,7 @@ from typing import Any
 
 import pykka
 
-from persistence import ClaimWakes, HostWatchers, StorageError, submit
-from persistence._backend import Backend, WakeSignal
+from persistence import Backend, ClaimWakes, HostWatchers, StorageError, WakeSignal, submit
 
 __all__ = ["Hosting"]
 

@@ -28,9 +28,9 @@ from persistence import (
     ReadPool,
     ResetWatcher,
     StorageError,
+    pending_cursors,
     submit,
 )
-from persistence._reads import pending_cursors
 from persistence.runtime import Dispatcher
 
 __all__ = ["Handoff", "SessionActor", "SessionState"]

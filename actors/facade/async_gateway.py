@@ -34,10 +34,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
+from actors.config import GatewayConfig
 from actors.errors import GatewayClosed
 from actors.facade import validate as v
 from actors.facade.callthreads import CallThreads, in_thread
-from actors.facade.config import GatewayConfig
 from actors.facade.gateway import Clock, DeliverFn, Gateway
 from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.service import AdoptRequest

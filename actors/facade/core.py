@@ -18,6 +18,7 @@ from typing import Any, Self
 import apsw
 import pykka
 
+from actors.config import GatewayConfig
 from actors.engine.cursor import CursorActor, should_wake
 from actors.engine.exit import forget, track
 from actors.engine.hosting import Hosting
@@ -34,22 +35,22 @@ from actors.errors import (
     SessionStateError,
     StorageError,
 )
-from actors.facade.config import GatewayConfig
 from actors.monitors.filefeed import ChangeFeed
 from actors.monitors.service import UpstreamService
 from persistence import (
+    Backend,
     NoticeDescriptor,
     PersistenceActor,
+    Presence,
     ReadPool,
     RecordEvent,
     RecordOutcome,
     ReleaseLeases,
     SessionStateEvent,
+    has_waking_notice,
+    is_epoch_ms,
     submit,
 )
-from persistence._backend import Backend, Presence
-from persistence._reads import has_waking_notice
-from persistence._writer import is_epoch_ms
 from persistence.keys import is_subagent_key
 from persistence.runtime import Dispatcher, on_our_thread
 

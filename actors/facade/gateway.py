@@ -12,6 +12,7 @@ from functools import partial
 import apsw
 import pykka
 
+from actors.config import GatewayConfig
 from actors.engine.messages import (
     Deliver,
     Drain,
@@ -28,14 +29,15 @@ from actors.errors import (
     StorageError,
 )
 from actors.facade import validate as v
-from actors.facade.config import GatewayConfig
 from actors.facade.core import SaneClock, wall_clock
 from actors.facade.upstream_api import UpstreamApi
 from actors.facade.values import SendResult, SessionStateEventInput
 from persistence import (
+    Backend,
     DeleteOutcome,
     DeleteSession,
     Ping,
+    Presence,
     Prune,
     ReadPool,
     RecordEvent,
@@ -46,16 +48,17 @@ from persistence import (
     SweepOutcome,
     Unwatch,
     UpsertSession,
+    clear_all_leases,
+    is_epoch_ms,
     list_sessions,
+    open_backend,
     pending_cursors,
     read_changes,
     read_version,
     submit,
+    sweep_cursors,
+    write_transaction,
 )
-from persistence._backend import Backend, Presence, open_backend, write_transaction
-from persistence._leases import clear_all_leases
-from persistence._writer import is_epoch_ms
-from persistence._writes import sweep as sweep_cursors
 from persistence.errors import InvalidLocation
 from persistence.keys import agent_id_of, is_agent_qualified
 from persistence.lazylog import quiet_package

@@ -13,6 +13,7 @@ import time
 
 import msgspec
 
+from actors.config import GatewayConfig
 from actors.errors import (
     ArgumentTypeError,
     InvalidArgument,
@@ -21,7 +22,6 @@ from actors.errors import (
     InvalidOutcome,
     InvalidSessionKey,
 )
-from actors.facade.config import GatewayConfig
 from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 

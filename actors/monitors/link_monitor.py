@@ -28,17 +28,18 @@ from persistence import (
     ClaimLink,
     CommitScan,
     NoticeDescriptor,
+    OwnHashes,
     ReadPool,
     RecordEvent,
     ScanOutcome,
     SessionStateEvent,
     UpstreamLink,
+    link_lease,
     read_link,
     read_own_hashes,
+    read_secret,
     submit,
 )
-from persistence._leases import link_lease
-from persistence._secret import OwnHashes, read_secret
 from persistence.runtime import Dispatcher
 
 __all__ = [

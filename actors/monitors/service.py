@@ -12,9 +12,9 @@ from typing import Any
 import msgspec
 import pykka
 
+from actors.config import GatewayConfig
 from actors.engine.registry import ActorPool
 from actors.errors import GatewayClosed
-from actors.facade.config import GatewayConfig
 from actors.monitors.changes import fingerprint
 from actors.monitors.filefeed import ChangeFeed, FileIndex, WatchfilesFeed
 from actors.monitors.link_monitor import (
@@ -39,23 +39,24 @@ from actors.upstream.common import text_hash
 from actors.upstream.opencode_problems import store_problem
 from actors.upstream.scan import OpenCodeHint
 from persistence import (
+    Command,
     LinkOutcome,
     NoteOwnText,
     NoticeDescriptor,
     ReadPool,
     RecordEvent,
+    Reply,
     SessionStateEvent,
     UpsertLink,
     UpstreamLink,
     collect,
+    keyed_hash,
     list_watched_links,
     read_link,
+    read_secret,
     send_many,
     submit,
 )
-from persistence._messages import Command
-from persistence._reply import Reply
-from persistence._secret import keyed_hash, read_secret
 from persistence.keys import agent_id_of
 from persistence.runtime import Dispatcher, scheduling
 
