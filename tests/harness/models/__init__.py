@@ -41,7 +41,9 @@ def chat_plain_server() -> FakeModelServer:
 
 
 def server_for(api: str) -> FakeModelServer:
-    """A new (not started) server for ``api`` (``anthropic``, ``responses``, ``chat``, ``chat-plain``).
+    """A new (not started) server for ``api``.
+
+    ``api``: ``anthropic``, ``responses``, ``chat`` or ``chat-plain``.
 
     Raises:
         KeyError: an unknown API name.
