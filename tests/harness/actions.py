@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["COMPACT", "CONTINUE", "FORK", "INTERRUPT", "MCP_CALL", "PROGRAM_RUN", "RESUME",
-           "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED", "Action", "ActionLog"]
+__all__ = ["COMPACT", "CONFIRM", "CONTINUE", "FORK", "INTERRUPT", "MCP_CALL", "PROGRAM_RUN",
+           "RESUME", "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED", "Action", "ActionLog"]
 
 TYPED = "typed"
 """A prompt a person typed into the TUI (``human``)."""
@@ -26,6 +26,8 @@ INTERRUPT = "interrupt"
 """Escape or Ctrl-C while the tool works."""
 COMPACT = "compact"
 """A compaction the harness asked for."""
+CONFIRM = "confirm"
+"""An answer to one of the tool's own confirmation questions (Aider's "Run shell command?")."""
 RESUME = "resume"
 """Resuming a session (``--resume`` or the tool's picker)."""
 CONTINUE = "continue"

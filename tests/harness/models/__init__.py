@@ -3,6 +3,7 @@
 * :func:`anthropic_server`: Anthropic Messages (Claude Code).
 * :func:`responses_server`: OpenAI Responses (Codex).
 * :func:`chat_server`: OpenAI Chat Completions (OpenCode, Pi).
+* :func:`chat_plain_server`: the same for a tool that offers no tools (Aider).
 
 See :mod:`tests.harness.models._server` for recording, the scripted queue
 and how requests are classified (``main`` versus ``side``).
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from tests.harness.models._server import DEFAULT_TEXT, FakeModelServer, ModelRequest
 from tests.harness.models.anthropic import AnthropicMessages
-from tests.harness.models.chat import MODEL_ID, OpenAIChat
+from tests.harness.models.chat import MODEL_ID, OpenAIChat, OpenAIChatPlain
 from tests.harness.models.responses import OpenAIResponses
 
 __all__ = ["DEFAULT_TEXT", "MODEL_ID", "FakeModelServer", "ModelRequest", "anthropic_server",
-           "chat_server", "responses_server", "server_for"]
+           "chat_plain_server", "chat_server", "responses_server", "server_for"]
 
 
 def anthropic_server() -> FakeModelServer:
@@ -34,12 +35,19 @@ def chat_server() -> FakeModelServer:
     return FakeModelServer(OpenAIChat())
 
 
+def chat_plain_server() -> FakeModelServer:
+    """A new (not started) Chat Completions server for a tool that offers no tools (Aider)."""
+    return FakeModelServer(OpenAIChatPlain())
+
+
 def server_for(api: str) -> FakeModelServer:
-    """A new (not started) server for ``api`` (``anthropic``, ``responses``, ``chat``).
+    """A new (not started) server for ``api``.
+
+    ``api``: ``anthropic``, ``responses``, ``chat`` or ``chat-plain``.
 
     Raises:
         KeyError: an unknown API name.
     """
     factories = {"anthropic": anthropic_server, "responses": responses_server,
-                 "chat": chat_server}
+                 "chat": chat_server, "chat-plain": chat_plain_server}
     return factories[api]()

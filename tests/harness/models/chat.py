@@ -19,7 +19,7 @@ from typing import Any
 from tests.harness.models._server import NO_RETRY, Reply
 from tests.harness.script import Answer, Fail, Text, ToolUse
 
-__all__ = ["MODEL_ID", "OpenAIChat"]
+__all__ = ["MODEL_ID", "OpenAIChat", "OpenAIChatPlain"]
 
 MODEL_ID = "harness-model"
 """The model id the fake server lists (and the tools are configured with)."""
@@ -136,3 +136,41 @@ def _stream(base: dict[str, Any], said: str, call: dict[str, Any] | None, finish
         yield _chunk(base, {"tool_calls": [{"index": 0, **call}]})
     yield _chunk(base, {}, finish, usage)
     yield b"data: [DONE]\n\n"
+
+
+class OpenAIChatPlain(OpenAIChat):
+    """Chat Completions for a tool that offers the model no tools (Aider).
+
+    Aider sends its edit format as plain text and never a ``tools`` list, so
+    the structural rule of :class:`OpenAIChat` would make every request a
+    ``side`` one. Here a completion request is ``main`` unless its system
+    prompt asks for a commit message or a summary (Aider's weak-model side
+    requests), which get the side answer.
+    """
+
+    name = "chat-plain"
+
+    def __repr__(self) -> str:
+        return "openai-chat-plain"
+
+    def classify(self, method: str, path: str, body: Any) -> tuple[str, str]:
+        """``(kind, purpose)``: ``main`` for every completion request but the side ones."""
+        kind, purpose = super().classify(method, path, body)
+        if kind != "side":
+            return kind, purpose
+        system = _system_text(body).lower()
+        if "commit message" in system:
+            return "side", "commit"
+        if "summar" in system:
+            return "side", "summary"
+        return "main", ""
+
+
+def _system_text(body: Any) -> str:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    out: list[str] = []
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, dict) and message.get("role") == "system" \
+                and isinstance(message.get("content"), str):
+            out.append(message["content"])
+    return "\n".join(out)
