@@ -86,7 +86,7 @@ from typing import Final
 
 import msgspec
 
-from actors.upstream._common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
 __all__ = [
     "ATOMIC_WRITE_BYTES",

@@ -68,7 +68,7 @@ from typing import Any, Final
 import apsw
 import msgspec
 
-from actors.upstream._common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
 __all__ = [
     "KNOWN_PARTS",
