@@ -125,15 +125,17 @@ def forked(agent_harness: Harness) -> Scenario:
     return Scenario(fork.decided_rows(), agent_harness.log.actions(), watch)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 2 (a conversation continued under a new session id), on Pi: "
-    "pi --fork FILE writes a new session file (header parentSession) that starts with "
-    "copies of the earlier session's messages; the copied typed prompt is decided typed "
-    "again there, and ssa watch counts it as a turn of the fork. Strict: passes once "
-    "the classifier decides copied history."))
 def test_fork_copies_are_not_typed_again(forked: Scenario) -> None:
+    """pi --fork FILE writes a new file (header ``parentSession``, stamped now) that
+    starts with the earlier session's entries, unchanged: the copied prompt is
+    ``copied_row`` there, the prompt typed in the fork is typed."""
     result = compare(forked.rows, forked.actions)
+    assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 2, result.report()
+    copies = [r for r in result.rows if r.reason == "copied_row"]
+    assert [r.kind for r in copies] == ["message:user"], result.report()
+    assert len({r.path for r in copies} | {r.path for _, r in result.true_positives}) == 2
     seen = compare_watch(forked.watch.events(), forked.actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
 
