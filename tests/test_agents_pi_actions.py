@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from functools import partial
 
 import pytest
 
 from tests.harness import Agent, DecidedRow, Harness, Pi, Text, compare
 from tests.harness.actions import Action
+from tests.harness.ssa_install import ssa_install
 from tests.harness.watch import SsaWatch, compare_watch
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
@@ -43,7 +45,9 @@ def test_skill_compact_interrupt_continue_session(agent_harness: Harness) -> Non
     (skill_dir / "SKILL.md").write_text("---\nname: harness-skill\ndescription: a harness "
                                         f"skill for tests\n---\nSkill body skillmark-{nonce}.\n")
     watch = agent_harness.watch(home)
-    pi = agent_harness.start("pi", home=home, project=project)
+    # With our extension installed: every prompt typed into the TUI carries
+    # ssaInput {source: "interactive", ui: true} and stays typed.
+    pi = agent_harness.start("pi", home=home, project=project, setup=partial(ssa_install, "pi"))
     _typed(pi, watch, f"typed one {nonce}", f"answer one {nonce}")
 
     pi.script(Text(f"skill answer {nonce}"))
@@ -86,6 +90,8 @@ def test_skill_compact_interrupt_continue_session(agent_harness: Harness) -> Non
             and r.kind == "message:user"]
     assert [r.reason for r in bare] == ["skill_command"], result.report()
     assert ("compaction", "compaction") in {(r.kind, r.reason) for r in result.rows}
+    marked = [r for r in result.rows if r.kind == "message:user" and r.holds("interactive")]
+    assert len(marked) >= 6, result.report()  # the extension's record, on the typed rows
 
     seen = compare_watch(watch.events(), actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
@@ -152,7 +158,7 @@ def rpc_run(agent_harness: Harness) -> Scenario:
     model = agent_harness.model("chat")
     model.script(Text(f"rpc answer one {nonce}"), Text(f"rpc answer two {nonce}"))
     run = agent_harness.run_rpc([f"rpc prompt one {nonce}", f"rpc prompt two {nonce}"],
-                                home=home, model=model)
+                                home=home, model=model, setup=partial(ssa_install, "pi"))
     assert run.returncode == 0, run.stderr
     assert f"rpc answer two {nonce}" in run.stdout
     assert '"type":"agent_end"' in run.stdout.replace(" ", "")
@@ -163,11 +169,11 @@ def rpc_run(agent_harness: Harness) -> Scenario:
     return Scenario(rows, agent_harness.log.actions(), watch)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 4 (inputs whose source is rpc): Pi stores no provenance, so a prompt "
-    "sent through pi --mode rpc is written exactly as a typed one and decided typed, and "
-    "ssa watch reports it. Strict: passes once the classifier can tell them apart."))
 def test_rpc_prompts_are_not_typed(rpc_run: Scenario) -> None:
+    """With our extension (``ssa install pi``) each prompt sent through ``pi --mode rpc``
+    carries ``ssaInput: {source: "rpc"}`` and is ``rpc_input``; ssa watch reports none."""
     assert not any(r.human for r in rpc_run.rows), [(r.unit, r.reason) for r in rpc_run.rows]
+    prompts = [r for r in rpc_run.rows if r.kind == "message:user"]
+    assert [r.reason for r in prompts] == ["rpc_input"] * 2, [(r.unit, r.reason) for r in prompts]
     assert rpc_run.watch.events() == [], compare_watch(rpc_run.watch.events(),
                                                        rpc_run.actions).report()
