@@ -174,7 +174,8 @@ def test_fork_copies_are_not_typed_again(scenario: Scenario) -> None:
     assert len(result.true_positives) == 1, result.report()
     copied = [r for r in rows if r.holds(f"typed one {scenario.nonce}")
               and r.reason != "child_session"]
-    assert copied and {r.reason for r in copied} == {"copied_row"}, result.report()
+    assert copied, result.report()
+    assert {r.reason for r in copied} == {"copied_row"}, result.report()
     keys = {_key(r.session) for r in rows}
     seen = compare_watch([e for e in scenario.events if e.session_key in keys], actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()

@@ -1,4 +1,4 @@
-"""OpenCode messages copied into a forked session (issue 22, class 2).
+r"""OpenCode messages copied into a forked session (issue 22, class 2).
 
 ``opencode --session ID --fork`` (and ``opencode run --fork``, the
 ``session.fork`` API, the TUI's fork from a message) runs ``Session.fork``
@@ -12,29 +12,52 @@ creates in a session itself is stamped after the session row (the same
 clock). So a message created before its session was typed in the session it
 was copied from, where it counts: ``copied_row``.
 
-The title is not used (a person may rename the fork); only the two times.
-Conservative: a session time that is missing or not an integer proves no copy.
+Both are required: the session's title is a fork's (``<title> (fork #N)``,
+the shape ``Session.fork``'s title function matches, ``/^(.+) \(fork
+#(\d+)\)$/``; OpenCode's automatic titles replace only the default
+``New session - …`` / ``Child session - …`` titles, so a fork keeps it), and
+the message predates the session row. A clock stepped back after a session was
+created therefore never turns a typed prompt into a copy, unless the session
+is a fork. Conservative: a fork the person renamed, or a session time that is
+missing or not an integer, proves no copy (its copies count, as before).
 """
 
 from __future__ import annotations
 
+import re
+
 import apsw
 
-__all__ = ["is_copy", "session_created"]
+__all__ = ["FORK_TITLE", "fork_time", "is_copy", "session_fork_time"]
+
+FORK_TITLE = re.compile(r".+ \(fork #\d+\)", re.DOTALL)
+"""A title ``Session.fork`` gave (matched whole)."""
 
 
-def is_copy(message_created: int, session_created: int | None) -> bool:
-    """Whether a message created at ``message_created`` (epoch ms) predates its
-    session, created at ``session_created`` (``None``: unknown, no copy).
+def fork_time(title: object, time_created: object) -> int | None:
+    """When a forked session was created (epoch ms), or ``None`` when the session
+    is not a fork by its title or its time is not an integer.
 
     Pure, thread-safe; never raises.
     """
-    return session_created is not None and message_created < session_created
+    if not isinstance(title, str) or FORK_TITLE.fullmatch(title) is None:
+        return None
+    if isinstance(time_created, bool) or not isinstance(time_created, int):
+        return None
+    return time_created
 
 
-def session_created(conn: apsw.Connection, session_id: str) -> int | None:
-    """The ``session.time_created`` (epoch ms) of ``session_id``, or ``None`` (no such
-    row, or not an integer).
+def is_copy(message_created: int, forked_at: int | None) -> bool:
+    """Whether a message created at ``message_created`` (epoch ms) predates its forked
+    session, created at ``forked_at`` (``None``: not a fork, no copy).
+
+    Pure, thread-safe; never raises.
+    """
+    return forked_at is not None and message_created < forked_at
+
+
+def session_fork_time(conn: apsw.Connection, session_id: str) -> int | None:
+    """:func:`fork_time` of the ``session`` row ``session_id`` (``None``: no such row).
 
     Runs one query on ``conn`` in the caller's thread (blocks at most its
     busy timeout).
@@ -42,7 +65,6 @@ def session_created(conn: apsw.Connection, session_id: str) -> int | None:
     Raises:
         apsw.Error: the query failed.
     """
-    row = conn.execute("SELECT time_created FROM session WHERE id = ?", (session_id,)).fetchone()
-    if row is None or isinstance(row[0], bool) or not isinstance(row[0], int):
-        return None
-    return row[0]
+    row = conn.execute("SELECT title, time_created FROM session WHERE id = ?",
+                       (session_id,)).fetchone()
+    return None if row is None else fork_time(row[0], row[1])

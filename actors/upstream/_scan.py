@@ -370,7 +370,7 @@ def scan_opencode(
     re-baselines without counting; a failed query is no news.
     """
     from actors.upstream import opencode  # noqa: PLC0415
-    from actors.upstream._opencode_copies import session_created  # noqa: PLC0415
+    from actors.upstream._opencode_copies import session_fork_time  # noqa: PLC0415
 
     seq = marker.get("seq")
     last = marker.get("lastHumanMessageId")
@@ -389,7 +389,7 @@ def scan_opencode(
         conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
         try:
             messages = opencode.load_messages(conn, session_id)
-            created = session_created(conn, session_id)
+            forked_at = session_fork_time(conn, session_id)
         finally:
             conn.close()
     except Exception as exc:  # apsw errors or undecodable rows: transient, never a miss
@@ -397,7 +397,7 @@ def scan_opencode(
         return ScanResult(kind="transient", reason=f"read_failed: {type(exc).__name__}")
     result = opencode.classify_messages(messages, last_human_message_id=last,
                                         replay_window=replay_window,
-                                        session_created=created)
+                                        forked_at=forked_at)
     counted = [(mid, unit) for mid, unit in result.decisions
                if unit.human and text_hash(unit.text) not in own_hashes]
     turns, newest = count_turns((unit for _, unit in counted), frozenset())

@@ -47,7 +47,7 @@ codes:
 * ``"not_user"`` (assistant or other role); ``"child_session"`` (subagent
   session); ``"program_session"`` (created by ``opencode run``);
   ``"undecodable"`` (the row or one of its parts is not OpenCode's JSON shape);
-  ``"copied_row"`` (created before its session: a fork's copy, see
+  ``"copied_row"`` (created before its forked session: a copy, see
   :mod:`actors.upstream._opencode_copies`);
   ``"no_parts"`` (staged user row whose parts have not landed);
 * ``"compaction"``, ``"shell"``, ``"subtask"`` (subagent slash command),
@@ -98,7 +98,7 @@ import apsw
 import msgspec
 
 from actors.upstream._common import Unit, gateway_envelope_reason, normalize_text
-from actors.upstream._opencode_copies import is_copy
+from actors.upstream._opencode_copies import fork_time, is_copy
 
 __all__ = [
     "REPLAY_WINDOW",
@@ -565,7 +565,7 @@ def baseline_marker(conn: apsw.Connection, session_id: str) -> OpenCodeMarker | 
     if seq is None or info is None:
         return None
     result = classify_messages(messages, last_human_message_id=None, refusal=info.refusal,
-                               session_created=info.time_created)
+                               forked_at=fork_time(info.title, info.time_created))
     return OpenCodeMarker(seq, result.last_human_message_id)
 
 
@@ -597,11 +597,11 @@ def classify_db_session(path: str | Path, session_id: str) -> list[tuple[str, Un
             if info is None:
                 raise LookupError(f"no OpenCode session {session_id!r} in {path}")
             messages = load_messages(conn, session_id)
-            refusal, created = info.refusal, info.time_created
+            refusal, forked_at = info.refusal, fork_time(info.title, info.time_created)
     finally:
         conn.close()
     result = classify_messages(messages, last_human_message_id=None, refusal=refusal,
-                               session_created=created)
+                               forked_at=forked_at)
     return list(result.decisions)
 
 
@@ -614,7 +614,7 @@ def classify_messages(
     last_human_message_id: str | None,
     replay_window: int = REPLAY_WINDOW,
     refusal: str | None = None,
-    session_created: int | None = None,
+    forked_at: int | None = None,
 ) -> OpenCodeClassification:
     """Decide, per message, whether a person typed it.
 
@@ -638,9 +638,9 @@ def classify_messages(
         refusal: why nothing of this session counts (``child_session`` for a
             subagent child, ``program_session`` for ``opencode run``), or
             ``None``: every message carries that reason.
-        session_created: the session row's ``time_created`` (ms), or
-            ``None``: a user message created before its session is a copy
-            (``copied_row``, :mod:`actors.upstream._opencode_copies`).
+        forked_at: when the session was created if it is a fork
+            (:func:`~actors.upstream._opencode_copies.fork_time`), or ``None``:
+            a user message created before it is a copy (``copied_row``).
 
     Returns:
         Every message's decision and the next ``last_human_message_id``.
@@ -677,7 +677,7 @@ def classify_messages(
             if message.role == "user":
                 window.append((None, None))  # its text is unknown, but it is a user message
             continue
-        if is_copy(message.created, session_created):
+        if is_copy(message.created, forked_at):
             unit = Unit(human=False, reason="copied_row", occurred_at=message.created)
         elif not message.parts:
             unit = Unit(human=False, reason="no_parts", occurred_at=message.created)
