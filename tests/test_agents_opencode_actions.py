@@ -162,17 +162,20 @@ def test_subagent_command_compact_interrupt_continue(scenario: Scenario) -> None
     assert [e.turns for e in seen.events] == [1] * 6, seen.report()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 2 (a conversation continued under a new session id), on OpenCode: "
-    "opencode --session ID --fork copies every message of the session into a new "
-    "session ('<title> (fork #1)', no parent_id) with new ids; each copied typed prompt "
-    "is decided typed there, and ssa watch reports them. Strict: passes once the "
-    "classifier decides copied history."))
 def test_fork_copies_are_not_typed_again(scenario: Scenario) -> None:
+    """opencode --session ID --fork copies every message into a new session ('<title>
+    (fork #1)', no parent_id, new ids, the original time.created): each copied user
+    message predates the session and is copied_row; the prompt typed in the fork is typed."""
     rows = [r for r in scenario.rows if r.session not in scenario.before_fork]
     actions = [a for a in scenario.actions if a.seq >= scenario.fork_at.seq]
     result = compare(rows, actions)
+    assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 1, result.report()
+    copied = [r for r in rows if r.holds(f"typed one {scenario.nonce}")
+              and r.reason != "child_session"]
+    assert copied, result.report()
+    assert {r.reason for r in copied} == {"copied_row"}, result.report()
     keys = {_key(r.session) for r in rows}
     seen = compare_watch([e for e in scenario.events if e.session_key in keys], actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from functools import partial
 
 import pytest
 
 from tests.harness import Agent, DecidedRow, Harness, Pi, Text, compare
 from tests.harness.actions import Action
+from tests.harness.ssa_install import ssa_install
 from tests.harness.watch import SsaWatch, compare_watch
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(180)]
@@ -43,7 +45,9 @@ def test_skill_compact_interrupt_continue_session(agent_harness: Harness) -> Non
     (skill_dir / "SKILL.md").write_text("---\nname: harness-skill\ndescription: a harness "
                                         f"skill for tests\n---\nSkill body skillmark-{nonce}.\n")
     watch = agent_harness.watch(home)
-    pi = agent_harness.start("pi", home=home, project=project)
+    # With our extension installed: every prompt typed into the TUI carries
+    # ssaInput {source: "interactive", ui: true} and stays typed.
+    pi = agent_harness.start("pi", home=home, project=project, setup=partial(ssa_install, "pi"))
     _typed(pi, watch, f"typed one {nonce}", f"answer one {nonce}")
 
     pi.script(Text(f"skill answer {nonce}"))
@@ -86,6 +90,8 @@ def test_skill_compact_interrupt_continue_session(agent_harness: Harness) -> Non
             and r.kind == "message:user"]
     assert [r.reason for r in bare] == ["skill_command"], result.report()
     assert ("compaction", "compaction") in {(r.kind, r.reason) for r in result.rows}
+    marked = [r for r in result.rows if r.kind == "message:user" and r.holds("interactive")]
+    assert len(marked) >= 6, result.report()  # the extension's record, on the typed rows
 
     seen = compare_watch(watch.events(), actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
@@ -125,15 +131,17 @@ def forked(agent_harness: Harness) -> Scenario:
     return Scenario(fork.decided_rows(), agent_harness.log.actions(), watch)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 2 (a conversation continued under a new session id), on Pi: "
-    "pi --fork FILE writes a new session file (header parentSession) that starts with "
-    "copies of the earlier session's messages; the copied typed prompt is decided typed "
-    "again there, and ssa watch counts it as a turn of the fork. Strict: passes once "
-    "the classifier decides copied history."))
 def test_fork_copies_are_not_typed_again(forked: Scenario) -> None:
+    """pi --fork FILE writes a new file (header ``parentSession``, stamped now) that
+    starts with the earlier session's entries, unchanged: the copied prompt is
+    ``copied_row`` there, the prompt typed in the fork is typed."""
     result = compare(forked.rows, forked.actions)
+    assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    assert len(result.true_positives) == 2, result.report()
+    copies = [r for r in result.rows if r.reason == "copied_row"]
+    assert [r.kind for r in copies] == ["message:user"], result.report()
+    assert len({r.path for r in copies} | {r.path for _, r in result.true_positives}) == 2
     seen = compare_watch(forked.watch.events(), forked.actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
 
@@ -150,7 +158,7 @@ def rpc_run(agent_harness: Harness) -> Scenario:
     model = agent_harness.model("chat")
     model.script(Text(f"rpc answer one {nonce}"), Text(f"rpc answer two {nonce}"))
     run = agent_harness.run_rpc([f"rpc prompt one {nonce}", f"rpc prompt two {nonce}"],
-                                home=home, model=model)
+                                home=home, model=model, setup=partial(ssa_install, "pi"))
     assert run.returncode == 0, run.stderr
     assert f"rpc answer two {nonce}" in run.stdout
     assert '"type":"agent_end"' in run.stdout.replace(" ", "")
@@ -161,11 +169,11 @@ def rpc_run(agent_harness: Harness) -> Scenario:
     return Scenario(rows, agent_harness.log.actions(), watch)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 22, class 4 (inputs whose source is rpc): Pi stores no provenance, so a prompt "
-    "sent through pi --mode rpc is written exactly as a typed one and decided typed, and "
-    "ssa watch reports it. Strict: passes once the classifier can tell them apart."))
 def test_rpc_prompts_are_not_typed(rpc_run: Scenario) -> None:
+    """With our extension (``ssa install pi``) each prompt sent through ``pi --mode rpc``
+    carries ``ssaInput: {source: "rpc"}`` and is ``rpc_input``; ssa watch reports none."""
     assert not any(r.human for r in rpc_run.rows), [(r.unit, r.reason) for r in rpc_run.rows]
+    prompts = [r for r in rpc_run.rows if r.kind == "message:user"]
+    assert [r.reason for r in prompts] == ["rpc_input"] * 2, [(r.unit, r.reason) for r in prompts]
     assert rpc_run.watch.events() == [], compare_watch(rpc_run.watch.events(),
                                                        rpc_run.actions).report()

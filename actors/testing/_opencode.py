@@ -199,6 +199,43 @@ class OpenCodeTranscript:
         builder.session_id = session_id
         return builder
 
+    def fork(self) -> OpenCodeTranscript:
+        """``opencode --session <this> --fork``, as OpenCode 1.18.33's ``Session.fork``
+        writes it: a new session (created now, title ``<title> (fork #1)``, no
+        parent), then every message of this one with a new ascending id and its
+        data unchanged (the original ``time.created``), each part with a new id.
+        Returns the new session's builder (same clock; same store).
+
+        Raises:
+            apsw.Error: the store cannot be read or written.
+        """
+        forked = OpenCodeTranscript.__new__(OpenCodeTranscript)
+        forked._setup(self.path, self._clock, directory=self._directory)
+        forked._own, forked._model = self._own, dict(self._model)
+        now = forked._now()
+        forked.session_id = forked._id("ses", now, descending=True)
+        with self._connection() as conn, conn:
+            forked._floor = _newest_id_value(conn)
+            title = conn.execute("SELECT title FROM session WHERE id = ?",
+                                 (self.session_id,)).get
+            forked._create_session(conn, forked.session_id, None, f"{title} (fork #1)", None,
+                                   now)
+            messages = list(conn.execute(
+                "SELECT id, time_created, data FROM message WHERE session_id = ?"
+                " ORDER BY time_created, id", (self.session_id,)))
+            for old_id, created, data in messages:
+                new_id = forked._id("msg", forked._now())
+                conn.execute("INSERT INTO message (id, session_id, time_created, time_updated,"
+                             " data) VALUES (?, ?, ?, ?, ?)",
+                             (new_id, forked.session_id, created, created, data))
+                forked._advance(conn, forked.session_id)
+                if '"role":"user"' in str(data):
+                    forked._last_user = new_id
+                for (part,) in list(conn.execute(
+                        "SELECT data FROM part WHERE message_id = ? ORDER BY id", (old_id,))):
+                    forked._part(conn, forked.session_id, new_id, json.loads(str(part)))
+        return forked
+
     def append(self, *turns: t.Turn) -> int:
         """Write ``turns`` in one transaction; return how many message rows were added.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,43 @@ class PiSession:
         clock: epoch-ms clock stamping each entry (default: a private clock
             moving 1 s per entry).
         cwd: the working directory written into the header.
+        parent_session: the header's ``parentSession`` (the file a fork or a
+            branch started from), or ``None`` (no such field).
+        ssa_input: the ``ssaInput`` record our Pi extension adds to every user
+            message (``{"v": 1, "source": "rpc", "ui": True}``...), or ``None``
+            (no extension). Settable between appends (:attr:`ssa_input`).
 
     Not thread-safe; blocks on the file write.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None, cwd: str = "/work") -> None:
+                 clock: Callable[[], int] | None = None, cwd: str = "/work",
+                 parent_session: str | None = None,
+                 ssa_input: Mapping[str, object] | None = None) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
         self._cwd = cwd
+        self._parent_session = parent_session
+        self.ssa_input = ssa_input
+        """The record added to the user messages written next (``None``: none)."""
+        self._clock = clock
+
+    def fork(self, path: str | os.PathLike[str]) -> PiSession:
+        """``pi --fork <this file>`` into ``path``, as Pi 0.73.1's ``SessionManager.forkFrom``
+        writes it: a new header (new id, stamped now, ``parentSession`` this file), then
+        every other line of this file unchanged. Returns the new session's builder
+        (same clock; its rows chain on after the copies).
+
+        Raises:
+            OSError: a file cannot be read or written.
+        """
+        copies = self.path.read_bytes().splitlines(keepends=True)[1:]
+        forked = PiSession(path, clock=self._clock or self._file.now, cwd=self._cwd,
+                           parent_session=str(self.path), ssa_input=self.ssa_input)
+        forked._file.path.write_bytes(forked.header_line() + b"".join(copies))
+        forked._file.parent = self._file.parent
+        return forked
 
     def append(self, *turns: t.Turn) -> int:
         """Write the entries of ``turns`` in one write; return how many lines.
@@ -72,8 +99,11 @@ class PiSession:
         return encode([self._header()])
 
     def _header(self) -> dict[str, Any]:
-        return {"type": "session", "version": 3, "id": self.session_id,
-                "timestamp": iso(self._file.now()), "cwd": self._cwd}
+        header: dict[str, Any] = {"type": "session", "version": 3, "id": self.session_id,
+                                  "timestamp": iso(self._file.now()), "cwd": self._cwd}
+        if self._parent_session is not None:
+            header["parentSession"] = self._parent_session
+        return header
 
     def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry_id = uuid.uuid4().hex[:8]
@@ -88,6 +118,11 @@ class PiSession:
         message["message"]["timestamp"] = self._file.now()
         return message
 
+    def _user(self, content: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.ssa_input is None:
+            return self._message("user", content)
+        return self._message("user", content, ssaInput=dict(self.ssa_input))
+
     def _assistant(self, content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
         return self._message("assistant", content, api="anthropic-messages",
                              provider="anthropic", model="claude-sonnet-4-5",
@@ -98,7 +133,7 @@ class PiSession:
     def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
         match turn:
             case t.Typed(text=text):
-                return [self._message("user", [{"type": "text", "text": text}])]
+                return [self._user([{"type": "text", "text": text}])]
             case t.Reply(text=text):
                 return [self._assistant([{"type": "text", "text": text}], "stop")]
             case t.ToolCall(name=name, input=arguments, call_id=call_id):
@@ -111,8 +146,8 @@ class PiSession:
                 skill = name.removeprefix("skill:")
                 text = (f'<skill name="{skill}" location="/home/u/.pi/skills/{skill}/SKILL.md">'
                         f"\n# {skill}\n\nWhat the skill file says.\n</skill>")
-                return [self._message("user", [{"type": "text",
-                                                "text": text + (f"\n\n{args}" if args else "")}])]
+                return [self._user([{"type": "text",
+                                     "text": text + (f"\n\n{args}" if args else "")}])]
             case t.SlashCommand(name="model", args=args):
                 return [self._entry("model_change", provider="anthropic",
                                     modelId=args or "claude-sonnet-4-5")]

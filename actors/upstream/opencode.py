@@ -47,6 +47,8 @@ codes:
 * ``"not_user"`` (assistant or other role); ``"child_session"`` (subagent
   session); ``"program_session"`` (created by ``opencode run``);
   ``"undecodable"`` (the row or one of its parts is not OpenCode's JSON shape);
+  ``"copied_row"`` (created before its forked session: a copy, see
+  :mod:`actors.upstream.opencode_copies`);
   ``"no_parts"`` (staged user row whose parts have not landed);
 * ``"compaction"``, ``"shell"``, ``"subtask"`` (subagent slash command),
   ``"image_only"`` (image/PDF attachments only, incl. ``[Image 1]``
@@ -96,6 +98,7 @@ import apsw
 import msgspec
 
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.opencode_copies import fork_time, is_copy
 
 __all__ = [
     "REPLAY_WINDOW",
@@ -561,7 +564,8 @@ def baseline_marker(conn: apsw.Connection, session_id: str) -> OpenCodeMarker | 
         messages = [] if gone else load_messages(conn, session_id)
     if seq is None or info is None:
         return None
-    result = classify_messages(messages, last_human_message_id=None, refusal=info.refusal)
+    result = classify_messages(messages, last_human_message_id=None, refusal=info.refusal,
+                               forked_at=fork_time(info.title, info.time_created))
     return OpenCodeMarker(seq, result.last_human_message_id)
 
 
@@ -593,10 +597,11 @@ def classify_db_session(path: str | Path, session_id: str) -> list[tuple[str, Un
             if info is None:
                 raise LookupError(f"no OpenCode session {session_id!r} in {path}")
             messages = load_messages(conn, session_id)
-            refusal = info.refusal
+            refusal, forked_at = info.refusal, fork_time(info.title, info.time_created)
     finally:
         conn.close()
-    result = classify_messages(messages, last_human_message_id=None, refusal=refusal)
+    result = classify_messages(messages, last_human_message_id=None, refusal=refusal,
+                               forked_at=forked_at)
     return list(result.decisions)
 
 
@@ -609,6 +614,7 @@ def classify_messages(
     last_human_message_id: str | None,
     replay_window: int = REPLAY_WINDOW,
     refusal: str | None = None,
+    forked_at: int | None = None,
 ) -> OpenCodeClassification:
     """Decide, per message, whether a person typed it.
 
@@ -632,6 +638,9 @@ def classify_messages(
         refusal: why nothing of this session counts (``child_session`` for a
             subagent child, ``program_session`` for ``opencode run``), or
             ``None``: every message carries that reason.
+        forked_at: when the session was created if it is a fork
+            (:func:`~actors.upstream.opencode_copies.fork_time`), or ``None``:
+            a user message created before it is a copy (``copied_row``).
 
     Returns:
         Every message's decision and the next ``last_human_message_id``.
@@ -668,7 +677,9 @@ def classify_messages(
             if message.role == "user":
                 window.append((None, None))  # its text is unknown, but it is a user message
             continue
-        if not message.parts:
+        if is_copy(message.created, forked_at):
+            unit = Unit(human=False, reason="copied_row", occurred_at=message.created)
+        elif not message.parts:
             unit = Unit(human=False, reason="no_parts", occurred_at=message.created)
         else:
             text = _direct_human_text(message)

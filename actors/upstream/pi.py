@@ -17,7 +17,10 @@ waits for its newline, as in every JSONL source.
 Human turns (upstream-formats.md §5.3, §5.5): an entry ``type: "message"``
 whose ``message.role`` is ``"user"`` and whose text (string content, or the
 text parts joined with ``"\\n"``) is not empty. Pi stores no provenance flags,
-so everything else about a user message looks typed. Policy decisions:
+so everything else about a user message looks typed, unless our Pi extension
+recorded the prompt's input source on it (``ssaInput``,
+:mod:`actors.upstream.pi_input`): one a program sent is not human. Policy
+decisions:
 
 * Empty and image-only user messages are not human (``empty`` /
   ``image_only``): there is no typed text to tell the gateway's own sends
@@ -70,6 +73,7 @@ from actors.upstream.common import (
     is_utf8,
     normalize_text,
 )
+from actors.upstream.pi_input import INPUT_FIELD, input_source_reason
 
 __all__ = ["classify_pi_line", "pi_header_version", "skill_invocation"]
 
@@ -83,6 +87,7 @@ class _Message(msgspec.Struct):
     role: object = None
     content: msgspec.Raw = msgspec.Raw()
     timestamp: object = None
+    ssa_input: object = msgspec.field(default=None, name=INPUT_FIELD)
 
 
 class _Entry(msgspec.Struct):
@@ -158,6 +163,7 @@ def _decide(
     content: _Content,
     message_ts: object,
     entry_ts: object,
+    ssa_input: object = None,
 ) -> Unit:
     """The classification rule, on a view both decode paths build the same way."""
     if entry_type != "message":
@@ -186,6 +192,9 @@ def _decide(
     envelope = gateway_envelope_reason(text.lstrip())
     if envelope is not None:
         return Unit(human=False, reason=envelope)
+    program = input_source_reason(ssa_input)  # our extension's record (_pi_input)
+    if program is not None:
+        return Unit(human=False, reason=program)
     occurred_at = epoch_ms(message_ts)
     if occurred_at is None:
         occurred_at = epoch_ms(entry_ts)
@@ -197,9 +206,11 @@ def _classify_mapping(entry: Mapping[str, object]) -> Unit:
     role: object = None
     content: _Content = None
     message_ts: object = None
+    ssa_input: object = None
     if isinstance(message, Mapping):
         role = message.get("role")
         message_ts = message.get("timestamp")
+        ssa_input = message.get(INPUT_FIELD)
         raw = message.get("content")
         if isinstance(raw, str):
             content = raw
@@ -208,7 +219,8 @@ def _classify_mapping(entry: Mapping[str, object]) -> Unit:
                 (part.get("type"), part.get("text")) if isinstance(part, Mapping) else (None, None)
                 for part in raw
             ]
-    return _decide(entry.get("type"), role, content, message_ts, entry.get("timestamp"))
+    return _decide(entry.get("type"), role, content, message_ts, entry.get("timestamp"),
+                   ssa_input)
 
 
 def _classify_generic(line: bytes) -> Unit:
@@ -242,7 +254,9 @@ def classify_pi_line(line: bytes) -> Unit:
         ``assistant``, ``tool_result``, ``shell_mode``,
         ``custom``, ``branch_summary``, ``compaction_summary``,
         ``not_user``, ``empty``, ``image_only``, ``openclaw_envelope``,
-        ``inter_session`` or ``reseed_envelope``.
+        ``inter_session``, ``reseed_envelope``, or ``rpc_input``,
+        ``extension_input``, ``headless_input`` (a prompt our Pi extension
+        recorded as sent by a program, :mod:`actors.upstream.pi_input`).
 
     Rule source: upstream-formats.md §5.2, §5.3, §5.5 and the policies in
     the module docstring. Pure (no I/O, no logging), thread-safe, and never
@@ -263,7 +277,8 @@ def classify_pi_line(line: bytes) -> Unit:
     content: _Content = (
         [(part.type, part.text) for part in parts] if isinstance(parts, list) else parts
     )
-    return _decide(entry.type, message.role, content, message.timestamp, entry.timestamp)
+    return _decide(entry.type, message.role, content, message.timestamp, entry.timestamp,
+                   message.ssa_input)
 
 
 def pi_header_version(first_line: bytes) -> int | None:

@@ -113,7 +113,9 @@ def line_classifier(source: str, path: str | None = None) -> LineClassifier:
 
     With ``path`` (the transcript the lines come from), Claude Code's also
     recognises typed rows copied from an earlier session's transcript
-    (:mod:`actors.upstream.claude_copies`; it reads sibling transcripts).
+    (:mod:`actors.upstream.claude_copies`; it reads sibling transcripts),
+    and Pi's the prompts a forked session copied from its parent
+    (:mod:`actors.upstream.pi_copies`; it reads the file's header).
 
     Raises:
         KeyError: ``source`` has no line classifier (``opencode``).
@@ -131,6 +133,10 @@ def line_classifier(source: str, path: str | None = None) -> LineClassifier:
 
         return classify_codex_line
     if source == "pi":
+        if path is not None:
+            from actors.upstream.pi_copies import pi_copy_classifier  # noqa: PLC0415
+
+            return pi_copy_classifier(path)
         from actors.upstream.pi import classify_pi_line  # noqa: PLC0415
 
         return classify_pi_line
@@ -364,6 +370,7 @@ def scan_opencode(
     re-baselines without counting; a failed query is no news.
     """
     from actors.upstream import opencode  # noqa: PLC0415
+    from actors.upstream.opencode_copies import session_fork_time  # noqa: PLC0415
 
     seq = marker.get("seq")
     last = marker.get("lastHumanMessageId")
@@ -382,13 +389,15 @@ def scan_opencode(
         conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
         try:
             messages = opencode.load_messages(conn, session_id)
+            forked_at = session_fork_time(conn, session_id)
         finally:
             conn.close()
     except Exception as exc:  # apsw errors or undecodable rows: transient, never a miss
         logger.debug("reading an OpenCode session failed: %s: %s", type(exc).__name__, exc)
         return ScanResult(kind="transient", reason=f"read_failed: {type(exc).__name__}")
     result = opencode.classify_messages(messages, last_human_message_id=last,
-                                        replay_window=replay_window)
+                                        replay_window=replay_window,
+                                        forked_at=forked_at)
     counted = [(mid, unit) for mid, unit in result.decisions
                if unit.human and text_hash(unit.text) not in own_hashes]
     turns, newest = count_turns((unit for _, unit in counted), frozenset())

@@ -5,6 +5,12 @@
 // hook printed something, returns it as a custom message ("ssa-notice", not displayed)
 // that Pi stores in the session and sends to the model with the prompt. Any failure:
 // nothing is added, nothing thrown.
+//
+// It also records where each prompt came from, never its text: at `message_end` of a
+// user message (before Pi stores it) it adds `ssaInput: {v: 1, source, ui}` to the
+// message, where `source` is the `input` event's source ("interactive", "rpc",
+// "extension"; null if no input event was seen) and `ui` is `ctx.hasUI` (false in
+// print mode `pi -p` and SDK runs). `ssa` decides a prompt a program sent as not typed.
 import { spawn } from "node:child_process";
 
 const HOOK_ARGV: string[] = ["__SSA_HOOK_ARGV__"];
@@ -53,7 +59,52 @@ function runHook(input: unknown): Promise<string> {
   });
 }
 
+const MAX_PENDING = 32;
+
+function textOf(message: any): string | null {
+  const content = message?.content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return null;
+  return content.filter((p: any) => p?.type === "text" && typeof p.text === "string")
+    .map((p: any) => p.text).join("\n");
+}
+
+function recordInputSources(pi: any) {
+  // The last source of a person's or a client's input in this process ("interactive" or
+  // "rpc"), and the texts extensions sent (sendUserMessage stores them unexpanded), kept
+  // in memory only until their message is stored.
+  let processSource: string | null = null;
+  const extensionTexts: string[] = [];
+  pi.on("input", (event: any) => {
+    try {
+      if (event?.source === "extension") {
+        if (typeof event.text === "string") extensionTexts.push(event.text);
+        if (extensionTexts.length > MAX_PENDING) extensionTexts.shift();
+      } else if (typeof event?.source === "string") {
+        processSource = event.source;
+      }
+    } catch {}
+    return undefined;
+  });
+  pi.on("message_end", (event: any, ctx: any) => {
+    try {
+      const message = event?.message;
+      if (message?.role !== "user") return undefined;
+      let source = processSource;
+      const at = extensionTexts.indexOf(textOf(message) ?? "\u0000");
+      if (at >= 0) {
+        extensionTexts.splice(at, 1);
+        source = "extension";
+      }
+      return { message: { ...message, ssaInput: { v: 1, source, ui: ctx?.hasUI !== false } } };
+    } catch {
+      return undefined;
+    }
+  });
+}
+
 export default function ssaNotices(pi: any) {
+  recordInputSources(pi);
   pi.on("before_agent_start", async (_event: any, ctx: any) => {
     try {
       const sessions = ctx?.sessionManager;
