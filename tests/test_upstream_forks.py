@@ -231,3 +231,45 @@ def test_a_renamed_fork_or_a_session_behind_the_clock_proves_no_copy(tmp_path: P
     session.append(Typed("typed after the clock stepped back"), Reply("one"))
     assert [u.reason for _, u in classify_db_session(db, session.session_id)] == [
         "typed", "not_user"]
+
+
+FIFO_JOIN_S = 5.0
+"""Longest a copy check may take on a FIFO before the test calls it blocked."""
+
+
+def _returns_promptly(call: Any, fifo: Path) -> list[Any]:
+    import os  # noqa: PLC0415
+    import threading  # noqa: PLC0415 - only these two tests use a thread
+
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    worker.start()
+    worker.join(FIFO_JOIN_S)
+    if worker.is_alive():
+        # unblock the reader (a writer opening the FIFO ends its open), then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(FIFO_JOIN_S)
+        pytest.fail("the copy check blocked on a FIFO")
+    return out
+
+
+def test_a_fifo_in_place_of_a_pi_session_is_no_fork_and_does_not_block(tmp_path: Path) -> None:
+    import os  # noqa: PLC0415
+
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    [classify] = _returns_promptly(lambda: line_classifier("pi", str(fifo)), fifo)
+    assert classify is classify_pi_line  # no header could be read: no fork
+
+
+def test_a_fifo_beside_a_claude_transcript_is_skipped_without_blocking(tmp_path: Path) -> None:
+    import os  # noqa: PLC0415
+
+    from actors.upstream.claude_copies import copied_from_elsewhere  # noqa: PLC0415
+
+    own = tmp_path / "own.jsonl"
+    own.write_text('{"type":"user","uuid":"u-1"}\n')
+    sibling = tmp_path / "sibling.jsonl"
+    os.mkfifo(sibling)
+    assert _returns_promptly(
+        lambda: copied_from_elsewhere(str(own), "u-1", None), sibling) == [False]

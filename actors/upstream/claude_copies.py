@@ -40,6 +40,7 @@ import msgspec
 
 from actors.upstream.claude import classify_claude_line
 from actors.upstream.common import Unit, epoch_ms
+from actors.upstream.files import open_regular
 
 __all__ = ["claude_copy_classifier", "copied_from_elsewhere"]
 
@@ -64,8 +65,11 @@ def _search(path: str, needles: tuple[bytes, ...]) -> set[bytes] | None:
     found: set[bytes] = set()
     keep = max(len(n) for n in needles) - 1
     tail = b""
+    handle = open_regular(path)
+    if handle is None:
+        return None
     try:
-        with open(path, "rb") as handle:
+        with handle:
             while True:
                 chunk = handle.read(CHUNK_BYTES)
                 if not chunk:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import msgspec
 
 from actors.upstream.common import Unit, epoch_ms
+from actors.upstream.files import open_regular
 from actors.upstream.pi import classify_pi_line
 
 __all__ = ["fork_time", "pi_copy_classifier"]
@@ -72,8 +73,11 @@ def fork_time(first_line: bytes) -> int | None:
 
 
 def _first_line(path: str) -> bytes:
+    handle = open_regular(path)
+    if handle is None:
+        return b""
     try:
-        with open(path, "rb") as handle:
+        with handle:
             return handle.readline(HEADER_BYTES).rstrip(b"\r\n")
     except OSError:
         return b""
