@@ -238,8 +238,8 @@ FIFO_JOIN_S = 5.0
 
 
 def _returns_promptly(call: Any, fifo: Path) -> list[Any]:
-    import os  # noqa: PLC0415
-    import threading  # noqa: PLC0415 - only these two tests use a thread
+    import os
+    import threading
 
     out: list[Any] = []
     worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
@@ -254,7 +254,7 @@ def _returns_promptly(call: Any, fifo: Path) -> list[Any]:
 
 
 def test_a_fifo_in_place_of_a_pi_session_is_no_fork_and_does_not_block(tmp_path: Path) -> None:
-    import os  # noqa: PLC0415
+    import os
 
     fifo = tmp_path / "session.jsonl"
     os.mkfifo(fifo)
@@ -263,9 +263,9 @@ def test_a_fifo_in_place_of_a_pi_session_is_no_fork_and_does_not_block(tmp_path:
 
 
 def test_a_fifo_beside_a_claude_transcript_is_skipped_without_blocking(tmp_path: Path) -> None:
-    import os  # noqa: PLC0415
+    import os
 
-    from actors.upstream.claude_copies import copied_from_elsewhere  # noqa: PLC0415
+    from actors.upstream.claude_copies import copied_from_elsewhere
 
     own = tmp_path / "own.jsonl"
     own.write_text('{"type":"user","uuid":"u-1"}\n')
