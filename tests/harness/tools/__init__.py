@@ -5,14 +5,17 @@ from __future__ import annotations
 from tests.harness.tools._base import AgentTool, DecidedRow, jsonl_rows, string_values
 from tests.harness.tools.claude import ClaudeCode
 from tests.harness.tools.codex import Codex
+from tests.harness.tools.gemini import GeminiCli
 from tests.harness.tools.opencode import OpenCode
 from tests.harness.tools.pi import Pi
+from tests.harness.tools.qwen import QwenCode
 
-__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "Codex", "DecidedRow", "OpenCode", "Pi",
-           "jsonl_rows", "string_values", "tool_named"]
+__all__ = ["TOOLS", "AgentTool", "ClaudeCode", "Codex", "DecidedRow", "GeminiCli", "OpenCode",
+           "Pi", "QwenCode", "jsonl_rows", "string_values", "tool_named"]
 
 TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode(), "codex": Codex(),
-                               "opencode": OpenCode(), "pi": Pi()}
+                               "opencode": OpenCode(), "pi": Pi(),
+                               "gemini": GeminiCli(), "qwen": QwenCode()}
 """Every profile by its ``ssa classify`` source name."""
 
 

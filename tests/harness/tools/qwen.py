@@ -1,0 +1,4 @@
+"""stub"""
+from tests.harness.tools.gemini import GeminiCli
+class QwenCode(GeminiCli):
+    name = "qwen"
