@@ -73,11 +73,11 @@ import msgspec
 from actors.upstream._common import Unit, decode_object, epoch_ms, normalize_text
 
 __all__ = [
+    "KNOWN_MESSAGE_TYPES",
     "GeminiCursor",
     "GeminiHeader",
     "GeminiRow",
     "GeminiScan",
-    "KNOWN_MESSAGE_TYPES",
     "complete_lines",
     "decide_rows",
     "gemini_fingerprint",
@@ -457,7 +457,8 @@ def gemini_refusal(header: GeminiHeader | None, interactive_ids: frozenset[str] 
 
 
 def logs_path_for(session_file: str | os.PathLike[str]) -> Path:
-    """``<project temp dir>/logs.json`` for a session file (main or sub-agent). Pure."""
+    """``<project temp dir>/logs.json`` for an absolute session file path (main or
+    sub-agent: ``.../chats/<file>`` or ``.../chats/<parent id>/<file>``). Pure."""
     path = Path(session_file)
     chats = path.parent if path.parent.name == "chats" else path.parent.parent
     return chats.parent / "logs.json"

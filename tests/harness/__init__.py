@@ -83,14 +83,17 @@ from tests.harness.tools import (
     ClaudeCode,
     Codex,
     DecidedRow,
+    GeminiCli,
     OpenCode,
     Pi,
+    QwenCode,
     tool_named,
 )
 from tests.harness.watch import SsaWatch, WatchComparison, WatchEvent, compare_watch
 
 __all__ = ["TOOLS", "Action", "ActionLog", "Agent", "AgentInstall", "AgentTool", "Answer",
-           "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer", "Harness",
-           "Home", "InstallError", "ModelRequest", "OpenCode", "Pi", "ProgramRun", "Setup",
-           "SsaWatch", "Text", "ToolUse", "WatchComparison", "WatchEvent", "compare",
-           "compare_watch", "install", "installed", "merge_json", "tool_named", "write_private"]
+           "ClaudeCode", "Codex", "Comparison", "DecidedRow", "Fail", "FakeModelServer",
+           "GeminiCli", "Harness", "Home", "InstallError", "ModelRequest", "OpenCode", "Pi",
+           "ProgramRun", "QwenCode", "Setup", "SsaWatch", "Text", "ToolUse", "WatchComparison",
+           "WatchEvent", "compare", "compare_watch", "install", "installed", "merge_json",
+           "tool_named", "write_private"]

@@ -10,7 +10,11 @@ next-speaker check, compression summary, session summary and title requests
 carry none). A side request that asks for JSON (``generationConfig.
 responseMimeType: "application/json"``) gets an object filled from its
 response schema (the next-speaker check's ``next_speaker`` says ``user``), so
-the tool's own parsing of it succeeds.
+the tool's own parsing of it succeeds; a compression request (its system
+instruction asks for a ``<state_snapshot>``) gets its text wrapped in one, as
+a real model answers. ``usageMetadata.promptTokenCount`` is the request's
+size / 4, so a compression of a long history shrinks it (with a fixed count
+Gemini CLI refuses every compression as "inflated").
 
 Whether to stream is in the request's path, not its body, while
 :meth:`GeminiApi.render` gets only the body: :meth:`GeminiApi.classify`
@@ -35,6 +39,7 @@ GEMINI_MODEL = "gemini-2.5-flash"
 """The model the harness configures (a name Gemini CLI knows, so no model dialog)."""
 
 _ids = itertools.count(1)
+_STATE_SNAPSHOT = "<state_snapshot>"
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
            404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
            503: "UNAVAILABLE"}
@@ -106,13 +111,18 @@ class GeminiApi:
                                            "args": dict(answer.arguments)}})
         elif _wants_json(body):
             parts.append({"text": json.dumps(_fill(_schema(body), answer.text))})
+        elif not self.tool_names(body) and _STATE_SNAPSHOT in json.dumps(
+                body.get("systemInstruction") if isinstance(body, dict) else None):
+            parts.append({"text": f"{_STATE_SNAPSHOT}{answer.text}</state_snapshot>"})
         else:
             parts.append({"text": answer.text})
         stream = bool(getattr(self._local, "stream", False))
+        tokens = max(100, len(json.dumps(body)) // 4)
         if not stream:
-            return Reply(200, "application/json", [json.dumps(_response(parts, True)).encode()])
+            return Reply(200, "application/json",
+                         [json.dumps(_response(parts, True, tokens)).encode()])
         pause = answer.chunk_delay_s if isinstance(answer, Text) else 0.0
-        return Reply(200, "text/event-stream", _stream(parts), pause=pause)
+        return Reply(200, "text/event-stream", _stream(parts, tokens), pause=pause)
 
     def fixed(self, kind: str, path: str, body: Any) -> Reply:
         """Token counts, the one-model list, or a 404 error body."""
@@ -187,18 +197,18 @@ def _fill(schema: Any, text: str) -> Any:
     return text
 
 
-def _response(parts: list[dict[str, Any]], last: bool) -> dict[str, Any]:
+def _response(parts: list[dict[str, Any]], last: bool, tokens: int) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     out: dict[str, Any] = {"candidates": [candidate], "modelVersion": GEMINI_MODEL,
                            "responseId": f"resp-h{next(_ids):08d}"}
     if last:
         candidate["finishReason"] = "STOP"
-        out["usageMetadata"] = {"promptTokenCount": 100, "candidatesTokenCount": 10,
-                                "totalTokenCount": 110}
+        out["usageMetadata"] = {"promptTokenCount": tokens, "candidatesTokenCount": 10,
+                                "totalTokenCount": tokens + 10}
     return out
 
 
-def _stream(parts: list[dict[str, Any]]) -> Iterator[bytes]:
+def _stream(parts: list[dict[str, Any]], tokens: int) -> Iterator[bytes]:
     chunks: list[list[dict[str, Any]]] = []
     for part in parts:
         if "text" in part and len(part) == 1:
@@ -208,5 +218,5 @@ def _stream(parts: list[dict[str, Any]]) -> Iterator[bytes]:
         else:
             chunks.append([part])
     for n, chunk in enumerate(chunks):
-        data = _response(chunk, n == len(chunks) - 1)
+        data = _response(chunk, n == len(chunks) - 1, tokens)
         yield f"data: {json.dumps(data)}\r\n\r\n".encode()
