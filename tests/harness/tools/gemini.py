@@ -52,6 +52,9 @@ class GeminiCli(AgentTool):
     binary = "gemini"
     version = "0.61.0"
     startup_timeout_s: ClassVar[float] = 60.0
+    ready_quiet_s: ClassVar[float] = 2.0
+    """0.61.0 draws its first frame, then (a second later under load, more on
+    ``--resume``) clears and redraws it; keys typed in between are lost."""
     quit_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("C-c",), ("C-c",))
 
     @staticmethod

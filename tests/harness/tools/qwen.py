@@ -6,7 +6,10 @@ Config, merged into ``~/.qwen/settings.json``:
   ``OPENAI_BASE_URL`` (the fake server's ``/v1``) and ``OPENAI_MODEL``
   (:data:`MODEL_ID`) in the environment: no auth dialog;
 * ``security.folderTrust.enabled: false``, ``privacy.usageStatisticsEnabled:
-  false``, ``telemetry.enabled: false``, ``general.enableAutoUpdate: false``.
+  false``, ``telemetry.enabled: false``, ``general.enableAutoUpdate: false``;
+* ``memory.enableManagedAutoMemory/AutoDream/AutoSkill: false``: otherwise, after a
+  turn, a background memory-extraction agent sends a request that offers tools
+  (six of them) and takes the next scripted answer.
 
 Tools run without confirmation (``--approval-mode yolo``).
 
@@ -56,6 +59,8 @@ class QwenCode(AgentTool):
             "general": {"enableAutoUpdate": False},
             "ide": {"enabled": False},
             "model": {"name": MODEL_ID},
+            "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False,
+                       "enableAutoSkill": False},
         })
 
     def extra_env(self, home: Home, model: FakeModelServer) -> Mapping[str, str]:
