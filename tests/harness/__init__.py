@@ -84,8 +84,10 @@ from tests.harness.tools import (
     ClaudeCode,
     Codex,
     DecidedRow,
+    GeminiCli,
     OpenCode,
     Pi,
+    QwenCode,
     tool_named,
 )
 from tests.harness.watch import SsaWatch, WatchComparison, WatchEvent, compare_watch
@@ -105,6 +107,7 @@ __all__ = [
     "DecidedRow",
     "Fail",
     "FakeModelServer",
+    "GeminiCli",
     "Harness",
     "Home",
     "InstallError",
@@ -112,6 +115,7 @@ __all__ = [
     "OpenCode",
     "Pi",
     "ProgramRun",
+    "QwenCode",
     "Setup",
     "SsaWatch",
     "Text",

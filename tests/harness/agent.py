@@ -226,7 +226,11 @@ class Agent:
         """
         limit = timeout_s if timeout_s is not None else self.tool.startup_timeout_s
         self.pane.wait_screen(self.tool.ready, limit, f"{self.tool.name} ready")
-        return self.pane.wait_quiet(QUIET_S, limit)
+        screen = self.pane.wait_quiet(max(QUIET_S, self.tool.ready_quiet_s), limit)
+        if not self.tool.ready(screen):  # it cleared and redrew: wait for the new frame
+            self.pane.wait_screen(self.tool.ready, limit, f"{self.tool.name} ready")
+            screen = self.pane.wait_quiet(max(QUIET_S, self.tool.ready_quiet_s), limit)
+        return screen
 
     def wait_idle(self, timeout_s: float | None = None) -> str:
         """Block until the TUI is ready, not busy, and quiet for a moment; returns the screen.

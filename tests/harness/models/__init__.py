@@ -2,8 +2,9 @@
 
 * :func:`anthropic_server`: Anthropic Messages (Claude Code).
 * :func:`responses_server`: OpenAI Responses (Codex).
-* :func:`chat_server`: OpenAI Chat Completions (OpenCode, Pi).
+* :func:`chat_server`: OpenAI Chat Completions (OpenCode, Pi, Qwen Code).
 * :func:`chat_plain_server`: the same for a tool that offers no tools (Aider).
+* :func:`gemini_server`: the Gemini API (Gemini CLI).
 
 See :mod:`tests.harness.models._server` for recording, the scripted queue
 and how requests are classified (``main`` versus ``side``).
@@ -14,10 +15,12 @@ from __future__ import annotations
 from tests.harness.models._server import DEFAULT_TEXT, FakeModelServer, ModelRequest
 from tests.harness.models.anthropic import AnthropicMessages
 from tests.harness.models.chat import MODEL_ID, OpenAIChat, OpenAIChatPlain
+from tests.harness.models.gemini import GEMINI_MODEL, GeminiApi
 from tests.harness.models.responses import OpenAIResponses
 
-__all__ = ["DEFAULT_TEXT", "MODEL_ID", "FakeModelServer", "ModelRequest", "anthropic_server",
-           "chat_plain_server", "chat_server", "responses_server", "server_for"]
+__all__ = ["DEFAULT_TEXT", "GEMINI_MODEL", "MODEL_ID", "FakeModelServer", "ModelRequest",
+           "anthropic_server", "chat_plain_server", "chat_server", "gemini_server",
+           "responses_server", "server_for"]
 
 
 def anthropic_server() -> FakeModelServer:
@@ -40,14 +43,20 @@ def chat_plain_server() -> FakeModelServer:
     return FakeModelServer(OpenAIChatPlain())
 
 
+def gemini_server() -> FakeModelServer:
+    """A new (not started) Gemini API server."""
+    return FakeModelServer(GeminiApi())
+
+
 def server_for(api: str) -> FakeModelServer:
     """A new (not started) server for ``api``.
 
-    ``api``: ``anthropic``, ``responses``, ``chat`` or ``chat-plain``.
+    ``api``: ``anthropic``, ``responses``, ``chat``, ``chat-plain`` or ``gemini``.
 
     Raises:
         KeyError: an unknown API name.
     """
     factories = {"anthropic": anthropic_server, "responses": responses_server,
-                 "chat": chat_server, "chat-plain": chat_plain_server}
+                 "chat": chat_server, "chat-plain": chat_plain_server,
+                 "gemini": gemini_server}
     return factories[api]()

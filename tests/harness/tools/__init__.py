@@ -6,8 +6,10 @@ from tests.harness.tools._base import AgentTool, DecidedRow, jsonl_rows, string_
 from tests.harness.tools.aider import Aider
 from tests.harness.tools.claude import ClaudeCode
 from tests.harness.tools.codex import Codex
+from tests.harness.tools.gemini import GeminiCli
 from tests.harness.tools.opencode import OpenCode
 from tests.harness.tools.pi import Pi
+from tests.harness.tools.qwen import QwenCode
 
 __all__ = [
     "TOOLS",
@@ -16,15 +18,18 @@ __all__ = [
     "ClaudeCode",
     "Codex",
     "DecidedRow",
+    "GeminiCli",
     "OpenCode",
     "Pi",
+    "QwenCode",
     "jsonl_rows",
     "string_values",
     "tool_named",
 ]
 
 TOOLS: dict[str, AgentTool] = {"claude": ClaudeCode(), "codex": Codex(),
-                               "opencode": OpenCode(), "pi": Pi(), "aider": Aider()}
+                               "opencode": OpenCode(), "pi": Pi(), "aider": Aider(),
+                               "gemini": GeminiCli(), "qwen": QwenCode()}
 """Every profile by its ``ssa classify`` source name."""
 
 

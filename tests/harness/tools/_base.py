@@ -100,6 +100,10 @@ class AgentTool(ABC):
     """The pinned version (``tests/agents/package.json``)."""
     startup_timeout_s: ClassVar[float] = 45.0
     """How long its TUI may take to become ready, in seconds."""
+    ready_quiet_s: ClassVar[float] = 0.4
+    """How long the screen must stay unchanged after :meth:`ready` first holds before
+    the TUI is taken to accept keys, in seconds (a TUI that clears and redraws once
+    after its first frame drops the keys typed in between)."""
     turn_timeout_s: ClassVar[float] = 30.0
     """How long one turn's wait (a request to arrive, the TUI to go idle) may take, in seconds."""
 

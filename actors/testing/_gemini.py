@@ -1,0 +1,146 @@
+"""A Gemini CLI session file in the rows Gemini CLI 0.61.0 writes (docs/upstream-gemini.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.testing import _turns as t
+from actors.testing._jsonl import JsonlFile, iso
+
+__all__ = ["GeminiSession", "gemini_logs_json"]
+
+_CONTEXT = ("<session_context>\nThis is the Gemini CLI. We are setting up the context for our "
+            "chat.\n</session_context>")
+
+
+def gemini_logs_json(*entries: tuple[str, str]) -> bytes:
+    """A ``logs.json`` (the TUI's input history) holding ``(session id, query)`` entries."""
+    rows = [{"sessionId": sid, "messageId": n, "type": "user", "message": text,
+             "timestamp": "2026-01-01T00:00:00.000Z"} for n, (sid, text) in enumerate(entries)]
+    return json.dumps(rows, indent=2).encode()
+
+
+class GeminiSession:
+    """Appends to ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` as Gemini CLI does.
+
+    The first append writes the header (``kind`` ``main``, or ``subagent``)
+    and the ``$set.messages`` row holding the ``<session_context>`` turn.
+
+    Args:
+        path: the session file (its parent must exist).
+        session_id: default a new UUID.
+        clock: epoch-ms clock (default: a private one moving 1 s per row).
+        kind: ``main`` or ``subagent``.
+        project: the project root (``projectHash`` is its SHA-256).
+        hook_context: a BeforeAgent hook's ``additionalContext`` appended to
+            every typed prompt (then ``displayContent`` holds the typed text).
+
+    Turns: :class:`~actors.testing.Typed` a ``user`` row; ``Reply`` a
+    ``gemini`` row; ``ToolCall`` a ``gemini`` row with ``toolCalls`` written
+    twice (Gemini CLI rewrites a message on update); ``ToolResult`` the
+    ``user`` row with the ``functionResponse``; ``SlashCommand`` a custom
+    command (``.gemini/commands/<name>.toml``: its expansion, with
+    ``displayContent`` ``/name args``; built-in commands write no row);
+    ``Interrupt`` the ``info`` "Request cancelled."
+    row and the history rewrite; ``Compaction`` the ``$set.messages`` holding
+    the ``<state_snapshot>``; ``SubagentRow`` a "Please continue." continuation.
+    Not thread-safe; blocks on the file write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
+                 clock: Callable[[], int] | None = None, kind: str = "main",
+                 project: str = "/work", hook_context: str | None = None) -> None:
+        self._file = JsonlFile(path, clock)
+        self.path: Path = self._file.path
+        self.session_id = session_id or str(uuid.uuid4())
+        self._kind = kind
+        self._hash = hashlib.sha256(project.encode()).hexdigest()
+        self._hook = hook_context
+        self._history: list[dict[str, Any]] = []
+        self._last_prompt: str | None = None
+
+    def append(self, *turns: t.Turn) -> int:
+        """Write the rows of ``turns``; return how many lines.
+
+        Raises:
+            TypeError: a turn of an unknown kind (nothing is written).
+            OSError: the file cannot be written.
+        """
+        return self._file.append_turns(turns, self._rows)
+
+    def header_rows(self) -> list[dict[str, Any]]:
+        """The header and the first ``$set.messages`` row (written by the first append)."""
+        now = iso(self._file.now())
+        header = {"sessionId": self.session_id, "projectHash": self._hash, "startTime": now,
+                  "lastUpdated": now, "kind": self._kind}
+        context = self._message("user", [{"text": _CONTEXT}])
+        self._history.append(context)
+        return [header, {"$set": {"messages": [context], "lastUpdated": now}}]
+
+    def lines(self, *turns: t.Turn) -> bytes:
+        """The lines :meth:`append` would write for ``turns``, without writing (the header
+        rows too when nothing was built yet)."""
+        return self._file.lines(turns, self._rows)
+
+    def _message(self, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
+        return {"id": str(uuid.uuid4()), "timestamp": iso(self._file.now()), "type": kind,
+                "content": content, **extra}
+
+    def _touch(self) -> dict[str, Any]:
+        return {"$set": {"lastUpdated": iso(self._file.now())}}
+
+    def _prompt(self, content: list[dict[str, Any]], shown: str | None) -> list[dict[str, Any]]:
+        extra: dict[str, Any] = {}
+        if self._hook is not None:
+            content = [*content, {"text": f"<hook_context>{self._hook}</hook_context>"}]
+        text = "".join(p.get("text", "") for p in content)
+        if shown is not None and shown != text:
+            extra["displayContent"] = [{"text": shown}]
+        row = self._message("user", content, **extra)
+        self._history.append(row)
+        return [row, self._touch()]
+
+    def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
+        rows = self.header_rows() if self._file.is_empty() and not self._history else []
+        match turn:
+            case t.Typed(text=text):
+                self._last_prompt = text
+                return rows + self._prompt([{"text": text}], text)
+            case t.Reply(text=text):
+                row = self._message("gemini", text, thoughts=[], model="gemini-2.5-flash")
+                self._history.append(row)
+                return [*rows, row, self._touch()]
+            case t.ToolCall(name=name, input=args, call_id=call_id):
+                row = self._message("gemini", "", thoughts=[], model="gemini-2.5-flash")
+                done = {**row, "toolCalls": [{"id": call_id, "name": name, "args": args,
+                                               "status": "success"}]}
+                return [*rows, row, self._touch(), done]
+            case t.ToolResult(call_id=call_id, output=output):
+                part = {"functionResponse": {"id": call_id, "name": "run_shell_command",
+                                             "response": {"output": output}}}
+                return [*rows, self._message("user", [part]), self._touch()]
+            case t.SlashCommand(name=name, args=args):
+                shown = f"/{name} {args}".strip()
+                self._last_prompt = shown
+                return rows + self._prompt([{"text": f"Expanded {name} command. {args}"}], shown)
+            case t.Interrupt():
+                return [*rows, self._message("info", "Request cancelled."), self._touch(),
+                        {"$set": {"messages": list(self._history)}}]
+            case t.Compaction(summary=summary):
+                snapshot = self._message("user", [{"text": f"<state_snapshot>{summary}"
+                                                   "</state_snapshot>"}])
+                self._history = [self._history[0], snapshot]
+                return [*rows, {"$set": {"sessionId": self.session_id}},
+                        {"$set": {"messages": list(self._history)}},
+                        self._message("info", "")]
+            case t.SubagentRow():
+                extra = {"displayContent": [{"text": self._last_prompt}]} \
+                    if self._last_prompt else {}
+                return [*rows, self._message("user", [{"text": "Please continue."}], **extra)]
+        raise TypeError(f"not a turn: {turn!r}")

@@ -1,0 +1,115 @@
+"""A Qwen Code session file in the records Qwen Code 0.24.4 writes (docs/upstream-qwen.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.testing import _turns as t
+from actors.testing._jsonl import JsonlFile, iso
+
+__all__ = ["QwenSession"]
+
+
+class QwenSession:
+    """Appends to ``~/.qwen/projects/<cwd slug>/chats/<session id>.jsonl`` as Qwen Code does.
+
+    Args:
+        path: the session file (its parent must exist).
+        session_id: default a new UUID.
+        clock: epoch-ms clock (default: a private one moving 1 s per row).
+        cwd: the ``cwd`` of every record.
+        interactive: write the ``<session id>.runtime.json`` sidecar the
+            interactive UI writes (``False``: a ``qwen -p`` run).
+
+    Turns: ``Typed`` a ``user`` record (and the ``attribution_snapshot`` /
+    ``file_history_snapshot`` system records); ``Reply`` an ``assistant``
+    record; ``ToolCall`` an ``assistant`` record with a ``functionCall``;
+    ``ToolResult`` a ``tool_result`` record; ``SlashCommand`` the two
+    ``system`` ``slash_command`` records (invocation, result); ``Interrupt``
+    nothing (Qwen Code writes no record for it); ``Compaction`` a
+    ``chat_compression`` system record; ``SubagentRow`` a ``user``
+    ``notification`` record (provenance ``system``). Not thread-safe; blocks
+    on the file write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
+                 clock: Callable[[], int] | None = None, cwd: str = "/work",
+                 interactive: bool = True) -> None:
+        self._file = JsonlFile(path, clock)
+        self.path: Path = self._file.path
+        self.session_id = session_id or str(uuid.uuid4())
+        self._cwd = cwd
+        self._interactive = interactive
+        self._prompts = 0
+
+    def append(self, *turns: t.Turn) -> int:
+        """Write the records of ``turns``; return how many lines.
+
+        Raises:
+            TypeError: a turn of an unknown kind (nothing is written).
+            OSError: the file cannot be written.
+        """
+        if self._interactive:
+            sidecar = self.path.with_name(f"{self.session_id}.runtime.json")
+            if not sidecar.exists():
+                sidecar.write_text(json.dumps({"schema_version": 1, "pid": 1,
+                                               "session_id": self.session_id,
+                                               "work_dir": self._cwd}))
+        return self._file.append_turns(turns, self._rows)
+
+    def lines(self, *turns: t.Turn) -> bytes:
+        """The lines :meth:`append` would write for ``turns``, without writing."""
+        return self._file.lines(turns, self._rows)
+
+    def _record(self, kind: str, provenance: str, **extra: Any) -> dict[str, Any]:
+        row = {"uuid": str(uuid.uuid4()), "parentUuid": self._file.parent,
+               "sessionId": self.session_id, "timestamp": iso(self._file.now()), "type": kind,
+               "provenance": provenance, "cwd": self._cwd, "version": "0.24.4", **extra}
+        self._file.parent = row["uuid"]
+        return row
+
+    def _system(self, subtype: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return self._record("system", "system", subtype=subtype, systemPayload=payload)
+
+    def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
+        match turn:
+            case t.Typed(text=text):
+                self._prompts += 1
+                return [self._record("user", "real_user",
+                                     message={"role": "user", "parts": [{"text": text}]}),
+                        self._system("attribution_snapshot", {"snapshot": {
+                            "type": "attribution-snapshot", "version": 1, "surface": "cli",
+                            "promptCount": self._prompts}}),
+                        self._system("file_history_snapshot", {"snapshots": []})]
+            case t.Reply(text=text):
+                return [self._record("assistant", "assistant_output",
+                                     message={"role": "model", "parts": [{"text": text}]})]
+            case t.ToolCall(name=name, input=args, call_id=call_id):
+                call = {"functionCall": {"id": call_id, "name": name, "args": args}}
+                return [self._record("assistant", "assistant_output",
+                                     message={"role": "model", "parts": [call]})]
+            case t.ToolResult(call_id=call_id, output=output):
+                part = {"functionResponse": {"id": call_id, "name": "run_shell_command",
+                                             "response": {"output": output}}}
+                return [self._record("tool_result", "tool_result",
+                                     message={"role": "user", "parts": [part]},
+                                     toolCallResult={"callId": call_id, "status": "success"})]
+            case t.SlashCommand(name=name, args=args):
+                raw = f"/{name} {args}".strip()
+                return [self._system("slash_command", {"phase": "invocation", "rawCommand": raw,
+                                                       "sentToModel": False}),
+                        self._system("slash_command", {"phase": "result", "rawCommand": raw})]
+            case t.Interrupt():
+                return []
+            case t.Compaction(summary=summary):
+                return [self._system("chat_compression", {"summary": summary})]
+            case t.SubagentRow(text=text):
+                return [self._record("user", "system", subtype="notification",
+                                     message={"role": "user", "parts": [{"text": text}]},
+                                     systemPayload={"displayText": text})]
+        raise TypeError(f"not a turn: {turn!r}")
