@@ -1,6 +1,10 @@
-"""The gateway's machinery: construction, shutdown and the internal request paths.
+"""The gateway's runtime: its actors and pools, their shutdown, and the shared request paths.
 
-:class:`actors.Gateway` builds on this; users never touch it directly.
+:class:`Runtime` is the lifecycle collaborator of :class:`actors.Gateway`:
+it starts every actor, thread pool and service one open gateway runs, stops
+them in :meth:`Runtime.close`, and offers the request paths the other
+collaborators share (the guard, asking an actor, best-effort writes,
+recording, publishing wakes, read-fault bookkeeping). Users never touch it.
 """
 
 from __future__ import annotations
@@ -12,8 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import apsw
 import pykka
@@ -35,10 +38,10 @@ from actors.errors import (
     SessionStateError,
     StorageError,
 )
-from actors.monitors.filefeed import ChangeFeed
 from actors.monitors.service import UpstreamService
 from persistence import (
     Backend,
+    Command,
     NoticeDescriptor,
     PersistenceActor,
     Presence,
@@ -54,7 +57,7 @@ from persistence import (
 from persistence.keys import is_subagent_key
 from persistence.runtime import Dispatcher, on_our_thread
 
-__all__ = ["GatewayCore", "wall_clock"]
+__all__ = ["Runtime", "SaneClock", "wall_clock"]
 
 logger = logging.getLogger("actors.gateway")
 
@@ -102,83 +105,95 @@ class SaneClock:
         return wall_clock()
 
 
-class GatewayCore:
-    """Actors, pools, lifecycle and the request paths shared by the public methods.
+class Runtime:
+    """One open gateway's actors, pools and services, and the request paths they share.
 
-    Thread-safe; see :class:`actors.Gateway` for the public contract.
+    Built by :func:`actors.facade.lifecycle.open_runtime` (after the restart
+    sweep); :class:`actors.Gateway` hands its parts to its collaborators.
+    Thread-safe: every method may be called from many threads at once.
+
+    Args:
+        backend: the opened, migrated signal-log backend.
+        config: the validated settings.
+        clock: ``() -> int`` epoch milliseconds (already a :class:`SaneClock`).
+        on_wake: the host's ``(watcher_key) -> None``, or ``None``.
+        presence: this gateway's joined presence marker (released at close).
+        host_id: this gateway's id in hosting and scan leases.
+
+    Attributes (the engine's handles, shared with the collaborators):
+        persistence, reads, dispatcher, waker, late, handoff, sessions,
+        cursors, upstream, hosting, rewakes; and ``config``, ``timeout``
+        (``config.ask_timeout_s``), ``host_id``, ``path``, ``location``,
+        ``shared_at_open``.
     """
-
-    _feed_factory: Callable[..., ChangeFeed] | None = None
-    """Builds the file-notification feed (``None``: ``watchfiles``); tests inject one."""
 
     def __init__(self, backend: Backend, config: GatewayConfig, clock: Clock,
                  on_wake: Callable[[str], None] | None, presence: Presence,
                  host_id: str) -> None:
-        """Internal: use :meth:`open`."""
-        self._backend = backend
-        self._presence = presence
-        self._shared_at_open = False
+        """Start the actors (calling thread; non-blocking apart from thread starts)."""
+        self.backend = backend
+        self.presence = presence
+        self.shared_at_open = False
+        """Whether another gateway had the database open at open (set by the opener)."""
         self.host_id = host_id
-        """This gateway's id in hosting and scan leases (random per open)."""
         self.path: Path | None = backend.path
-        """The SQLite file (``None`` on PostgreSQL)."""
         self.location = backend.location
-        """Where the signal log lives: the SQLite file, or the URL without its password."""
         self.config = config
-        self._clock = clock
-        self._timeout = config.ask_timeout_s
+        self.timeout = config.ask_timeout_s
         self._closed = False
         self._close_lock = threading.Lock()
         self._read_fault = False
-        self._reads = ReadPool(backend, size=config.read_connections)
-        self._fatal = threading.Event()
-        self._dispatcher = Dispatcher("ssa-worker", config.worker_threads)
-        self._persistence: pykka.ActorRef[Any] = PersistenceActor.start(
+        self.reads = ReadPool(backend, size=config.read_connections)
+        self.fatal = threading.Event()
+        self.dispatcher = Dispatcher("ssa-worker", config.worker_threads)
+        self.persistence: pykka.ActorRef[Any] = PersistenceActor.start(
             backend, clock=clock, versions=itertools.count(1),
             retention_days=config.retention_days, max_rows=config.max_rows,
-            prune_interval_ms=config.prune_interval_ms, fatal=self._fatal,
-            dispatcher=self._dispatcher, host_id=host_id,
+            prune_interval_ms=config.prune_interval_ms, fatal=self.fatal,
+            dispatcher=self.dispatcher, host_id=host_id,
         )
-        self._waker: pykka.ActorRef[Any] | None = (
-            WakerActor.start(on_wake, dispatcher=self._dispatcher) if on_wake is not None
+        self.waker: pykka.ActorRef[Any] | None = (
+            WakerActor.start(on_wake, dispatcher=self.dispatcher) if on_wake is not None
             else None
         )
-        self._late_ref: pykka.ActorRef[Any] = LatePublisher.start(
-            self._publish, dispatcher=self._dispatcher)
-        self._late = late_sink(self._late_ref)
-        self._handoff = Handoff(wait_s=config.ask_timeout_s)
-        self._sessions: ActorPool[tuple[str, str]] = ActorPool(
+        self.late_ref: pykka.ActorRef[Any] = LatePublisher.start(
+            self.publish, dispatcher=self.dispatcher)
+        self.late = late_sink(self.late_ref)
+        self.handoff = Handoff(wait_s=config.ask_timeout_s)
+        self.sessions: ActorPool[tuple[str, str]] = ActorPool(
             self._start_session, cap=config.max_session_actors, name="session",
-            join_timeout=config.ask_timeout_s, on_retire=self._handoff.expect)
-        self._cursors: ActorPool[tuple[str, str, str]] = ActorPool(
+            join_timeout=config.ask_timeout_s, on_retire=self.handoff.expect)
+        self.cursors: ActorPool[tuple[str, str, str]] = ActorPool(
             self._start_cursor, cap=config.max_cursor_actors, name="cursor")
-        self._upstream = UpstreamService(persistence=self._persistence, reads=self._reads,
-                                         config=config, clock=clock, publish=self._publish,
-                                         late=self._late, dispatcher=self._dispatcher,
-                                         lease_owner=host_id)
-        self._hosting = Hosting(
-            backend=backend, persistence=self._persistence, host_id=host_id, clock=clock,
+        self.upstream = UpstreamService(persistence=self.persistence, reads=self.reads,
+                                        config=config, clock=clock, publish=self.publish,
+                                        late=self.late, dispatcher=self.dispatcher,
+                                        lease_owner=host_id)
+        self.hosting = Hosting(
+            backend=backend, persistence=self.persistence, host_id=host_id, clock=clock,
             lease_ms=config.lease_ms, probe_interval_ms=config.probe_interval_ms,
-            timeout=self._timeout, wake=self._wake)
-        self._rewakes = Rewakes(self._wake, self._owes_wake)
+            timeout=self.timeout, wake=self.wake)
+        self.rewakes = Rewakes(self.wake, self.owes_wake)
         track(self)  # closed at interpreter exit if the program never closes it
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has begun (any thread; non-blocking)."""
+        return self._closed
+
     def close(self, timeout: float = 10.0) -> None:
-        """Stop every actor this gateway started, and nothing else.
+        """Stop every actor this runtime started, and nothing else (see ``Gateway.close``).
 
         Args:
             timeout: seconds to wait for each actor to stop.
 
-        Idempotent; safe from any thread but the gateway's own. Pending
-        notices are durable and come back at the next :meth:`open`. A
-        gateway still open when the interpreter exits is closed then
-        (:mod:`actors.engine.exit`).
+        Idempotent; each step is isolated (one failing step never skips the
+        others). Blocks the calling thread while the actors stop.
 
         Raises:
-            ReentrantCall: called from ``on_wake`` or another gateway thread
-                (it would wait for itself); hand it to another thread.
+            ReentrantCall: called from ``on_wake`` or another gateway thread.
         """
-        if on_our_thread() and not self._fatal.is_set():
+        if on_our_thread() and not self.fatal.is_set():
             raise ReentrantCall("close() must not be called from on_wake or our actors")
         with self._close_lock:
             if self._closed:
@@ -186,16 +201,15 @@ class GatewayCore:
             self._closed = True
         forget(self)
         stuck = 0
-        # Each step is isolated: one failing step never skips the others.
         steps: list[Callable[[], int | None]] = [
-            partial(self._rewakes.close, timeout), partial(self._hosting.stop, timeout),
-            partial(self._upstream.stop, timeout),
-            self._release_leases, partial(self._cursors.stop_all, timeout),
-            partial(self._sessions.stop_all, timeout)]
+            partial(self.rewakes.close, timeout), partial(self.hosting.stop, timeout),
+            partial(self.upstream.stop, timeout),
+            self.release_leases, partial(self.cursors.stop_all, timeout),
+            partial(self.sessions.stop_all, timeout)]
         steps += [partial(self._stop_ref, ref, timeout)
-                  for ref in (self._late_ref, self._waker, self._persistence) if ref is not None]
-        steps += [partial(self._dispatcher.close, timeout), self._reads.close,
-                  self._presence.release]
+                  for ref in (self.late_ref, self.waker, self.persistence) if ref is not None]
+        steps += [partial(self.dispatcher.close, timeout), self.reads.close,
+                  self.presence.release]
         for step in steps:
             try:
                 stuck += step() or 0
@@ -204,13 +218,17 @@ class GatewayCore:
         if stuck:
             logger.error("%d gateway actors were still running after close()", stuck)
 
-    def _release_leases(self) -> None:
-        # Others take over this process's watchers and links at once, not after lease_ms.
-        if self._fatal.is_set() or not self._persistence.is_alive():
+    def release_leases(self) -> None:
+        """Drop this gateway's scan and hosting leases now (best effort; logged on failure).
+
+        Others take over this process's watchers and links at once, not after
+        ``lease_ms``. Calling thread; blocks on one write (at most 2 s).
+        """
+        if self.fatal.is_set() or not self.persistence.is_alive():
             return
         try:
-            submit(self._persistence, ReleaseLeases(host_id=self.host_id),
-                   timeout=min(self._timeout, 2.0))
+            submit(self.persistence, ReleaseLeases(host_id=self.host_id),
+                   timeout=min(self.timeout, 2.0))
         except Exception as exc:  # they lapse by themselves
             logger.info("releasing leases at close failed (they lapse in %d ms): %s",
                         self.config.lease_ms, exc)
@@ -224,72 +242,96 @@ class GatewayCore:
             return 1
         return 0
 
-    def __enter__(self) -> Self:
-        return self
+    # --- request paths --------------------------------------------------------
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
+    def guard(self) -> None:
+        """Refuse a public call that must not run now (calling thread; non-blocking).
 
-    # --- internals -----------------------------------------------------------
+        Closes the gateway first when its database or its writer became unusable.
 
-    def _guard(self) -> None:
+        Raises:
+            ReentrantCall: called from ``on_wake`` or one of our actors.
+            GatewayClosed: the gateway is closed.
+        """
         if on_our_thread():
             raise ReentrantCall("gateway methods must not be called from on_wake or our actors")
-        if not self._closed and (self._fatal.is_set() or not self._persistence.is_alive()):
+        if not self._closed and (self.fatal.is_set() or not self.persistence.is_alive()):
             logger.error("closing the gateway: its database or its writer is unusable")
             self.close()
         if self._closed:
             raise GatewayClosed("the gateway is closed")
 
-    def _note_read_fault(self, exc: BaseException, what: str) -> None:
-        # Corruption met by a read is as fatal as one met by a write.
-        fatal = self._backend.is_fatal
+    def note_read_fault(self, exc: BaseException, what: str) -> None:
+        """Log a failed read (one WARNING per episode); corruption makes the gateway fatal.
+
+        Args:
+            exc: what the read raised.
+            what: the public method that read (for the log).
+
+        Any thread; non-blocking.
+        """
+        fatal = self.backend.is_fatal
         if fatal(exc) or (exc.__cause__ is not None and fatal(exc.__cause__)):
             logger.error("a read found the signal-log database corrupt: %s", exc)
-            self._fatal.set()
-        # One WARNING per read-fault episode, like the writer's.
+            self.fatal.set()
         level = logging.DEBUG if self._read_fault else logging.WARNING
         self._read_fault = True
         logger.log(level, "%s read failed (reads degrade until this clears): %s", what, exc)
 
-    def _note_read_ok(self) -> None:
+    def note_read_ok(self) -> None:
+        """Note a successful read; ends a read-fault episode (any thread; non-blocking)."""
         if self._read_fault:
             self._read_fault = False
             logger.warning("signal-log reads recovered")
 
-    def _has_session_state(self, key: tuple[str, str]) -> bool:
-        return self._sessions.peek(key) is not None or self._handoff.has(key)
+    def has_session_state(self, key: tuple[str, str]) -> bool:
+        """Whether ``(session_key, agent_id)`` has a session actor or handed-off state here."""
+        return self.sessions.peek(key) is not None or self.handoff.has(key)
 
     def _start_session(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
         return SessionActor.start(
-            key[0], key[1], persistence=self._persistence, reads=self._reads,
+            key[0], key[1], persistence=self.persistence, reads=self.reads,
             queue_limit=self.config.queue_limit,
-            timeout=self._timeout, handoff=self._handoff, late=self._late,
-            dispatcher=self._dispatcher)
+            timeout=self.timeout, handoff=self.handoff, late=self.late,
+            dispatcher=self.dispatcher)
 
     def _start_cursor(self, key: tuple[str, str, str]) -> pykka.ActorRef[Any]:
         return CursorActor.start(
-            key[0], (key[1], key[2]), persistence=self._persistence, timeout=self._timeout,
-            dispatcher=self._dispatcher)
+            key[0], (key[1], key[2]), persistence=self.persistence, timeout=self.timeout,
+            dispatcher=self.dispatcher)
 
-    def _ask_session(self, key: tuple[str, str], message: object) -> Any:
-        return self._ask(self._sessions, key, message)
+    def ask_session(self, key: tuple[str, str], message: object) -> Any:
+        """Ask the session actor of ``(session_key, agent_id)``; see :meth:`ask`."""
+        return self.ask(self.sessions, key, message)
 
-    def _ask_cursor(self, key: tuple[str, str, str], message: object) -> Any:
-        return self._ask(self._cursors, key, message)
+    def ask_cursor(self, key: tuple[str, str, str], message: object) -> Any:
+        """Ask the cursor actor of ``(watcher, target, agent)``; see :meth:`ask`."""
+        return self.ask(self.cursors, key, message)
 
-    def _ask(self, pool: ActorPool[Any], key: Any, message: object) -> Any:
+    def ask(self, pool: ActorPool[Any], key: Any, message: object) -> Any:
+        """Ask ``pool``'s actor for ``key`` (started on demand; restarted once if it died).
+
+        Returns:
+            The actor's answer.
+
+        Raises:
+            GatewayClosed: the gateway was closed during the call.
+            GatewayUnavailable: no answer within twice ``ask_timeout_s``, or
+                the actor failed.
+            SessionStateError, StorageError: as the actor raised them.
+
+        Calling thread; blocks on the actor.
+        """
         # Actor asks wait on inner requests of up to `timeout`, so allow two.
         for _attempt in (1, 2):
             try:
-                return pool.get(key).ask(message, timeout=2 * self._timeout)
+                return pool.get(key).ask(message, timeout=2 * self.timeout)
             except pykka.ActorDeadError:
                 if self._closed:
                     raise GatewayClosed("the gateway was closed during the call") from None
             except pykka.Timeout:
                 raise GatewayUnavailable(
-                    f"no answer within {2 * self._timeout:.1f}s ({type(message).__name__})"
+                    f"no answer within {2 * self.timeout:.1f}s ({type(message).__name__})"
                 ) from None
             except (SessionStateError, StorageError):
                 raise
@@ -298,7 +340,16 @@ class GatewayCore:
                     f"{type(message).__name__} failed: {type(exc).__name__}") from exc
         raise GatewayUnavailable(f"the actor stopped twice ({type(message).__name__})")
 
-    def _best_effort(self, call: Callable[[], Any], what: str) -> Any:
+    @staticmethod
+    def best_effort(call: Callable[[], Any], what: str) -> Any:
+        """``call()``, or ``None`` when it fails with a storage or actor fault (logged).
+
+        Args:
+            call: the request.
+            what: what it does (for the log).
+
+        Calling thread; blocks as ``call`` does. Other exceptions propagate.
+        """
         try:
             return call()
         except StorageError as exc:
@@ -309,17 +360,34 @@ class GatewayCore:
             logger.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
             return None
 
-    def _record(self, command: RecordEvent) -> SessionStateEvent | None:
-        outcome = self._best_effort(
-            lambda: submit(self._persistence, command, timeout=self._timeout,
-                           on_late=self._late),
+    def write(self, command: Command) -> Any:
+        """Submit ``command`` to the persistence actor and return its answer.
+
+        Raises:
+            StorageError, GatewayUnavailable: as :func:`persistence.submit`.
+
+        Calling thread; blocks until the write committed (``ask_timeout_s`` at most).
+        """
+        return submit(self.persistence, command, timeout=self.timeout)
+
+    def record(self, command: RecordEvent) -> SessionStateEvent | None:
+        """Record one event and run the wakes of the notices it opened.
+
+        Returns:
+            The event, or ``None`` on a storage fault (logged).
+
+        Calling thread; blocks until committed and published.
+        """
+        outcome = self.best_effort(
+            lambda: submit(self.persistence, command, timeout=self.timeout,
+                           on_late=self.late),
             f"recording {command.kind}")
         if not isinstance(outcome, RecordOutcome):
             return None
-        self._publish(outcome.notices)
+        self.publish(outcome.notices)
         return outcome.event
 
-    def _publish(self, notices: Iterable[NoticeDescriptor]) -> None:
+    def publish(self, notices: Iterable[NoticeDescriptor]) -> None:
         """Run the wakes of committed notices that this process runs (calling thread).
 
         The notices themselves need no publishing: they are the durable open
@@ -327,19 +395,23 @@ class GatewayCore:
         """
         for descriptor in notices:
             if should_wake(descriptor):
-                self._wake(descriptor.watcher_key)
+                self.wake(descriptor.watcher_key)
 
-    def _owes_wake(self, watcher_key: str) -> bool:
+    def owes_wake(self, watcher_key: str) -> bool:
         """Whether ``watcher_key`` has an open notice that wakes (a read; any thread)."""
         if self._closed or is_subagent_key(watcher_key):
             return False
-        with self._reads.connection(self._timeout) as conn:
+        with self.reads.connection(self.timeout) as conn:
             return has_waking_notice(conn, watcher_key)
 
-    def _wake(self, watcher_key: str) -> None:
-        if self._waker is None:
+    def wake(self, watcher_key: str) -> None:
+        """Call ``on_wake(watcher_key)`` through the waker actor (a failure is logged).
+
+        Calling thread; blocks while ``on_wake`` runs.
+        """
+        if self.waker is None:
             return
         try:
-            self._waker.ask(Wake(watcher_key=watcher_key), timeout=2 * self._timeout)
+            self.waker.ask(Wake(watcher_key=watcher_key), timeout=2 * self.timeout)
         except Exception as exc:  # the notice stays open; the watcher sees it next turn
             logger.warning("waking %s failed: %s: %s", watcher_key, type(exc).__name__, exc)

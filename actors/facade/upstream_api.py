@@ -1,11 +1,20 @@
-"""The upstream half of the public API: adopting other coding agents' sessions."""
+"""The upstream collaborator of :class:`actors.Gateway`: adopting other coding agents' sessions.
+
+:class:`UpstreamApi` owns the public upstream methods (``adopt``,
+``adopt_many``, ``adopt_remote``, ``register_node_reader``,
+``note_own_text``, ``start_upstream_notifications``, ``scan_upstream``):
+their argument checks and the hand-off to the upstream service
+(:class:`actors.monitors.service.UpstreamService`). ``Gateway`` delegates to
+it and shows these docstrings as its own.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
+from typing import Any
 
 import msgspec
 
@@ -14,8 +23,8 @@ from actors.errors import (
     InvalidArgument,
 )
 from actors.facade import validate as v
-from actors.facade.core import GatewayCore
-from actors.monitors.service import SOURCES, AdoptRequest
+from actors.monitors.filefeed import ChangeFeed
+from actors.monitors.service import SOURCES, AdoptRequest, UpstreamService
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import (
     SessionStateEvent,
@@ -54,8 +63,29 @@ def _checked(request: AdoptRequest) -> AdoptRequest:
     return msgspec.structs.replace(request, agent_id=agent, path=file_path)
 
 
-class UpstreamApi(GatewayCore):
-    """Adopting sessions of other agents: ``adopt``, ``note_own_text``, ``scan_upstream``, ..."""
+class UpstreamApi:
+    """Adopting sessions of other agents: ``adopt``, ``note_own_text``, ``scan_upstream``, ...
+
+    Args:
+        guard: ``() -> None``, raising ``ReentrantCall`` or ``GatewayClosed``
+            when a public call must not run (``Runtime.guard``).
+        best_effort: ``(call, what) -> result | None``, ``None`` on a storage
+            or actor fault, logged (``Runtime.best_effort``).
+        upstream: the upstream service that adopts, scans and keeps links.
+
+    Thread-safe (it keeps no state of its own but :attr:`_feed_factory`).
+    """
+
+    _feed_factory: Callable[..., ChangeFeed] | None = None
+    """Builds the file-notification feed (``None``: ``watchfiles``); tests inject one."""
+
+    def __init__(self, *, guard: Callable[[], None],
+                 best_effort: Callable[[Callable[[], Any], str], Any],
+                 upstream: UpstreamService) -> None:
+        """Wire the collaborator (non-blocking)."""
+        self._guard = guard
+        self._best_effort = best_effort
+        self._upstream = upstream
 
     # --- upstream ------------------------------------------------------------
 

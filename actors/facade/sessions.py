@@ -1,0 +1,289 @@
+"""The sessions collaborator of :class:`actors.Gateway`: session entries, watches and reads.
+
+:class:`SessionsApi` owns ``create_session``, ``reset_session``,
+``delete_session``, ``watch``, ``unwatch``, ``session_status`` and
+``sessions_list``: their argument checks, the writes and actor requests
+behind them, and the degraded answers of a read fault. ``Gateway`` delegates
+to it and shows these docstrings as its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import apsw
+
+from actors.config import GatewayConfig
+from actors.engine.messages import Register, Reset
+from actors.engine.registry import ActorPool
+from actors.engine.session import Handoff
+from actors.errors import InvalidArgument, StorageError
+from actors.facade import validate as v
+from actors.monitors.service import UpstreamService
+from persistence import (
+    Command,
+    DeleteOutcome,
+    DeleteSession,
+    ReadPool,
+    SessionRow,
+    SessionStatus,
+    StateChanges,
+    Unwatch,
+    UpsertSession,
+    list_sessions,
+    read_changes,
+    read_version,
+)
+from persistence.keys import agent_id_of, is_agent_qualified
+
+__all__ = ["SessionsApi"]
+
+_CHAT_TYPES = frozenset({"direct", "group", "channel"})
+
+
+class SessionsApi:
+    """Session entries, watches and state reads, on the request paths they are given.
+
+    Args:
+        config: the gateway's settings (``changes_limit``, ``ask_timeout_s``).
+        guard: ``() -> None``, raising ``ReentrantCall`` or ``GatewayClosed``
+            when a public call must not run.
+        write: ``(command) -> answer``: submit one command to the persistence
+            actor (raises ``StorageError`` on a storage fault).
+        best_effort: ``(call, what) -> result | None``, ``None`` on a storage
+            or actor fault, logged.
+        ask_session: ``((session_key, agent_id), message) -> answer``.
+        ask_cursor: ``((watcher, target, agent), message) -> answer``.
+        sessions, cursors: the pools of session and cursor actors (entries
+            of a deleted session or a dropped watch are discarded).
+        handoff: the state retired session actors hand to their successors.
+        upstream: the upstream service (``track_link``, ``forget``).
+        reads: the read connections.
+        note_read_ok, note_read_fault: the read-fault bookkeeping
+            (``() -> None`` and ``(exc, what) -> None``).
+
+    Thread-safe: it keeps no state.
+    """
+
+    def __init__(self, *, config: GatewayConfig, guard: Callable[[], None],
+                 write: Callable[[Command], Any],
+                 best_effort: Callable[[Callable[[], Any], str], Any],
+                 ask_session: Callable[[tuple[str, str], object], Any],
+                 ask_cursor: Callable[[tuple[str, str, str], object], Any],
+                 sessions: ActorPool[tuple[str, str]],
+                 cursors: ActorPool[tuple[str, str, str]], handoff: Handoff,
+                 upstream: UpstreamService, reads: ReadPool,
+                 note_read_ok: Callable[[], None],
+                 note_read_fault: Callable[[BaseException, str], None]) -> None:
+        """Wire the collaborator (non-blocking)."""
+        self.config = config
+        self._timeout = config.ask_timeout_s
+        self._guard = guard
+        self._write = write
+        self._best_effort = best_effort
+        self._ask_session = ask_session
+        self._ask_cursor = ask_cursor
+        self._sessions = sessions
+        self._cursors = cursors
+        self._handoff = handoff
+        self._upstream = upstream
+        self._reads = reads
+        self._note_read_ok = note_read_ok
+        self._note_read_fault = note_read_fault
+
+    # --- sessions ------------------------------------------------------------
+
+    def create_session(self, key: str, *, agent_id: str | None = None,
+                       session_id: str | None = None, spawned_by: str | None = None,
+                       chat_type: str | None = None) -> None:
+        """Register or update a session entry (fields left ``None`` are kept).
+
+        Args:
+            key: the session key.
+            agent_id: its agent (default: the key's).
+            session_id: incarnation id.
+            spawned_by: the spawning parent's key.
+            chat_type: ``"direct"``, ``"group"`` or ``"channel"``.
+
+        Raises:
+            InvalidSessionKey, InvalidArgument, ArgumentTypeError: bad arguments.
+
+        A storage fault is logged, not raised.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        v.check_text(session_id, "session_id", optional=True)
+        v.check_optional_key(spawned_by, "spawned_by")
+        if spawned_by == key:
+            raise InvalidArgument("spawned_by must name another session, not key itself")
+        if chat_type is not None and not isinstance(chat_type, str):
+            raise v.ArgumentTypeError(f"chat_type must be a str, not {type(chat_type).__name__}")
+        if chat_type is not None and chat_type not in _CHAT_TYPES:
+            raise InvalidArgument(f"chat_type must be one of {sorted(_CHAT_TYPES)}")
+        patch = UpsertSession(session_key=key, agent_id=agent, session_id=session_id,
+                              spawned_by=spawned_by, chat_type=chat_type)
+        self._best_effort(partial(self._write, patch), "create_session")
+
+    def reset_session(self, key: str, *, session_id: str | None = None) -> None:
+        """Start a new incarnation: drop the cursors ``key`` holds as a watcher.
+
+        Its own history stays; its queued notices are withdrawn. A storage
+        fault is logged, not raised.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        v.check_text(session_id, "session_id", optional=True)
+        self._best_effort(lambda: self._ask_session((key, agent_id_of(key)),
+                                                    Reset(session_id=session_id)),
+                          "reset_session")
+
+    def delete_session(self, key: str, *, agent_id: str | None = None) -> None:
+        """Drop the session's events, head, entry and every cursor naming it.
+
+        Watchers' queued notices about it are withdrawn. A storage fault is
+        logged, not raised.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        outcome = self._best_effort(partial(
+            self._write, DeleteSession(session_key=key, agent_id=agent)), "delete_session")
+        if not isinstance(outcome, DeleteOutcome):
+            return
+        # The watchers' notices about it went with its cursors, in every process.
+        self._cursors.discard_where(lambda k: k[0] == key or k[1:] == (key, agent))
+        self._upstream.forget(key, agent)
+        if agent == agent_id_of(key):
+            self._sessions.discard_where(lambda k: k == (key, agent), wait=True)
+            self._handoff.discard((key, agent))
+
+    def watch(self, watcher_key: str, target_key: str, *, agent_id: str | None = None,
+              since: int | None = None) -> bool:
+        """Make ``watcher_key`` an explicit watcher of ``target_key``.
+
+        Registration starts at the target's current state version; an existing
+        watch keeps its cursor (a pending notice survives) and an ambient one
+        is promoted to explicit.
+
+        Args:
+            watcher_key: an agent-qualified session key.
+            target_key: the session to watch.
+            agent_id: the target's agent (default: the key's; ``main`` for the
+                bare ``global`` key). The cursor targets the pair, so another
+                agent's session under the same key never notifies it.
+            since: start a new watch as if it had been registered at this
+                state version instead (e.g. ``0`` for a session that began
+                after the watcher did, which another process adopted first):
+                the target's notify-eligible changes after it that are
+                already in the log, by actors other than the watcher, are
+                pending as one notice (``changesSince since``). No
+                ``on_wake`` runs for that notice; the watcher sees it at its
+                next read. An existing watch is kept as it is.
+
+        Raises:
+            InvalidSessionKey: a key is invalid.
+            InvalidChangesSince, ArgumentTypeError: ``since`` is negative or not an int.
+
+        Returns:
+            ``False`` for a self-watch, a watcher that is not agent-qualified
+            (e.g. bare ``global``), or a storage fault (logged).
+        """
+        self._guard()
+        v.check_key(watcher_key, "watcher_key")
+        v.check_key(target_key, "target_key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(target_key)
+        start = v.check_since(since)
+        if watcher_key == target_key or not is_agent_qualified(watcher_key):
+            return False
+        pair = (watcher_key, target_key, agent)
+        result = self._best_effort(lambda: self._ask_cursor(pair, Register(since=start)),
+                                   "watch")
+        if result is True:
+            self._best_effort(partial(self._upstream.track_link, target_key, agent), "watch")
+        return result is True
+
+    def unwatch(self, watcher_key: str, target_key: str, *,
+                agent_id: str | None = None) -> bool:
+        """Stop ``watcher_key`` watching ``target_key``: its cursor and open notice go.
+
+        The inverse of :meth:`watch` (``ssa watches remove``). A later
+        :meth:`watch` starts again at the target's state version then.
+
+        Args:
+            watcher_key: the watcher.
+            target_key: the watched session.
+            agent_id: the target's agent (default: the key's).
+
+        Returns:
+            Whether a watch was dropped (``False``: there was none, or a
+            storage fault, logged).
+
+        Raises:
+            InvalidSessionKey: a key is invalid.
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on one write.
+        """
+        self._guard()
+        v.check_key(watcher_key, "watcher_key")
+        v.check_key(target_key, "target_key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(target_key)
+        dropped = self._best_effort(partial(
+            self._write, Unwatch(watcher_key=watcher_key, target_key=target_key,
+                                 target_agent_id=agent)), "unwatch")
+        if dropped is True:  # its notice left the log; the queues follow at their next read
+            self._cursors.discard_where(lambda k: k == (watcher_key, target_key, agent))
+        return dropped is True
+
+    def session_status(self, key: str, *, changes_since: int | None = None,
+                       agent_id: str | None = None) -> SessionStatus:
+        """Return the state version and, with ``changes_since``, the typed changes after it.
+
+        Never advances a cursor. ``history_gap`` comes only from the session's
+        pruned watermark. On a read fault the fault is logged and the result
+        is empty (version 0) with ``history_gap=True``, telling the caller to
+        refresh the whole session instead of trusting an empty delta.
+
+        Raises:
+            ArgumentTypeError: ``changes_since`` is not an ``int``.
+            InvalidChangesSince: ``changes_since`` is negative.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        agent = v.check_agent_id(agent_id) or agent_id_of(key)
+        after = None if changes_since is None else v.check_changes_since(changes_since)
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                if after is None:
+                    status = SessionStatus(state_version=read_version(conn, key, agent))
+                else:
+                    version, changes = read_changes(conn, key, agent, after,
+                                                    self.config.changes_limit)
+                    status = SessionStatus(state_version=version, state_changes=changes)
+            self._note_read_ok()
+            return status
+        except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc, "session_status")
+            # history_gap=True: the caller must refresh fully, not trust an empty delta.
+            empty = None if after is None else StateChanges(
+                events=(), history_gap=True, truncated=False, earliest_available_sequence=0)
+            return SessionStatus(state_version=0, state_changes=empty)
+
+    def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:
+        """Return session entries ordered by key; ``state_version`` only when non-zero.
+
+        On a read fault the list is empty and the fault is logged.
+        """
+        self._guard()
+        agent = v.check_agent_id(agent_id)
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                rows = list_sessions(conn, agent)
+            self._note_read_ok()
+            return rows
+        except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc, "sessions_list")
+            return []
