@@ -100,7 +100,8 @@ class NoticesApi:
 
         Raises:
             InvalidSessionKey: ``watcher_key`` is not a valid key.
-            InvalidArgument: ``only`` is a string, or holds a non-string.
+            ArgumentTypeError: ``only`` is a string, or holds a non-string
+                (a :class:`TypeError`; see ``actors.errors``).
             GatewayClosed: the gateway is closed.
 
         Any thread; blocks on the session actor and one write.
