@@ -30,7 +30,6 @@ STILL_LARGE = {
     "actors/agents/hook.py", "actors/agents/install.py", "actors/cli/watch.py",
     "actors/facade/gateway.py", "actors/monitors/service.py", "actors/upstream/claude.py",
     "actors/upstream/longline.py", "actors/upstream/opencode.py",
-    "persistence/_writer.py",
 }
 """Modules still over the limit while the layout issue splits them (to be emptied)."""
 LINT_TIMEOUT_S = 50.0
