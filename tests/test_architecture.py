@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 560
 """The issue's "about 500 lines", with the slack of a docstring or two."""
 STILL_LARGE = {
-    "actors/agents/install.py", "actors/cli/watch.py",
+    "actors/cli/watch.py",
     "actors/facade/gateway.py", "actors/monitors/service.py", "actors/upstream/claude.py",
     "actors/upstream/longline.py", "actors/upstream/opencode.py",
 }

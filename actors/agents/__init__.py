@@ -9,7 +9,10 @@
   :mod:`~actors.agents.hookbudget`) are as light; the warm path
   (:mod:`~actors.agents.hookwarm`) is imported only when there is work.
 * ``ssa install`` / ``ssa uninstall`` (:mod:`actors.agents.install`) write
-  each tool's hook, plugin or extension and MCP configuration.
+  each tool's hook, plugin or extension and MCP configuration (the set-up
+  and the tools' locations in :mod:`~actors.agents.installsetup`, the edits
+  in :mod:`~actors.agents.installedits`, which files change how in
+  :mod:`~actors.agents.installplan`).
 * ``ssa mcp`` (:mod:`actors.agents.mcp_server`) serves the gateway's tools
   to the agents over stdio.
 * ``ssa watches`` (:mod:`actors.agents.watches`) lists, adds and removes a
