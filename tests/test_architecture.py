@@ -29,7 +29,7 @@ MAX_LINES = 560
 STILL_LARGE = {
     "actors/cli/watch.py",
     "actors/facade/gateway.py", "actors/monitors/service.py", "actors/upstream/claude.py",
-    "actors/upstream/longline.py", "actors/upstream/opencode.py",
+    "actors/upstream/opencode.py",
 }
 """Modules still over the limit while the layout issue splits them (to be emptied)."""
 LINT_TIMEOUT_S = 50.0
