@@ -74,21 +74,14 @@ if TYPE_CHECKING:
         prepare_path,
     )
     from persistence._secret import OwnHashes, keyed_hash, read_secret
+    from persistence._submit import collect, send_many, submit, submit_many
     from persistence._upstream import (
         list_links,
         list_watched_links,
         read_link,
         read_own_hashes,
     )
-    from persistence._writer import (
-        PersistenceActor,
-        Ping,
-        collect,
-        is_epoch_ms,
-        send_many,
-        submit,
-        submit_many,
-    )
+    from persistence._writer import PersistenceActor, Ping, is_epoch_ms
     from persistence._writes import sweep_cursors
     from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
     from persistence.records import (
@@ -156,7 +149,7 @@ _EXPORTS: dict[str, str] = {
     "UpsertLink": "persistence._messages",
     "UpsertSession": "persistence._messages",
     "UpstreamLink": "persistence.records",
-    "collect": "persistence._writer",
+    "collect": "persistence._submit",
     "is_postgres_url": "persistence._backend",
     "list_sessions": "persistence._reads",
     "list_links": "persistence._upstream",
@@ -171,9 +164,9 @@ _EXPORTS: dict[str, str] = {
     "read_own_hashes": "persistence._upstream",
     "read_version": "persistence._reads",
     "read_versions": "persistence._reads",
-    "send_many": "persistence._writer",
-    "submit": "persistence._writer",
-    "submit_many": "persistence._writer",
+    "send_many": "persistence._submit",
+    "submit": "persistence._submit",
+    "submit_many": "persistence._submit",
 }
 """Where each public name lives: imported on first use (PEP 562), so a light
 command such as ``ssa hook`` pays only for the modules it touches."""

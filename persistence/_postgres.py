@@ -26,17 +26,21 @@ with ``get``). What is PostgreSQL's own:
   server, a statement or lock timeout, a read-only standby, a full disk are
   storage faults (producers log and return ``None``); the next transaction
   reconnects.
+
+The connection adapter, its reconnection and the error classification live
+in :mod:`persistence._pg_connection`; the presence lock and the wake
+listener in :mod:`persistence._pg_signals`; the schema in
+:mod:`persistence._pg_schema`. This module holds the backend itself and the
+parsing of its URL, and is the only way in: it turns a missing psycopg into
+:class:`~persistence.errors.BackendNotInstalled`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
-import select
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -54,17 +58,22 @@ from persistence.errors import (
 try:
     import psycopg
     from psycopg import sql as pgsql
-    from psycopg.pq import TransactionStatus
 except ImportError as exc:  # pragma: no cover - exercised by the no-extra test in a subprocess
     raise BackendNotInstalled(
         "a postgresql:// database needs the PostgreSQL extra (psycopg 3): "
         "python -m pip install '.[postgres]' in the project's checkout") from exc
 
+from persistence._pg_connection import (
+    PgConnection,
+    first_line,
+    is_fatal_state,
+    is_fault_state,
+    sqlstate_of,
+)
 from persistence._pg_schema import APPLICATION, migrate
+from persistence._pg_signals import PgListener, PgPresence
 
-__all__ = ["DEFAULT_SCHEMA", "Backoff", "PgConnection", "PostgresBackend", "parse_location"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["DEFAULT_SCHEMA", "PostgresBackend", "parse_location"]
 
 DEFAULT_SCHEMA = "ssa"
 CONNECT_TIMEOUT_S = 3
@@ -84,59 +93,9 @@ STALL_TIMEOUT_FLOOR_MS = 5000
 """The shortest ``idle_in_transaction_session_timeout`` we set, in ms: a
 busy process may idle that long between two statements of its own
 transaction without the server ending it."""
-RECONNECT_FIRST_S = 0.05
-RECONNECT_LONGEST_S = 5.0
-"""Backoff between connection attempts after a failure, in s (doubling)."""
-
 _IDLE_SESSION_TIMEOUT_SINCE = 140000
 """``idle_session_timeout`` exists from PostgreSQL 14."""
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
-
-_FAULT_CLASSES = ("08", "53", "57", "58", "40")
-"""SQLSTATE classes that are storage faults: connection exception, insufficient
-resources (disk full), operator intervention (shutdown, statement timeout),
-system error (I/O), transaction rollback (serialization, deadlock)."""
-_FAULT_STATES = frozenset({"25006", "55P03", "55006", "42501"})
-"""Read-only transaction (a standby), lock not available (lock timeout),
-object in use, insufficient privilege (a role revoked meanwhile)."""
-_FATAL_STATES = frozenset({"XX001", "XX002"})
-"""Data or index corrupted: the database cannot be trusted."""
-
-
-class Backoff:
-    """When the next connection attempt may run after failures: doubling delays, capped.
-
-    Args:
-        first_s: the delay after the first failure, in s (default
-            :data:`RECONNECT_FIRST_S`).
-        longest_s: the longest delay, in s (default :data:`RECONNECT_LONGEST_S`).
-        monotonic: the clock, in s from any origin (default ``time.monotonic``).
-
-    Pure but for the clock; one thread at a time; never blocks.
-    """
-
-    def __init__(self, first_s: float | None = None, longest_s: float | None = None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._first = RECONNECT_FIRST_S if first_s is None else first_s
-        self._longest = RECONNECT_LONGEST_S if longest_s is None else longest_s
-        self._monotonic = monotonic
-        self._delay = self._first
-        self._next = 0.0
-
-    def remaining(self) -> float:
-        """Seconds until the next attempt may run (``0.0``: now)."""
-        return max(0.0, self._next - self._monotonic())
-
-    def failed(self) -> float:
-        """Note a failed attempt; returns the delay before the next one, in s."""
-        delay, self._delay = self._delay, min(self._delay * 2, self._longest)
-        self._next = self._monotonic() + delay
-        return delay
-
-    def succeeded(self) -> None:
-        """Note a successful attempt: the next failure waits ``first_s`` again."""
-        self._delay = self._first
-        self._next = 0.0
 
 
 def _query_key(item: str) -> str:
@@ -174,7 +133,7 @@ def parse_location(url: str) -> tuple[str, str, str]:
     try:
         psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
-        raise InvalidLocation(f"not a valid PostgreSQL URL: {_first_line(str(exc))}") from None
+        raise InvalidLocation(f"not a valid PostgreSQL URL: {first_line(str(exc))}") from None
     scheme, _, after = base.partition("://")
     netloc, slash, path = after.partition("/")
     if "@" in netloc:
@@ -195,205 +154,6 @@ def _lock_id(kind: str, schema: str) -> int:
     digest = hashlib.blake2b(f"session-state-awareness/{kind}/{schema}".encode(),
                              digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
-
-
-def _sqlstate(exc: BaseException) -> str | None:
-    if isinstance(exc, DriverError):
-        return exc.sqlstate
-    if isinstance(exc, psycopg.Error):
-        return exc.sqlstate
-    return None
-
-
-_HINTS = {"25006": " (the server is read-only: a standby? Open the gateway on the primary)"}
-"""What to add to the server's message for SQLSTATEs whose cause is not plain."""
-
-
-def _first_line(text: str) -> str:
-    """libpq's messages carry ``LINE n:`` context and hints on further lines."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _wrap(exc: psycopg.Error) -> DriverError:
-    error = DriverError(f"{type(exc).__name__}: {_first_line(str(exc))}"
-                        f"{_HINTS.get(exc.sqlstate or '', '')}", exc.sqlstate)
-    error.__cause__ = exc
-    return error
-
-
-_TRANSLATED: dict[str, str] = {}
-
-
-def _translate(statement: str) -> str:
-    """``?`` placeholders to psycopg's ``%s`` (and a literal ``%`` doubled); cached."""
-    done = _TRANSLATED.get(statement)
-    if done is None:
-        done = statement.replace("%", "%%").replace("?", "%s")
-        if len(_TRANSLATED) < 4096:
-            _TRANSLATED[statement] = done
-    return done
-
-
-class _Rows:
-    """The result of :meth:`PgConnection.execute`, shaped like an APSW cursor."""
-
-    __slots__ = ("_cursor",)
-
-    def __init__(self, cursor: psycopg.Cursor[Any] | None) -> None:
-        self._cursor = cursor
-
-    def _has_rows(self) -> bool:
-        return self._cursor is not None and self._cursor.description is not None
-
-    @property
-    def get(self) -> Any:
-        """APSW's ``get``: ``None``, the one value, the one row, or a list of rows."""
-        if not self._has_rows():
-            return None
-        rows = self.fetchall()
-        if not rows:
-            return None
-        if len(rows) == 1:
-            row = rows[0]
-            return row[0] if len(row) == 1 else row
-        return [r[0] if len(r) == 1 else r for r in rows]
-
-    def fetchone(self) -> Any:
-        """The next row, or ``None``."""
-        return self._cursor.fetchone() if self._cursor is not None and self._has_rows() else None
-
-    def fetchall(self) -> list[Any]:
-        """The remaining rows."""
-        return self._cursor.fetchall() if self._cursor is not None and self._has_rows() else []
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
-
-
-class PgConnection:
-    """A psycopg connection with the APSW shape the shared transactions use.
-
-    The connection runs in autocommit mode and the callers issue ``BEGIN``,
-    ``SAVEPOINT``, ``COMMIT`` and ``ROLLBACK`` themselves, as on SQLite.
-    When the server connection was lost it is re-opened (with backoff) at
-    the next statement issued outside a transaction, never in the middle of
-    one. Driver errors are raised as :class:`~persistence.errors.DriverError`.
-
-    Args:
-        backend: the backend that opens the server connection.
-        writer: open for writing (else every transaction is a read-only
-            ``REPEATABLE READ`` snapshot).
-
-    One thread at a time; every method blocks on the network.
-
-    Raises:
-        DriverError: the first connection failed.
-    """
-
-    def __init__(self, backend: PostgresBackend, *, writer: bool) -> None:
-        self._backend = backend
-        self._writer = writer
-        self._conn: psycopg.Connection[Any] | None = None
-        self._changes = 0
-        self._total = 0
-        self._lost = False
-        self._backoff = Backoff()
-        self._connect()
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        wait = self._backoff.remaining()
-        if wait > 0.0:
-            raise DriverError(
-                f"the PostgreSQL server is unreachable; reconnecting in {wait:.2f}s", None)
-        try:
-            conn = self._backend.raw_connect(writer=self._writer)
-        except psycopg.Error as exc:
-            self._backoff.failed()
-            raise _wrap(exc) from exc
-        self._backoff.succeeded()
-        self._conn = conn
-        return conn
-
-    def _live(self) -> psycopg.Connection[Any]:
-        conn = self._conn
-        if conn is None or conn.closed or conn.broken:
-            if self._lost:
-                raise DriverError("the PostgreSQL connection was lost in this transaction; "
-                                  "roll it back", "08006")
-            if conn is not None:
-                logger.info("reconnecting to PostgreSQL at %s", self._backend.location)
-                self._conn = None
-            conn = self._connect()
-        return conn
-
-    @property
-    def in_transaction(self) -> bool:
-        """Whether a transaction is open (or was lost with the connection, until rolled back)."""
-        if self._lost:
-            return True
-        conn = self._conn
-        return (conn is not None and not conn.broken
-                and conn.info.transaction_status != TransactionStatus.IDLE)
-
-    def _run(self, query: Any, params: Sequence[Any] | None, *, prepare: bool | None
-             ) -> psycopg.Cursor[Any]:
-        conn = self._live()
-        fresh = not self.in_transaction
-        try:
-            return conn.execute(query, params, prepare=prepare)
-        except psycopg.Error as exc:
-            if not conn.broken:
-                raise _wrap(exc) from exc
-            if not fresh:
-                self._lost = True  # the server rolled it back; only ROLLBACK clears this
-                raise _wrap(exc) from exc
-            # The connection died before this statement, which opens a
-            # transaction or runs on its own (a read): nothing of it ran, so
-            # it is safe to say it again once, on a new connection.
-            logger.info("the PostgreSQL connection was lost (%s); reconnecting", exc)
-        try:
-            return self._live().execute(query, params, prepare=prepare)
-        except psycopg.Error as exc:
-            raise _wrap(exc) from exc
-
-    def execute(self, statement: str, params: Sequence[Any] = (), /) -> _Rows:
-        """Run one statement with ``?`` placeholders; returns its rows.
-
-        Raises:
-            DriverError: the server refused it or the connection failed.
-        """
-        if self._lost and statement == "ROLLBACK":
-            self._lost = False  # the transaction died with the connection already
-            self.close()
-            return _Rows(None)
-        cursor = self._run(_translate(statement), params, prepare=None)
-        count = cursor.rowcount
-        self._changes = count if count > 0 else 0
-        self._total += self._changes
-        return _Rows(cursor)
-
-    def script(self, statements: str) -> None:
-        """Run several ``;``-separated statements without parameters (one round trip).
-
-        Raises:
-            DriverError: the server refused one or the connection failed.
-        """
-        self._run(statements.encode(), None, prepare=False)
-
-    def changes(self) -> int:
-        """Rows the last statement inserted, updated or deleted."""
-        return self._changes
-
-    def total_changes(self) -> int:
-        """Rows changed through this connection since it was made."""
-        return self._total
-
-    def close(self) -> None:
-        """Close the server connection (idempotent)."""
-        self._lost = False
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
 
 
 class PostgresBackend:
@@ -521,13 +281,11 @@ class PostgresBackend:
         """A lost or refused connection, a timeout, a standby, a full disk, I/O."""
         if not self.is_driver_error(exc):
             return False
-        state = _sqlstate(exc)
-        return (state is None or state in _FAULT_STATES or state in _FATAL_STATES
-                or state.startswith(_FAULT_CLASSES))
+        return is_fault_state(sqlstate_of(exc))
 
     def is_fatal(self, exc: BaseException) -> bool:
         """Data or index corruption reported by the server."""
-        return self.is_driver_error(exc) and _sqlstate(exc) in _FATAL_STATES
+        return self.is_driver_error(exc) and is_fatal_state(sqlstate_of(exc))
 
     def storage_problem(self) -> None:
         """Nothing to check before a write: the server reports its faults."""
@@ -551,208 +309,3 @@ class PostgresBackend:
         """``LISTEN`` on the wake channel, on a connection of its own."""
         return PgListener(self, stop, interested)
 
-
-def _close_quietly(conn: psycopg.Connection[Any] | None) -> None:
-    """Close a connection of our own; a failure is only logged (it may be dead already)."""
-    if conn is not None:
-        try:
-            conn.close()
-        except psycopg.Error:
-            logger.debug("closing a PostgreSQL connection failed", exc_info=True)
-
-
-class PgPresence:
-    """A gateway's presence: a shared advisory lock held on a dedicated connection.
-
-    The server drops it when the connection ends (the process died, the
-    network dropped it, the server restarted or ended the session), so a
-    dead gateway never looks present. A live gateway whose connection was
-    dropped takes the lock again at its next write transaction
-    (:meth:`refresh`; a hosting gateway writes at least every third of
-    ``lease_ms``). The connection is exempt from ``idle_session_timeout``.
-
-    Args:
-        backend: the backend.
-        lock: the schema's presence lock id.
-
-    :meth:`join` runs on the opening thread, :meth:`refresh` on the writer's;
-    both block on the network.
-    """
-
-    def __init__(self, backend: PostgresBackend, lock: int) -> None:
-        self._backend = backend
-        self._lock = lock
-        self._conn: psycopg.Connection[Any] | None = None
-        self._joined = False
-        self._backoff = Backoff()
-        self._guard = threading.Lock()  # refresh (writer) against release (closing thread)
-        self.rejoins = 0
-        """How often the lock was taken again after a loss (for tests)."""
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        conn = self._backend.raw_connect(writer=False, keep_idle=True)
-        self._conn = conn
-        return conn
-
-    def join(self) -> bool:
-        """Hold the lock shared; whether nobody else held it (call inside the write lock).
-
-        Raises:
-            StorageError: the server could not be reached.
-        """
-        try:
-            conn = self._connect()
-            alone = bool(conn.execute("SELECT pg_try_advisory_lock(%s)",
-                                      (self._lock,)).fetchone()[0])  # type: ignore[index]
-            conn.execute("SELECT pg_advisory_lock_shared(%s)", (self._lock,))
-            if alone:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock,))
-        except psycopg.Error as exc:
-            self.release()
-            raise StorageError(f"cannot join {self._backend.location}: "
-                               f"{_first_line(str(exc))}") from exc
-        self._joined = True
-        return alone
-
-    def _holds(self) -> bool:
-        conn = self._conn
-        if conn is None or conn.closed or conn.broken:
-            return False
-        try:
-            readable, _, _ = select.select([conn.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        if not readable:
-            return True  # an idle session: nothing arrived, so nothing ended it
-        try:  # the server said something (ending the session, or a notice): ask it
-            conn.execute("SELECT 1")
-        except psycopg.Error:
-            return False
-        return True
-
-    def refresh(self) -> None:
-        """Take the lock again (shared, never waiting) if its connection was lost.
-
-        Never raises: a server that cannot be reached is tried again at a
-        later write, after the backoff. Writer thread; one ``select`` on the
-        socket when the lock is held, a connection otherwise.
-        """
-        with self._guard:
-            self._refresh()
-
-    def _refresh(self) -> None:
-        if not self._joined or self._holds() or self._backoff.remaining() > 0.0:
-            return
-        _close_quietly(self._conn)
-        self._conn = None
-        try:
-            conn = self._connect()
-            taken = bool(conn.execute("SELECT pg_try_advisory_lock_shared(%s)",
-                                      (self._lock,)).fetchone()[0])  # type: ignore[index]
-        except psycopg.Error as exc:
-            self._backoff.failed()
-            _close_quietly(self._conn)
-            self._conn = None
-            logger.debug("the presence lock cannot be taken again yet: %s", exc)
-            return
-        if not taken:  # another gateway is joining right now: try at the next write
-            _close_quietly(self._conn)
-            self._conn = None
-            return
-        self._backoff.succeeded()
-        self.rejoins += 1
-        logger.info("the presence lock on %s was lost with its connection; taken again",
-                    self._backend.location)
-
-    def release(self) -> None:
-        """Close the connection, which drops the lock (idempotent; any thread)."""
-        with self._guard:
-            self._joined = False
-            conn, self._conn = self._conn, None
-        _close_quietly(conn)
-
-
-class PgListener:
-    """The hosting thread's wake signal: ``LISTEN`` on the wake channel.
-
-    A wait returns ``True`` when a wake row was added for a watcher this
-    process may host, or right after (re)connecting, since wakes may have
-    been added while it listened nowhere: the claim that follows then
-    re-sweeps everything owed. Connection failures back off from 50 ms to
-    5 s. Hosting thread.
-
-    Args:
-        backend: the backend.
-        stop: set when the gateway closes.
-        interested: whether a wake for this watcher key may be claimed here
-            (notifications for watchers this process does not host are
-            ignored, so N hosting processes do not all claim every wake).
-    """
-
-    def __init__(self, backend: PostgresBackend, stop: threading.Event,
-                 interested: Callable[[str], bool]) -> None:
-        self._backend = backend
-        self._stop = stop
-        self._interested = interested
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._backoff = Backoff()
-        self.reconnects = 0
-        """Connections made after the first (for tests and benchmarks)."""
-        self._connected_once = False
-
-    def wait(self, timeout_s: float) -> bool:
-        """Block up to ``timeout_s`` for a wake notification (see the class doc).
-
-        Raises:
-            StorageError: the server could not be reached (the caller retries).
-        """
-        with self._lock:
-            conn = self._conn
-            if conn is None or conn.closed or conn.broken:
-                return self._reconnect()
-        try:
-            got = False
-            deadline = time.monotonic() + max(0.0, timeout_s)
-            while not got:
-                left = deadline - time.monotonic()
-                notified = list(conn.notifies(timeout=max(0.0, left), stop_after=1))
-                if not notified:
-                    return False
-                notified += conn.notifies(timeout=0.0)  # what else is queued, without waiting
-                got = any(self._interested(n.payload) for n in notified)
-            return got
-        except psycopg.Error as exc:
-            with self._lock:
-                self._drop()
-            raise StorageError("the wake listener lost its connection: "
-                               f"{_first_line(str(exc))}") from exc
-
-    def _reconnect(self) -> bool:
-        self._drop()
-        if self._stop.is_set():
-            return False
-        try:
-            conn = self._backend.raw_connect(writer=False, keep_idle=True)
-            conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(self._backend.channel)))
-        except psycopg.Error as exc:
-            self._stop.wait(self._backoff.failed())
-            raise StorageError("the wake listener cannot connect: "
-                               f"{_first_line(str(exc))}") from exc
-        self._conn = conn
-        self._backoff.succeeded()
-        if self._connected_once:
-            self.reconnects += 1
-            logger.info("the wake listener reconnected to %s; claiming what is owed",
-                        self._backend.location)
-        self._connected_once = True
-        return True
-
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        _close_quietly(conn)
-
-    def close(self) -> None:
-        """Close the listening connection (idempotent; any thread)."""
-        with self._lock:
-            self._drop()

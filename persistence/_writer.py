@@ -1,4 +1,12 @@
-"""The persistence actor: the only writer, with group commit."""
+"""The persistence actor: the only writer, with group commit.
+
+What lives here: :class:`PersistenceActor` (it batches the write requests
+of its inbox into one write transaction, one savepoint per command when one
+fails, and runs the throttled prunes) and :class:`Ping`. Which transaction
+function a command runs is :mod:`persistence._dispatch`; the logging of
+fault episodes :mod:`persistence._episodes`; sending commands and waiting
+for their commits :mod:`persistence._submit`.
+"""
 
 from __future__ import annotations
 
@@ -10,54 +18,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pykka
-
-from persistence import _leases, _prune, _upstream, _writes
+from persistence import _prune
 from persistence._backend import Backend, write_transaction
-from persistence._messages import (
-    Acknowledge,
-    ClaimLink,
-    ClaimWakes,
-    Command,
-    CommitScan,
-    DeleteSession,
-    HostWatchers,
-    NoteOwnText,
-    Prune,
-    RecordEvent,
-    RegisterWatch,
-    ReleaseLeases,
-    ResetWatcher,
-    Unwatch,
-    UpsertLink,
-    UpsertSession,
-    WriteRequest,
-)
-from persistence._reply import PENDING, Reply
-from persistence.errors import StorageError, StorageUnavailable, recovery_hint
+from persistence._dispatch import apply_command
+from persistence._episodes import FaultEpisodes, fatal_hint
+from persistence._messages import Command, Prune, RecordEvent, WriteRequest
+from persistence.errors import StorageError, StorageUnavailable
 from persistence.lazylog import quiet_package
-from persistence.runtime import Dispatcher, InlineActor, Mailbox, scheduling
+from persistence.runtime import Dispatcher, InlineActor, Mailbox
 
-__all__ = [
-    "BATCH_LIMIT",
-    "PersistenceActor",
-    "collect",
-    "is_epoch_ms",
-    "send_many",
-    "submit",
-    "submit_many",
-]
+__all__ = ["BATCH_LIMIT", "PersistenceActor", "Ping", "is_epoch_ms"]
 
 logger = logging.getLogger(__name__)
 quiet_package("persistence")  # direct imports of the engine get the NullHandler too
 
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
-
-RECOVERY_CONFIRM_MS = 5_000
-"""A fault episode ends (and "recovered" is logged) only once writes have worked for
-this long (writer's clock, ms) without a failure: a lone batch that fits on a full
-disk is not a recovery."""
 
 _MAX_CLOCK_MS = 2**53
 """Clock readings at or above this are not plausible epoch milliseconds."""
@@ -150,10 +126,7 @@ class PersistenceActor(InlineActor):
         self._conn: Any = None
         self._last_prune_at: int | None = None
         self._bad_clock_logged = False
-        self._in_fault = False
-        self._failed_commands = 0
-        self._flaps = 0
-        self._recovering_since: int | None = None
+        self._faults = FaultEpisodes()
         self._prune_failing = False
         self.fatal = fatal if fatal is not None else threading.Event()
         """Set when the database proved unusable (corrupt); the gateway then closes."""
@@ -169,8 +142,8 @@ class PersistenceActor(InlineActor):
                 self._flush()
         except Exception:
             logger.exception("the last batch before stopping failed")
-        if self._recovering_since is not None:
-            self._recovered(final=True)  # writes worked until the end: say so
+        if self._faults.recovering:
+            self._faults.worked(self._now(), final=True)  # writes worked until the end: say so
         self._fail_all(self._pending, StorageUnavailable("the persistence actor stopped"))
         self._pending = []
         if self._conn is not None:
@@ -264,9 +237,10 @@ class PersistenceActor(InlineActor):
             return
         faults = [e for _, _, e in results if e is not None and backend.is_fault(e)]
         if faults:
-            self._note_fault(faults[0], len(faults))
+            self._faults.failed(faults[0], len(faults))
         elif backend.write_count(conn) > changes_before:
-            self._recovered()  # only a batch that really wrote proves the fault cleared
+            # Only a batch that really wrote proves the fault cleared.
+            self._faults.worked(self._now())
         for request, value, error in results:
             if error is None:
                 request.reply.set(value)
@@ -336,83 +310,19 @@ class PersistenceActor(InlineActor):
 
     def _fault(self, batch: list[WriteRequest], error: StorageError,
                cause: BaseException | None = None) -> None:
-        self._note_fault(cause or error, len(batch))
+        self._faults.failed(cause or error, len(batch))
         self._fail_all(batch, error, cause)
-
-    def _note_fault(self, error: BaseException, commands: int) -> None:
-        # One WARNING when a fault episode starts and one when it ends, not one per
-        # failed write (no log flood). Writes that work for a moment in between (a
-        # small one that still fits on a full disk) do not end the episode.
-        self._failed_commands += commands
-        if self._recovering_since is not None:
-            self._recovering_since = None
-            self._flaps += 1
-            logger.debug("signal-log writes failing again: %s", error)
-        if self._in_fault:
-            return
-        self._in_fault = True
-        logger.warning("signal-log writes are failing (%s: %s); producers return None "
-                       "until this clears", type(error).__name__, error)
-
-    def _recovered(self, *, final: bool = False) -> None:
-        """A batch really wrote: the episode ends once writes held for a while (or at stop)."""
-        if not self._in_fault:
-            return
-        now = self._now()
-        if self._recovering_since is None:
-            self._recovering_since = now
-        if not final and now - self._recovering_since < RECOVERY_CONFIRM_MS:
-            return
-        self._in_fault = False
-        self._recovering_since = None
-        flaps = f", {self._flaps} of them after writes had briefly worked" if self._flaps else ""
-        logger.warning("signal-log writes recovered after %d failed commands%s",
-                       self._failed_commands, flaps)
-        self._failed_commands = self._flaps = 0
 
     def _go_fatal(self, error: BaseException) -> None:
         if not self.fatal.is_set():
             logger.error("the signal-log database %s is unusable (%s: %s); nothing more is "
                          "written into it and the gateway shuts down. %s",
                          self._backend.location, type(error).__name__, error,
-                         _fatal_hint(self._backend))
+                         fatal_hint(self._backend.name, self._backend.location))
             self.fatal.set()
 
     def _apply(self, conn: Any, command: Command, now: int) -> Any:
-        version = next(self._versions)
-        match command:
-            case RecordEvent():
-                return _writes.record_event(conn, command, now, version, host=self._host_id)
-            case RegisterWatch():
-                return _writes.register_watch(conn, command, now, version)
-            case Unwatch():
-                return _writes.unwatch(conn, command)
-            case Acknowledge():
-                return _writes.acknowledge(conn, command, now, version, host=self._host_id)
-            case UpsertSession():
-                return _writes.upsert_session(conn, command, now)
-            case ResetWatcher():
-                _writes.reset_watcher(conn, command, now)
-                return version
-            case DeleteSession():
-                return _writes.delete_session(conn, command, version)
-            case UpsertLink():
-                return _upstream.upsert_link(conn, command, now, version, host=self._host_id)
-            case CommitScan():
-                return _upstream.commit_scan(conn, command, now, version, host=self._host_id)
-            case HostWatchers(host_id=host_id, watchers=watchers, expires_at=expires_at,
-                              release=release):
-                return _leases.set_hosts(conn, host_id, watchers, expires_at, release=release)
-            case ClaimWakes(host_id=host_id, watchers=watchers, expires_at=expires_at):
-                return _leases.claim_wakes(conn, host_id, now, expires_at, watchers)
-            case ClaimLink(session_key=key, agent_id=agent, owner=owner,
-                           expires_at=expires_at):
-                return _leases.claim_link(conn, key, agent, owner, now, expires_at)
-            case ReleaseLeases(host_id=host_id):
-                return _leases.release_leases(conn, host_id)
-            case NoteOwnText():
-                return _upstream.note_own_text(conn, command)
-        raise ValueError(f"unknown command {type(command).__name__}")
+        return apply_command(conn, command, now, next(self._versions), host=self._host_id)
 
     def _prune_due(self, now: int) -> bool:
         last = self._last_prune_at
@@ -489,110 +399,3 @@ class PersistenceActor(InlineActor):
             error.__cause__ = cause
         for request in batch:
             request.reply.set_exception((StorageError, error, None))
-
-
-def _fatal_hint(backend: Backend) -> str:
-    """How to recover from the fatal error of ``backend`` (a sentence; pure)."""
-    if backend.name == "sqlite":
-        return "To recover: " + recovery_hint(backend.location) + "."
-    return "Check the server's logs; the database cannot be trusted as it is."
-
-
-def submit_many(ref: pykka.ActorRef[Any], commands: list[Command], *, timeout: float,
-                on_late: Callable[[Any], None] | None = None) -> list[Any]:
-    """Send several commands at once so they share group commits; wait for all of them.
-
-    The commands are queued together (on the dispatcher, not run one by one
-    in this thread), so up to :data:`BATCH_LIMIT` of them commit in one
-    transaction, each in its own savepoint when one fails.
-
-    Args:
-        ref: the persistence actor.
-        commands: the write commands, applied in this order.
-        timeout: seconds to wait for all of them.
-        on_late: as for :func:`submit`, for each command still pending at the timeout.
-
-    Returns:
-        One entry per command, in order: its result, or the
-        :class:`StorageError` it failed with (a timed-out command gets a
-        :class:`StorageUnavailable`; it may still be applied later).
-
-    Caller's thread; blocks until all committed or ``timeout``.
-
-    Raises:
-        StorageUnavailable: the actor is not running.
-    """
-    return collect(send_many(ref, commands), timeout=timeout, on_late=on_late)
-
-
-def send_many(ref: pykka.ActorRef[Any], commands: list[Command]) -> list[Reply]:
-    """Queue ``commands`` for one group commit without waiting (see :func:`collect`).
-
-    Caller's thread; non-blocking (the commit runs on a dispatcher worker).
-
-    Raises:
-        StorageUnavailable: the actor is not running.
-    """
-    replies = [Reply() for _ in commands]
-    try:
-        with scheduling():
-            for command, reply in zip(commands, replies, strict=True):
-                ref.tell(WriteRequest(command=command, reply=reply))
-    except pykka.ActorDeadError as exc:
-        raise StorageUnavailable("the persistence actor is not running") from exc
-    return replies
-
-
-def collect(replies: list[Reply], *, timeout: float,
-            on_late: Callable[[Any], None] | None = None) -> list[Any]:
-    """Wait for the replies of :func:`send_many`; results or errors as :func:`submit_many`.
-
-    Caller's thread; blocks up to ``timeout`` seconds in all.
-    """
-    deadline = time.monotonic() + timeout
-    results: list[Any] = []
-    for reply in replies:
-        try:
-            results.append(reply.get(timeout=max(0.0, deadline - time.monotonic())))
-        except StorageError as exc:
-            results.append(exc)
-        except pykka.Timeout:
-            value = reply.abandon(on_late) if on_late is not None else PENDING
-            results.append(value if value is not PENDING else StorageUnavailable(
-                f"no answer from the persistence actor in {timeout}s"))
-    return results
-
-
-def submit(ref: pykka.ActorRef[Any], command: Command, *, timeout: float,
-           on_late: Callable[[Any], None] | None = None) -> Any:
-    """Send ``command`` to the persistence actor and wait for its committed result.
-
-    Runs in the caller's thread and blocks until the command's transaction
-    committed (or failed), at most ``timeout`` seconds.
-
-    Args:
-        ref: the persistence actor.
-        command: the write command.
-        timeout: seconds to wait.
-        on_late: called (in the persistence actor's thread, so it must not
-            block) with the result if the command commits after the caller
-            gave up; e.g. to publish its notices anyway.
-
-    Raises:
-        StorageError: the command or its transaction failed.
-        StorageUnavailable: the actor is not running or did not answer in time
-            (a timed-out command may still be applied later: see ``on_late``).
-    """
-    reply = Reply()
-    try:
-        ref.tell(WriteRequest(command=command, reply=reply))
-    except pykka.ActorDeadError as exc:
-        raise StorageUnavailable("the persistence actor is not running") from exc
-    try:
-        return reply.get(timeout=timeout)
-    except pykka.Timeout as exc:
-        if on_late is not None:
-            value = reply.abandon(on_late)
-            if value is not PENDING:
-                return value  # it arrived just as we gave up
-        raise StorageUnavailable(f"no answer from the persistence actor in {timeout}s") from exc

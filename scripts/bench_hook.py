@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from actors.agents.hook import MAX_ADOPT_PER_RUN  # noqa: E402 - after the path set-up
+from actors.agents.hookplan import MAX_ADOPT_PER_RUN  # noqa: E402 - after the path set-up
 from actors.testing import (  # noqa: E402 - after the path set-up
     ClaudeCodeTranscript,
     CodexRollout,

@@ -22,7 +22,8 @@ import pytest
 from actors.agents import _jsonc
 from actors.agents._files import ConfigRefused, FileOp, apply_changes
 from actors.agents._json_ops import Doc
-from actors.agents.install import MARKER, is_our_hook_command, is_our_mcp_entry
+from actors.agents.installedits import is_our_hook_command, is_our_mcp_entry
+from actors.agents.installsetup import MARKER
 from actors.cli.app import main
 
 TOOL_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR", "SSA_DB")
@@ -538,7 +539,9 @@ console.log(JSON.stringify({ main: main.system, title: title.system, other: othe
 @pytest.mark.parametrize("hook", ["prints", "fails", "missing", "slow"])
 def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
     """The rendered plugin: one hook run per turn, its text in every request of the turn."""
-    from actors.agents.install import Setup, _data_text, render_plugin
+    from actors.agents.installedits import data_text as _data_text
+    from actors.agents.installedits import render_plugin
+    from actors.agents.installsetup import Setup
 
     fake = tmp_path / "ssa"
     seen = tmp_path / "stdin.json"
@@ -571,7 +574,7 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
 
 
 def test_package_data_ships_the_templates() -> None:
-    from actors.agents.install import _data_text
+    from actors.agents.installedits import data_text as _data_text
 
     for name in ("opencode_plugin.js", "pi_extension.ts"):
         text = _data_text(name)

@@ -27,10 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 560
 """The issue's "about 500 lines", with the slack of a docstring or two."""
 STILL_LARGE = {
-    "actors/agents/hook.py", "actors/agents/install.py", "actors/cli/watch.py",
-    "actors/monitors/service.py", "actors/upstream/claude.py",
-    "actors/upstream/longline.py", "actors/upstream/opencode.py", "persistence/_postgres.py",
-    "persistence/_writer.py",
+    "actors/cli/watch.py", "actors/monitors/service.py", "actors/upstream/claude.py",
+    "actors/upstream/opencode.py",
 }
 """Modules still over the limit while the layout issue splits them (to be emptied)."""
 LINT_TIMEOUT_S = 50.0

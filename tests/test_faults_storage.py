@@ -27,7 +27,7 @@ import pytest
 from actors import Gateway, GatewayConfig
 from actors.engine.notices import notice_text
 from actors.testing import ManualClock
-from persistence._writer import RECOVERY_CONFIRM_MS
+from persistence._episodes import RECOVERY_CONFIRM_MS
 from tests._faults_support import (
     ADOPTED,
     DELETABLE,

@@ -22,6 +22,7 @@ import apsw
 import pytest
 
 from actors.agents import hook as hook_mod
+from actors.agents import hookplan
 from actors.agents.context import MAX_CONTEXT_CHARS, NoticeView, SummaryEvent, render_context
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input, render_output
 from actors.agents.project import project_of
@@ -337,9 +338,9 @@ def test_plan_skips_a_changed_link_whose_scan_lease_another_process_holds(home: 
     args = {"hook": hook, "watcher": watcher, "agent": "main", "scope": "project", "found": [],
             "watched": watched, "pending": False, "created_at": 1, "now_ms": now,
             "opencode": {}}
-    free = hook_mod.plan_work(links=links, **args)  # type: ignore[arg-type]
+    free = hookplan.plan_work(links=links, **args)  # type: ignore[arg-type]
     assert free.scan == (f"agent:main:codex:{home.worker.thread_id}",)
-    busy = hook_mod.plan_work(links=leased, **args)  # type: ignore[arg-type]
+    busy = hookplan.plan_work(links=leased, **args)  # type: ignore[arg-type]
     assert busy.idle  # ssa watch scans it: the hook only reads
 
 
@@ -514,7 +515,7 @@ def test_a_deleted_worker_transcript_is_a_notice_without_a_daemon(home: Home) ->
 def test_a_burst_of_new_sessions_is_adopted_a_bounded_number_per_run(home: Home) -> None:
     home.context()
     now = time.time_ns() // 1_000_000
-    for _ in range(hook_mod.MAX_ADOPT_PER_RUN + 30):
+    for _ in range(hookplan.MAX_ADOPT_PER_RUN + 30):
         thread = str(uuid.uuid4())
         CodexRollout(_codex_file(home.root, thread), thread_id=thread, cwd=str(home.project),
                      clock=lambda: now).append(Typed("a new worker's first prompt"))
@@ -526,7 +527,7 @@ def test_a_burst_of_new_sessions_is_adopted_a_bounded_number_per_run(home: Home)
     # Each run shows what fits under the cap; all of them arrive over the runs.
     while batch := _notice_targets(home.context()):
         seen += batch
-    assert len(set(seen)) == hook_mod.MAX_ADOPT_PER_RUN + 30
+    assert len(set(seen)) == hookplan.MAX_ADOPT_PER_RUN + 30
 
 
 def test_the_more_line_counts_every_open_notice() -> None:

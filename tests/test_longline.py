@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from actors.upstream import longline as _longline
+from actors.upstream import longline_tokens as _longline_tokens
 from actors.upstream.common import Unit, text_hash
-from actors.upstream.longline import LineReducer, ReducedLine, reduced_unit
+from actors.upstream.longline import LineReducer
+from actors.upstream.longline_reduced import ReducedLine, reduced_unit
 from actors.upstream.scan import classify_long_line, count_turns, line_classifier
 from tests._upstream_rows import claude_user, codex_legacy_user, pi_user
 from tests.conftest import FIXTURES, needs_fixtures
@@ -308,7 +310,7 @@ def test_a_pruned_content_list_is_never_called_image_only() -> None:
 def test_dropped_elements_and_members_of_common_shapes_take_one_pattern_match() -> None:
     """The reviewer's slow shapes (seconds per MiB through the tokenizer) are passed by
     the bounded run patterns, and a defect ends a run before it."""
-    elements, members = _longline._dropped_patterns()
+    elements, members = _longline_tokens.dropped_patterns()
     run = (b',[[]],[[[]]],{"a":{"b":1}},{"a":[]},"\\n","\\"","a\\\\b",'
            + '"é"'.encode() + b',"\\u00e9\\n",0,-1.5e3,true,null,[1,"x",{}]')
     assert elements.fullmatch(run + b"]", 0, len(run)) is None  # needs the delimiter ...

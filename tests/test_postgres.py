@@ -22,9 +22,11 @@ import pytest
 from actors import Gateway, GatewayConfig
 from actors.cli.app import main
 from actors.errors import InvalidArgument
+from persistence import _pg_connection as pg_connection
 from persistence import _postgres as pg_backend
 from persistence import open_backend
-from persistence._postgres import STALL_TIMEOUT_FLOOR_MS, Backoff
+from persistence._pg_connection import Backoff
+from persistence._postgres import STALL_TIMEOUT_FLOOR_MS
 from persistence._prune import prune
 from persistence.errors import DriverError, SchemaError, StorageError
 from tests._pg import LocalServer, find_bindir, required
@@ -317,8 +319,8 @@ def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
             pytest.fail("PostgreSQL is required (SSA_REQUIRE_POSTGRES) but has no binaries")
         pytest.skip("no PostgreSQL binaries to start a server of the test's own")
     # Reconnect without delay: this test is about recovery; the backoff has its own test.
-    monkeypatch.setattr(pg_backend, "RECONNECT_FIRST_S", 0.0)
-    monkeypatch.setattr(pg_backend, "RECONNECT_LONGEST_S", 0.0)
+    monkeypatch.setattr(pg_connection, "RECONNECT_FIRST_S", 0.0)
+    monkeypatch.setattr(pg_connection, "RECONNECT_LONGEST_S", 0.0)
     server = LocalServer(bindir, durable=True)  # a crash keeps what was committed
     try:
         server.start()
@@ -565,7 +567,7 @@ def test_tiny_busy_timeouts_still_bound_lock_waits_and_never_end_our_own_transac
 def test_driver_errors_are_one_line_and_say_what_a_read_only_server_means() -> None:
     raw = psycopg.errors.ReadOnlySqlTransaction(
         "cannot execute DELETE in a read-only transaction\nLINE 1: DELETE FROM x\n        ^")
-    wrapped = pg_backend._wrap(raw)
+    wrapped = pg_connection.wrap_error(raw)
     assert "\n" not in str(wrapped)
     assert "cannot execute DELETE in a read-only transaction" in str(wrapped)
     assert "a standby? Open the gateway on the primary" in str(wrapped)

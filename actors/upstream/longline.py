@@ -32,6 +32,9 @@ copy holding invalid UTF-8, so each classifier applies its own rule for
 those. Memory is bounded by :data:`REDUCED_MAX_BYTES` plus one fed chunk,
 whatever the line's length.
 
+The tokenizer's stateless pieces (patterns, the number automaton, the
+escape-safe cuts) are :mod:`actors.upstream.longline_tokens`.
+
 Pure: no I/O, no logging. A reducer is not thread-safe; its owner (one
 upstream monitor, or ``ssa classify``) feeds it from one thread at a time.
 """
@@ -39,15 +42,32 @@ upstream monitor, or ``ssa classify``) feeds it from one thread at a time.
 from __future__ import annotations
 
 import codecs
-import functools
-import hashlib
 import json
-import re
-from dataclasses import dataclass, field
 
-import msgspec
-
-from actors.upstream.common import Unit, normalize_text
+from actors.upstream.common import normalize_text
+from actors.upstream.longline_reduced import MARKER, ReducedLine
+from actors.upstream.longline_tokens import (
+    AFTER,
+    BLANK_TAIL,
+    COLON,
+    CONTROL,
+    DIGITS,
+    DROPPED_INTS,
+    FIRST,
+    KEY,
+    N_ACCEPTING,
+    N_DIGIT_RUNS,
+    NUMBER_KEEP,
+    TOKEN,
+    VALUE,
+    Frame,
+    LongString,
+    Number,
+    closing_quote,
+    dropped_patterns,
+    number_step,
+    safe_cut,
+)
 
 __all__ = [
     "KEEP_CHARS",
@@ -58,8 +78,6 @@ __all__ = [
     "REDUCED_MAX_BYTES",
     "SHORT_STRING_BYTES",
     "LineReducer",
-    "ReducedLine",
-    "reduced_unit",
 ]
 
 SHORT_STRING_BYTES = 16_384
@@ -76,181 +94,9 @@ MAX_DEPTH = 1_024
 """Deeper nesting makes the line invalid (the classifiers' decoders refuse it too)."""
 REDUCED_MAX_BYTES = 4 << 20
 """Budget of a reduced copy; past it, later elements and members are dropped (oversized)."""
-
-_MARKER = "\ue000ssa-elided:{}\ue001"
-_MARKER_RE = re.compile("\ue000ssa-elided:(\\d+)\ue001")
-
-_TOKEN = re.compile(rb"[ \t\r\n]*(?:([\[\]{},:])|(\")|(true|false|null)|([-0-9]))")
-_DIGITS = re.compile(rb"[0-9]*")
-# Runs of dropped array elements (and object members) that need no tokenizer steps:
-# `, element` units, each followed by its delimiter in the same piece, so no element is
-# cut by the piece's end. Strings: printable ASCII, JSON escapes, or well-formed UTF-8
-# (the exact RFC 3629 byte ranges), so a skipped string is a valid one.
-_WS = rb"[ \t\r\n]*"
-_UTF8_CHAR = (rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
-              rb"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
-              rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
-              rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
-_SIMPLE_STRING = (rb'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}|'
-                  + _UTF8_CHAR + rb')*+"')
-_SCALAR = (rb"(?:-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null|"
-           + _SIMPLE_STRING + rb")")
-
-
-def _nested(inner: bytes) -> bytes:
-    """A value that is ``inner`` or an array or object of ``inner`` values."""
-    member = _SIMPLE_STRING + _WS + rb":" + _WS + inner
-    return (rb"(?:" + inner
-            + rb"|\[" + _WS + rb"(?:" + inner + rb"(?:" + _WS + rb"," + _WS + inner + rb")*+)?"
-            + _WS + rb"\]"
-            + rb"|\{" + _WS + rb"(?:" + member + rb"(?:" + _WS + rb"," + _WS + member
-            + rb")*+)?" + _WS + rb"\})")
-
-
-@functools.cache
-def _dropped_patterns() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """``(elements, members)``: bounded runs (re keeps state per unit) of values nested up
-    to three containers deep; the delimiter after a run's last unit proves that unit was
-    not cut by the piece's end. Compiled on first use (about 0.2 s, once per process)."""
-    value = _nested(_nested(_nested(_SCALAR)))
-    elements = re.compile(rb"(?:" + _WS + rb"," + _WS + value + rb"){1,4096}(?=" + _WS
-                          + rb"[,\]])")
-    members = re.compile(rb"(?:" + _WS + rb"," + _WS + _SIMPLE_STRING + _WS + rb":" + _WS
-                         + value + rb"){1,4096}(?=" + _WS + rb"[,}])")
-    return elements, members
-_DROPPED_INTS = re.compile(  # the common case, about twice as fast
-    rb"(?:,(?:-?(?:0|[1-9][0-9]*+)|true|false|null)){1,4096}(?=[,\]])")
-_BLANK_TAIL = re.compile(rb"[ \t\r\n]*")
-_CONTROL = re.compile("[\x00-\x1f]")
-_WHITESPACE = re.compile(r"\s+")
-_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
-_BACKSLASH = 0x5C
 _SCALAR_LOOKAHEAD = 8  # a literal cut by a piece's end waits for the next piece
-_NUMBER_KEEP = 64  # a longer number is copied as 0 and prunes the line
-# JSON number grammar (RFC 8259 §6) as states of a small automaton.
-_N_START, _N_MINUS, _N_ZERO, _N_INT, _N_DOT, _N_FRAC, _N_E, _N_ESIGN, _N_EXP = range(9)
-_N_ACCEPTING = frozenset({_N_ZERO, _N_INT, _N_FRAC, _N_EXP})
-_N_DIGIT_RUNS = frozenset({_N_INT, _N_FRAC, _N_EXP})
 _PIECE_BYTES = 65_536  # long strings are decoded this many bytes at a time
 _JOIN_BYTES = 4_096  # a carried token is finished on this much of the next piece
-
-# Parser states of a container frame.
-_FIRST, _KEY, _COLON, _VALUE, _AFTER = range(5)
-
-
-@dataclass(slots=True)
-class _Number:
-    """A number being read: its automaton state, its first bytes and its length."""
-
-    kept: bool
-    state: int = _N_START
-    head: bytearray = field(default_factory=bytearray)
-    length: int = 0
-
-    def take(self, buf: bytes, start: int, stop: int) -> None:
-        self.length += stop - start
-        room = _NUMBER_KEEP + 1 - len(self.head)
-        if room > 0:
-            self.head += buf[start:min(stop, start + room)]
-
-
-def _number_step(state: int, byte: int) -> int | None:
-    """The number automaton's next state on ``byte``, or ``None`` where the number ends."""
-    digit = 0x30 <= byte <= 0x39
-    if state in (_N_START, _N_MINUS):
-        if byte == 0x30:
-            return _N_ZERO
-        if digit:
-            return _N_INT
-        return _N_MINUS if state == _N_START and byte == 0x2D else None
-    if state in (_N_ZERO, _N_INT, _N_FRAC):
-        if digit and state != _N_ZERO:
-            return state
-        if byte == 0x2E and state != _N_FRAC:
-            return _N_DOT
-        return _N_E if byte in (0x45, 0x65) else None
-    if state == _N_DOT:
-        return _N_FRAC if digit else None
-    if state == _N_E and byte in (0x2B, 0x2D):
-        return _N_ESIGN
-    return _N_EXP if digit else None  # _N_E, _N_ESIGN, _N_EXP
-
-
-@dataclass(slots=True)
-class _Frame:
-    is_array: bool
-    kept: bool
-    state: int = _FIRST
-    count: int = 0
-    member_kept: bool = True  # objects: whether the current member (key and value) is kept
-
-
-class _NormalizedHash:
-    """SHA-256 of ``normalize_text`` of a text fed in pieces (whitespace runs → one space).
-
-    ``re``'s ``\\s`` and ``str.split`` both use Python's Unicode whitespace
-    test, so the hash is exactly ``text_hash`` of the whole text; each piece
-    is collapsed with one substitution (no list of words: memory stays near
-    the piece's size).
-    """
-
-    __slots__ = ("_digest", "_space", "_started")
-
-    def __init__(self) -> None:
-        self._digest = hashlib.sha256()
-        self._started = False
-        self._space = False
-
-    def update(self, piece: str) -> None:
-        collapsed = _WHITESPACE.sub(" ", piece)
-        core = collapsed.strip(" ")
-        if not core:
-            self._space = self._space or bool(collapsed)
-            return
-        if self._started and (self._space or collapsed[0] == " "):
-            self._digest.update(b" ")
-        self._digest.update(core.encode("utf-8", "surrogatepass"))
-        self._started = True
-        self._space = collapsed[-1] == " "
-
-    def hexdigest(self) -> str:
-        return self._digest.hexdigest()
-
-
-@dataclass(slots=True)
-class _LongString:
-    """A string past :data:`SHORT_STRING_BYTES`: its ends, length and normalized hash."""
-
-    kept: bool
-    decoder: codecs.IncrementalDecoder = field(
-        default_factory=lambda: codecs.getincrementaldecoder("utf-8")("strict"))
-    head: str = ""
-    tail: str = ""
-    chars: int = 0
-    digest: _NormalizedHash = field(default_factory=_NormalizedHash)
-
-
-@dataclass(frozen=True, slots=True)
-class ReducedLine:
-    """What :meth:`LineReducer.finish` returns.
-
-    Attributes:
-        line: the reduced copy (bytes, one JSON document or deliberately not).
-        size: bytes of the original line.
-        pruned: array elements, object members, deep containers or a long
-            number's digits were dropped.
-        oversized: the copy reached :data:`REDUCED_MAX_BYTES`; later elements and
-            members were dropped.
-        elided: per elision marker index, ``(normalized shortened text,
-            text_hash of the whole normalized text)``.
-    """
-
-    line: bytes
-    size: int
-    pruned: bool
-    oversized: bool
-    elided: tuple[tuple[str, str], ...]
-
 
 class LineReducer:
     """Turns one JSONL line, fed in pieces, into a bounded :class:`ReducedLine`.
@@ -262,7 +108,7 @@ class LineReducer:
     def __init__(self) -> None:
         self._out = bytearray()
         self._carry = b""
-        self._stack: list[_Frame] = []
+        self._stack: list[Frame] = []
         self._top_done = False
         self._invalid = False
         self._bad_utf8 = False
@@ -273,8 +119,8 @@ class LineReducer:
         self._string: bytearray | None = None
         self._string_kept = False
         self._string_is_key = False
-        self._long: _LongString | None = None
-        self._number: _Number | None = None
+        self._long: LongString | None = None
+        self._number: Number | None = None
         self._elided: list[tuple[str, str]] = []
 
     @property
@@ -307,7 +153,7 @@ class LineReducer:
             self._carry = b""
             used = self._run(rest, 0, final=True)
             if (self._string is not None or self._number is not None or self._stack
-                    or not self._top_done or _BLANK_TAIL.fullmatch(rest, used) is None):
+                    or not self._top_done or BLANK_TAIL.fullmatch(rest, used) is None):
                 self._invalid = True
         line = bytes(self._out)
         if self._invalid:
@@ -349,14 +195,14 @@ class LineReducer:
                     break  # the number may go on in the next piece
                 continue
             top = self._stack[-1] if self._stack else None
-            if top is not None and top.state == _AFTER:
+            if top is not None and top.state == AFTER:
                 run = self._dropped_run(top, buf, pos)
                 if run > pos:  # dropped elements or members: no tokenizer steps for them
                     pos = run
                     continue
-            match = _TOKEN.match(buf, pos)
+            match = TOKEN.match(buf, pos)
             if match is None:
-                blank = _BLANK_TAIL.match(buf, pos)
+                blank = BLANK_TAIL.match(buf, pos)
                 start = blank.end() if blank is not None else pos
                 if start == end:
                     return end
@@ -380,18 +226,18 @@ class LineReducer:
             self._close_number(self._number)
         return pos
 
-    def _dropped_run(self, top: _Frame, buf: bytes, pos: int) -> int:
+    def _dropped_run(self, top: Frame, buf: bytes, pos: int) -> int:
         """Where a run of elements (or members) of ``top`` that will not be kept ends."""
         if top.is_array:
             if top.kept and top.count < KEEP_ITEMS:
                 return pos
-            run = _DROPPED_INTS.match(buf, pos) or _dropped_patterns()[0].match(buf, pos)
+            run = DROPPED_INTS.match(buf, pos) or dropped_patterns()[0].match(buf, pos)
             if run is not None:
                 self._pruned = self._pruned or top.kept
         else:
             if top.kept and top.count < KEEP_MEMBERS and not self._oversized:
                 return pos
-            run = _dropped_patterns()[1].match(buf, pos)
+            run = dropped_patterns()[1].match(buf, pos)
             if run is not None:
                 self._pruned = self._pruned or top.kept
         return pos if run is None else run.end()
@@ -404,9 +250,9 @@ class LineReducer:
             return True
         top = self._stack[-1]
         if top.is_array:
-            if top.state not in (_FIRST, _VALUE):
+            if top.state not in (FIRST, VALUE):
                 return None
-            top.state = _AFTER
+            top.state = AFTER
             if top.kept and top.count >= KEEP_ITEMS:
                 self._pruned = True
             kept = top.kept and top.count < KEEP_ITEMS and self._room()
@@ -414,9 +260,9 @@ class LineReducer:
                 self._emit(b",")
             top.count += 1
             return kept
-        if top.state != _VALUE:
+        if top.state != VALUE:
             return None
-        top.state = _AFTER
+        top.state = AFTER
         return top.member_kept
 
     def _value_done(self) -> None:
@@ -428,19 +274,19 @@ class LineReducer:
         if kept is None:
             self._invalid = True
             return
-        self._number = _Number(kept=kept)
+        self._number = Number(kept=kept)
 
-    def _number_part(self, number: _Number, buf: bytes, pos: int) -> tuple[int, bool]:
+    def _number_part(self, number: Number, buf: bytes, pos: int) -> tuple[int, bool]:
         """Read number bytes from ``pos``: ``(where to go on, whether the number ended)``."""
         end = len(buf)
         while pos < end:
-            if number.state in _N_DIGIT_RUNS:
-                run = _DIGITS.match(buf, pos)
+            if number.state in N_DIGIT_RUNS:
+                run = DIGITS.match(buf, pos)
                 if run is not None and run.end() > pos:
                     number.take(buf, pos, run.end())
                     pos = run.end()
                     continue
-            state = _number_step(number.state, buf[pos])
+            state = number_step(number.state, buf[pos])
             if state is None:
                 self._close_number(number)
                 return pos, True
@@ -449,13 +295,13 @@ class LineReducer:
             pos += 1
         return pos, False
 
-    def _close_number(self, number: _Number) -> None:
+    def _close_number(self, number: Number) -> None:
         self._number = None
-        if number.state not in _N_ACCEPTING:
+        if number.state not in N_ACCEPTING:
             self._invalid = True
             return
         if number.kept:
-            if number.length <= _NUMBER_KEEP:
+            if number.length <= NUMBER_KEEP:
                 self._emit(bytes(number.head))
             else:
                 self._emit(b"0")  # a number no rule reads; its digits would be unbounded
@@ -485,10 +331,10 @@ class LineReducer:
                 kept = False
             elif kept:
                 self._emit(char)
-            self._stack.append(_Frame(is_array=is_array, kept=kept))
+            self._stack.append(Frame(is_array=is_array, kept=kept))
         elif char in (b"]", b"}"):
             if top is None or top.is_array != (char == b"]") or top.state not in (
-                    (_FIRST, _AFTER)):
+                    (FIRST, AFTER)):
                 self._invalid = True
                 return
             self._stack.pop()
@@ -496,22 +342,22 @@ class LineReducer:
                 self._emit(char)
             self._value_done()
         elif char == b",":
-            if top is None or top.state != _AFTER:
+            if top is None or top.state != AFTER:
                 self._invalid = True
                 return
-            top.state = _VALUE if top.is_array else _KEY
+            top.state = VALUE if top.is_array else KEY
         else:  # ":"
-            if top is None or top.is_array or top.state != _COLON:
+            if top is None or top.is_array or top.state != COLON:
                 self._invalid = True
                 return
-            top.state = _VALUE
+            top.state = VALUE
             if top.member_kept:
                 self._emit(b":")
 
     def _open_string(self) -> None:
         top = self._stack[-1] if self._stack else None
-        if top is not None and not top.is_array and top.state in (_FIRST, _KEY):
-            top.state = _COLON
+        if top is not None and not top.is_array and top.state in (FIRST, KEY):
+            top.state = COLON
             self._string_is_key = True
             if top.kept and top.count >= KEEP_MEMBERS:
                 self._pruned = True
@@ -537,10 +383,10 @@ class LineReducer:
 
         An unclosed string's carry starts where this returns.
         """
-        close = _closing_quote(buf, pos)
+        close = closing_quote(buf, pos)
         view = memoryview(buf)
         if close < 0:
-            cut = len(buf) if final else _safe_cut(buf, pos)
+            cut = len(buf) if final else safe_cut(buf, pos)
             self._string_bytes(view[pos:cut])
             if final:
                 self._invalid = True  # the line ended inside a string
@@ -550,7 +396,7 @@ class LineReducer:
         return close + 1, True
 
     def _string_bytes(self, raw: memoryview) -> None:
-        """Take string bytes that end at an escape-safe point (see :func:`_safe_cut`)."""
+        """Take string bytes that end at an escape-safe point (see :func:`safe_cut`)."""
         if not raw:
             return
         if self._long is None:
@@ -558,23 +404,23 @@ class LineReducer:
             if len(self._string) + len(raw) <= SHORT_STRING_BYTES:
                 self._string += raw
                 return
-            self._long = _LongString(kept=self._string_kept)
+            self._long = LongString(kept=self._string_kept)
             self._long_pieces(self._long, memoryview(bytes(self._string)))
             self._string = bytearray()
         self._long_pieces(self._long, raw)
 
-    def _long_pieces(self, long: _LongString, raw: memoryview) -> None:
+    def _long_pieces(self, long: LongString, raw: memoryview) -> None:
         """Decode ``raw`` :data:`_PIECE_BYTES` at a time (memory near a piece, not a chunk)."""
         carry = b""
         for start in range(0, len(raw), _PIECE_BYTES):
             piece = carry + bytes(raw[start:start + _PIECE_BYTES])
-            cut = len(piece) if start + _PIECE_BYTES >= len(raw) else _safe_cut(piece, 0)
+            cut = len(piece) if start + _PIECE_BYTES >= len(raw) else safe_cut(piece, 0)
             self._long_bytes(long, piece[:cut], final=False)
             carry = piece[cut:]
             if self._invalid:
                 return
 
-    def _long_bytes(self, long: _LongString, raw: bytes, *, final: bool) -> None:
+    def _long_bytes(self, long: LongString, raw: bytes, *, final: bool) -> None:
         try:
             text = long.decoder.decode(raw, final)
         except UnicodeDecodeError:
@@ -587,7 +433,7 @@ class LineReducer:
             except ValueError:
                 self._invalid = True  # a bad escape or a raw control character
                 return
-        elif _CONTROL.search(text):
+        elif CONTROL.search(text):
             self._invalid = True  # a raw control character: not JSON
             return
         if not text:
@@ -630,90 +476,15 @@ class LineReducer:
                 json.loads('"' + text + '"')
             except ValueError:
                 self._invalid = True
-        elif _CONTROL.search(text):
+        elif CONTROL.search(text):
             self._invalid = True
 
-    def _long_copy(self, long: _LongString) -> bytes:
+    def _long_copy(self, long: LongString) -> bytes:
         if long.chars <= 2 * KEEP_CHARS:
             rest = long.chars - len(long.head)
             text = long.head + (long.tail[-rest:] if rest > 0 else "")
         else:
-            marker = _MARKER.format(len(self._elided))
+            marker = MARKER.format(len(self._elided))
             text = long.head + marker + long.tail
             self._elided.append((normalize_text(text), long.digest.hexdigest()))
         return json.dumps(text).encode("ascii")
-
-
-def _closing_quote(buf: bytes, pos: int) -> int:
-    """Index of the first unescaped ``"`` at or after ``pos``, or -1.
-
-    String bytes before ``pos`` were taken up to an escape-safe point, so a
-    backslash run that matters starts at ``pos`` at the earliest.
-    """
-    search = pos
-    while (quote := buf.find(b'"', search)) >= 0:
-        if _escape_starts(buf, quote, pos):
-            return quote
-        search = quote + 1
-    return -1
-
-
-def _escape_starts(buf: bytes, index: int, floor: int) -> bool:
-    """Whether ``buf[index]`` is not escaped: an even backslash run (counted down to
-    ``floor``) stands before it."""
-    run = 0
-    back = index - 1
-    while back >= floor and buf[back] == _BACKSLASH:
-        run += 1
-        back -= 1
-    return run % 2 == 0
-
-
-def _safe_cut(buf: bytes, pos: int) -> int:
-    """Where to cut string bytes so no escape, or surrogate pair of escapes, is split.
-
-    The bytes from the cut on are carried into the next piece, so the escape
-    state of a ``"`` found there is decided with its backslashes in view.
-    """
-    end = len(buf)
-    last = buf.rfind(b"\\", max(pos, end - 12), end)
-    if last < 0 or not _escape_starts(buf, last, pos):
-        return end
-    cut = last
-    if (cut - 6 >= pos and _HIGH_SURROGATE_ESCAPE.fullmatch(buf, cut - 6, cut)
-            and _escape_starts(buf, cut - 6, pos)):
-        cut -= 6
-    return cut
-
-
-# Decisions that read everything a content list holds: on a pruned copy they may be
-# wrong (600 images and then a text block is not image-only), so they say so instead.
-_WHOLE_CONTENT_REASONS = frozenset({"image_only", "no_text", "empty", "empty_text",
-                                    "ide_context"})
-
-
-def reduced_unit(unit: Unit, reduced: ReducedLine) -> Unit:
-    """The decision on a line, given its classifier's ``unit`` for ``reduced.line``.
-
-    A pruned or oversized line is never typed: a typed unit, or one whose
-    reason depends on the whole content list (``image_only``, ``empty``…),
-    becomes ``oversized_structure`` / ``oversized_line``; other reasons
-    (``tool_result``, ``not_user``…) stand, since what they read was kept. A
-    typed unit whose text is one shortened string carries that string's
-    whole-text hash in ``echo_hash``. Pure; never raises.
-    """
-    if reduced.oversized or reduced.pruned:
-        if unit.human or unit.reason in _WHOLE_CONTENT_REASONS:
-            reason = "oversized_line" if reduced.oversized else "oversized_structure"
-            return Unit(human=False, reason=reason, occurred_at=unit.occurred_at)
-        return unit
-    if not unit.human:
-        return unit
-    text = unit.text or ""
-    match = _MARKER_RE.search(text)
-    if match is None:
-        return unit
-    index = int(match.group(1))
-    if index < len(reduced.elided) and reduced.elided[index][0] == text:
-        return msgspec.structs.replace(unit, echo_hash=reduced.elided[index][1])
-    return unit

@@ -23,7 +23,8 @@ from actors.upstream.files import (
     read_lines,
     read_range,
 )
-from actors.upstream.longline import LineReducer, reduced_unit
+from actors.upstream.longline import LineReducer
+from actors.upstream.longline_reduced import reduced_unit
 
 __all__ = [
     "LineClassifier",

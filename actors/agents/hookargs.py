@@ -1,0 +1,126 @@
+"""``ssa hook``'s command line, parsed without argparse on the cold path.
+
+What lives here: :func:`parse` (the command lines the installers write,
+in a few microseconds), :func:`parse_slowly` (argparse, imported only for
+``--help`` and mistakes: it costs a few milliseconds of a cold start), and
+:func:`location_of` (the signal log the arguments name).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple, TextIO
+
+from actors.agents.hookbudget import say
+from actors.agents.hookinput import TOOLS
+from persistence.locations import default_state_path
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S", "SCOPES", "URL_SCHEMES", "HookArgs", "location_of", "parse",
+    "parse_slowly",
+]
+
+DEFAULT_TIMEOUT_S = 8.0
+"""The hook's whole time budget, in seconds (Claude Code waits 30 s; our OpenCode
+plugin and Pi extension wait 10 s)."""
+SCOPES = ("project", "all", "list")
+URL_SCHEMES = ("postgres://", "postgresql://")
+"""A ``--db`` that starts so is a PostgreSQL URL (not peeked at: no APSW file)."""
+
+
+class _UsageError(Exception):
+    """A command line ``ssa hook`` does not understand (argparse's message)."""
+
+
+def _parser() -> Any:
+    import argparse  # noqa: PLC0415 - only for --help and mistakes (start-up cost)
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # no usage dump: one line, then exit 0
+            raise _UsageError(message)
+
+    parser = Parser(
+        prog="ssa hook", description="Print the pending notices of a coding agent's session "
+        "for its next turn (run by the tool's prompt hook; always exits 0).")
+    parser.add_argument("tool", choices=tuple(TOOLS))
+    parser.add_argument("--db", help="the signal log: a SQLite file or a postgresql:// URL "
+                        "(default: $SSA_DB, else ssa watch's default database)")
+    parser.add_argument("--scope", choices=SCOPES, default="project",
+                        help="which sessions the manager watches: the other sessions of its "
+                        "project (default), all sessions, or only those added with "
+                        "'ssa watches add'")
+    parser.add_argument("--agent", default="main", help="agent id of the session keys "
+                        "(default: main, as ssa watch)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
+                        "0: none)")
+    return parser
+
+
+class HookArgs(NamedTuple):
+    """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``, ``--timeout``.
+
+    ``timeout`` is in seconds (``0``: no budget).
+    """
+
+    tool: str
+    db: str | None = None
+    scope: str = "project"
+    agent: str = "main"
+    timeout: float = DEFAULT_TIMEOUT_S
+
+
+_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
+
+
+def parse(argv: list[str]) -> HookArgs | None:
+    """The command line the installers write, parsed without argparse; ``None``: anything else.
+
+    ``ssa hook`` starts at every prompt, and argparse alone costs a large
+    part of a cold start; ``--help`` and mistakes go through argparse.
+    """
+    tool: str | None = None
+    values: dict[str, Any] = {}
+    words = iter(argv)
+    for word in words:
+        name, eq, inline = word.partition("=")
+        if name in _OPTIONS:
+            value = inline if eq else next(words, None)
+            if value is None:
+                return None
+            values[_OPTIONS[name]] = value
+        elif word.startswith("-") or tool is not None:
+            return None
+        else:
+            tool = word
+    if tool not in TOOLS or values.get("scope", "project") not in SCOPES:
+        return None
+    try:
+        values["timeout"] = float(values.get("timeout", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return None
+    if not values["timeout"] >= 0:
+        return None
+    return HookArgs(tool=tool, **values)
+
+
+def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
+    """argparse for ``--help`` and mistakes; ``None`` (after one stderr line) to stop."""
+    parser = _parser()
+    try:
+        namespace = parser.parse_args(argv)
+    except SystemExit:  # --help: its text is on stdout
+        return None
+    except _UsageError as exc:
+        say(err, f"bad command line ({exc}): ssa hook {' '.join(argv)} (see ssa hook --help)")
+        return None
+    if namespace.timeout < 0:
+        say(err, "--timeout must be >= 0")
+        return None
+    return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
+                    agent=namespace.agent, timeout=namespace.timeout)
+
+
+def location_of(args: HookArgs) -> str:
+    """The signal log: ``--db``, else ``$SSA_DB``, else ``ssa watch``'s default (pure but env)."""
+    return args.db or os.environ.get("SSA_DB") or str(default_state_path())

@@ -1,0 +1,196 @@
+"""``ssa hook``'s warm path: a gateway adopts, watches and scans, then prints and acknowledges.
+
+What lives here: :func:`work`, run only when the peek found work (the
+cold path, :mod:`actors.agents.hook`, imports this module then, so a prompt
+with nothing pending never pays for the engine); the ``flock`` that lets
+one hook of a watcher at a time deliver; and the delivery itself, which
+prints the notices, flushes, and only then acknowledges exactly those
+printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
+from actors.agents.hookargs import URL_SCHEMES, HookArgs
+from actors.agents.hookinput import HookInput, render_output
+from actors.agents.hookplan import Plan, plan_from
+from actors.agents.sessions import Found, OpenCodeRow
+from actors.config import GatewayConfig
+from actors.facade.gateway import Gateway
+from actors.monitors.service import AdoptRequest
+from persistence import peek
+from persistence.keys import agent_id_of
+from persistence.lazylog import get_logger
+from persistence.locations import default_state_path
+
+__all__ = ["LEASE_MS", "NEW_SESSION_SLACK_MS", "work"]
+
+logger = get_logger(__name__)
+
+LEASE_MS = 3000
+"""The hook's scan leases: a hook killed mid-scan holds them this long at most."""
+NEW_SESSION_SLACK_MS = 2000
+"""A session first seen after the manager's first hook run counts from its start when
+it began at most this long before that run (clocks of two tools may differ a little)."""
+_NOTICE = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
+
+
+def _is_new(found: Found, since_ms: int) -> bool:
+    """Whether a session first seen now began after the manager's first turn.
+
+    Such a session is read from its start (its first prompt may be what a
+    person typed since); one that began earlier is linked at its end, so
+    turns typed before the manager watched it never count.
+    """
+    return found.started_ms is not None and found.started_ms >= since_ms - NEW_SESSION_SLACK_MS
+
+
+def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: list[Found],
+         opencode: dict[str, list[OpenCodeRow]], out: TextIO, plan: Plan | None,
+         acknowledged: Callable[[], None]) -> None:
+    """The warm path: a gateway adopts, watches, scans, prints and acknowledges.
+
+    Args:
+        location: the signal log (a SQLite path or a ``postgresql://`` URL).
+        hook: the hook input.
+        watcher: the manager's key.
+        args: the command line (``--agent``, ``--scope``, ``--timeout``).
+        found: every session in the catalogs.
+        opencode: each OpenCode store's rows.
+        out: where the tool's output goes.
+        plan: the plan of the peek, or ``None`` (no peek: it is made here).
+        acknowledged: called right after the printed notices were acknowledged.
+
+    Raises:
+        persistence.StorageError, actors.errors.GatewayClosed: the signal log failed
+            (``ssa hook`` prints one line and exits 0).
+
+    Main thread; blocks on the database and the transcripts, within the budget.
+    """
+    config = GatewayConfig(ask_timeout_s=min(3.0, max(0.5, args.timeout / 3)),
+                           busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))),
+                           lease_ms=LEASE_MS, missing_threshold=1)
+    with _one_at_a_time(location, watcher):
+        gw = Gateway.open(location, config=config, monitor=False)
+        try:
+            if plan is None:  # no peek before (PostgreSQL, or a file made just now)
+                with gw.read_pool.connection() as conn:
+                    plan = plan_from(conn, hook, watcher, agent=args.agent,
+                                     scope=args.scope, found=found, opencode=opencode)
+            _apply(gw, hook, watcher, plan)
+            # Scans are done: the next prompt's hook may scan at once (this process
+            # ends without closing, so its leases would otherwise last lease_ms).
+            gw.release_leases()
+            if _deliver(gw, hook, watcher, out):
+                acknowledged()
+        finally:
+            gw.close(timeout=2.0)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(location: str, watcher: str) -> Iterator[None]:
+    """Serialize the warm paths of one watcher's hooks on this host (an ``flock``).
+
+    Two hooks of one session can run at once (``SessionStart`` and the first
+    ``UserPromptSubmit``, or a tool that retries); without this both would
+    print the same notice before either acknowledged it. The second waits
+    (within its budget), then finds the notice acknowledged and prints
+    nothing. The lock file (``hooks/<hash>.lock`` beside the database, 0600)
+    holds no data. Blocks until the lock is free or SIGALRM ends the run.
+    """
+    base = (default_state_path().parent if location.startswith(URL_SCHEMES)
+            else Path(location).parent)
+    directory = base / "hooks"
+    try:
+        if not base.is_dir():  # the first run ever: the gateway makes the directory (0700)
+            raise FileNotFoundError(base)
+        directory.mkdir(mode=0o700, exist_ok=True)
+        name = hashlib.sha256(watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:  # no lock: run anyway (a duplicate at worst, never a loss)
+        logger.debug("the hook's lock is unavailable: %s", exc)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _apply(gw: Gateway, hook: HookInput, watcher: str, plan: Plan) -> None:
+    """Adopt, register and watch what the plan says, then scan what changed."""
+    if plan.own:
+        if hook.transcript_path is not None and os.path.isfile(hook.transcript_path):
+            gw.adopt_many([AdoptRequest(key=watcher, source=hook.source,
+                                         path=hook.transcript_path, thread_id=hook.session_id)])
+        else:
+            gw.create_session(watcher)
+    since: int | None = None
+    if plan.adopt or plan.watch:
+        with gw.read_pool.connection() as conn:
+            since = None if plan.first_run else peek.session_created_at(conn, watcher)
+    requests = [AdoptRequest(
+        key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
+        from_start=since is not None and _is_new(t.found, since)) for t in plan.adopt]
+    fresh: list[str] = []
+    if requests:
+        links = gw.adopt_many(requests, watcher=watcher)
+        for request, link in zip(requests, links, strict=True):
+            if link is None:  # adopted without a link (or not at all): watch the entry
+                gw.watch(watcher, request.key)
+            elif request.from_start:
+                fresh.append(request.key)
+    for target in plan.watch:
+        # A session that began after the manager's first turn, which another
+        # process (ssa watch) adopted first: all its changes are news to the manager.
+        new = since is not None and _is_new(target.found, since)
+        gw.watch(watcher, target.key, since=0 if new else None)
+    scan = tuple(dict.fromkeys((*plan.scan, *fresh)))
+    if scan:
+        gw.scan_upstream(keys=scan)
+
+
+def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
+    """Print the pending notices, flush, then acknowledge exactly those printed.
+
+    Returns:
+        Whether something was printed (and its acknowledgement attempted).
+    """
+    texts = gw.pending_notices(watcher)
+    if not texts:
+        return False
+    views: list[NoticeView] = []
+    with gw.read_pool.connection() as conn:
+        total_pending = len(peek.pending(conn, watcher))
+        links = {link.session_key: link for link in peek.links(conn)}
+        for text in texts:
+            match = _NOTICE.search(text)
+            if match is None:
+                continue
+            key, since = match.group("key"), int(match.group("since"))
+            events, total = peek.events_after(conn, key, agent_id_of(key), since,
+                                              MAX_EVENTS_PER_NOTICE)
+            link = links.get(key)
+            views.append(NoticeView(
+                text=text, target_key=key, changes_since=since, total=total,
+                events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
+                                          e.summary) for e in events),
+                source=link.source if link else None, path=link.path if link else None))
+    context, shown = render_context(watcher, views, pending=total_pending)
+    output = render_output(hook, context)
+    if not output:
+        return False
+    out.write(output)
+    out.flush()
+    gw.drain(watcher, only=shown)
+    return True

@@ -1,0 +1,228 @@
+"""The edits ``ssa install`` makes to each tool's files, and how it recognises its own entries.
+
+What lives here: recognising our entries by what they run (a hook whose
+command is ``<path>/ssa hook <tool>``, an MCP server ``ssa`` that runs
+``<path>/ssa mcp``, a file whose first line is
+:data:`~actors.agents.installsetup.MARKER`), and the transforms
+``old text -> new text`` that put them in or take them out: Claude Code's
+and Codex's hook groups in JSON, MCP entries in JSON/JSONC
+(:mod:`actors.agents._json_ops`) and in TOML (:mod:`actors.agents._toml_edit`),
+and files we own whole (the plugin, the extension). Pure: the file system
+is :mod:`actors.agents._files`'s.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from actors.agents import _toml_edit
+from actors.agents._files import ConfigRefused
+from actors.agents._json_ops import Doc
+from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
+
+__all__ = [
+    "HOOK_EVENTS", "data_text", "has_marker", "hook_groups", "hooks_transform",
+    "is_our_hook", "is_our_hook_command", "is_our_mcp_entry", "mcp_json_transform",
+    "owned_file_transform", "render_plugin", "toml_transform",
+]
+
+
+# --- recognising our entries -------------------------------------------------------
+
+def _is_ssa_path(command: object) -> bool:
+    return isinstance(command, str) and os.path.basename(command).startswith("ssa")
+
+
+def is_our_hook_command(command: object, tool: str) -> bool:
+    """Whether a hook's command line runs ``<dir>/ssa hook <tool>``."""
+    if not isinstance(command, str):
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    return len(argv) >= 3 and _is_ssa_path(argv[0]) and argv[1:3] == ["hook", tool]
+
+
+def is_our_mcp_entry(entry: object) -> bool:
+    """Whether an MCP server entry runs ``<dir>/ssa mcp`` (JSON ``command`` + ``args``,
+    or OpenCode's ``command`` list)."""
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    if isinstance(command, list):
+        return len(command) >= 2 and _is_ssa_path(command[0]) and command[1] == "mcp"
+    args = entry.get("args")
+    return (_is_ssa_path(command) and isinstance(args, list) and bool(args)
+            and args[0] == "mcp")
+
+
+# --- hooks in Claude Code / Codex JSON --------------------------------------------
+
+HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
+"""Both tools: every prompt, and every session start (startup, resume, clear, compact)."""
+
+
+def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
+    """The matcher group we put under each event (no matcher: every source)."""
+    handler = {"type": "command", "command": setup.hook_command(tool),
+               "timeout": HOOK_TIMEOUT_S}
+    return {event: {"hooks": [dict(handler)]} for event in HOOK_EVENTS}
+
+
+def is_our_hook(tool: str) -> Callable[[Any], bool]:
+    """A test of a hook handler (a JSON object): whether it runs ``ssa hook <tool>``."""
+    return lambda hook: isinstance(hook, dict) and is_our_hook_command(hook.get("command"), tool)
+
+
+def _count_ours(doc: Doc, event: str, tool: str) -> list[Any]:
+    groups = doc.value(["hooks", event])
+    if not isinstance(groups, list):
+        return []
+    ours = is_our_hook(tool)
+    return [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            and any(ours(h) for h in g["hooks"])]
+
+
+def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
+    """Remove our handlers of ``event``; a group left with none goes too, and so on up."""
+    ours = is_our_hook(tool)
+    while True:
+        groups = doc.node(["hooks", event])
+        if groups is None or groups.kind != "array":
+            return
+        for gi, group in enumerate(groups.items):
+            handlers = group.value.get("hooks") if isinstance(group.value, dict) else None
+            if not isinstance(handlers, list):
+                continue
+            hit = next((hi for hi, h in enumerate(handlers) if ours(h)), None)
+            if hit is None:
+                continue
+            if len(handlers) == 1:  # the whole group is ours (or only our handler is left)
+                doc.remove(["hooks", event, gi], prune=2)
+            else:
+                doc.remove(["hooks", event, gi, "hooks", hit])
+            break
+        else:
+            return
+
+
+def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
+                    wrapper: dict[str, Any] | None = None
+                    ) -> Callable[[str | None], str | None]:
+    """The settings file's change: our two hook groups in, or out.
+
+    ``wrapper`` (a plugin's ``hooks.json``) are extra top-level keys of a file we own.
+    """
+    def transform(old: str | None) -> str | None:
+        doc = Doc(old, name, strict=True)
+        hooks = doc.node(["hooks"])
+        if hooks is not None and hooks.kind != "object":
+            raise ConfigRefused(f"{name}: \"hooks\" is not an object; not changed")
+        for event, group in hook_groups(setup, tool).items():
+            present = _count_ours(doc, event, tool)
+            if install and present == [group]:
+                continue  # already there, exactly
+            _remove_hooks(doc, event, tool)
+            if install:
+                doc.append(["hooks", event], group)
+        if install and wrapper:
+            for key, value in wrapper.items():
+                doc.set([key], value)
+        if doc.text == (old or ""):
+            return old
+        return doc.result() if not install else doc.text
+    return transform
+
+
+# --- MCP server entries -------------------------------------------------------------
+
+def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
+                        *, install: bool, strict: bool) -> Callable[[str | None], str | None]:
+    """``key_path + ["ssa"]`` holds our MCP entry (JSON or JSONC settings file)."""
+    def transform(old: str | None) -> str | None:
+        doc = Doc(old, name, strict=strict)
+        servers = doc.node(key_path)
+        if servers is not None and servers.kind != "object":
+            raise ConfigRefused(f"{name}: \"{'.'.join(key_path)}\" is not an object; "
+                                "not changed")
+        current = doc.value([*key_path, MCP_NAME])
+        if current is not None and not is_our_mcp_entry(current):
+            if not install:
+                return old  # someone else's server of that name: left alone, as installed
+            raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
+                                "ours is already there; not changed")
+        if install:
+            if current != entry:
+                doc.set([*key_path, MCP_NAME], entry)
+        elif current is not None:
+            doc.remove([*key_path, MCP_NAME], prune=len(key_path))
+        if doc.text == (old or ""):
+            return old
+        return doc.result() if not install else doc.text
+    return transform
+
+
+def toml_transform(setup: Setup, name: str, *, install: bool
+                    ) -> Callable[[str | None], str | None]:
+    """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (:mod:`actors.agents._toml_edit`)."""
+    def transform(old: str | None) -> str | None:
+        parsed = _toml_edit.parse(old or "", name)
+        servers = parsed.get("mcp_servers", {})
+        if not isinstance(servers, dict):
+            raise ConfigRefused(f"{name}: mcp_servers is not a table; not changed")
+        current = servers.get(MCP_NAME)
+        if current is not None and not is_our_mcp_entry(current):
+            if not install:
+                return old  # someone else's server of that name: left alone
+            raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
+                                "ours is already there; not changed")
+        if install:
+            wanted = {"command": setup.ssa, "args": setup.mcp_args()}
+            if current == wanted:
+                return old
+            return _toml_edit.set_table(old, name, "mcp_servers", MCP_NAME, wanted)
+        if current is None or old is None:
+            return old
+        new = _toml_edit.remove_table(old, name, "mcp_servers", MCP_NAME)
+        return new if new.strip() else None
+    return transform
+
+
+# --- files we own whole (plugin, extension, plugin directory) ------------------------
+
+def owned_file_transform(name: str, content: str | None, *, recognise: Callable[[str], bool]
+                         ) -> Callable[[str | None], str | None]:
+    """A file that is ours whole: write ``content`` (``None``: remove it).
+
+    A file already there that ``recognise`` does not accept is refused.
+    """
+    def transform(old: str | None) -> str | None:
+        if old is not None and not recognise(old):
+            raise ConfigRefused(f"{name} exists and was not written by ssa; not changed "
+                                "(move it away first)")
+        return content
+    return transform
+
+
+def has_marker(text: str) -> bool:
+    """Whether a plugin/extension file is ours (its first line starts with ``MARKER``)."""
+    return text.startswith(MARKER)
+
+
+def data_text(name: str) -> str:
+    """The text of the packaged template ``actors/agents/data/<name>`` (UTF-8)."""
+    return importlib.resources.files("actors.agents").joinpath("data", name).read_text("utf-8")
+
+
+def render_plugin(template: str, setup: Setup, tool: str) -> str:
+    """A plugin/extension template with the hook's argument vector filled in."""
+    argv = json.dumps(setup.hook_argv(tool))
+    header = f"{MARKER} written by `ssa install {tool}`; `ssa uninstall {tool}` removes it.\n"
+    return header + template.replace('["__SSA_HOOK_ARGV__"]', argv).replace(
+        "__SSA_HOOK_TIMEOUT_MS__", str(HOOK_TIMEOUT_S * 1000))

@@ -1,0 +1,124 @@
+"""What ``ssa install`` writes is about: the resolved set-up and where each tool reads it.
+
+What lives here: :class:`Setup` (the ``ssa`` path, ``--db``, ``--project``,
+home and environment, resolved up front), the names and constants every
+install uses (:data:`MARKER`, :data:`MCP_NAME`, :data:`HOOK_TIMEOUT_S`),
+and the functions that say where each tool reads its configuration
+(``$CLAUDE_CONFIG_DIR``, ``$CODEX_HOME``, ``$XDG_CONFIG_HOME``,
+``$PI_CODING_AGENT_DIR``). Pure but for ``is_file`` checks.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from actors.agents.hookinput import TOOLS as _HOOK_TOOLS
+
+__all__ = [
+    "HOOK_TIMEOUT_S", "MARKER", "MARKETPLACE_NAME", "MCP_NAME", "PLUGIN_NAME", "TOOLS", "Setup",
+    "claude_dir", "claude_state_file", "codex_home", "opencode_config_dir",
+    "opencode_config_file", "pi_agent_dir",
+]
+
+TOOLS = tuple(_HOOK_TOOLS)
+"""The coding agents this module configures."""
+
+HOOK_TIMEOUT_S = 10
+"""Seconds each tool gives ``ssa hook`` before it gives up (well under Claude Code's 30 s)."""
+
+MARKER = "// ssa-managed:"
+"""The first line of every plugin/extension file we write starts with this."""
+
+MCP_NAME = "ssa"
+"""The MCP server's name in every tool's configuration."""
+
+PLUGIN_NAME = "ssa"
+MARKETPLACE_NAME = "ssa-local"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything one install needs, resolved up front.
+
+    ``ssa`` is the absolute path of the ``ssa`` script the hooks run; ``db``
+    the ``--db`` to pass on (absolute, or a URL); ``project`` the directory
+    for ``--project`` (else ``None``: the person's own configuration);
+    ``home`` and ``env`` stand for ``Path.home()`` and ``os.environ``.
+    """
+
+    ssa: str
+    db: str | None
+    project: Path | None
+    home: Path
+    env: Mapping[str, str]
+    mcp: bool = True
+    scope: str = "project"
+
+    def hook_command(self, tool: str) -> str:
+        """The shell command line a tool's hook runs."""
+        return shlex.join(self.hook_argv(tool))
+
+    def hook_argv(self, tool: str) -> list[str]:
+        """The same as an argument vector (for the plugin and the extension)."""
+        scope = [] if self.scope == "project" else ["--scope", self.scope]
+        return [self.ssa, "hook", tool, *self.db_args(), *scope]
+
+    def mcp_args(self) -> list[str]:
+        """The arguments of ``ssa`` that start the MCP server."""
+        return ["mcp", *self.db_args()]
+
+    def db_args(self) -> list[str]:
+        """``["--db", db]`` when a database was named."""
+        return [] if self.db is None else ["--db", self.db]
+
+    def env_dir(self, name: str, default: Path) -> Path:
+        """``$name`` when set and non-empty, else ``default``."""
+        value = self.env.get(name, "")
+        return Path(value).expanduser() if value else default
+
+
+# --- where each tool reads its configuration ----------------------------------------
+
+def claude_dir(setup: Setup) -> Path:
+    """``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
+    return setup.env_dir("CLAUDE_CONFIG_DIR", setup.home / ".claude")
+
+
+def claude_state_file(setup: Setup) -> Path:
+    """User-scope MCP servers: ``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json``."""
+    if setup.env.get("CLAUDE_CONFIG_DIR"):
+        return claude_dir(setup) / ".claude.json"
+    return setup.home / ".claude.json"
+
+
+def codex_home(setup: Setup) -> Path:
+    """``$CODEX_HOME`` or ``~/.codex``."""
+    return setup.env_dir("CODEX_HOME", setup.home / ".codex")
+
+
+def opencode_config_dir(setup: Setup) -> Path:
+    """``$XDG_CONFIG_HOME/opencode`` or ``~/.config/opencode``."""
+    return setup.env_dir("XDG_CONFIG_HOME", setup.home / ".config") / "opencode"
+
+
+def opencode_config_file(setup: Setup) -> Path:
+    """The ``opencode.json`` to edit: the first that exists in OpenCode's own order, else
+    ``opencode.json`` (global: ``opencode.jsonc``, ``opencode.json``, ``config.json``;
+    project: ``opencode.json``, ``opencode.jsonc``, ``.opencode/opencode.json(c)``)."""
+    if setup.project is not None:
+        candidates = [setup.project / n for n in ("opencode.json", "opencode.jsonc")] + [
+            setup.project / ".opencode" / n for n in ("opencode.json", "opencode.jsonc")]
+        default = setup.project / "opencode.json"
+    else:
+        base = opencode_config_dir(setup)
+        candidates = [base / n for n in ("opencode.jsonc", "opencode.json", "config.json")]
+        default = base / "opencode.json"
+    return next((c for c in candidates if c.is_file()), default)
+
+
+def pi_agent_dir(setup: Setup) -> Path:
+    """``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``."""
+    return setup.env_dir("PI_CODING_AGENT_DIR", setup.home / ".pi" / "agent")
