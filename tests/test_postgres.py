@@ -417,7 +417,9 @@ def test_a_gateway_whose_presence_connection_dropped_is_present_again_after_a_wr
 ) -> None:
     first = open_gateway(hosts=[WATCHER])
     assert first.watch(WATCHER, CHILD)
-    assert _terminate(str(pg.location), "%") >= 3  # the writer's, the listener's, presence's
+    # The writer's and presence's connections exist once open() returned; the
+    # wake listener's is made by the hosting thread and may not be there yet.
+    assert _terminate(str(pg.location), "%") >= 2
     # The next write takes the presence lock again before its transaction.
     assert first.human_message(CHILD, channel="c") is not None
     second = open_gateway()
