@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.testing._clock import ManualClock
+from actors.upstream.kit.clock import ManualClock
 
 __all__ = ["JsonlFile", "encode", "encode_json", "iso"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import apsw
 
-from actors.testing import _turns as t
-from actors.testing._clock import ManualClock
-from actors.testing._jsonl import ROW_STEP_MS, encode_json
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.clock import ManualClock
+from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
 from actors.upstream.opencode import unwrapped_id
 
 __all__ = ["OpenCodeTranscript"]
