@@ -52,8 +52,9 @@ from actors.agents.hookinput import (
     render_output,
 )
 from actors.agents.project import project_of
-from actors.agents.sessions import CwdCache, Found, OpenCodeRow, find_sessions
+from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
 from actors.upstream.catalog import default_catalogs
+from actors.upstream.sources import find_source
 from persistence import peek
 from persistence.keys import agent_id_of, key_problem
 from persistence.lazylog import get_logger
@@ -118,11 +119,17 @@ class Plan(NamedTuple):
         return not (self.adopt or self.watch or self.scan or self.pending or self.own)
 
 
+def _in_store(source: str) -> bool:
+    """Whether ``source``'s sessions are rows of a store (its marker keeps their ``seq``)."""
+    found = find_source(source)
+    return found is not None and found.holds == "store"
+
+
 def _key(agent: str, found: Found) -> str:
     return f"agent:{agent}:{found.source}:{found.thread_id}"
 
 
-def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
+def _changed(link: peek.LinkPeek, stores: dict[str, dict[str, int]],
              listed: Found | None) -> bool:
     """Whether ``link``'s source may hold something its marker has not read.
 
@@ -131,14 +138,15 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
     """
     if link.host_id != "gateway:local":
         return False  # read through a paired node's host: not ours to scan
-    if listed is not None and listed.stat is not None and link.source != "opencode":
+    in_store = _in_store(link.source)
+    if listed is not None and listed.stat is not None and not in_store:
         marker = link.marker
         return listed.stat != (marker.get("inode"), marker.get("offset"))
     path = link.path
     if path is None:
         return False
-    if link.source == "opencode":
-        seqs = opencode.get(path)
+    if in_store:
+        seqs = stores.get(path)
         if seqs is None:
             return False  # the store is not in a catalog this run lists
         seq = seqs.get(link.thread_id)
@@ -154,7 +162,7 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
 def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: list[Found],
               links: list[peek.LinkPeek], watched: set[str], pending: bool,
               created_at: int | None, now_ms: int,
-              opencode: dict[str, list[OpenCodeRow]],
+              stores: dict[str, list[StoreRow]],
               known: set[str] | None = None) -> Plan:
     """Decide what a hook run must do, from what it found and peeked (pure but for ``stat``).
 
@@ -169,7 +177,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
         pending: whether the manager has open notices.
         created_at: when the manager's session entry was created, or ``None``.
         now_ms: the time, epoch ms (lease expiry).
-        opencode: each OpenCode store's rows (change detection).
+        stores: each store's rows, by database path (change detection).
         known: the keys of every session entry (a watched session that has
             one was adopted already, with or without a link).
 
@@ -211,7 +219,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
                    key=lambda t: -(t.found.started_ms or 0))  # the newest first
     adopt = (*watched_new, *fresh)[:MAX_ADOPT_PER_RUN]
     watch = tuple({t.key: t for t in targets if t.linked and t.key not in watched}.values())
-    seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
+    seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in stores.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
                  and (link.lease_owner is None or link.lease_expires_at <= now_ms)
                  and _changed(link, seqs, listed.get(key)))
@@ -430,17 +438,17 @@ def _run(args: _Args, source: IO[bytes], out: TextIO,
         raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
     state_dir = Path(location).parent if not is_url else default_state_path().parent
     cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
-    opencode: dict[str, list[OpenCodeRow]] = {}
-    found = find_sessions(default_catalogs(), cache, opencode)
+    stores: dict[str, list[StoreRow]] = {}
+    found = find_sessions(default_catalogs(), cache, stores)
     now_ms = time.time_ns() // 1_000_000
     if not is_url:
-        plan = _peek_plan(location, hook, watcher, args, found, now_ms, opencode)
+        plan = _peek_plan(location, hook, watcher, args, found, now_ms, stores)
         if plan is not None and plan.idle:
             cache.save()
             return
     else:
         plan = None
-    _work(location, hook, watcher, args, found, opencode, out, plan,
+    _work(location, hook, watcher, args, found, stores, out, plan,
           lambda: _finish(cache, exit_now))
     cache.save()
 
@@ -465,14 +473,14 @@ def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
 
 def _peek_plan(location: str, hook: HookInput, watcher: str, args: _Args,
                found: list[Found], now_ms: int,
-               opencode: dict[str, list[OpenCodeRow]]) -> Plan | None:
+               stores: dict[str, list[StoreRow]]) -> Plan | None:
     """The plan from a cheap read, or ``None`` when the file cannot be peeked at."""
     try:
         conn = peek.open_peek(location)
     except peek.PeekUnavailable:
         return None  # no signal log yet (or another schema): the gateway makes it
     try:
-        return _plan_from(conn, hook, watcher, args, found, opencode)
+        return _plan_from(conn, hook, watcher, args, found, stores)
     finally:
         conn.close()
 
@@ -488,7 +496,7 @@ def _is_new(found: Found, since_ms: int) -> bool:
 
 
 def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list[Found],
-          opencode: dict[str, list[OpenCodeRow]], out: TextIO, plan: Plan | None,
+          stores: dict[str, list[StoreRow]], out: TextIO, plan: Plan | None,
           acknowledged: Callable[[], None]) -> None:
     """The warm path: a gateway adopts, watches, scans, prints and acknowledges."""
     from actors import AdoptRequest, Gateway, GatewayConfig  # noqa: PLC0415 - warm path only
@@ -501,7 +509,7 @@ def _work(location: str, hook: HookInput, watcher: str, args: _Args, found: list
         try:
             if plan is None:  # no peek before (PostgreSQL, or a file made just now)
                 with gw.read_pool.connection() as conn:
-                    plan = _plan_from(conn, hook, watcher, args, found, opencode)
+                    plan = _plan_from(conn, hook, watcher, args, found, stores)
             _apply(gw, AdoptRequest, hook, watcher, plan)
             # Scans are done: the next prompt's hook may scan at once (this process
             # ends without closing, so its leases would otherwise last lease_ms).
@@ -547,13 +555,13 @@ def _one_at_a_time(location: str, watcher: str) -> Iterator[None]:
 
 
 def _plan_from(conn: Any, hook: HookInput, watcher: str, args: _Args, found: list[Found],
-               opencode: dict[str, list[OpenCodeRow]]) -> Plan:
+               stores: dict[str, list[StoreRow]]) -> Plan:
     return plan_work(hook=hook, watcher=watcher, agent=args.agent, scope=args.scope,
                      found=found, links=peek.links(conn),
                      watched=peek.watched_targets(conn, watcher),
                      pending=bool(peek.pending(conn, watcher)),
                      created_at=peek.session_created_at(conn, watcher),
-                     now_ms=time.time_ns() // 1_000_000, opencode=opencode,
+                     now_ms=time.time_ns() // 1_000_000, stores=stores,
                      known=peek.session_keys(conn))
 
 
