@@ -177,7 +177,7 @@ def glob_sessions(source: str, root: Path, pattern: str,
         source: the source's name.
         root: the catalog directory (missing: nothing is found).
         pattern: a glob relative to ``root`` (``"*/*.jsonl"``, ``"**/x-*.jsonl"``).
-        thread_of: the session id from a file's name without ``.jsonl``.
+        thread_of: the session id from a file's name without its suffix.
 
     Sorted by path components, as :mod:`pathlib` sorts. Strings, no ``Path`` per
     file: thousands of sessions are listed at every prompt of ``ssa hook``.
@@ -189,8 +189,7 @@ def glob_sessions(source: str, root: Path, pattern: str,
                              recursive=True, include_hidden=True),
                    key=lambda p: p.split(os.sep))
     for path in paths:
-        stem = os.path.basename(path)
-        stem = stem.removesuffix(".jsonl")
+        stem = os.path.splitext(os.path.basename(path))[0]
         yield Candidate(source=source, path=path, thread_id=thread_of(stem))
 
 
