@@ -29,7 +29,7 @@ MAX_LINES = 560
 STILL_LARGE = {
     "actors/agents/hook.py", "actors/agents/install.py", "actors/cli/watch.py",
     "actors/facade/gateway.py", "actors/monitors/service.py", "actors/upstream/claude.py",
-    "actors/upstream/longline.py", "actors/upstream/opencode.py", "persistence/_postgres.py",
+    "actors/upstream/longline.py", "persistence/_postgres.py",
     "persistence/_writer.py",
 }
 """Modules still over the limit while the layout issue splits them (to be emptied)."""

@@ -15,7 +15,7 @@ import apsw
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
-from actors.upstream.opencode import unwrapped_id
+from actors.upstream.opencode_classify import unwrapped_id
 
 __all__ = ["OpenCodeTranscript", "sample", "type_turn"]
 
