@@ -4,6 +4,8 @@ The light half (locations, discovery) is here; the line classifier is
 :mod:`actors.upstream.claude` (with :mod:`actors.upstream.claude_copies`
 for rows copied from an earlier session), its sample writer
 :mod:`actors.upstream.kit.claude`.
+
+Its heavy half is :data:`actors.upstream.claude_reading.READING`.
 """
 
 from __future__ import annotations
@@ -39,14 +41,9 @@ def discover(root: Path) -> Iterator[Candidate]:
 @functools.cache
 def reading() -> Reading:
     """Claude Code's heavy half (loaded once, on first use; any thread)."""
-    from actors.upstream import jsonl  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
-    from actors.upstream.claude import classify_claude_line  # noqa: PLC0415
-    from actors.upstream.claude_copies import claude_copy_classifier  # noqa: PLC0415
-    from actors.upstream.common import cwd_in  # noqa: PLC0415
-    from actors.upstream.kit.claude import sample, type_turn  # noqa: PLC0415
+    from actors.upstream.claude_reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
 
-    return jsonl.line_reading(classify_claude_line, classify_at=claude_copy_classifier,
-                              project=cwd_in, sample=sample, type_turn=type_turn)
+    return READING
 
 
 CLAUDE = Source(name=NAME, title="Claude Code", flag=NAME, metavar="DIR", holds="file",

@@ -3,6 +3,8 @@
 The light half (locations, discovery) is here; the line classifier and the
 ``session_meta`` header's verdict are :mod:`actors.upstream.codex`, its
 sample writer :mod:`actors.upstream.kit.codex`.
+
+Its heavy half is :data:`actors.upstream.codex_reading.READING`.
 """
 
 from __future__ import annotations
@@ -43,16 +45,9 @@ def discover(root: Path) -> Iterator[Candidate]:
 @functools.cache
 def reading() -> Reading:
     """Codex's heavy half (loaded once, on first use; any thread)."""
-    from actors.upstream import jsonl  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
-    from actors.upstream.codex import (  # noqa: PLC0415
-        classify_codex_line,
-        codex_header_verdict,
-        codex_project,
-    )
-    from actors.upstream.kit.codex import sample, type_turn  # noqa: PLC0415
+    from actors.upstream.codex_reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
 
-    return jsonl.line_reading(classify_codex_line, header=codex_header_verdict,
-                              project=codex_project, sample=sample, type_turn=type_turn)
+    return READING
 
 
 CODEX = Source(name=NAME, title="Codex", flag=NAME, metavar="DIR", holds="file",

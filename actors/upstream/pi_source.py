@@ -3,6 +3,8 @@
 The light half (locations, discovery) is here; the line classifier and the
 header's verdict are :mod:`actors.upstream.pi`, its sample writer
 :mod:`actors.upstream.kit.pi`.
+
+Its heavy half is :data:`actors.upstream.pi_reading.READING`.
 """
 
 from __future__ import annotations
@@ -37,12 +39,9 @@ def discover(root: Path) -> Iterator[Candidate]:
 @functools.cache
 def reading() -> Reading:
     """Pi's heavy half (loaded once, on first use; any thread)."""
-    from actors.upstream import jsonl  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
-    from actors.upstream.kit.pi import sample, type_turn  # noqa: PLC0415
-    from actors.upstream.pi import classify_pi_line, pi_header_verdict, pi_project  # noqa: PLC0415
+    from actors.upstream.pi_reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
 
-    return jsonl.line_reading(classify_pi_line, header=pi_header_verdict, project=pi_project,
-                              sample=sample, type_turn=type_turn)
+    return READING
 
 
 PI = Source(name=NAME, title="Pi", flag=NAME, metavar="DIR", holds="file",
