@@ -30,21 +30,18 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (start-up cost)
+    from typing import Literal, TypeAlias
+
     from actors.upstream.reading import Reading
+
+    Holds: TypeAlias = Literal["file", "store"]
+    Locations: TypeAlias = Callable[[Mapping[str, str], Path], list[Path]]
 
 __all__ = ["HEAD_BYTES", "Candidate", "Source", "StoreRow", "glob_sessions",
            "json_head", "note_store_problem", "only_itself", "unreadable_store"]
-
-Holds = Literal["file", "store"]
-"""``"file"``: one session per transcript file, under a catalog directory;
-``"store"``: many sessions in one database file (the catalog is that file)."""
-
-Locations = Callable[[Mapping[str, str], Path], list[Path]]
-"""``(environment, home) -> standard catalog roots`` (whether or not they exist)."""
-
 
 class Candidate(NamedTuple):
     """One upstream session found in a catalog.
@@ -137,10 +134,11 @@ class Source(NamedTuple):
         flag: ``ssa watch``'s catalog option without dashes (``--claude``);
             the parsed value is ``args.<name>``.
         metavar: what the option takes (``"DIR"``, ``"DB"``).
-        holds: ``"file"`` (one session per file) or ``"store"`` (sessions
-            are rows of one database; adoption needs the session id).
-        locations: its standard catalog roots, honouring its environment
-            overrides (see :data:`Locations`).
+        holds: ``"file"`` (one session per transcript file, under a catalog
+            directory) or ``"store"`` (sessions are rows of one database file,
+            which is the catalog; adoption needs the session id).
+        locations: ``(environment, home) -> its standard catalog roots``
+            (whether or not they exist), honouring its environment overrides.
         discover: ``root -> sessions`` found there (a missing root: none;
             never raises).
         no_link: why a session it adopts without an upstream link gets
