@@ -337,7 +337,7 @@ def test_plan_skips_a_changed_link_whose_scan_lease_another_process_holds(home: 
               for link in links]
     args = {"hook": hook, "watcher": watcher, "agent": "main", "scope": "project", "found": [],
             "watched": watched, "pending": False, "created_at": 1, "now_ms": now,
-            "opencode": {}}
+            "stores": {}}
     free = hookplan.plan_work(links=links, **args)  # type: ignore[arg-type]
     assert free.scan == (f"agent:main:codex:{home.worker.thread_id}",)
     busy = hookplan.plan_work(links=leased, **args)  # type: ignore[arg-type]

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from actors.testing._turns import Compaction, Interrupt
 
 from actors.testing import Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
-from actors.testing._gemini import GeminiSession, gemini_logs_json
-from actors.testing._turns import Compaction, Interrupt
 from actors.upstream import gemini as g
+from actors.upstream.kit.gemini import GeminiSession, gemini_logs_json
 
 
 def _decided(path: Path) -> list[tuple[str, bool, str]]:

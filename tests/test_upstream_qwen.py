@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.testing import Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
-from actors.testing._qwen import QwenSession
 from actors.testing._turns import Compaction
+
+from actors.testing import Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
 from actors.upstream import qwen as q
+from actors.upstream.kit.qwen import QwenSession
 
 
 def test_typed_tool_slash_compaction_notification(tmp_path: Path) -> None:

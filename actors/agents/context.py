@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
+from actors.upstream.sources import find_source
+
 __all__ = ["MAX_CONTEXT_CHARS", "MAX_EVENTS_PER_NOTICE", "NoticeView", "SummaryEvent",
            "render_context"]
 
@@ -24,7 +26,6 @@ MAX_CONTEXT_CHARS = 9000
 """Longest context printed, in characters (Claude Code caps hook output at 10,000)."""
 MAX_EVENTS_PER_NOTICE = 5
 """Changes summarized under one notice; the rest are counted, with how to read them."""
-_SOURCE_NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode", "pi": "Pi"}
 
 
 class SummaryEvent(NamedTuple):
@@ -73,7 +74,8 @@ def _block(notice: NoticeView) -> str:
                      f"{_when(event.occurred_at)}: {event.summary}")
     where = []
     if notice.source is not None:
-        where.append(f"{_SOURCE_NAMES.get(notice.source, notice.source)} session")
+        source = find_source(notice.source)
+        where.append(f"{source.title if source is not None else notice.source} session")
     if notice.cwd:
         where.append(f"in {notice.cwd}")
     if notice.path:

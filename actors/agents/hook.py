@@ -47,7 +47,7 @@ from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of, parse, pa
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInput, HookInputError, parse_hook_input
 from actors.agents.hookplan import Plan, plan_from
-from actors.agents.sessions import CwdCache, Found, OpenCodeRow, find_sessions
+from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
@@ -126,11 +126,11 @@ def _run(args: HookArgs, source: IO[bytes], out: TextIO,
         raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
     state_dir = Path(location).parent if not is_url else default_state_path().parent
     cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
-    opencode: dict[str, list[OpenCodeRow]] = {}
-    found = find_sessions(default_catalogs(), cache, opencode)
+    stores: dict[str, list[StoreRow]] = {}
+    found = find_sessions(default_catalogs(), cache, stores)
     now_ms = time.time_ns() // 1_000_000
     if not is_url:
-        plan = _peek_plan(location, hook, watcher, args, found, now_ms, opencode)
+        plan = _peek_plan(location, hook, watcher, args, found, now_ms, stores)
         if plan is not None and plan.idle:
             cache.save()
             return
@@ -139,7 +139,7 @@ def _run(args: HookArgs, source: IO[bytes], out: TextIO,
     # The warm path pulls in the engine: imported only when there is work (cold start).
     from actors.agents.hookwarm import work  # noqa: PLC0415 - scripts/bench_hook.py
 
-    work(location, hook, watcher, args, found, opencode, out, plan,
+    work(location, hook, watcher, args, found, stores, out, plan,
          lambda: _finish(cache, exit_now))
     cache.save()
 
@@ -164,7 +164,7 @@ def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
 
 def _peek_plan(location: str, hook: HookInput, watcher: str, args: HookArgs,
                found: list[Found], now_ms: int,
-               opencode: dict[str, list[OpenCodeRow]]) -> Plan | None:
+               stores: dict[str, list[StoreRow]]) -> Plan | None:
     """The plan from a cheap read, or ``None`` when the file cannot be peeked at."""
     try:
         conn = peek.open_peek(location)
@@ -172,6 +172,6 @@ def _peek_plan(location: str, hook: HookInput, watcher: str, args: HookArgs,
         return None  # no signal log yet (or another schema): the gateway makes it
     try:
         return plan_from(conn, hook, watcher, agent=args.agent, scope=args.scope, found=found,
-                         opencode=opencode)
+                         stores=stores)
     finally:
         conn.close()

@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 from actors.agents.hookinput import HookInput
 from actors.agents.project import project_of
-from actors.agents.sessions import Found, OpenCodeRow
+from actors.agents.sessions import Found, StoreRow
+from actors.upstream.sources import find_source
 from persistence import peek
 
 __all__ = ["MAX_ADOPT_PER_RUN", "Plan", "Target", "plan_from", "plan_work"]
@@ -64,7 +65,13 @@ def _key(agent: str, found: Found) -> str:
     return f"agent:{agent}:{found.source}:{found.thread_id}"
 
 
-def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
+def _in_store(source: str) -> bool:
+    """Whether ``source``'s sessions are rows of a store (its marker keeps their ``seq``)."""
+    found = find_source(source)
+    return found is not None and found.holds == "store"
+
+
+def _changed(link: peek.LinkPeek, stores: dict[str, dict[str, int]],
              listed: Found | None) -> bool:
     """Whether ``link``'s source may hold something its marker has not read.
 
@@ -73,14 +80,15 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
     """
     if link.host_id != "gateway:local":
         return False  # read through a paired node's host: not ours to scan
-    if listed is not None and listed.stat is not None and link.source != "opencode":
+    in_store = _in_store(link.source)
+    if listed is not None and listed.stat is not None and not in_store:
         marker = link.marker
         return listed.stat != (marker.get("inode"), marker.get("offset"))
     path = link.path
     if path is None:
         return False
-    if link.source == "opencode":
-        seqs = opencode.get(path)
+    if in_store:
+        seqs = stores.get(path)
         if seqs is None:
             return False  # the store is not in a catalog this run lists
         seq = seqs.get(link.thread_id)
@@ -96,7 +104,7 @@ def _changed(link: peek.LinkPeek, opencode: dict[str, dict[str, int]],
 def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: list[Found],
               links: list[peek.LinkPeek], watched: set[str], pending: bool,
               created_at: int | None, now_ms: int,
-              opencode: dict[str, list[OpenCodeRow]],
+              stores: dict[str, list[StoreRow]],
               known: set[str] | None = None) -> Plan:
     """Decide what a hook run must do, from what it found and peeked (pure but for ``stat``).
 
@@ -111,7 +119,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
         pending: whether the manager has open notices.
         created_at: when the manager's session entry was created, or ``None``.
         now_ms: the time, epoch ms (lease expiry).
-        opencode: each OpenCode store's rows (change detection).
+        stores: each store's rows, by database path (change detection).
         known: the keys of every session entry (a watched session that has
             one was adopted already, with or without a link).
 
@@ -153,7 +161,7 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
                    key=lambda t: -(t.found.started_ms or 0))  # the newest first
     adopt = (*watched_new, *fresh)[:MAX_ADOPT_PER_RUN]
     watch = tuple({t.key: t for t in targets if t.linked and t.key not in watched}.values())
-    seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in opencode.items()}
+    seqs = {db: {row.session_id: row.seq for row in rows} for db, rows in stores.items()}
     scan = tuple(key for key in sorted(watched) if (link := by_key.get(key)) is not None
                  and (link.lease_owner is None or link.lease_expires_at <= now_ms)
                  and _changed(link, seqs, listed.get(key)))
@@ -164,13 +172,13 @@ def plan_work(*, hook: HookInput, watcher: str, agent: str, scope: str, found: l
 
 
 def plan_from(conn: Any, hook: HookInput, watcher: str, *, agent: str, scope: str,
-              found: list[Found], opencode: dict[str, list[OpenCodeRow]]) -> Plan:
+              found: list[Found], stores: dict[str, list[StoreRow]]) -> Plan:
     """:func:`plan_work` with what ``conn`` (a signal-log connection) holds now.
 
     Args:
         conn: an APSW connection of :mod:`persistence.peek` or of a gateway's
             read pool.
-        hook, watcher, agent, scope, found, opencode: as for :func:`plan_work`.
+        hook, watcher, agent, scope, found, stores: as for :func:`plan_work`.
 
     Caller's thread; blocks on a few reads.
     """
@@ -179,5 +187,5 @@ def plan_from(conn: Any, hook: HookInput, watcher: str, *, agent: str, scope: st
                      watched=peek.watched_targets(conn, watcher),
                      pending=bool(peek.pending(conn, watcher)),
                      created_at=peek.session_created_at(conn, watcher),
-                     now_ms=time.time_ns() // 1_000_000, opencode=opencode,
+                     now_ms=time.time_ns() // 1_000_000, stores=stores,
                      known=peek.session_keys(conn))

@@ -23,7 +23,7 @@ from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEven
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
 from actors.agents.hookinput import HookInput, render_output
 from actors.agents.hookplan import Plan, plan_from
-from actors.agents.sessions import Found, OpenCodeRow
+from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
 from actors.facade.gateway import Gateway
 from actors.monitors.service import AdoptRequest
@@ -55,7 +55,7 @@ def _is_new(found: Found, since_ms: int) -> bool:
 
 
 def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: list[Found],
-         opencode: dict[str, list[OpenCodeRow]], out: TextIO, plan: Plan | None,
+         stores: dict[str, list[StoreRow]], out: TextIO, plan: Plan | None,
          acknowledged: Callable[[], None]) -> None:
     """The warm path: a gateway adopts, watches, scans, prints and acknowledges.
 
@@ -65,7 +65,7 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
         watcher: the manager's key.
         args: the command line (``--agent``, ``--scope``, ``--timeout``).
         found: every session in the catalogs.
-        opencode: each OpenCode store's rows.
+        stores: each store's rows, by database path.
         out: where the tool's output goes.
         plan: the plan of the peek, or ``None`` (no peek: it is made here).
         acknowledged: called right after the printed notices were acknowledged.
@@ -85,7 +85,7 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
             if plan is None:  # no peek before (PostgreSQL, or a file made just now)
                 with gw.read_pool.connection() as conn:
                     plan = plan_from(conn, hook, watcher, agent=args.agent,
-                                     scope=args.scope, found=found, opencode=opencode)
+                                     scope=args.scope, found=found, stores=stores)
             _apply(gw, hook, watcher, plan)
             # Scans are done: the next prompt's hook may scan at once (this process
             # ends without closing, so its leases would otherwise last lease_ms).

@@ -29,7 +29,8 @@ from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.errors import SessionStateError
 from actors.facade import validate as v
 from actors.facade.gateway import default_state_path
-from actors.monitors.where import UpstreamWhere, where_of
+from actors.monitors.where import UpstreamWhere, in_store, where_of
+from actors.upstream.sources import all_sources, source_names
 from persistence import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -95,9 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
     watch.add_argument("--db", type=_db_path, help=db_help)
-    for source, what in (("claude", "DIR"), ("codex", "DIR"), ("opencode", "DB"), ("pi", "DIR")):
-        watch.add_argument(f"--{source}", action="append", metavar=what,
-                           help=f"{source} catalog (repeatable; default: its standard location)")
+    for source in all_sources():
+        watch.add_argument(f"--{source.flag}", dest=source.name, action="append",
+                           metavar=source.metavar, help=f"{source.title} catalog (repeatable; "
+                           "default: its standard location)")
     watch.add_argument("--watcher", default=DEFAULT_WATCHER, help="watcher session key")
     watch.add_argument("--interval", type=float, default=10.0, metavar="S",
                        help="seconds between fallback scans (default 10); with file "
@@ -127,9 +129,12 @@ def _parser() -> argparse.ArgumentParser:
                    "session for its next turn (ssa hook --help)")
     classify = sub.add_parser(
         "classify", help="show why each unit of an upstream transcript does or does not count")
-    classify.add_argument("--source", required=True, choices=("claude", "codex", "opencode", "pi"))
-    classify.add_argument("path", type=Path, help="transcript file (OpenCode: opencode.db)")
-    classify.add_argument("--session", help="OpenCode session id (required for opencode)")
+    stores = [s.name for s in all_sources() if s.holds == "store"]
+    classify.add_argument("--source", required=True, choices=source_names())
+    classify.add_argument("path", type=Path, help="transcript file (a store source: its "
+                          f"database; {', '.join(stores) or 'none'})")
+    classify.add_argument("--session", help="session id in a store (required for "
+                          f"{', '.join(stores) or 'none'})")
     _add_agent_commands(sub)
     return parser
 
@@ -221,13 +226,13 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _missing_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The ``--claude``/``--codex``/``--opencode``/``--pi`` paths given that do not exist.
+    """The catalog paths given (``--claude DIR`` ...) that do not exist.
 
     Only explicit paths count: the standard locations may be absent (a tool
     not installed). Caller's thread; one ``stat`` per path.
     """
-    return [(f"--{source}", path) for source in ("claude", "codex", "opencode", "pi")
-            for path in (getattr(args, source, None) or []) if not os.path.exists(path)]
+    return [(f"--{source.flag}", path) for source in all_sources()
+            for path in (getattr(args, source.name, None) or []) if not os.path.exists(path)]
 
 
 def _check_exec_options(args: argparse.Namespace) -> None:
@@ -385,12 +390,12 @@ def _json_row(encoder: msgspec.json.Encoder, row: SessionRow,
 
 
 def _upstream_cell(where: UpstreamWhere | None) -> str:
-    """``ssa list``'s UPSTREAM column: the transcript (OpenCode: ``store#session``) or ``-``."""
+    """``ssa list``'s UPSTREAM column: the transcript (a store: ``store#session``) or ``-``."""
     if where is None:
         return "-"
     if where.node is not None:
         return f"node:{where.node}#{where.thread_id}"
-    if where.source == "opencode":
+    if in_store(where.source):
         return f"{where.path}#{where.thread_id}"
     return where.path or "-"
 

@@ -12,6 +12,7 @@ import msgspec
 from actors.errors import SessionStateError
 from actors.facade.gateway import Gateway
 from actors.testing.samples import append_typed_turn, write_sample_catalog
+from actors.upstream.sources import all_sources
 
 __all__ = ["run_demo"]
 
@@ -35,9 +36,15 @@ def _show(label: str, lines: list[str]) -> None:
         _say(f"     | {line}")
 
 
+_COUNT = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
 def _upstream_step(gw: Gateway, tmp: Path) -> None:
-    _step(4, "The gateway adopts sessions of four other coding agents.",
-          "Claude Code, Codex, OpenCode and Pi sessions are written to a sample "
+    sources = all_sources()
+    titles = [s.title for s in sources]
+    _step(4, f"The gateway adopts sessions of {_COUNT.get(len(titles), str(len(titles)))} "
+          "other coding agents.",
+          f"{', '.join(titles[:-1])} and {titles[-1]} sessions are written to a sample "
           "catalog; each adopted session is linked at its current end and watched.")
     samples = write_sample_catalog(tmp / "catalog")
     for source, sample in samples.items():
@@ -45,8 +52,8 @@ def _upstream_step(gw: Gateway, tmp: Path) -> None:
         link = gw.adopt(key, source=source, path=sample.path, thread_id=sample.thread_id)
         gw.watch(MANAGER, key)
         _say(f"   adopted {key} ({'linked' if link else 'not linked'})")
-    _say("   A person types straight into the Claude Code session (one JSONL row).")
-    append_typed_turn(samples["claude"], "Please also bump the version")
+    _say(f"   A person types straight into the {sources[0].title} session.")
+    append_typed_turn(samples[sources[0].name], "Please also bump the version")
     recorded = gw.scan_upstream()
     _say(f"   scan_upstream recorded: {[e.summary for e in recorded]}")
     _show("manager's queued notices", gw.pending_notices(MANAGER))

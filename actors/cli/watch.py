@@ -28,9 +28,11 @@ from actors.facade.gateway import Gateway
 from actors.facade.values import SessionStateEvent
 from actors.monitors.catalogfeed import CatalogFeed
 from actors.monitors.service import AdoptRequest
-from actors.monitors.where import UpstreamWhere, describe, where_of
+from actors.monitors.where import UpstreamWhere, describe, in_store, where_of
 from actors.upstream.baseline import first_line_pending
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
+from actors.upstream.source import Source
+from actors.upstream.sources import all_sources, find_source
 from persistence.keys import agent_id_of, key_problem
 
 __all__ = ["NOTICE_PATTERN", "NoticeRecord", "run_watch"]
@@ -40,11 +42,8 @@ logger = logging.getLogger(__name__)
 NOTICE_PATTERN = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
 """Finds the target and base version in a notice line."""
 
-SOURCES = ("claude", "codex", "opencode", "pi")
 ADOPT_BATCH = 512
 """Candidates handed to ``Gateway.adopt_many`` at once (progress is shown per batch)."""
-_NOT_MONITORED = {"pi": "legacy Pi format", "codex": "Codex thread not started by a user",
-                  "opencode": "OpenCode child or opencode-run session"}
 NEW_FILE_SLACK_MS = 1000
 """A transcript last written at most this long before watching began still counts
 as new when it is first seen later (file system timestamps are coarse)."""
@@ -126,19 +125,20 @@ def _is_tty(stream: TextIO | None) -> bool:
 
 def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
     """``(catalogs, places looked, given on the command line)``."""
-    given = [(source, Path(p)) for source in SOURCES for p in (getattr(args, source) or [])]
+    names = [source.name for source in all_sources()]
+    given = [(name, Path(p)) for name in names for p in (getattr(args, name, None) or [])]
     if given:
         return given, [f"{s}: {p}" for s, p in given], True
     defaults = default_catalogs()
-    found = [(s, p) for s in SOURCES for p in defaults[s] if p.exists()]
-    looked = [f"{s}: {p}" for s in SOURCES for p in defaults[s]]
+    found = [(s, p) for s in names for p in defaults[s] if p.exists()]
+    looked = [f"{s}: {p}" for s in names for p in defaults[s]]
     return found, looked, False
 
 
 def _all_default_catalogs() -> list[tuple[str, Path]]:
     """Every standard location, whether or not it exists (rediscovery looks at all)."""
     defaults = default_catalogs()
-    return [(s, p) for s in SOURCES for p in defaults[s]]
+    return [(s.name, p) for s in all_sources() for p in defaults[s.name]]
 
 
 Announce = Callable[[Candidate, str, str | None, bool], None]
@@ -150,17 +150,29 @@ def is_new_since(candidate: Candidate, started_ms: int) -> bool:
 
     A JSONL transcript counts as new when it was last written after watching
     began (less :data:`NEW_FILE_SLACK_MS`): it was created since, so all of it
-    is new. A file moved in with an old modification time is not. OpenCode's
-    sessions are rows of one database: a session id first seen later is new.
-    Blocks on one ``stat``; never raises.
+    is new. A file moved in with an old modification time is not. A store
+    source's sessions are rows of one database: a session id first seen
+    later is new. Blocks on one ``stat``; never raises.
     """
-    if candidate.source == "opencode":
+    if in_store(candidate.source):
         return True
     try:
         written_ms = os.stat(candidate.path).st_mtime_ns // 1_000_000
     except OSError:
         return False
     return written_ms >= started_ms - NEW_FILE_SLACK_MS
+
+
+def _no_link(source: str) -> str:
+    """Why a session of ``source`` adopted without a link gets none, in a person's words."""
+    found = find_source(source)
+    return found.no_link if found is not None else "not monitorable"
+
+
+def catalog_options(sources: tuple[Source, ...] | None = None) -> str:
+    """``"--claude DIR, --codex DIR, --opencode DB or --pi DIR"``: the catalog options (pure)."""
+    options = [f"--{s.flag} {s.metavar}" for s in (sources or all_sources())]
+    return options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1]
 
 
 class _Adopter:
@@ -230,7 +242,7 @@ class _Adopter:
                     self.adopted[candidate.source] += 1
                     self.linked.append(key)
                 elif self.gw.session_status(key).state_version:
-                    why = _NOT_MONITORED.get(candidate.source, "not monitorable")
+                    why = _no_link(candidate.source)
                 else:
                     if first_line_pending(candidate.source, candidate.path):
                         # Its header is still being written: nothing was recorded.
@@ -372,7 +384,9 @@ def _discover_all(catalogs: list[tuple[str, Path]], err: TextIO, *, warn: bool
         found = list(discover(source, root))
         if warn and not found and unreadable_store(root) is None:  # else it said why
             why = "does not exist" if not root.exists() else "holds no sessions"
-            err.write(f"ssa watch: --{source} {root} {why}\n")
+            found_source = find_source(source)
+            flag = found_source.flag if found_source is not None else source
+            err.write(f"ssa watch: --{flag} {root} {why}\n")
         candidates += found
     return candidates
 
@@ -410,8 +424,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             out.write("ssa watch: no session catalogs found. Looked in:\n")
             for place in looked:
                 out.write(f"  {place}\n")
-            out.write("Point it elsewhere with --claude DIR, --codex DIR, --opencode DB or "
-                      "--pi DIR.\n")
+            out.write(f"Point it elsewhere with {catalog_options()}.\n")
         return 0
     stop, attention = threading.Event(), threading.Event()
 
@@ -488,7 +501,7 @@ def _catalog_feed(catalogs: list[tuple[str, Path]], on_new: _Appeared) -> Iterat
     """Watch the JSONL catalog roots for new entries while the block runs (see
     :mod:`actors.monitors.catalogfeed`); ``on_new`` gets the roots as given in ``catalogs``."""
     by_abs = {Path(os.path.abspath(root)): root for source, root in catalogs
-              if source != "opencode"}
+              if not in_store(source)}
     if not by_abs:
         yield
         return

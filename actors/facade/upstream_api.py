@@ -24,8 +24,9 @@ from actors.errors import (
 )
 from actors.facade import validate as v
 from actors.monitors.filefeed import ChangeFeed
-from actors.monitors.service import SOURCES, AdoptRequest, UpstreamService
+from actors.monitors.service import AdoptRequest, UpstreamService
 from actors.upstream.claude_node import NodeTranscriptReader
+from actors.upstream.sources import find_source, source_names
 from persistence import (
     SessionStateEvent,
     UpstreamLink,
@@ -50,16 +51,18 @@ def _checked(request: AdoptRequest) -> AdoptRequest:
     agent = v.check_agent_id(request.agent_id) or agent_id_of(key)
     if not isinstance(source, str):
         raise v.ArgumentTypeError(f"source must be a str, not {type(source).__name__}")
-    if source not in SOURCES:
-        raise InvalidArgument(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+    kind = find_source(source)
+    if kind is None:
+        raise InvalidArgument(f"source must be one of {sorted(source_names())}, not {source!r}")
     if not isinstance(path, str | os.PathLike):
         raise v.ArgumentTypeError(f"path must be a path, not {type(path).__name__}")
     file_path = str(v.check_text(os.fspath(path), "path", max_length=4096))
     v.check_optional_key(request.thread_id, "thread_id")
     if not isinstance(request.from_start, bool):
         raise v.ArgumentTypeError("from_start must be a bool")
-    if source == "opencode" and request.thread_id is None:
-        raise InvalidArgument("thread_id (the OpenCode session id) is required for opencode")
+    if kind.holds == "store" and request.thread_id is None:
+        raise InvalidArgument(f"thread_id (the {kind.title} session id) is required for "
+                              f"{kind.name}")
     return msgspec.structs.replace(request, agent_id=agent, path=file_path)
 
 

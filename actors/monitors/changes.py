@@ -3,8 +3,9 @@
 A scan cycle over thousands of adopted sessions must cost about what it
 costs to look at each file, not a scan of each. So every link carries the
 *fingerprint* of its source as of the last scan that settled it (device,
-inode, size and modification time of the transcript; of the OpenCode
-database and its WAL) together with the link's ``updated_at``. A cycle
+inode, size and modification time of each file its source's
+``watch_files`` names: a transcript, or a store and its WAL) together
+with the link's ``updated_at``. A cycle
 scans a link only when either differs; anything that could make a scan
 find news (bytes appended, the file replaced, rotated, truncated or
 rewritten, the marker rebased by a re-adoption) changes one of them.
@@ -19,6 +20,8 @@ from __future__ import annotations
 import os
 import stat
 
+from actors.upstream.source import only_itself
+from actors.upstream.sources import find_source
 from persistence import UpstreamLink
 
 __all__ = ["Fingerprint", "fingerprint", "watch_paths"]
@@ -55,26 +58,29 @@ def fingerprint(link: UpstreamLink) -> Fingerprint | None:
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return None
-    main = _stat_key(path)
+    first, *rest = _files(link.source, path)
+    main = _stat_key(first)
     if main is None:
         return None
-    if link.source != "opencode":
-        return main
-    wal = _stat_key(path + "-wal")
-    return main + (wal if wal is not None else (0, 0, 0, 0))
+    for other in rest:  # a side file (a WAL) may come and go: absent is zeros
+        main += _stat_key(other) or (0, 0, 0, 0)
+    return main
+
+
+def _files(source: str, path: str) -> tuple[str, ...]:
+    found = find_source(source)
+    return (found.watch_files if found is not None else only_itself)(path)
 
 
 def watch_paths(link: UpstreamLink) -> tuple[str, ...]:
     """The files whose change events should trigger a scan of ``link`` (may be empty).
 
-    A JSONL transcript is its own file; an OpenCode store is the database
-    and its WAL. Pure; any thread.
+    A transcript is its own file; a store is its database and WAL (the
+    source's ``watch_files``). Pure; any thread.
     """
     if link.host_id.startswith("node:"):
         return ()
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return ()
-    if link.source == "opencode":
-        return (path, path + "-wal")
-    return (path,)
+    return _files(link.source, path)

@@ -15,15 +15,10 @@ import pykka
 from actors.engine.base import GatewayActor
 from actors.monitors.changes import Fingerprint, fingerprint
 from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
-from actors.upstream.files import file_state
-from actors.upstream.scan import (
-    OpenCodeHint,
-    PendingLine,
-    ScanResult,
-    line_classifier,
-    scan_jsonl,
-    scan_opencode,
-)
+from actors.upstream.reading import ScanContext
+from actors.upstream.scan import PendingLine, ScanResult, StoreHint
+from actors.upstream.source import Source
+from actors.upstream.sources import find_source
 from persistence import (
     ClaimLink,
     CommitScan,
@@ -52,8 +47,8 @@ __all__ = [
     "SoonSet",
     "UpstreamMonitor",
     "hint_of",
-    "opencode_sequences",
     "scan_source",
+    "store_sequences",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,7 +60,8 @@ Publish = Callable[[Iterable[NoticeDescriptor]], None]
 class ScanLink(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan"):
     """Scan the link once now (answers a :class:`MonitorReport`)."""
 
-    opencode: OpenCodeHint | None = None
+    hint: StoreHint | None = None
+    """This cadence's change answer for a store source's session (``None``: ask alone)."""
 
 
 class ScanSoon(msgspec.Struct, frozen=True, kw_only=True, tag="monitor.scan-soon"):
@@ -159,7 +155,8 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     scan_cap_bytes: int
     missing_threshold: int
-    opencode_replay_window: int
+    replay_window: int
+    """Earlier user messages that mark a repeated text a replay (store sources)."""
     human_shape: str
     timeout: float
     busy_timeout_ms: int
@@ -168,7 +165,7 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
     lease_ms: int = 10_000
 
 
-def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: MonitorSettings,
+def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: MonitorSettings,
                 own_hashes: Container[str], node_readers: NodeReaders | None = None,
                 now: int = 0, node_pool: ReaderPool | None = None,
                 pending: PendingLine | None = None) -> ScanResult:
@@ -188,19 +185,16 @@ def scan_source(link: UpstreamLink, hint: OpenCodeHint | None, *, settings: Moni
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
         return ScanResult(kind="no_news", reason="no_local_path")
-    if link.source == "opencode":
-        return scan_opencode(path, link.thread_id, link.marker, hint, own_hashes=own_hashes,
-                             replay_window=settings.opencode_replay_window,
-                             busy_timeout_ms=settings.busy_timeout_ms)
-    try:
-        classify = line_classifier(link.source, path)
-    except KeyError:
+    source = find_source(link.source)
+    if source is None:
         return ScanResult(kind="no_news", reason="unknown_source")
-    return scan_jsonl(path, link.marker, classify=classify, cap=settings.scan_cap_bytes,
-                      own_hashes=own_hashes, pending=pending)
+    context = ScanContext(cap=settings.scan_cap_bytes, own_hashes=own_hashes, pending=pending,
+                          replay_window=settings.replay_window,
+                          busy_timeout_ms=settings.busy_timeout_ms)
+    return source.reading().scan(path, link.thread_id, link.marker, hint, context)
 
 
-def _settles(result: ScanResult, hint: OpenCodeHint | None) -> bool:
+def _settles(result: ScanResult, hint: StoreHint | None) -> bool:
     """Whether a scan's outcome holds until the source changes (then cycles may skip it).
 
     Not after a failure, a source found gone, a re-baseline that must be
@@ -220,47 +214,39 @@ def _settles(result: ScanResult, hint: OpenCodeHint | None) -> bool:
     return not result.more
 
 
-def opencode_sequences(path: str, thread_ids: list[str], busy_timeout_ms: int
-                       ) -> dict[str, int]:
-    """The current sequence of each of these OpenCode sessions in the store at ``path``.
+def store_sequences(source: Source, path: str, thread_ids: list[str],
+                    busy_timeout_ms: int) -> dict[str, int] | None:
+    """The current change sequence of each of these sessions in the store at ``path``.
 
-    A missing store holds none of them (empty result). Caller's thread;
-    blocks on one read-only query (at most ``busy_timeout_ms`` behind a lock).
+    ``None`` when ``source`` has no batched change query (a file source).
+    Caller's thread; blocks on the source's one query.
 
     Raises:
-        Exception: the store cannot be opened or queried (apsw errors,
-            undecodable rows); that proves nothing about the sessions.
+        Exception: the store cannot be opened or queried; that proves
+            nothing about the sessions.
     """
-    if file_state(path).kind == "missing":
-        return {}
-    from actors.upstream import opencode  # noqa: PLC0415
-
-    conn = opencode.open_opencode_db(path, busy_timeout_ms=busy_timeout_ms)
-    try:
-        return opencode.read_sequences(conn, thread_ids)
-    finally:
-        conn.close()
+    poll = source.reading().poll
+    return None if poll is None else poll(path, thread_ids, busy_timeout_ms)
 
 
-def hint_of(sequences: dict[str, int] | None, thread_id: str) -> OpenCodeHint:
-    """A session's hint from :func:`opencode_sequences` (``None``: the query failed). Pure."""
+def hint_of(sequences: dict[str, int] | None, thread_id: str) -> StoreHint:
+    """A session's hint from :func:`store_sequences` (``None``: the query failed). Pure."""
     if sequences is None:
-        return OpenCodeHint(state="failed")
+        return StoreHint(state="failed")
     if thread_id in sequences:
-        return OpenCodeHint(state="ok", seq=sequences[thread_id])
-    return OpenCodeHint(state="gone")
+        return StoreHint(state="ok", seq=sequences[thread_id])
+    return StoreHint(state="gone")
 
 
-def opencode_hint(link: UpstreamLink, busy_timeout_ms: int) -> OpenCodeHint:
-    """The sequence hint of one OpenCode link, queried on its own (never raises)."""
+def store_hint(source: Source, link: UpstreamLink, busy_timeout_ms: int) -> StoreHint:
+    """The change hint of one store link, queried on its own (never raises)."""
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
-        return OpenCodeHint(state="failed")
+        return StoreHint(state="failed")
     try:
-        sequences: dict[str, int] | None = opencode_sequences(
-            path, [link.thread_id], busy_timeout_ms)
+        sequences = store_sequences(source, path, [link.thread_id], busy_timeout_ms)
     except Exception as exc:  # apsw errors, undecodable rows: proves nothing
-        logger.debug("OpenCode sequence query on %s failed: %s", path, exc)
+        logger.debug("%s sequence query on %s failed: %s", source.title, path, exc)
         sequences = None
     return hint_of(sequences, link.thread_id)
 
@@ -336,7 +322,7 @@ class UpstreamMonitor(GatewayActor):
     def handle(self, message: Any) -> Any:
         """Run one scan (driving thread; blocks on bounded I/O and persistence)."""
         match message:
-            case ScanLink(opencode=hint):
+            case ScanLink(hint=hint):
                 return self._scan(hint)
             case ScanSoon():
                 if self._soon is not None:
@@ -361,7 +347,7 @@ class UpstreamMonitor(GatewayActor):
             self._state.logged = (reason, position)
             logger.log(level, text, self._key, *args)
 
-    def _scan(self, hint: OpenCodeHint | None) -> MonitorReport:
+    def _scan(self, hint: StoreHint | None) -> MonitorReport:
         self._state.settled = None  # until this scan settles the link again
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
@@ -379,8 +365,9 @@ class UpstreamMonitor(GatewayActor):
             return MonitorReport()
         if self._scanned is not None:
             self._scanned((self._key, self._agent_id))
-        if link.source == "opencode" and hint is None:
-            hint = opencode_hint(link, self._settings.busy_timeout_ms)
+        source = find_source(link.source)
+        if hint is None and source is not None and source.reading().poll is not None:
+            hint = store_hint(source, link, self._settings.busy_timeout_ms)
         seen = fingerprint(link)  # before reading: a later append changes it
         result = scan_source(link, hint, settings=self._settings, own_hashes=own,
                              node_readers=self._node_readers,
@@ -407,8 +394,9 @@ class UpstreamMonitor(GatewayActor):
             return MonitorReport(more=result.more)
         if result.kind == "no_news" and result.reason == "sequence_query_failed":
             self._log_once(logging.WARNING, result.reason, position,
-                           "upstream scan of %s: its OpenCode store cannot be queried (locked, "
-                           "corrupt or of an unknown schema); not counted as missing")
+                           "upstream scan of %s: its %s store cannot be queried (locked, "
+                           "corrupt or of an unknown schema); not counted as missing",
+                           source.title if source is not None else link.source)
             return MonitorReport()
         if result.kind == "no_news" and result.reason == "unclassifiable_line":
             self._log_once(logging.WARNING, result.reason, position,

@@ -26,18 +26,19 @@ from actors.monitors.link_monitor import (
     SoonSet,
     UpstreamMonitor,
     hint_of,
-    opencode_sequences,
+    store_sequences,
 )
-from actors.upstream.baseline import (
-    first_line_pending,
-    jsonl_baseline,
-    opencode_baseline,
-    source_key_of,
+from actors.upstream.baseline import Baseline, source_key_of
+from actors.upstream.claude_node import (
+    NODE_SOURCE,
+    NodeTranscriptReader,
+    ReaderPool,
+    node_baseline,
 )
-from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, node_baseline
 from actors.upstream.common import text_hash
-from actors.upstream.opencode_problems import store_problem
-from actors.upstream.scan import OpenCodeHint
+from actors.upstream.scan import StoreHint
+from actors.upstream.source import Source
+from actors.upstream.sources import find_source, source_names
 from persistence import (
     Command,
     LinkOutcome,
@@ -64,7 +65,9 @@ __all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
 
 logger = logging.getLogger(__name__)
 
-SOURCES = frozenset({"claude", "codex", "opencode", "pi"})
+SOURCES = frozenset(source_names())
+"""The built-in sources' names (the registry, :mod:`actors.upstream.sources`, is the list;
+``adopt`` checks against it at each call)."""
 SETTLE_MS = 500
 """How soon after a transcript was seen cut short its settling scan runs, in ms."""
 ADOPT_CHUNK = 256
@@ -122,7 +125,7 @@ class UpstreamService:
         self._timeout = config.ask_timeout_s
         self._settings = MonitorSettings(
             scan_cap_bytes=config.scan_cap_bytes, missing_threshold=config.missing_threshold,
-            opencode_replay_window=config.opencode_replay_window,
+            replay_window=config.opencode_replay_window,
             human_shape="human-per-group" if config.group_scope == "per-group" else "human",
             timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000),
             lease_owner=lease_owner, lease_ms=config.lease_ms)
@@ -218,17 +221,16 @@ class UpstreamService:
                   thread_id: str | None, from_start: bool, watcher: str | None = None,
                   ) -> UpsertLink | RecordEvent | None:
         """The command that adopts one session (``None``: its source is unreadable)."""
-        why: str | None = None
-        if source == "opencode":
-            assert thread_id is not None
-            found = opencode_baseline(path, session_id=thread_id, from_start=from_start)
-            baseline, why = (None, found) if isinstance(found, str) else (found, None)
-        else:
-            baseline = jsonl_baseline(source, path, thread_id=thread_id, from_start=from_start)
+        kind = find_source(source)
+        if kind is None:
+            logger.warning("cannot adopt %s: no source %r is registered", key, source)
+            return None
+        found = kind.reading().baseline(path, thread_id, from_start, 1000)
+        baseline = found if isinstance(found, Baseline) else None
         if baseline is None:
-            if why is not None:
-                logger.warning("cannot adopt %s: %s", key, why)
-            elif first_line_pending(source, path):
+            if isinstance(found, str):
+                logger.warning("cannot adopt %s: %s", key, found)
+            elif kind.reading().waiting(path):
                 logger.info("not adopting %s yet: its %s transcript has no complete first "
                             "line", key, source)
             else:
@@ -291,16 +293,16 @@ class UpstreamService:
         source_key = source_key_of(host_id, thread_id, ref)
         adopted = RecordEvent(
             session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
-            summary="session adopted from claude",
+            summary=f"session adopted from {NODE_SOURCE}",
             dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
-            payload_json=msgspec.json.encode({"channel": "claude", "node": node_id}).decode())
+            payload_json=msgspec.json.encode({"channel": NODE_SOURCE, "node": node_id}).decode())
         marker = node_baseline(reader, thread_id, timeout=self._timeout, pool=self._node_pool)
         if marker is None:
             logger.info("adopted %s without an upstream link: no anchoring uuid", key)
             submit(self._persistence, adopted, timeout=self._timeout)
             return None
         outcome: LinkOutcome = submit(self._persistence, UpsertLink(
-            session_key=key, agent_id=agent_id, source="claude", host_id=host_id,
+            session_key=key, agent_id=agent_id, source=NODE_SOURCE, host_id=host_id,
             thread_id=thread_id,
             upstream_ref_json=msgspec.json.encode(ref, order="sorted").decode(),
             source_key=source_key, marker_json=msgspec.json.encode(marker).decode(),
@@ -391,7 +393,7 @@ class UpstreamService:
             if self._feed is not None:
                 self._files.track(links)  # which files the notifications follow
             due = [link for link in links if self._due(link)]
-            hints = self._opencode_hints(due)
+            hints = self._store_hints(due)
             pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
             for link in due:
                 ident = (link.session_key, link.agent_id)
@@ -399,7 +401,7 @@ class UpstreamService:
                     logger.info("upstream scan of %s is still running; skipped this cadence",
                                 link.session_key)
                     continue
-                message = ScanLink(opencode=hints.get(ident))
+                message = ScanLink(hint=hints.get(ident))
                 with scheduling():  # scans run concurrently on the dispatcher's workers
                     future = self._monitors.get(ident).ask(message, block=False)
                 self._inflight[ident] = future
@@ -578,32 +580,36 @@ class UpstreamService:
         del self._inflight[ident]
         return False
 
-    def _opencode_hints(
+    def _store_hints(
         self, links: list[UpstreamLink]
-    ) -> dict[tuple[str, str], OpenCodeHint]:
-        by_db: dict[str, list[UpstreamLink]] = {}
+    ) -> dict[tuple[str, str], StoreHint]:
+        """One batched change query per store this cycle scans (its sources' ``poll``)."""
+        by_store: dict[tuple[str, str], tuple[Source, list[UpstreamLink]]] = {}
         for link in links:
             path = link.upstream_ref.get("path")
-            if link.source == "opencode" and isinstance(path, str):
-                by_db.setdefault(path, []).append(link)
-        hints: dict[tuple[str, str], OpenCodeHint] = {}
-        for path, db_links in by_db.items():
+            source = find_source(link.source)
+            if source is None or source.reading().poll is None or not isinstance(path, str):
+                continue
+            by_store.setdefault((source.name, path), (source, []))[1].append(link)
+        hints: dict[tuple[str, str], StoreHint] = {}
+        for (_, path), (source, store_links) in by_store.items():
             try:
-                sequences: dict[str, int] | None = opencode_sequences(
-                    path, [x.thread_id for x in db_links], self._settings.busy_timeout_ms)
+                sequences = store_sequences(source, path, [x.thread_id for x in store_links],
+                                            self._settings.busy_timeout_ms)
             except Exception as exc:  # apsw errors, undecodable rows: proves nothing
                 level = logging.DEBUG if path in self._failing_stores else logging.WARNING
                 self._failing_stores.add(path)
-                logger.log(level, "cannot read the OpenCode store %s: %s; its sessions get no "
-                           "news until it can be read again", path, store_problem(exc))
-                logger.debug("the OpenCode sequence query on %s failed: %s: %s", path,
+                logger.log(level, "cannot read the %s store %s: %s; its sessions get no "
+                           "news until it can be read again", source.title, path,
+                           source.reading().problem(exc))
+                logger.debug("the %s sequence query on %s failed: %s: %s", source.title, path,
                              type(exc).__name__, exc)
                 sequences = None
             else:
                 if path in self._failing_stores:
                     self._failing_stores.discard(path)
-                    logger.info("OpenCode sequence query on %s works again", path)
-            for link in db_links:
+                    logger.info("%s sequence query on %s works again", source.title, path)
+            for link in store_links:
                 hints[(link.session_key, link.agent_id)] = hint_of(sequences, link.thread_id)
         return hints
 

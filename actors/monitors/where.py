@@ -2,15 +2,13 @@
 
 Session keys carry the tool's session id, which tells a person nothing. This
 module describes an upstream link in their terms: the tool, the transcript
-file (OpenCode: the store and the session id) and, when the transcript says,
-the project directory the tool ran in (Claude Code's ``cwd`` field, Codex's
-``session_meta.payload.cwd``, Pi's header ``cwd``, OpenCode's
-``session.directory``). Paths only: never message text (OpenCode's session
-title is written from the first prompt, so it is not shown).
+file (a store source: the store and the session id) and, when the source
+says, the project directory the tool ran in (each source's reading knows
+where: a ``cwd`` field of the transcript's head, a store's session row).
+Paths only: never message text.
 
-Pure apart from :func:`project_of`, which reads at most :data:`HEAD_BYTES`
-of a transcript (or one OpenCode row) in the caller's thread and never
-raises.
+Pure apart from :func:`project_of`, which asks the source's reading (a
+bounded read) in the caller's thread and never raises.
 """
 
 from __future__ import annotations
@@ -19,15 +17,12 @@ import logging
 
 import msgspec
 
+from actors.upstream.sources import find_source
 from persistence import UpstreamLink
 
-__all__ = ["HEAD_BYTES", "UpstreamWhere", "describe", "project_of", "where_of"]
+__all__ = ["UpstreamWhere", "describe", "in_store", "project_of", "where_of"]
 
 logger = logging.getLogger(__name__)
-
-HEAD_BYTES = 65_536
-"""Most bytes of a JSONL transcript read to find its project directory."""
-
 
 class UpstreamWhere(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
                     omit_defaults=True):
@@ -48,19 +43,6 @@ class UpstreamWhere(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     node: str | None = None
 
 
-class _Cwd(msgspec.Struct):
-    cwd: str | None = None
-
-
-class _CodexMeta(msgspec.Struct):
-    type: str | None = None
-    payload: _Cwd | None = None
-
-
-_cwd = msgspec.json.Decoder(_Cwd)
-_codex = msgspec.json.Decoder(_CodexMeta)
-
-
 def where_of(link: UpstreamLink, *, project: bool = True) -> UpstreamWhere:
     """Describe ``link``; with ``project``, look its project directory up (bounded read).
 
@@ -79,52 +61,32 @@ def where_of(link: UpstreamLink, *, project: bool = True) -> UpstreamWhere:
 def project_of(source: str, path: str, thread_id: str) -> str | None:
     """The directory the session's tool ran in, or ``None`` when the transcript does not say.
 
-    Reads the first :data:`HEAD_BYTES` of a JSONL transcript, or the
-    session's row of an OpenCode store. Caller's thread; never raises.
+    Asks the source's reading (a JSONL transcript's head, a store's session
+    row). Caller's thread; never raises.
     """
+    found = find_source(source)
+    if found is None:
+        return None
     try:
-        if source == "opencode":
-            return _opencode_directory(path, thread_id)
-        with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
+        return found.reading().project(path, thread_id)
     except Exception as exc:  # an unreadable source just has no project to show
         logger.debug("no project directory for %s %s: %s: %s", source, path,
                      type(exc).__name__, exc)
         return None
-    lines = head.split(b"\n")
-    if len(head) == HEAD_BYTES:
-        lines = lines[:-1]  # the last one may be cut
-    for line in lines if source == "claude" else lines[:1]:
-        try:
-            if source == "codex":
-                meta = _codex.decode(line)
-                found = meta.payload.cwd if meta.payload is not None else None
-            else:
-                found = _cwd.decode(line).cwd
-        except (msgspec.MsgspecError, RecursionError):
-            continue
-        if found:
-            return found
-    return None
-
-
-def _opencode_directory(path: str, session_id: str) -> str | None:
-    from actors.upstream.opencode import open_opencode_db  # noqa: PLC0415
-
-    conn = open_opencode_db(path)
-    try:
-        row = conn.execute("SELECT directory FROM session WHERE id = ?", (session_id,)).get
-    finally:
-        conn.close()
-    return row if isinstance(row, str) and row else None
 
 
 def describe(where: UpstreamWhere) -> str:
     """One line for people: ``claude transcript PATH, project DIR`` (pure)."""
     if where.node is not None:
         text = f"{where.source} session {where.thread_id} on node {where.node}"
-    elif where.source == "opencode":
-        text = f"opencode session {where.thread_id} in {where.path}"
+    elif in_store(where.source):
+        text = f"{where.source} session {where.thread_id} in {where.path}"
     else:
         text = f"{where.source} transcript {where.path}"
     return text + (f", project {where.project}" if where.project else "")
+
+
+def in_store(source: str) -> bool:
+    """Whether ``source``'s sessions are rows of a store (pure)."""
+    found = find_source(source)
+    return found is not None and found.holds == "store"

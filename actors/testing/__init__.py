@@ -40,13 +40,17 @@ this marker pytest warns that it cannot rewrite it; the kit reports with
 
 from __future__ import annotations
 
-from actors.testing._claude import ClaudeCodeTranscript
-from actors.testing._clock import DEFAULT_START_MS, ManualClock
-from actors.testing._codex import CodexRollout
 from actors.testing._leaks import LeakCheck, running_actors
-from actors.testing._opencode import OpenCodeTranscript
-from actors.testing._pi import PiSession
-from actors.testing._turns import (
+from actors.upstream.kit.aider import AiderChatHistory
+from actors.upstream.kit.claude import ClaudeCodeTranscript
+from actors.upstream.kit.clock import DEFAULT_START_MS, ManualClock
+from actors.upstream.kit.codex import CodexRollout
+from actors.upstream.kit.crush import CrushTranscript
+from actors.upstream.kit.gemini import GeminiSession
+from actors.upstream.kit.opencode import OpenCodeTranscript
+from actors.upstream.kit.pi import PiSession
+from actors.upstream.kit.qwen import QwenSession
+from actors.upstream.kit.turns import (
     Compaction,
     ImageOnly,
     Interrupt,
@@ -59,9 +63,9 @@ from actors.testing._turns import (
     Typed,
 )
 
-__all__ = ["DEFAULT_START_MS", "ClaudeCodeTranscript", "CodexRollout", "Compaction",
-           "ImageOnly", "Interrupt", "LeakCheck", "ManualClock", "OpenCodeTranscript",
-           "PiSession", "Reply",
+__all__ = ["DEFAULT_START_MS", "AiderChatHistory", "ClaudeCodeTranscript", "CodexRollout",
+           "Compaction", "CrushTranscript", "GeminiSession", "ImageOnly", "Interrupt",
+           "LeakCheck", "ManualClock", "OpenCodeTranscript", "PiSession", "QwenSession", "Reply",
            "SlashCommand", "SubagentRow", "ToolCall", "ToolResult", "Turn", "Typed",
            "running_actors"]
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from actors import AsyncGateway, Gateway
-from actors.testing._clock import ManualClock
 from actors.testing._leaks import LeakCheck
+from actors.upstream.kit.clock import ManualClock
 
 __all__ = ["CLOSE_TIMEOUT_S", "ssa_async_gateway", "ssa_clock", "ssa_gateway",
            "ssa_gateway_options"]

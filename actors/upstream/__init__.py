@@ -1,7 +1,15 @@
-"""Readers and classifiers for adopted upstream sessions (Claude Code, Codex, OpenCode, Pi).
+"""Readers and classifiers for adopted upstream sessions: pure (no actors, no database).
 
-One module per source. Each classifies units of that tool's real on-disk
-format conservatively: only turns a person typed count as human.
+Each source is one :class:`~actors.upstream.source.Source` in its own module
+(``<tool>_source``: the light half; ``<tool>_reading``: the heavy half,
+loaded on first use; the tool's readers and classifiers beside them), listed
+once in the registry :mod:`actors.upstream.sources`. Every classifier
+decides units of its tool's real on-disk format conservatively: only turns
+a person typed count as human. The generic modules (``catalog``, ``scan``,
+``baseline``, ``classify``) name no source; ``kit`` writes each tool's shapes
+for the test kit and the samples. May import the standard library, msgspec,
+APSW, ``actors.errors`` and ``persistence``'s pure parts only (see
+pyproject.toml's import contracts); see docs/sources.md.
 """
 
 from __future__ import annotations

@@ -103,13 +103,12 @@ text that is not its own inter-session or reseed envelope):
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
 from collections.abc import Mapping
 
 import msgspec
 
+from actors.upstream.claude_kinds import _NOT_USER, KNOWN_ROW_KINDS, _other_kind
 from actors.upstream.common import (
     Unit,
     decode_object,
@@ -120,33 +119,6 @@ from actors.upstream.common import (
 )
 
 __all__ = ["KNOWN_ROW_KINDS", "classify_claude_line", "classify_claude_message"]
-
-logger = logging.getLogger(__name__)
-
-KNOWN_ROW_KINDS = frozenset({
-    # Claude Code 2.1.328's own table of transcript entry kinds (how its loader
-    # treats each: "message" kinds first, then metadata it ignores, clears or
-    # keeps the last of), read from the shipped binary; docs/upstream-rows.md.
-    "user", "assistant", "system", "attachment", "progress",
-    "queue-operation", "api-request", "api-request-resumed", "api-request-shape",
-    "api-request-blob", "frame-link", "observer-ref", "continued-in", "resume-head-vouch",
-    "file-history-snapshot", "file-history-delta", "attribution-snapshot", "custom-title",
-    "ai-title", "tag", "relocated", "agent-name", "agent-color", "agent-setting", "mode",
-    "permission-mode", "session-owner", "isolation-latch", "dev-mods", "atis-latch",
-    "worktree-state", "bridge-session", "tools-used", "data-flow-records",
-    "data-flow-incomplete", "derived-from", "summary", "pr-link", "history-suppression",
-    "ended-by-model", "cost-state", "last-prompt", "content-replacement", "memory-mode",
-    "artifact-comment-monitor", "artifact-autoreact-ledger", "fork-context-ref", "repl-mode",
-    # Older builds (upstream-formats.md §2.3).
-    "marble-origami-commit", "marble-origami-snapshot", "speculation-accept",
-})
-"""Row ``type`` values Claude Code writes that are known not to be a person's turn
-(``user`` aside); any other is ``unknown_kind``."""
-
-_LOGGED_KINDS: set[str] = set()
-_LOGGED_LOCK = threading.Lock()
-_MAX_LOGGED_KINDS = 64
-_KIND_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 # Context blocks a client puts in front of the typed text (upstream-formats §2.4).
 _CONTEXT_TAGS = ("ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder")
@@ -236,31 +208,10 @@ _MESSAGE_DECODER = msgspec.json.Decoder(_Message | None)
 
 _BLANK = Unit(human=False, reason="blank")
 _INVALID = Unit(human=False, reason="invalid_json")
-_NOT_USER = Unit(human=False, reason="not_user")
-_UNKNOWN_KIND = Unit(human=False, reason="unknown_kind")
 _HOOK_CONTEXT = Unit(human=False, reason="hook_context")
 _ORIGIN_REASONS = {"task-notification": "task_notification", "peer": "peer_message",
                    "channel": "channel_message"}
 
-
-def _other_kind(kind: object) -> Unit:
-    """A row that is not ``user`` or ``attachment``: known metadata, or an unknown kind.
-
-    An unknown kind is logged once per process (its name only, when it looks
-    like one; at most :data:`_MAX_LOGGED_KINDS` names).
-    """
-    if isinstance(kind, str) and kind in KNOWN_ROW_KINDS:
-        return _NOT_USER
-    if kind is None:
-        return _NOT_USER
-    name = kind if isinstance(kind, str) and _KIND_NAME.fullmatch(kind) else "<unprintable>"
-    with _LOGGED_LOCK:
-        first = name not in _LOGGED_KINDS and len(_LOGGED_KINDS) < _MAX_LOGGED_KINDS
-        if first:
-            _LOGGED_KINDS.add(name)
-    if first:
-        logger.info("Claude Code row kind %r is unknown: decided not typed", name)
-    return _UNKNOWN_KIND
 
 # (block type, block text) pairs: the only view of a content list the rules need.
 _Blocks = list[tuple[object, object]]

@@ -16,12 +16,15 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from actors.upstream.claude import classify_claude_message
-from actors.upstream.scan import ScanResult, count_turns
+from actors.upstream.scanning import ScanResult, count_turns
 
-__all__ = ["NODE_SCAN_LIMIT", "NodeTranscriptReader", "ReaderPool", "node_baseline", "scan_node"]
+__all__ = ["NODE_SCAN_LIMIT", "NODE_SOURCE", "NodeTranscriptReader", "ReaderPool",
+           "node_baseline", "scan_node"]
 
 logger = logging.getLogger(__name__)
 
+NODE_SOURCE = "claude"
+"""The source of every paired-node link (the host reads Claude Code's rows)."""
 NODE_SCAN_LIMIT = 50
 """Items classified per scan; a larger burst between scans can be missed (seed limits)."""
 

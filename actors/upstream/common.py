@@ -20,6 +20,7 @@ import msgspec
 
 __all__ = [
     "Unit",
+    "cwd_in",
     "decode_any",
     "decode_object",
     "epoch_ms",
@@ -165,3 +166,22 @@ def decode_object(line: bytes) -> tuple[str, dict[str, Any] | None]:
     if not isinstance(value, dict):
         return "invalid", None
     return "ok", value
+
+
+class _Cwd(msgspec.Struct):
+    cwd: str | None = None
+
+
+_cwd = msgspec.json.Decoder(_Cwd)
+
+
+def cwd_in(lines: list[bytes]) -> str | None:
+    """The first non-empty top-level ``cwd`` field among JSON ``lines`` (pure; never raises)."""
+    for line in lines:
+        try:
+            found = _cwd.decode(line).cwd
+        except (msgspec.MsgspecError, RecursionError):
+            continue
+        if found:
+            return found
+    return None

@@ -14,12 +14,12 @@ from pathlib import Path
 import msgspec
 
 from actors.upstream.common import Unit
-from actors.upstream.opencode import (
+from actors.upstream.opencode_classify import classify_messages
+from actors.upstream.opencode_rows import (
     OpenCodeMessage,
     _decode_message,
     _decode_part,
     _sort_key,
-    classify_messages,
 )
 
 __all__ = ["classify_json_session", "is_json_storage", "json_session_ids", "load_json_messages"]

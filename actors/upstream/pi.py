@@ -66,6 +66,7 @@ import msgspec
 
 from actors.upstream.common import (
     Unit,
+    cwd_in,
     decode_any,
     decode_object,
     epoch_ms,
@@ -75,7 +76,8 @@ from actors.upstream.common import (
 )
 from actors.upstream.pi_input import INPUT_FIELD, input_source_reason
 
-__all__ = ["classify_pi_line", "pi_header_version", "skill_invocation"]
+__all__ = ["classify_pi_line", "pi_header_verdict", "pi_header_version", "pi_project",
+           "skill_invocation"]
 
 
 class _Part(msgspec.Struct):
@@ -319,3 +321,30 @@ def pi_header_version(first_line: bytes) -> int | None:
     if isinstance(version, int) and version >= 1:
         return version
     return None
+
+
+class _HeaderId(msgspec.Struct):
+    id: object = None
+
+
+_header_id_decoder = msgspec.json.Decoder(_HeaderId)
+
+
+def pi_header_verdict(first_line: bytes) -> tuple[str | None, str | None]:
+    """``(session id or None, refusal or None)`` from a Pi session file's header line.
+
+    Only v3 files may be linked: an older or unreadable header is refused
+    ``legacy_pi_format``. Pure; never raises.
+    """
+    version = pi_header_version(first_line)
+    refusal = "legacy_pi_format" if version is None or version < 3 else None
+    try:
+        value = _header_id_decoder.decode(first_line).id
+    except (msgspec.DecodeError, RecursionError):
+        value = None
+    return (value if isinstance(value, str) and value else None), refusal
+
+
+def pi_project(lines: list[bytes]) -> str | None:
+    """The header's ``cwd`` (the first of a transcript's head ``lines``), or ``None`` (pure)."""
+    return cwd_in(lines[:1])

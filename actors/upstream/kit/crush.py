@@ -12,8 +12,8 @@ from typing import Any
 
 import apsw
 
-from actors.testing import _turns as t
-from actors.testing._clock import ManualClock
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.clock import ManualClock
 
 __all__ = ["CrushTranscript"]
 

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, encode, iso
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 
-__all__ = ["PiSession"]
+__all__ = ["PiSession", "sample", "type_turn"]
 
 
 
@@ -164,3 +164,26 @@ class PiSession:
                 return [self._message("user", [{"type": "image", "data": t.PIXEL_PNG,
                                                 "mimeType": "image/png"}] * count)]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+_SAMPLE_SESSION = "019e963d-6bd6-7ade-8a49-256ac3391bdd"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample v3 session under ``root``: ``sessions/--home-user-demo--/<ts>_<id>.jsonl``.
+
+    Returns ``(path, session id)``.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    path = (root / "sessions" / "--home-user-demo--"
+            / f"2026-11-30T08-00-00-000Z_{_SAMPLE_SESSION}.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    PiSession(path, session_id=_SAMPLE_SESSION).append(t.Typed("Summarise the diff"))
+    return str(path), _SAMPLE_SESSION
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a turn a person typed to the sample session at ``path`` (raises ``OSError``)."""
+    PiSession(path, session_id=thread_id).append(t.Typed(text))

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.testing._clock import ManualClock
+from actors.upstream.kit.clock import ManualClock
 
 __all__ = ["JsonlFile", "encode", "encode_json", "iso"]
 
@@ -37,7 +37,7 @@ class JsonlFile:
     def __init__(self, path: str | os.PathLike[str], clock: Callable[[], int] | None) -> None:
         self.path = Path(path)
         self.parent: str | None = None
-        """The id of the last row built, for tools that chain rows (Claude Code, Pi)."""
+        """The id of the last row built, for formats whose rows name their parent row."""
         self._clock = clock
         self._own = ManualClock() if clock is None else None
 

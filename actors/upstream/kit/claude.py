@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, iso
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.jsonl import JsonlFile, iso
 
-__all__ = ["ClaudeCodeTranscript"]
+__all__ = ["ClaudeCodeTranscript", "sample", "type_turn"]
 
 _COMPACTED = ("This session is being continued from a previous conversation that ran out of "
               "context. The conversation is summarized below:\n")
@@ -194,3 +194,27 @@ class ClaudeCodeTranscript:
                 return [self._user([{"type": "image", "source": {
                     "type": "base64", "media_type": "image/png", "data": t.PIXEL_PNG}}] * count)]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+_SAMPLE_SESSION = "4f1c8a52-7d1e-4e8b-9a54-2c6f0b3d9e11"
+_SAMPLE_CWD = "/home/user/demo"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample session under ``root``: ``projects/-home-user-demo/<id>.jsonl``.
+
+    One typed turn and its reply. Returns ``(path, session id)``.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    path = root / "projects" / "-home-user-demo" / f"{_SAMPLE_SESSION}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ClaudeCodeTranscript(path, session_id=_SAMPLE_SESSION, cwd=_SAMPLE_CWD).append(
+        t.Typed("Add a changelog entry for 1.2"), t.Reply("Done."))
+    return str(path), _SAMPLE_SESSION
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a turn a person typed to the sample session at ``path`` (raises ``OSError``)."""
+    ClaudeCodeTranscript(path, session_id=thread_id, cwd=_SAMPLE_CWD).append(t.Typed(text))

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, iso
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.jsonl import JsonlFile, iso
 
 __all__ = ["QwenSession"]
 

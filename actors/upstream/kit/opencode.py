@@ -12,12 +12,12 @@ from typing import Any
 
 import apsw
 
-from actors.testing import _turns as t
-from actors.testing._clock import ManualClock
-from actors.testing._jsonl import ROW_STEP_MS, encode_json
-from actors.upstream.opencode import unwrapped_id
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.clock import ManualClock
+from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
+from actors.upstream.opencode_classify import unwrapped_id
 
-__all__ = ["OpenCodeTranscript"]
+__all__ = ["OpenCodeTranscript", "sample", "type_turn"]
 
 VERSION = "1.18.33"
 """The OpenCode version the builder's sessions and schema follow."""
@@ -534,3 +534,30 @@ def _step_finish(reason: str) -> dict[str, Any]:
     return {"type": "step-finish", "reason": reason,
             "tokens": {"total": 110, "input": 100, "output": 10, "reasoning": 0,
                        "cache": {"write": 0, "read": 0}}, "cost": 0}
+
+
+_SAMPLE_SESSION = "ses_dd45483e1ffey2Pb2WIeXKDqPz"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample OpenCode store under ``root``: ``opencode.db`` with one session.
+
+    Returns ``(path, session id)``.
+
+    Raises:
+        OSError, apsw.Error: it cannot be written.
+    """
+    path = root / "opencode.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    OpenCodeTranscript(path, session_id=_SAMPLE_SESSION, title="Demo session",
+                       directory="/home/user/demo").append(t.Typed("Explain the build failure"))
+    return str(path), _SAMPLE_SESSION
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a typed turn to a session of the store at ``path``.
+
+    Raises:
+        OSError, apsw.Error: it cannot be written; LookupError: no such session.
+    """
+    OpenCodeTranscript.resume(path, thread_id).append(t.Typed(text))

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from actors.testing import _turns as t
-from actors.testing._clock import ManualClock
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.clock import ManualClock
 
 __all__ = ["AiderChatHistory"]
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.testing import _turns as t
-from actors.testing._jsonl import JsonlFile, encode, iso
+from actors.upstream.kit import turns as t
+from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 
-__all__ = ["CodexRollout"]
+__all__ = ["CodexRollout", "sample", "type_turn"]
 
 _PIXEL = "data:image/png;base64," + t.PIXEL_PNG
 _REVIEW_PROMPT = ("Review the current code changes (staged, unstaged, and untracked files) "
@@ -144,3 +144,26 @@ class CodexRollout:
                         self._line("event_msg", {"type": "user_message", "message": "",
                                                  "images": [_PIXEL] * count})]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+_SAMPLE_THREAD = "01a06421-3bf7-7ed2-a618-e42b6c961905"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample rollout under ``root``: ``sessions/2026/11/30/rollout-…-<id>.jsonl``.
+
+    Returns ``(path, thread id)``.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    path = (root / "sessions" / "2026" / "11" / "30"
+            / f"rollout-2026-11-30T08-00-00-{_SAMPLE_THREAD}.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    CodexRollout(path, thread_id=_SAMPLE_THREAD).append(t.Typed("Run the unit tests"))
+    return str(path), _SAMPLE_THREAD
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a turn a person typed to the sample rollout at ``path`` (raises ``OSError``)."""
+    CodexRollout(path, thread_id=thread_id).append(t.Typed(text))

@@ -1,0 +1,20 @@
+"""Codex's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one.
+
+Loaded on first use by :func:`actors.upstream.codex_source.reading`; built
+from the line classifier :mod:`actors.upstream.codex` (the header:
+:mod:`actors.upstream.codex_meta`), the sample writer
+:mod:`actors.upstream.kit.codex`. Building it reads nothing.
+"""
+
+from __future__ import annotations
+
+from actors.upstream.codex import classify_codex_line, codex_header_verdict, codex_project
+from actors.upstream.jsonl import line_reading
+from actors.upstream.kit.codex import sample, type_turn
+from actors.upstream.reading import Reading
+
+__all__ = ["READING"]
+
+READING: Reading = line_reading(classify_codex_line, header=codex_header_verdict,
+                                project=codex_project, sample=sample, type_turn=type_turn)
+"""Codex's reading: the ``session_meta`` line decides the thread and whether it is linked."""

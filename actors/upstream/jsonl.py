@@ -1,0 +1,251 @@
+"""The reading of a line-based source: one JSONL transcript per session, appended to.
+
+:func:`line_reading` builds a source's :class:`~actors.upstream.reading.Reading`
+from what differs between such tools: the line classifier, whether (and
+how) a header line decides the session id and whether it may be linked,
+where the transcript's head says the tool ran, and the sample writer.
+Baselines, scans (:func:`~actors.upstream.scan.scan_jsonl`) and ``ssa
+classify``'s walk are the same for all of them. Runs in the caller's
+thread; bounded reads; see each function.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from actors.errors import SessionStateError
+from actors.upstream.files import check_of, end_of_complete_lines, file_state, read_range
+from actors.upstream.longline import LineReducer
+from actors.upstream.reading import Baseline, Reading, ScanContext, never_waiting, readable
+from actors.upstream.scanning import (
+    LineClassifier,
+    ScanResult,
+    StoreHint,
+    classify_long_line,
+    scan_jsonl,
+)
+
+__all__ = ["HEAD_LIMIT", "PROJECT_HEAD_BYTES", "Header", "classify_lines", "head_lines",
+           "header_pending", "line_reading", "read_baseline", "reduced_first_line"]
+
+HEAD_LIMIT = 1 << 20
+"""Most bytes read to find a transcript's first line or last newline."""
+
+Header = Callable[[bytes], tuple[str | None, str | None]]
+"""``first line -> (session id or None, refusal or None)``: a header line's verdict."""
+
+PROJECT_HEAD_BYTES = 65_536
+"""Most bytes of a transcript read to find its project directory."""
+
+
+def reduced_first_line(path: str, head_bytes: bytes) -> bytes:
+    """The reduced copy of a first line longer than :data:`HEAD_LIMIT` (b"" if unfinished).
+
+    Reads on ``HEAD_LIMIT`` bytes at a time, so memory stays bounded.
+    """
+    reducer = LineReducer()
+    data: bytes | None = head_bytes
+    offset = 0
+    while data is not None and data:
+        newline = data.find(b"\n")
+        if newline >= 0:
+            reducer.feed(data[:newline])
+            return reducer.finish().line
+        reducer.feed(data)
+        offset += len(data)
+        data, _ = read_range(path, offset, HEAD_LIMIT, None)
+    return b""
+
+
+def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
+                   cap: int) -> Iterator[dict[str, Any]]:
+    """Yield the monitor's decision for each non-blank line of a JSONL transcript.
+
+    ``{"line": n, "human": ..., "reason": ...}`` (0-based index), exactly as
+    a monitor scanning the file from its start would decide: a final line
+    without a newline is ``partial_line`` (it waits), a line longer than
+    ``cap`` is read in pieces and classified on its reduced copy (see
+    :mod:`actors.upstream.longline`; memory stays bounded whatever its
+    length), every line behind a line that stops a scan (``"stop": true``)
+    is ``not_reached``; with ``refusal`` (the session gets no upstream link:
+    legacy Pi, a Codex thread not started by a user) every line is
+    ``not_monitored: <why>``. Reads lazily in the caller's thread.
+
+    Raises:
+        SessionStateError: the file cannot be read.
+    """
+    readable(path)
+    scan_cap_bytes = cap
+    blocked_by: str | None = None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SessionStateError(f"cannot read {path}: not a regular file")
+        with os.fdopen(fd, "rb") as handle:
+            for index, line in enumerate(iter(lambda: handle.readline(scan_cap_bytes + 1), b"")):
+                reducer: LineReducer | None = None
+                complete = line.endswith(b"\n")
+                if len(line) > scan_cap_bytes:
+                    reducer, complete = _read_long_line(handle, line, scan_cap_bytes)
+                elif not line.strip():
+                    continue
+                entry: dict[str, Any] = {"line": index, "human": False}
+                if blocked_by is not None:
+                    entry["reason"] = "not_reached"
+                elif not complete:
+                    entry["reason"] = "partial_line"
+                else:
+                    unit = (classify_long_line(classify, reducer) if reducer is not None
+                            else classify(line.rstrip(b"\n")))
+                    entry["human"] = unit.human and refusal is None
+                    entry["reason"] = (unit.reason if refusal is None
+                                       else f"not_monitored: {refusal} ({unit.reason})")
+                    if unit.stop:
+                        entry["stop"] = True
+                        blocked_by = unit.reason
+                yield entry
+    except OSError as exc:
+        raise SessionStateError(f"cannot read {path}: {exc}") from exc
+
+
+def _read_long_line(handle: BinaryIO, first: bytes, cap: int) -> tuple[LineReducer, bool]:
+    """Feed a line longer than ``cap`` to a reducer, ``cap`` bytes at a time.
+
+    Returns the reducer and whether the line ended with a newline (a final
+    line without one is partial: the monitor waits for it).
+    """
+    reducer = LineReducer()
+    piece = first
+    while True:
+        reducer.feed(piece.rstrip(b"\n"))
+        if piece.endswith(b"\n"):
+            return reducer, True
+        piece = handle.readline(cap)
+        if not piece:
+            return reducer, False
+
+
+def header_pending(path: str) -> bool:
+    """Whether ``path``'s first line is not complete yet (its header cannot be read).
+
+    Reads up to the first newline, :data:`HEAD_LIMIT` bytes at a time; never raises.
+    """
+    state = file_state(path)
+    if state.kind != "ok":
+        return False
+    offset = 0
+    while offset < state.size:  # a first line of any length: HEAD_LIMIT at a time
+        piece, _ = read_range(path, offset, min(state.size - offset, HEAD_LIMIT), None)
+        if not piece:
+            return False
+        if b"\n" in piece:
+            return False
+        offset += len(piece)
+    return True
+
+
+def read_baseline(path: str, *, header: Header | None, thread_id: str | None,
+                  from_start: bool) -> Baseline | None:
+    """Baseline a JSONL transcript; ``None`` when it cannot be read (or decided yet).
+
+    The marker is the end of the last complete line (a partial last line is
+    left for the first scan), or ``0`` with ``from_start``. With ``header``,
+    a file whose first line is not complete yet (empty, or being written) is
+    ``None`` too: whether it may be monitored cannot be told yet (see
+    :func:`header_pending`); the header's verdict gives the session id
+    (default: the file's name) and the refusal.
+    """
+    state = file_state(path)
+    if state.kind != "ok":
+        return None
+    head_bytes, _ = read_range(path, 0, min(state.size, HEAD_LIMIT), None)
+    if head_bytes is None:
+        return None
+    head = head_bytes.split(b"\n", 1)[0] if b"\n" in head_bytes else b""
+    if not head and len(head_bytes) == HEAD_LIMIT:
+        head = reduced_first_line(path, head_bytes)
+    if header is not None and not head and b"\n" not in head_bytes:
+        return None  # its header is not written yet: decide when it is
+    offset, check = 0, b""
+    if not from_start and state.size:
+        end = end_of_complete_lines(path, state.size, limit=HEAD_LIMIT)
+        if end is None:
+            return None
+        offset, check = end
+    refusal: str | None = None
+    default_thread = Path(os.path.realpath(path)).stem
+    if header is not None:
+        found, refusal = header(head)
+        default_thread = found or default_thread
+    return Baseline(
+        host_id="gateway:local", thread_id=thread_id or default_thread,
+        upstream_ref={"path": os.path.realpath(path)},
+        marker={"offset": offset, "inode": state.inode, "epoch": 0,
+                "check": check_of(check)},
+        refusal=refusal,
+    )
+
+
+def head_lines(path: str) -> list[bytes]:
+    """The complete lines of the first :data:`PROJECT_HEAD_BYTES` of ``path``.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(PROJECT_HEAD_BYTES)
+    lines = head.split(b"\n")
+    return lines[:-1] if len(head) == PROJECT_HEAD_BYTES else lines  # the last may be cut
+
+
+def line_reading(
+    classify: LineClassifier, *, project: Callable[[list[bytes]], str | None],
+    sample: Callable[[Path], tuple[str, str]], type_turn: Callable[[str, str, str], None],
+    header: Header | None = None,
+    classify_at: Callable[[str], LineClassifier] | None = None,
+) -> Reading:
+    """The :class:`Reading` of a line-based source.
+
+    Args:
+        classify: the line classifier (bytes of one line, no newline -> Unit).
+        project: the project directory from a transcript's first lines
+            (:func:`head_lines`), or ``None``.
+        sample: the sample writer (see :attr:`Reading.sample`).
+        type_turn: appends a typed turn to a sample (see :attr:`Reading.type_turn`).
+        header: the first line's verdict, for a format whose header line
+            decides the session; without one the file's name is the id and
+            every transcript may be linked.
+        classify_at: a classifier for the lines of one transcript, given its
+            path (default: ``classify`` for every file).
+
+    Pure: builds functions; they run in their callers' threads.
+    """
+
+    def lines(path: str | None) -> LineClassifier:
+        return classify_at(path) if classify_at is not None and path is not None else classify
+
+    def baseline(path: str, thread_id: str | None, from_start: bool,
+                 busy_timeout_ms: int) -> Baseline | None:
+        return read_baseline(path, header=header, thread_id=thread_id, from_start=from_start)
+
+    def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
+             context: ScanContext) -> ScanResult:
+        return scan_jsonl(path, marker, classify=lines(path), cap=context.cap,
+                          own_hashes=context.own_hashes, pending=context.pending)
+
+    def classify_file(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
+        found = read_baseline(path, header=header, thread_id=None, from_start=True)
+        return classify_lines(path, lines(path), refusal=found.refusal if found else None,
+                              cap=cap)
+
+    def project_of(path: str, thread_id: str) -> str | None:
+        return project(head_lines(path))
+
+    return Reading(baseline=baseline, scan=scan, classify=classify_file, project=project_of,
+                   sample=sample, type_turn=type_turn, lines=lines,
+                   waiting=header_pending if header is not None else never_waiting)

@@ -1,0 +1,327 @@
+"""The mechanics of scans: results, line-based JSONL scans, turn counting (anchor §3.17).
+
+No source is named here; :mod:`actors.upstream.scan` adds the registry's
+per-source line classifiers.
+
+These functions run in an upstream monitor actor's thread and block only on
+bounded reads; they never raise (every failure becomes a result kind).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Container, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import msgspec
+
+from actors.upstream.common import Unit, text_hash
+from actors.upstream.files import (
+    CHECK_BYTES,
+    Chunk,
+    check_of,
+    end_of_complete_lines,
+    file_state,
+    read_lines,
+    read_range,
+)
+from actors.upstream.longline import LineReducer
+from actors.upstream.longline_reduced import reduced_unit
+
+__all__ = [
+    "LineClassifier",
+    "PendingLine",
+    "ScanResult",
+    "StoreHint",
+    "classify_long_line",
+    "count_turns",
+    "scan_jsonl",
+]
+
+logger = logging.getLogger(__name__)
+
+LineClassifier = Callable[[bytes], Unit]
+ScanKind = Literal["activity", "missing", "no_news", "transient"]
+
+
+@dataclass(eq=False)
+class PendingLine:
+    """A line longer than the scan cap, part-way through its reduction.
+
+    Its upstream monitor holds it in memory between scans (never stored):
+    the marker stays at the line's start until the line is classified, so a
+    restart, a lease moving to another process or a rewrite simply reads the
+    line again from its start.
+
+    Attributes:
+        reducer: the line's :class:`LineReducer`, fed up to ``resume_at``.
+        start: the line's offset (== the marker offset while pending).
+        inode: the file's inode when the line was started.
+        epoch: the marker's epoch when the line was started.
+        check: :func:`check_of` the last bytes fed (where the next read resumes).
+        stopped: the decision, once the line is classified and it stops the
+            scan (a Pi line that is not a JSON object); later scans stop at it
+            without reading it again.
+    """
+
+    reducer: LineReducer
+    start: int
+    inode: int
+    epoch: int
+    check: str
+    stopped: Unit | None = None
+
+    @property
+    def resume_at(self) -> int:
+        """The offset of the first byte not fed yet."""
+        return self.start + self.reducer.fed
+
+
+class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one scan of one link found.
+
+    Attributes:
+        kind: ``"activity"`` (the marker moves; maybe with human turns),
+            ``"missing"`` (the scan proved the source is gone), ``"no_news"``,
+            ``"transient"`` (an error that proves nothing).
+        reason: a short code for logs.
+        human_turns: turns a person typed that are not the gateway's own.
+        next_marker: the marker to store (``"activity"`` only).
+        occurred_at: the newest counted turn's time, epoch ms.
+        dedupe_id: identifies this batch of turns within the source (the new
+            byte offset, or the newest counted message id).
+        pending: a line longer than the scan cap, part-way read, for the
+            next scan (JSONL sources; held in memory, never stored).
+        more: the scan stopped at the byte cap with bytes left to read (a
+            backlog of lines, or the rest of a long line): scan again soon.
+        invalid_lines: complete lines this scan decided were not JSON objects
+            (not typed turns; read past, and logged by the monitor).
+    """
+
+    kind: ScanKind
+    reason: str
+    human_turns: int = 0
+    next_marker: dict[str, Any] | None = None
+    occurred_at: int | None = None
+    dedupe_id: str | None = None
+    pending: PendingLine | None = None
+    more: bool = False
+    invalid_lines: int = 0
+
+
+def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int, int | None]:
+    """Count human units whose text is not one of the gateway's own (self-echo).
+
+    Returns:
+        ``(turns, newest occurred_at among them or None)``.
+    """
+    turns = 0
+    newest: int | None = None
+    for unit in units:
+        if not unit.human or (unit.echo_hash or text_hash(unit.text)) in own_hashes:
+            continue
+        turns += 1
+        if unit.occurred_at is not None:
+            newest = unit.occurred_at if newest is None else max(newest, unit.occurred_at)
+    return turns, newest
+
+
+def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
+    """Finish ``reducer`` and classify the reduced line with the source's classifier.
+
+    Caller's thread; pure apart from finishing the reducer; never raises.
+    """
+    reduced = reducer.finish()
+    return reduced_unit(_safe_classify(classify, reduced.line), reduced)
+
+
+def scan_jsonl(
+    path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
+    own_hashes: Container[str], pending: PendingLine | None = None,
+) -> ScanResult:
+    """Scan an append-only JSONL transcript forward from its byte marker.
+
+    Only complete lines are classified and the marker moves only over
+    classified bytes; blank lines are consumed; a unit with ``stop`` halts the
+    scan before it (it is never skipped). A line longer than ``cap`` is
+    reduced a ``cap``-sized piece per scan (:class:`PendingLine`, result
+    reason ``long_line`` while bytes of it wait to be read,
+    ``long_line_waiting`` while its writer has not finished it) and
+    classified once its newline is read. A file that shrank below the
+    marker, changed inode, or no longer holds the bytes it held just before
+    the marker (rewritten in place) is re-baselined at the end of its last
+    complete line without counting, and the marker's ``epoch`` moves on, so
+    turns after a re-baseline never share a dedupe id with earlier ones. A
+    file that shrank may be mid-rewrite, so the scan after it re-baselines
+    once more ("settling"): old turns written back are never counted again.
+
+    Args:
+        path: the transcript.
+        marker: ``{"offset": int, "inode": int, "epoch": int, "check": str}``
+            (``check`` digests the bytes before the offset; see ``check_of``).
+        classify: the source's line classifier.
+        cap: most bytes read in this scan.
+        own_hashes: hashes of the session's recent own texts.
+        pending: the long line the previous scan left part-way (ignored
+            unless it starts at this marker, in the same inode and epoch).
+
+    Returns:
+        A :class:`ScanResult`; its ``pending`` is the long line to hand to
+        the next scan. Runs in the caller's thread; blocks on at most ``cap``
+        bytes of reads plus a stat; never raises.
+    """
+    offset = marker.get("offset")
+    inode = marker.get("inode")
+    epoch = marker.get("epoch", 0)
+    if not isinstance(offset, int) or offset < 0 or not isinstance(epoch, int):
+        return ScanResult(kind="no_news", reason="invalid_marker")
+    check = marker.get("check")
+    if marker.get("settling"):
+        # The last scan met a file cut short (truncated, or mid-rewrite). Whatever
+        # was written since may be the old content coming back: re-baseline once
+        # more without counting, so old turns are never counted twice.
+        state = file_state(path)
+        if state.kind != "ok":
+            return ScanResult(kind=state.kind, reason=state.reason)
+        settled = end_of_complete_lines(path, state.size)
+        if settled is None:
+            return ScanResult(kind="transient", reason="unreadable_after_rewrite")
+        return ScanResult(kind="activity", reason="rewritten_settled", next_marker={
+            "offset": settled[0], "inode": state.inode, "epoch": epoch + 1,
+            "check": check_of(settled[1])})
+    if pending is not None and ((pending.start, pending.inode, pending.epoch) != (
+            offset, inode, epoch) or not _marker_holds(path, offset, check, pending.inode)):
+        pending = None  # read the line again from the marker, which sees any rewrite
+    if pending is not None and pending.stopped is not None:
+        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+    if pending is not None:
+        chunk = read_lines(path, pending.resume_at, cap=cap, inode=pending.inode,
+                           check=pending.check)
+        if chunk.kind in ("missing", "transient"):
+            return ScanResult(kind=chunk.kind, reason=chunk.reason, pending=pending)
+        if chunk.kind != "rewritten":
+            return _resume_long_line(chunk, pending, marker, classify=classify,
+                                     own_hashes=own_hashes)
+        pending = None  # changed under the line: read it again from the marker
+    chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
+                       check=check if isinstance(check, str) else None)
+    if chunk.kind == "rewritten":
+        rebase = end_of_complete_lines(path, chunk.state.size)
+        if rebase is None:
+            return ScanResult(kind="transient", reason="unreadable_after_rewrite")
+        next_marker: dict[str, Any] = {
+            "offset": rebase[0], "inode": chunk.state.inode, "epoch": epoch + 1,
+            "check": check_of(rebase[1])}
+        if chunk.reason == "shrunk":
+            next_marker["settling"] = True
+        return ScanResult(kind="activity", reason=chunk.reason, next_marker=next_marker)
+    if chunk.kind == "partial" and chunk.reason == "line_exceeds_cap":
+        pending = PendingLine(reducer=LineReducer(), start=offset, inode=chunk.state.inode,
+                              epoch=epoch, check=check_of(b""))
+        return _feed_long_line(chunk, pending)
+    if chunk.kind == "partial":
+        return ScanResult(kind="no_news", reason=chunk.reason)
+    if chunk.kind != "lines":
+        return ScanResult(kind=chunk.kind, reason=chunk.reason)
+    return _classify_lines(chunk, offset, [], marker, classify=classify,
+                           own_hashes=own_hashes)
+
+
+def _marker_holds(path: str, offset: int, check: object, inode: int) -> bool:
+    """Whether the bytes before the marker are still those its ``check`` digests."""
+    if not isinstance(check, str):
+        return True
+    length, _, _ = check.partition(":")
+    if not length.isdigit() or not 0 < int(length) <= offset:
+        return True
+    before, _ = read_range(path, offset - int(length), int(length), inode)
+    return before is not None and check_of(before) == check
+
+
+def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
+    """Feed a piece of a long line that holds no newline yet; it waits for more."""
+    pending.reducer.feed(chunk.rest)
+    tail = chunk.rest[-CHECK_BYTES:]
+    if len(tail) < CHECK_BYTES:
+        tail = (chunk.raw[-CHECK_BYTES:] + tail)[-CHECK_BYTES:]
+    pending.check = check_of(tail)
+    capped = chunk.reason == "line_exceeds_cap"
+    return ScanResult(kind="no_news", pending=pending, more=capped,
+                      reason="long_line" if capped else "long_line_waiting")
+
+
+def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
+                      classify: LineClassifier, own_hashes: Container[str]) -> ScanResult:
+    """Go on with a pending long line from where the last scan left it."""
+    if chunk.kind == "partial":
+        return _feed_long_line(chunk, pending)
+    if chunk.kind != "lines":
+        return ScanResult(kind="no_news", reason="long_line_waiting", pending=pending)
+    first_start, first = chunk.lines[0]
+    pending.reducer.feed(first)
+    unit = classify_long_line(classify, pending.reducer)
+    if unit.stop:
+        pending.stopped = unit
+        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+    line_end = first_start + len(first) + 1
+    rest = replace(chunk, lines=chunk.lines[1:])
+    return _classify_lines(rest, first_start, [unit], marker, classify=classify,
+                           own_hashes=own_hashes, end=line_end)
+
+
+def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
+                    classify: LineClassifier, own_hashes: Container[str],
+                    end: int | None = None) -> ScanResult:
+    """Classify the complete lines of ``chunk`` after ``units`` already decided.
+
+    ``offset`` is where the chunk's read started (its ``raw`` holds the check
+    bytes before it); ``end`` where the bytes already decided end (default
+    ``offset``). The marker moves to the end of the last line classified,
+    never past a line that stops the scan.
+    """
+    end = offset if end is None else end
+    for start, line in chunk.lines:
+        if line.strip():
+            unit = _safe_classify(classify, line)
+            if unit.stop:
+                break
+            units.append(unit)
+        end = start + len(line) + 1
+    if not units and end == offset:
+        return ScanResult(kind="no_news", reason="unclassifiable_line")
+    epoch = marker.get("epoch", 0)
+    turns, newest = count_turns(units, own_hashes)
+    before = len(chunk.raw) - (chunk.end - offset)
+    consumed = before + (end - offset)
+    new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
+    return ScanResult(
+        kind="activity", reason="scanned", human_turns=turns,
+        next_marker={"offset": end, "inode": chunk.state.inode, "epoch": epoch,
+                     "check": new_check},
+        occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
+        dedupe_id=f"{epoch}:{end}" if turns else None,
+        more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
+        invalid_lines=sum(1 for u in units if u.reason == "invalid_json"),
+    )
+
+
+def _safe_classify(classify: LineClassifier, line: bytes) -> Unit:
+    try:
+        return classify(line)
+    except Exception:  # a classifier bug must not stall the monitor
+        logger.exception("an upstream classifier raised; the line counts as not human")
+        return Unit(human=False, reason="classifier_error")
+
+
+class StoreHint(msgspec.Struct, frozen=True, kw_only=True):
+    """This cadence's batched change answer for one session of a store source.
+
+    Attributes:
+        state: ``"ok"`` (``seq`` is current), ``"gone"`` (no such session
+            in the store), or ``"failed"`` (the query failed: proves nothing).
+        seq: the session's change sequence.
+    """
+
+    state: Literal["ok", "gone", "failed"]
+    seq: int = 0

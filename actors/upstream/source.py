@@ -1,0 +1,218 @@
+"""What one upstream source is: the :class:`Source` every tool's module defines.
+
+A source is one coding agent's on-disk session format (Claude Code's
+project JSONL, an OpenCode SQLite store, ...). The generic code (discovery,
+adoption, scans, ``ssa classify``, ``ssa watch``, the prompt hook, the
+samples) knows no source by name: it asks :mod:`actors.upstream.sources`
+(the registry) for these objects and calls their fields.
+
+A :class:`Source` has two halves:
+
+* the light half, its fields: name, flag, standard locations, discovery,
+  what a session's change looks like to the hook. Standard library and APSW
+  only: ``ssa hook`` loads every source's light half at every prompt
+  (its cold path, ``scripts/bench_hook.py``);
+* the heavy half, :class:`~actors.upstream.reading.Reading`, returned by
+  ``reading()``: baselines, scans, classification, the sample writer. Each
+  source module loads it on first use (the one deferred import a source
+  has, for that start-up cost).
+
+Pure: nothing here starts a thread; the helpers block only on the
+directory listings and file reads their docstrings name.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (start-up cost)
+    from typing import Literal, TypeAlias
+
+    from actors.upstream.reading import Reading
+
+    Holds: TypeAlias = Literal["file", "store"]
+    Locations: TypeAlias = Callable[[Mapping[str, str], Path], list[Path]]
+
+__all__ = ["HEAD_BYTES", "Candidate", "Source", "StoreRow", "glob_sessions",
+           "json_head", "note_store_problem", "only_itself", "unreadable_store"]
+
+class Candidate(NamedTuple):
+    """One upstream session found in a catalog.
+
+    Attributes:
+        source: the source's :attr:`Source.name` (``"claude"``, ...).
+        path: the transcript file (a store source: the database).
+        thread_id: the tool's own session or thread id.
+    """
+
+    source: str
+    path: str
+    thread_id: str
+
+
+class StoreRow(NamedTuple):
+    """One top-level session of a store source, as the prompt hook lists it.
+
+    Attributes:
+        session_id: the session id.
+        directory: the project directory it ran in, when the store says.
+        seq: its change indicator; a store source's scan marker keeps the
+            value it last read under ``"seq"``, so ``seq != marker["seq"]``
+            means the session may hold news.
+        created_ms: when it began, epoch ms, when known.
+    """
+
+    session_id: str
+    directory: str | None
+    seq: int
+    created_ms: int | None = None
+
+
+HEAD_BYTES = 256 * 1024
+"""How much of a transcript's start :func:`json_head` searches."""
+_CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _string(pattern: re.Pattern[bytes], head: bytes) -> str | None:
+    match = pattern.search(head)
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def json_head(path: str) -> tuple[str | None, int | None]:
+    """``(cwd, started_ms)`` from a JSONL transcript's first ``cwd`` and ``timestamp`` fields.
+
+    Reads at most :data:`HEAD_BYTES`; either is ``None`` when not written
+    (yet). Caller's thread; never raises.
+    """
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEAD_BYTES)
+    except (OSError, ValueError):
+        return None, None
+    stamp = _string(_TIMESTAMP, head)
+    started: int | None = None
+    if stamp is not None:
+        from datetime import UTC, datetime  # noqa: PLC0415 - only for a transcript new to the hook's cache
+
+        try:
+            moment = datetime.fromisoformat(stamp)
+        except ValueError:
+            moment = None
+        if moment is not None:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            started = int(moment.timestamp() * 1000)
+    return _string(_CWD, head), started
+
+
+def only_itself(path: str) -> tuple[str, ...]:
+    """The files a scan of a transcript at ``path`` reads: ``(path,)`` (pure)."""
+    return (path,)
+
+
+class Source(NamedTuple):
+    """One upstream source: a coding agent's session format (immutable).
+
+    Attributes:
+        name: the ``source`` value stored on links and given to ``adopt``
+            (``"claude"``); also the session keys ``ssa watch`` makes.
+        title: the tool's name for people (``"Claude Code"``).
+        flag: ``ssa watch``'s catalog option without dashes (``--claude``);
+            the parsed value is ``args.<name>``.
+        metavar: what the option takes (``"DIR"``, ``"DB"``).
+        holds: ``"file"`` (one session per transcript file, under a catalog
+            directory) or ``"store"`` (sessions are rows of one database file,
+            which is the catalog; adoption needs the session id).
+        locations: ``(environment, home) -> its standard catalog roots``
+            (whether or not they exist), honouring its environment overrides.
+        discover: ``root -> sessions`` found there (a missing root: none;
+            never raises).
+        no_link: why a session it adopts without an upstream link gets
+            none, in a person's words (``"legacy Pi format"``).
+        reading: loads and returns the heavy half (cached by the source).
+        watch_files: the files whose changes may hold news for a link at
+            ``path`` (its change fingerprint: a stat of each).
+        rows: a store source's top-level sessions with their directory and
+            change indicator, ``(db, busy_timeout_ms) -> rows`` (``[]`` for a
+            missing or unreadable store); ``None`` for file sources.
+        head: a file source's ``(cwd, started_ms)`` from a transcript's
+            head (default :func:`json_head`).
+    """
+
+    name: str
+    title: str
+    flag: str
+    metavar: str
+    holds: Holds
+    locations: Locations
+    discover: Callable[[Path], Iterator[Candidate]]
+    no_link: str
+    reading: Callable[[], Reading]
+    watch_files: Callable[[str], tuple[str, ...]] = only_itself
+    rows: Callable[[Path, int], list[StoreRow]] | None = None
+    head: Callable[[str], tuple[str | None, int | None]] = json_head
+
+
+def glob_sessions(source: str, root: Path, pattern: str,
+                  thread_of: Callable[[str], str]) -> Iterator[Candidate]:
+    """The transcripts under ``root`` matching ``pattern``, as candidates of ``source``.
+
+    Args:
+        source: the source's name.
+        root: the catalog directory (missing: nothing is found).
+        pattern: a glob relative to ``root`` (``"*/*.jsonl"``, ``"**/x-*.jsonl"``).
+        thread_of: the session id from a file's name without its suffix.
+
+    Sorted by path components, as :mod:`pathlib` sorts. Strings, no ``Path`` per
+    file: thousands of sessions are listed at every prompt of ``ssa hook``.
+    Caller's thread; blocks on the listing; never raises.
+    """
+    if not root.is_dir():
+        return
+    paths = sorted(glob.glob(os.path.join(glob.escape(str(root)), pattern),
+                             recursive=True, include_hidden=True),
+                   key=lambda p: p.split(os.sep))
+    for path in paths:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        yield Candidate(source=source, path=path, thread_id=thread_of(stem))
+
+
+_unreadable: dict[str, str] = {}
+"""Stores that could not be listed, with why (each reported once per reason)."""
+_unreadable_lock = threading.Lock()
+
+
+def note_store_problem(db: Path, why: str | None) -> bool:
+    """Remember why listing the store ``db`` failed (``None``: it worked); any thread.
+
+    Returns:
+        Whether ``why`` is new for ``db`` (a discovery that runs every
+        interval logs a failure once per reason).
+    """
+    with _unreadable_lock:
+        if why is None:
+            _unreadable.pop(str(db), None)
+            return False
+        new = _unreadable.get(str(db)) != why
+        _unreadable[str(db)] = why
+        return new
+
+
+def unreadable_store(db: Path) -> str | None:
+    """Why the last listing of the store ``db`` failed, or ``None`` (any thread)."""
+    with _unreadable_lock:
+        return _unreadable.get(str(db))
