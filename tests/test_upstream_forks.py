@@ -25,10 +25,11 @@ from actors.upstream.classify import classify_units
 from actors.upstream.opencode import classify_db_session, open_opencode_db, read_sequences
 from actors.upstream.opencode_copies import fork_time as opencode_fork_time
 from actors.upstream.opencode_copies import is_copy
+from actors.upstream.opencode_reading import scan_opencode
 from actors.upstream.pi import _classify_mapping, classify_pi_line
 from actors.upstream.pi_copies import fork_time
 from actors.upstream.pi_input import input_source_reason
-from actors.upstream.scan import OpenCodeHint, line_classifier, scan_jsonl, scan_opencode
+from actors.upstream.scan import StoreHint, line_classifier, scan_jsonl
 
 
 def _reasons(path: Path) -> list[tuple[bool, str]]:
@@ -203,7 +204,7 @@ def test_opencode_fork_counts_only_its_own_prompt_in_a_monitor_scan(tmp_path: Pa
         conn.close()
     result = scan_opencode(str(fork.path), fork.session_id,
                            {"seq": 0, "lastHumanMessageId": None},
-                           OpenCodeHint(state="ok", seq=seq), own_hashes=frozenset(),
+                           StoreHint(state="ok", seq=seq), own_hashes=frozenset(),
                            replay_window=50)
     assert (result.kind, result.human_turns) == ("activity", 1)
 

@@ -6,9 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from actors.testing._turns import Compaction, Interrupt
 
-from actors.testing import Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
+from actors.testing import (
+    Compaction,
+    Interrupt,
+    Reply,
+    SlashCommand,
+    SubagentRow,
+    ToolCall,
+    ToolResult,
+    Typed,
+)
 from actors.upstream import gemini as g
 from actors.upstream.kit.gemini import GeminiSession, gemini_logs_json
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.testing._turns import Compaction
-
-from actors.testing import Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
+from actors.testing import Compaction, Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
 from actors.upstream import qwen as q
 from actors.upstream.kit.qwen import QwenSession
 

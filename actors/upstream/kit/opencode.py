@@ -15,49 +15,13 @@ import apsw
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
-from actors.upstream.opencode_classify import unwrapped_id
+from actors.upstream.kit.opencode_store import SCHEMA, Store, newest_id_value
 
 __all__ = ["OpenCodeTranscript", "sample", "type_turn"]
 
 VERSION = "1.18.33"
 """The OpenCode version the builder's sessions and schema follow."""
 
-_SCHEMA = (  # the 1.18.33 tables the builder writes, as OpenCode's migrations create them
-    "CREATE TABLE IF NOT EXISTS `project` (`id` text PRIMARY KEY, `worktree` text NOT NULL,"
-    " `vcs` text, `name` text, `icon_url` text, `icon_url_override` text, `icon_color` text,"
-    " `time_created` integer NOT NULL, `time_updated` integer NOT NULL,"
-    " `time_initialized` integer, `sandboxes` text NOT NULL, `commands` text)",
-    "CREATE TABLE IF NOT EXISTS `session` (`id` text PRIMARY KEY, `project_id` text NOT NULL,"
-    " `workspace_id` text, `parent_id` text, `slug` text NOT NULL, `directory` text NOT NULL,"
-    " `path` text, `title` text NOT NULL, `version` text NOT NULL, `share_url` text,"
-    " `summary_additions` integer, `summary_deletions` integer, `summary_files` integer,"
-    " `summary_diffs` text, `metadata` text, `cost` real DEFAULT 0 NOT NULL,"
-    " `tokens_input` integer DEFAULT 0 NOT NULL, `tokens_output` integer DEFAULT 0 NOT NULL,"
-    " `tokens_reasoning` integer DEFAULT 0 NOT NULL,"
-    " `tokens_cache_read` integer DEFAULT 0 NOT NULL,"
-    " `tokens_cache_write` integer DEFAULT 0 NOT NULL, `revert` text, `permission` text,"
-    " `agent` text, `model` text, `time_created` integer NOT NULL,"
-    " `time_updated` integer NOT NULL, `time_compacting` integer, `time_archived` integer,"
-    " CONSTRAINT `fk_session_project_id_project_id_fk` FOREIGN KEY (`project_id`)"
-    " REFERENCES `project`(`id`) ON DELETE CASCADE)",
-    "CREATE INDEX IF NOT EXISTS `session_project_idx` ON `session` (`project_id`)",
-    "CREATE INDEX IF NOT EXISTS `session_parent_idx` ON `session` (`parent_id`)",
-    "CREATE TABLE IF NOT EXISTS `message` (`id` text PRIMARY KEY, `session_id` text NOT NULL,"
-    " `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `data` text NOT NULL,"
-    " CONSTRAINT `fk_message_session_id_session_id_fk` FOREIGN KEY (`session_id`)"
-    " REFERENCES `session`(`id`) ON DELETE CASCADE)",
-    "CREATE INDEX IF NOT EXISTS `message_session_time_created_id_idx`"
-    " ON `message` (`session_id`,`time_created`,`id`)",
-    "CREATE TABLE IF NOT EXISTS `part` (`id` text PRIMARY KEY, `message_id` text NOT NULL,"
-    " `session_id` text NOT NULL, `time_created` integer NOT NULL,"
-    " `time_updated` integer NOT NULL, `data` text NOT NULL,"
-    " CONSTRAINT `fk_part_message_id_message_id_fk` FOREIGN KEY (`message_id`)"
-    " REFERENCES `message`(`id`) ON DELETE CASCADE)",
-    "CREATE INDEX IF NOT EXISTS `part_message_id_id_idx` ON `part` (`message_id`,`id`)",
-    "CREATE INDEX IF NOT EXISTS `part_session_idx` ON `part` (`session_id`)",
-    "CREATE TABLE IF NOT EXISTS `event_sequence` (`aggregate_id` text PRIMARY KEY,"
-    " `seq` integer NOT NULL, `owner_id` text)",
-)
 _PROJECT = "3fbdf7f8bd3883037d80b445136aff4a357eaa3a"
 _MODEL = {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}
 _RUN_PERMISSION = [{"permission": p, "pattern": "*", "action": "deny"}
@@ -66,7 +30,6 @@ _CHILD_PERMISSION = [{"permission": "task", "pattern": "*", "action": "deny"}]
 _SUMMARIZE = "Summarize the task tool output above and continue with your task."
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _ID_MASK = (1 << 48) - 1
-_BUSY_MS = 5000
 
 
 class OpenCodeTranscript:
@@ -149,7 +112,7 @@ class OpenCodeTranscript:
         self.session_id = session_id or self._id("ses", now, descending=True)
         permission = _RUN_PERMISSION if run else _CHILD_PERMISSION if parent_id else None
         with self._connection() as conn, conn:
-            for statement in _SCHEMA:
+            for statement in SCHEMA:
                 conn.execute(statement)
             if conn.execute("SELECT 1 FROM session WHERE id = ?", (self.session_id,)).get:
                 raise ValueError(f"session {self.session_id!r} already exists in {self.path}")
@@ -215,7 +178,7 @@ class OpenCodeTranscript:
         now = forked._now()
         forked.session_id = forked._id("ses", now, descending=True)
         with self._connection() as conn, conn:
-            forked._floor = _newest_id_value(conn)
+            forked._floor = newest_id_value(conn)
             title = conn.execute("SELECT title FROM session WHERE id = ?",
                                  (self.session_id,)).get
             forked._create_session(conn, forked.session_id, None, f"{title} (fork #1)", None,
@@ -250,7 +213,7 @@ class OpenCodeTranscript:
         written = 0
         try:
             with self._connection() as conn, conn:
-                self._floor = max(self._floor, _newest_id_value(conn))
+                self._floor = max(self._floor, newest_id_value(conn))
                 for turn in turns:
                     written += self._write(conn, turn)
         except BaseException:  # rolled back: the builder forgets it too
@@ -496,38 +459,8 @@ class OpenCodeTranscript:
         tail = "".join(secrets.choice(_BASE62) for _ in range(14))
         return f"{prefix}_{value & _ID_MASK:012x}{tail}"
 
-    def _connection(self) -> _Store:
-        return _Store(self.path)
-
-
-class _Store:
-    """A short-lived write connection to the store (WAL, as OpenCode keeps it)."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._conn: apsw.Connection | None = None
-
-    def __enter__(self) -> apsw.Connection:
-        conn = apsw.Connection(str(self._path))
-        conn.set_busy_timeout(_BUSY_MS)
-        conn.pragma("journal_mode", "wal")
-        self._conn = conn
-        return conn
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._conn is not None
-        self._conn.close()
-        self._conn = None
-
-
-def _newest_id_value(conn: apsw.Connection) -> int:
-    """The full ``ms * 0x1000 + counter`` of the store's newest message id (0: none)."""
-    row = conn.execute("SELECT id, time_created FROM message"
-                       " ORDER BY time_created DESC, id DESC LIMIT 1").get
-    if not isinstance(row, tuple):
-        return 0
-    value = unwrapped_id(str(row[0]), int(row[1]))
-    return 0 if value is None else value
+    def _connection(self) -> Store:
+        return Store(self.path)
 
 
 def _step_finish(reason: str) -> dict[str, Any]:
