@@ -8,6 +8,7 @@ from typing import Any
 
 import pykka
 
+from persistence.errors import StorageError
 from persistence.runtime import Dispatcher, InlineActor, on_our_thread
 
 __all__ = ["GatewayActor", "on_our_thread"]
@@ -17,8 +18,6 @@ logger = logging.getLogger(__name__)
 
 def _expected(exc: Exception) -> bool:
     """Storage faults and timeouts are reported by their owners; anything else is a bug."""
-    from persistence.errors import StorageError  # noqa: PLC0415
-
     return isinstance(exc, StorageError | pykka.Timeout | pykka.ActorDeadError)
 
 

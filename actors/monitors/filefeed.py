@@ -24,6 +24,7 @@ from typing import Protocol
 
 from actors.monitors.changes import watch_paths
 from persistence import UpstreamLink
+from persistence.runtime import mark_thread
 
 __all__ = ["READY_MS", "ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
 
@@ -195,8 +196,6 @@ class WatchfilesFeed:
         return int(self._thread.is_alive())
 
     def _run(self) -> None:
-        from persistence.runtime import mark_thread  # noqa: PLC0415
-
         mark_thread(inline=True)
         while True:
             with self._lock:

@@ -8,13 +8,15 @@ from typing import Any
 
 import pykka
 
+from actors.engine.base import GatewayActor
+from actors.engine.exit import open_gateways
+from persistence import PersistenceActor
+
 __all__ = ["LeakCheck", "running_actors"]
 
 
 def running_actors() -> list[pykka.ActorRef[Any]]:
     """The actors of this library that are running now, in this process (any thread)."""
-    from actors.engine.base import GatewayActor  # noqa: PLC0415
-    from persistence import PersistenceActor  # noqa: PLC0415
 
     return [ref for ref in pykka.ActorRegistry.get_all()
             if issubclass(ref.actor_class, GatewayActor | PersistenceActor)]
@@ -39,8 +41,6 @@ class LeakCheck:
     """
 
     def __init__(self, timeout: float = 5.0, *, ignore: tuple[str, ...] = ()) -> None:
-        from actors.engine.exit import open_gateways  # noqa: PLC0415
-
         self._before = set(threading.enumerate())
         self._actors = {ref.actor_urn for ref in running_actors()}
         self._gateways = {id(gateway) for gateway in open_gateways()}
@@ -55,8 +55,6 @@ class LeakCheck:
         still running are stopped (so neither runs on into the next test),
         and each is reported; older ones are left alone.
         """
-        from actors.engine.exit import open_gateways  # noqa: PLC0415
-
         deadline = time.monotonic() + self._timeout
         problems: list[str] = []
         for gateway in open_gateways():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Callable
@@ -82,8 +83,6 @@ class ClaudeCodeTranscript:
             OSError: a file cannot be read or written.
             ValueError: ``earlier`` holds a line that is not JSON.
         """
-        import json  # noqa: PLC0415
-
         rows: list[dict[str, Any]] = [
             {"type": "mode", "mode": "normal", "sessionId": self.session_id},
             {"type": "permission-mode", "permissionMode": "default", "sessionId": self.session_id},
