@@ -29,13 +29,34 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGES = ("actors", "persistence")
-OPTIONAL = ("psycopg", "psycopg_pool", "watchdog", "mcp", "uvloop")
-SOURCE_WORD = re.compile(r"\b(claude|codex|opencode|pi)\b", re.IGNORECASE)
-SOURCE_MODULE = re.compile(
-    r"(claude|codex|opencode|pi|gemini|qwen|crush|aider)[a-z_]*$|_?(claude|codex|opencode|pi)_"
-)
-"""A source's own modules, by their last name part: ``claude.py``, ``claude_source.py``,
-``opencode_rows.py``, ``kit/claude.py`` (the test kit's writer of its shapes)."""
+OPTIONAL = ("psycopg", "psycopg_pool", "mcp")
+"""The optional dependencies (extras in ``pyproject.toml``)."""
+KNOWN_TOOLS = ("claude", "codex", "opencode", "pi", "gemini", "qwen", "crush", "aider")
+"""Tool names before the registry existed (older trees), joined by the registry's names."""
+
+
+def source_names() -> tuple[str, ...]:
+    """The registered sources' names (when the tree has a registry) and :data:`KNOWN_TOOLS`."""
+    try:
+        from actors.upstream.sources import source_names as registered
+    except ImportError:
+        return KNOWN_TOOLS
+    return tuple(sorted(set(KNOWN_TOOLS) | set(registered())))
+
+
+def source_word(names: tuple[str, ...]) -> re.Pattern[str]:
+    """A source's name as a word in code (``opencode``, ``OPENCODE``, ``claude_node``)."""
+    return re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE)
+
+
+def source_module(names: tuple[str, ...]) -> re.Pattern[str]:
+    """A source's own modules, by their last name part: ``claude.py``, ``claude_source.py``,
+    ``opencode_rows.py``, ``kit/claude.py`` (the test kit's writer of its shapes)."""
+    return re.compile(r"^_?(" + "|".join(map(re.escape, names)) + r")(_[a-z_]*)?$")
+
+
+SOURCE_WORD = source_word(KNOWN_TOOLS)
+SOURCE_MODULE = source_module(KNOWN_TOOLS)
 REGISTRY = "actors.upstream.sources"
 """The registry: the one generic module that lists the sources (reported apart)."""
 
@@ -156,7 +177,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _code_words(path: Path) -> bool:
+def code_names_a_source(path: Path, word: re.Pattern[str] = SOURCE_WORD) -> bool:
     """Whether the code of ``path`` (names and strings, not comments/docstrings) names a source."""
     source = path.read_text(encoding="utf-8")
     docstrings: set[int] = set()  # docstrings, and the bare strings documenting a constant
@@ -169,7 +190,7 @@ def _code_words(path: Path) -> bool:
             continue
         if token.type == tokenize.STRING and token.start[0] in docstrings:
             continue
-        if token.type in (tokenize.NAME, tokenize.STRING) and SOURCE_WORD.search(
+        if token.type in (tokenize.NAME, tokenize.STRING) and word.search(
             token.string.replace("_", " ")
         ):
             return True
@@ -205,10 +226,13 @@ def main(argv: list[str] | None = None) -> int:
             elif _private_across(module, imported, packages, 2):
                 private_sub.add((module, imported))
     groups = circles(graph)
+    names = source_names()
+    word, module_pattern = source_word(names), source_module(names)
     naming = [
         m
         for m, p in mods.items()
-        if not SOURCE_MODULE.search(m.rsplit(".", 1)[-1]) and m != REGISTRY and _code_words(p)
+        if not module_pattern.search(m.rsplit(".", 1)[-1]) and m != REGISTRY
+        and code_names_a_source(p, word)
     ]
     sizes = sorted(
         ((len(p.read_text(encoding="utf-8").splitlines()), m) for m, p in mods.items()),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput
+from actors.facade.gateway import hosting_of
 
 CTX = multiprocessing.get_context("spawn")
 REPLY_TIMEOUT_S = 30.0
@@ -83,7 +84,7 @@ def serve(conn: Connection, db: str, options: dict[str, Any]) -> None:
             [_request(key, source, path)], watcher=watcher) and None,
         "scan": lambda: [e.sequence for e in gw.scan_upstream()],
         "start_feed": gw.start_upstream_notifications,
-        "probes": lambda: gw._hosting.probes,
+        "probes": lambda: hosting_of(gw).probes,
         "cpu": time.process_time,
         "record_threads": lambda prefix, threads, per_thread, go: _record_threads(
             gw, prefix, threads, per_thread, go),

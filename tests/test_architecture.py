@@ -23,6 +23,15 @@ from pathlib import Path
 
 import grimp
 
+from scripts.arch_report import (
+    REGISTRY,
+    code_names_a_source,
+    modules,
+    source_module,
+    source_names,
+    source_word,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 560
 """The issue's "about 500 lines", with the slack of a docstring or two."""
@@ -125,3 +134,85 @@ def test_the_layer_contracts_hold() -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=LINT_TIMEOUT_S, check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+NAMING_A_SOURCE = {
+    # the manager-side integrations: ssa hook/install per coding agent (not upstream sources)
+    "actors.agents.commands", "actors.agents.hookinput", "actors.agents.install",
+    "actors.agents.installplan", "actors.agents.installsetup",
+    # the test kit's public builder names (ClaudeCodeTranscript, ...)
+    "actors.testing",
+    # a public setting of the contract (GatewayConfig.opencode_replay_window)
+    "actors.config",
+    # the paired-node API (adopt_remote), Claude Code's by contract
+    "actors.facade.gateway", "actors.facade.async_gateway", "actors.facade.upstream_api",
+    "actors.monitors.link_monitor", "actors.monitors.service",
+}
+"""Modules outside the sources and the registry allowed to name one, each for its reason."""
+
+
+def test_generic_code_names_no_source() -> None:
+    names = source_names()
+    word, own = source_word(names), source_module(names)
+    naming = {
+        module for module, path in modules(ROOT).items()
+        if not own.search(module.rsplit(".", 1)[-1]) and module != REGISTRY
+        and code_names_a_source(path, word)
+    }
+    assert naming - NAMING_A_SOURCE == set()
+
+
+def test_the_source_name_check_sees_a_source_named_in_code(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Docstrings may say opencode."""\n# comments too: codex\n'
+                     'def f(source: str) -> bool:\n    return source == "codex"\n')
+    assert code_names_a_source(probe, source_word(source_names()))
+    probe.write_text('"""Docstrings may say opencode."""\n# comments too: codex\nX = 1\n')
+    assert not code_names_a_source(probe, source_word(source_names()))
+
+
+def _private_names_imported(path: Path, module: str) -> list[tuple[str, str]]:
+    """``(importer, "<module>.<_name>")`` for each ``from M import _name`` in ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+            continue
+        if node.module.split(".")[0] not in ("actors", "persistence"):
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                found.append((module, f"{node.module}.{alias.name}"))
+    return found
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    mods = modules(ROOT)
+    packages = {m for m, p in mods.items() if p.name == "__init__.py"}
+    crossing = []
+    for module, path in mods.items():
+        for importer, name in _private_names_imported(path, module):
+            source, _ = name.rsplit(".", 1)
+            owner = source if source in packages else source.rsplit(".", 1)[0]
+            if name in mods:  # ``from pkg import _module``: the module rule covers it
+                continue
+            if importer != owner and not importer.startswith(owner + "."):
+                crossing.append((importer, name))
+    assert crossing == []
+
+
+STDLIB_PRIVATE = {"_exit", "_actions", "_SubParsersAction"}
+"""Private names of the standard library the command line uses (``os._exit``, argparse)."""
+
+
+def test_the_command_line_kit_scripts_and_examples_touch_no_private_attribute() -> None:
+    files = [p for folder in ("actors/cli", "actors/testing", "actors/agents")
+             for p in sorted((ROOT / folder).rglob("*.py"))] + _shipped_scripts()
+    touching = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and node.attr not in STDLIB_PRIVATE
+                    and not (isinstance(node.value, ast.Name)
+                             and node.value.id in ("self", "cls"))):
+                touching.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert touching == []

@@ -19,5 +19,8 @@
   watcher's watches.
 
 This package imports nothing at import time; the command handlers import
-its modules lazily.
+its modules lazily. May import: the facade through :mod:`actors`, the
+upstream service (:mod:`actors.monitors`, to adopt), the readers
+(:mod:`actors.upstream`), :mod:`actors.errors` and :mod:`persistence`'s public
+names; never the command line (:mod:`actors.cli`) or the test kit.
 """

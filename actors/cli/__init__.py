@@ -7,7 +7,8 @@ the bounded pool of ``--exec`` commands.
 
 May import everything below it: the facade (through :mod:`actors`), the
 monitors, the upstream readers, the agent integrations and :mod:`persistence`'s
-public names. Nothing imports the command line except ``ssa_cli``.
+public names. Nothing imports the command line except ``ssa_cli`` and ``python -m actors``
+(:mod:`actors.__main__`).
 """
 
 from __future__ import annotations

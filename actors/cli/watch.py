@@ -24,7 +24,7 @@ import msgspec
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
 from actors.errors import SessionStateError
-from actors.facade.gateway import Gateway
+from actors.facade.gateway import Gateway, upstream_service
 from actors.facade.values import SessionStateEvent
 from actors.monitors.catalogfeed import CatalogFeed
 from actors.monitors.service import AdoptRequest
@@ -307,7 +307,7 @@ def _where(gw: Gateway, key: str) -> UpstreamWhere | None:
     if key in _where_cache:
         return _where_cache[key]
     try:
-        link = gw._upstream.link_of(key, agent_id_of(key))
+        link = upstream_service(gw).link_of(key, agent_id_of(key))
     except Exception as exc:  # naming the session is a courtesy: never stop the watch
         logger.debug("cannot read the link of %s: %s: %s", key, type(exc).__name__, exc)
         return None
@@ -442,7 +442,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                       f"{args.watcher} takes that watcher's wakes and drains its notices. "
                       "Pass --watcher agent:main:ssa-watch to leave them to it.\n")
             err.flush()
-        gw._upstream.mark_monitoring()  # it scans what it adopts: lease new links to it
+        upstream_service(gw).mark_monitoring()  # it scans what it adopts: lease new links to it
         adopter = _Adopter(gw, args.watcher, stop, err,
                            announce=partial(_announce, as_json=args.json, out=out))
         adopter.adopt(_discover_all(catalogs, err, warn=given), progress=_is_tty(err))
@@ -523,7 +523,7 @@ def _adopt_new(gw: Gateway, adopter: _Adopter, catalogs: list[tuple[str, Path]],
     """
     adopter.adopt(_discover_all(catalogs, err, warn=False), progress=False, later=True)
     if adopter.linked:
-        gw._upstream.scan_soon((key, adopter.agent) for key in adopter.linked)
+        upstream_service(gw).scan_soon((key, adopter.agent) for key in adopter.linked)
 
 
 def _fallback_scan(gw: Gateway) -> None:
@@ -533,7 +533,7 @@ def _fallback_scan(gw: Gateway) -> None:
     and the loop prints notices only between cycles. Never raises (logged).
     """
     try:
-        gw._upstream.scan_cycle(follow_backlog=False)
+        upstream_service(gw).scan_cycle(follow_backlog=False)
     except Exception as exc:  # a scan never stops the watch
         logger.warning("the fallback scan failed: %s: %s", type(exc).__name__, exc)
 

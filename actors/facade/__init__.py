@@ -12,7 +12,7 @@ built from the request paths it needs and testable alone; its public methods
 delegate to them. Users import these names from :mod:`actors`, not from here.
 
 May import: :mod:`actors.engine`, :mod:`actors.monitors`,
-:mod:`actors.upstream`, :mod:`actors.errors` and :mod:`persistence`'s public
+:mod:`actors.upstream`, :mod:`actors.config`, :mod:`actors.errors` and :mod:`persistence`'s public
 names. Never the command line (:mod:`actors.cli`), the agent integrations
 (:mod:`actors.agents`) or the test kit (:mod:`actors.testing`).
 """

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from actors.config import GatewayConfig
+from actors.engine.hosting import Hosting
 from actors.facade.core import Runtime
 from actors.facade.hosting_api import HostingApi
 from actors.facade.lifecycle import open_runtime
@@ -32,13 +33,13 @@ from actors.facade.sessions import SessionsApi
 from actors.facade.upstream_api import UpstreamApi
 from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.filefeed import ChangeFeed
-from actors.monitors.service import AdoptRequest
+from actors.monitors.service import AdoptRequest, UpstreamService
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 from persistence.lazylog import quiet_package
 from persistence.locations import default_state_path
 
-__all__ = ["Clock", "DeliverFn", "Gateway", "default_state_path"]
+__all__ = ["Clock", "DeliverFn", "Gateway", "default_state_path", "hosting_of", "upstream_service"]
 
 quiet_package("actors")  # direct imports of the engine get the NullHandler too
 
@@ -398,3 +399,36 @@ class Gateway:
     @_doc_of(UpstreamApi.scan_upstream)
     def scan_upstream(self, *, keys: Iterable[str] | None = None) -> list[SessionStateEvent]:
         return self._upstream_api.scan_upstream(keys=keys)
+
+
+def upstream_service(gateway: Gateway) -> UpstreamService:
+    """The upstream service ``gateway`` runs: the seam for ``ssa watch``.
+
+    ``ssa watch`` drives the service's scans itself (it leases the links it
+    adopts, scans new links at once and runs scan cycles on its cadence);
+    an embedding gateway uses :meth:`Gateway.scan_upstream` instead. Not part
+    of the embedding API (``api-contract.md``): the command line's.
+
+    Args:
+        gateway: an open gateway.
+
+    Returns:
+        Its :class:`~actors.monitors.service.UpstreamService`.
+
+    Any thread; does not block.
+    """
+    return gateway._upstream
+
+
+def hosting_of(gateway: Gateway) -> Hosting:
+    """The hosting (leases and wake probe) ``gateway`` runs, for benchmarks' counters.
+
+    Args:
+        gateway: an open gateway.
+
+    Returns:
+        Its :class:`~actors.engine.hosting.Hosting` (``probes`` counts change probes).
+
+    Any thread; does not block.
+    """
+    return gateway._hosting

@@ -1,5 +1,10 @@
 """A test kit for suites that embed the gateway: a clock to move, fixtures, leak checks.
 
+May import: the facade through :mod:`actors`, the engine (the leak check's
+actor base and open-gateway list), the builders of :mod:`actors.upstream.kit`
+(re-exported here) and :mod:`persistence`'s public names; never the command
+line or the agent integrations.
+
 * :class:`ManualClock`: epoch milliseconds that move only when the test says
   (``advance(ms)``, ``set(ms)``); pass it as ``Gateway.open(clock=...)`` or
   ``AsyncGateway.open(clock=...)``.
