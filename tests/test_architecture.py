@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 560
 """The issue's "about 500 lines", with the slack of a docstring or two."""
 STILL_LARGE = {
-    "actors/cli/watch.py", "actors/monitors/service.py",
+    "actors/monitors/service.py",
 }
 """Modules still over the limit while the layout issue splits them (to be emptied)."""
 LINT_TIMEOUT_S = 50.0
