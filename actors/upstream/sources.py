@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from actors.upstream.claude_source import CLAUDE
 from actors.upstream.codex_source import CODEX
+from actors.upstream.gemini_source import GEMINI
 from actors.upstream.opencode_source import OPENCODE
 from actors.upstream.pi_source import PI
 from actors.upstream.source import Source
@@ -24,7 +25,7 @@ from actors.upstream.source import Source
 __all__ = ["BUILT_IN", "all_sources", "find_source", "registered", "source_named",
            "source_names"]
 
-BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI)
+BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI)
 """The sources this release reads, in the order options and reports list them."""
 
 _lock = threading.Lock()
