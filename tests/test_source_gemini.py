@@ -12,6 +12,7 @@ import pytest
 from actors import Gateway
 from actors.cli import app as cli
 from actors.cli.watch import run_watch
+from actors.monitors.where import project_of
 from actors.testing import GeminiSession, Reply, ToolCall, ToolResult, Typed
 from actors.upstream.catalog import default_catalogs, discover
 from actors.upstream.kit.gemini import type_turn
@@ -74,6 +75,7 @@ def test_a_typed_turn_counts_once_and_other_rows_and_own_text_do_not(
     type_turn(str(path), path.stem, "relayed by the gateway")
     assert gateway.scan_upstream() == []
     assert len(gateway.pending_notices(WATCHER)) == 1
+    assert project_of("gemini", str(path), path.stem) == "/work/proj"
 
 
 def test_a_program_driven_session_gets_no_link_and_an_unlogged_prompt_never_counts(
