@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from actors.upstream.aider_source import AIDER
 from actors.upstream.claude_source import CLAUDE
 from actors.upstream.codex_source import CODEX
 from actors.upstream.gemini_source import GEMINI
@@ -26,7 +27,7 @@ from actors.upstream.source import Source
 __all__ = ["BUILT_IN", "all_sources", "find_source", "registered", "source_named",
            "source_names"]
 
-BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI, QWEN)
+BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI, QWEN, AIDER)
 """The sources this release reads, in the order options and reports list them."""
 
 _lock = threading.Lock()
