@@ -14,6 +14,7 @@ import pytest
 from actors import Gateway
 from actors.cli.app import main
 from actors.errors import InvalidArgument, SchemaError
+from actors.upstream.sources import BUILT_IN
 from tests._upstream_rows import claude_user
 from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
 
@@ -30,7 +31,7 @@ def test_demo_runs_to_completion_and_shows_one_notice_for_twenty_changes(
     assert "20 events, historyGap False" in out
     assert "manager's queued notices after reopening: 1" in out
     assert "scan_upstream recorded: ['human message via claude']" in out
-    assert out.count("(linked)") == 4
+    assert out.count("(linked)") == len(BUILT_IN)  # every registered source's sample
     assert out.rstrip().endswith(f"--db {shlex.quote(location)}")  # a command to paste
     assert main(["demo", "--db", location]) == 1  # never over an old one
     err = capsys.readouterr().err
@@ -254,8 +255,8 @@ def test_classify_refuses_a_session_id_for_a_source_without_sessions(
         assert main(["classify", "--source", source, str(transcript), "--session", "s"]) == 1
         out, err = capsys.readouterr()
         assert out == ""
-        assert err == (f"ssa: --session is only for --source opencode (a {source} transcript "
-                       "holds one session: give its file)\n")
+        assert err == ("ssa: --session is only for --source opencode or --source crush "
+                       f"(a {source} transcript holds one session: give its file)\n")
     assert main(["classify", "--source", "claude", str(transcript)]) == 0
     assert capsys.readouterr().out == '{"line":0,"human":true,"reason":"typed"}\n'
 

@@ -15,16 +15,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from actors.upstream.aider_source import AIDER
 from actors.upstream.claude_source import CLAUDE
 from actors.upstream.codex_source import CODEX
+from actors.upstream.crush_source import CRUSH
+from actors.upstream.gemini_source import GEMINI
 from actors.upstream.opencode_source import OPENCODE
 from actors.upstream.pi_source import PI
+from actors.upstream.qwen_source import QWEN
 from actors.upstream.source import Source
 
 __all__ = ["BUILT_IN", "all_sources", "find_source", "registered", "source_named",
            "source_names"]
 
-BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI)
+BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI, QWEN, AIDER, CRUSH)
 """The sources this release reads, in the order options and reports list them."""
 
 _lock = threading.Lock()

@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from actors.upstream.aider_paths import history_thread_id
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 
-__all__ = ["AiderChatHistory"]
+__all__ = ["AiderChatHistory", "sample", "type_turn"]
 
 VERSION = "0.86.2"
 """The Aider version whose writes the builder follows (``aider/io.py``)."""
@@ -146,3 +147,25 @@ def _tool(text: str) -> str:
 def _user(text: str) -> str:
     lines = text.splitlines() or ["<blank>"]
     return ("\n#### " + "  \n#### ".join(lines)).rstrip() + "  \n"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample chat history under ``root``: ``demo/.aider.chat.history.md`` with
+    one session and a typed prompt. Returns ``(path, thread id)`` as discovery gives them.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    repo = root / "demo"
+    repo.mkdir(parents=True, exist_ok=True)
+    path = repo / ".aider.chat.history.md"
+    AiderChatHistory(path).append(t.Typed("Summarise the diff"), t.Reply("Done."))
+    return str(path), history_thread_id(str(path))
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a prompt a person typed to the running session of the history at ``path``
+    (raises ``OSError``)."""
+    history = AiderChatHistory(path)
+    history._started = True  # the session the file ends with goes on
+    history.append(t.Typed(text))

@@ -15,7 +15,7 @@ import apsw
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 
-__all__ = ["CrushTranscript"]
+__all__ = ["CrushTranscript", "sample", "type_turn"]
 
 _SCHEMA = (  # the tables as Crush's goose migrations leave them (written from reading them)
     "CREATE TABLE IF NOT EXISTS goose_db_version (id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -215,3 +215,27 @@ def _stop() -> dict[str, Any]:
 
 def _finish(reason: str, at: int = 1) -> dict[str, Any]:
     return _part("finish", {"reason": reason, "time": at})
+
+
+_SAMPLE_SESSION = "3f2a8c1e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample store under ``root``: ``demo/.crush/crush.db`` holding one session
+    with a typed prompt. Returns ``(store path, session id)``.
+
+    Raises:
+        OSError, apsw.Error: it cannot be written.
+    """
+    data = root / "demo" / ".crush"
+    data.mkdir(parents=True, exist_ok=True)
+    with CrushTranscript(data / "crush.db", session_id=_SAMPLE_SESSION) as session:
+        session.append(t.Typed("Summarise the diff"), t.Reply("Done."))
+    return str(data / "crush.db"), _SAMPLE_SESSION
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a prompt a person typed to the session ``thread_id`` of the store at ``path``
+    (raises ``apsw.Error``)."""
+    with CrushTranscript(path, session_id=thread_id) as session:
+        session.append(t.Typed(text))

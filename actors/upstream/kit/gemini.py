@@ -13,7 +13,7 @@ from typing import Any
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
 
-__all__ = ["GeminiSession", "gemini_logs_json"]
+__all__ = ["GeminiSession", "gemini_logs_json", "sample", "type_turn"]
 
 _CONTEXT = ("<session_context>\nThis is the Gemini CLI. We are setting up the context for our "
             "chat.\n</session_context>")
@@ -144,3 +144,54 @@ class GeminiSession:
                     if self._last_prompt else {}
                 return [*rows, self._message("user", [{"text": "Please continue."}], **extra)]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+_SAMPLE_SESSION = "5d1f0c2e-8a4b-4c6d-9e7f-0a1b2c3d4e5f"
+_SAMPLE_PROJECT = "/home/user/demo"
+
+
+def _log_query(path: Path, session_id: str, text: str) -> None:
+    """Add a query to the project's ``logs.json`` as the TUI does (rewritten whole)."""
+    logs = path.parent.parent / "logs.json" if path.parent.name == "chats" \
+        else path.parent.parent.parent / "logs.json"
+    try:
+        rows = json.loads(logs.read_bytes())
+    except (OSError, ValueError):
+        rows = []
+    if not isinstance(rows, list):
+        rows = []
+    rows.append({"sessionId": session_id, "messageId": len(rows), "type": "user",
+                 "message": text, "timestamp": "2026-01-01T00:00:00.000Z"})
+    logs.write_text(json.dumps(rows, indent=2))
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample interactive session under ``root``:
+    ``tmp/demo/chats/session-2026-11-30T08-00-<id8>.jsonl`` with its ``logs.json``
+    and ``.project_root``.
+
+    Returns ``(path, session id)`` (the id is the file's name, as discovery gives it).
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    project = root / "tmp" / "demo"
+    chats = project / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    (project / ".project_root").write_text(_SAMPLE_PROJECT)
+    path = chats / f"session-2026-11-30T08-00-{_SAMPLE_SESSION[:8]}.jsonl"
+    type_turn(str(path), path.stem, "Summarise the diff",
+              session=GeminiSession(path, session_id=_SAMPLE_SESSION, project=_SAMPLE_PROJECT))
+    return str(path), path.stem
+
+
+def type_turn(path: str, thread_id: str, text: str, *,
+              session: GeminiSession | None = None) -> None:
+    """Append a turn a person typed in the TUI to the session file at ``path``: the query
+    is logged to ``logs.json`` first, then recorded (raises ``OSError``)."""
+    if session is None:
+        with open(path, "rb") as file:
+            header = json.loads(file.readline())
+        session = GeminiSession(path, session_id=str(header["sessionId"]))
+    _log_query(Path(path), session.session_id, text)
+    session.append(t.Typed(text))

@@ -12,7 +12,7 @@ from typing import Any
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
 
-__all__ = ["QwenSession"]
+__all__ = ["QwenSession", "sample", "type_turn"]
 
 
 class QwenSession:
@@ -113,3 +113,28 @@ class QwenSession:
                                      message={"role": "user", "parts": [{"text": text}]},
                                      systemPayload={"displayText": text})]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+_SAMPLE_SESSION = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+
+
+def sample(root: Path) -> tuple[str, str]:
+    """Write a sample interactive session under ``root``:
+    ``projects/-home-user-demo/chats/<id>.jsonl`` with its ``runtime.json`` sidecar.
+
+    Returns ``(path, session id)``.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    path = root / "projects" / "-home-user-demo" / "chats" / f"{_SAMPLE_SESSION}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    QwenSession(path, session_id=_SAMPLE_SESSION, cwd="/home/user/demo").append(
+        t.Typed("Summarise the diff"))
+    return str(path), _SAMPLE_SESSION
+
+
+def type_turn(path: str, thread_id: str, text: str) -> None:
+    """Append a prompt a person typed in the interactive UI to the session at ``path``
+    (raises ``OSError``)."""
+    QwenSession(path, session_id=thread_id).append(t.Typed(text))

@@ -1,0 +1,185 @@
+"""Aider's heavy half: its :class:`~actors.upstream.reading.Reading`, around
+:func:`actors.upstream.aider.read_aider_history` from a byte offset.
+
+Aider's history is Markdown appended to, but a unit is a *block* of lines and
+its decision needs the session it is in (the logged command line) and the
+block before it (a chat command's echo): the :class:`~actors.upstream.aider.AiderCursor`.
+The scan marker therefore keeps the cursor next to the usual
+``{"offset", "inode", "epoch", "check"}``; a file that shrank, changed inode
+or no longer holds the bytes before the marker is re-baselined at its end
+without counting (``epoch`` moves on).
+
+A new link's cursor is the state at the file's end: its last session is read
+from its header (at most :data:`TAIL_BYTES` back). Runs in the caller's
+thread; every read is bounded; ``baseline`` and ``scan`` never raise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from actors.errors import SessionStateError
+from actors.upstream.aider import AiderCursor, classify_aider_history, read_aider_history
+from actors.upstream.aider_paths import history_thread_id
+from actors.upstream.files import CHECK_BYTES, check_of, file_state, read_range
+from actors.upstream.kit.aider import sample, type_turn
+from actors.upstream.reading import Baseline, Reading, ScanContext, readable
+from actors.upstream.scanning import ScanResult, StoreHint, count_turns
+
+__all__ = ["CLASSIFY_LIMIT", "READING", "TAIL_BYTES", "cursor_at_end"]
+
+TAIL_BYTES = 16 << 20
+"""How far back from a history's end its last session header is looked for."""
+CLASSIFY_LIMIT = 256 << 20
+"""The largest history ``ssa classify`` reads."""
+_HEADER = b"\n# aider chat started at "
+
+
+def _marker(cursor: AiderCursor, inode: int, epoch: int, check: bytes) -> dict[str, Any]:
+    return {"offset": cursor.offset, "inode": inode, "epoch": epoch, "check": check_of(check),
+            "cursor": msgspec.to_builtins(cursor)}
+
+
+def cursor_at_end(path: str, size: int) -> tuple[AiderCursor, bytes] | None:
+    """The cursor after the file's last complete block, and the check bytes before it.
+
+    Reads the last session from its header (at most :data:`TAIL_BYTES`);
+    ``None`` when the file cannot be read. Never raises.
+    """
+    start = max(0, size - TAIL_BYTES)
+    data, _ = read_range(path, start, size - start, None)
+    if data is None:
+        return None
+    found = data.rfind(_HEADER)
+    if found >= 0:
+        begin = found + 1
+    elif start == 0 and data.startswith(_HEADER[1:]):
+        begin = 0
+    else:
+        begin = len(data)  # no session in the tail: blocks after it are no_session
+    cursor = read_aider_history(data[begin:], AiderCursor(offset=start + begin)).cursor
+    if found < 0 and begin == len(data):
+        cursor = AiderCursor(offset=start + len(data))
+    low = max(0, cursor.offset - CHECK_BYTES)
+    check, _ = read_range(path, low, cursor.offset - low, None)
+    return (cursor, check) if check is not None else None
+
+
+def baseline(path: str, thread_id: str | None, from_start: bool,
+             busy_timeout_ms: int) -> Baseline | None:
+    """A history's link: the marker at its end (or its start); ``None`` when unreadable."""
+    state = file_state(path)
+    if state.kind != "ok":
+        return None
+    if from_start:
+        cursor, check = AiderCursor(), b""
+    else:
+        end = cursor_at_end(path, state.size)
+        if end is None:
+            return None
+        cursor, check = end
+    real = os.path.realpath(path)
+    return Baseline(host_id="gateway:local", thread_id=thread_id or history_thread_id(path),
+                    upstream_ref={"path": real}, marker=_marker(cursor, state.inode, 0, check))
+
+
+def _rebaseline(path: str, epoch: int, reason: str) -> ScanResult:
+    state = file_state(path)
+    if state.kind != "ok":
+        return ScanResult(kind=state.kind, reason=state.reason)
+    end = cursor_at_end(path, state.size)
+    if end is None:
+        return ScanResult(kind="transient", reason="unreadable_after_rewrite")
+    return ScanResult(kind="activity", reason=reason,
+                      next_marker=_marker(end[0], state.inode, epoch + 1, end[1]))
+
+
+def _holds(path: str, offset: int, check: object, inode: int) -> bool:
+    if not isinstance(check, str):
+        return True
+    length, _, _ = check.partition(":")
+    if not length.isdigit() or int(length) > offset:
+        return True
+    before, _ = read_range(path, offset - int(length), int(length), inode)
+    return before is not None and check_of(before) == check
+
+
+def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
+         context: ScanContext) -> ScanResult:
+    """One scan from the marker: the typed blocks not the gateway's own are counted.
+
+    Reads at most ``context.cap`` bytes; never raises.
+    """
+    epoch = marker.get("epoch", 0)
+    try:
+        cursor = msgspec.convert(marker.get("cursor") or {"offset": marker.get("offset", 0)},
+                                 AiderCursor)
+    except msgspec.ValidationError:
+        return ScanResult(kind="no_news", reason="invalid_marker")
+    if not isinstance(epoch, int) or cursor.offset < 0:
+        return ScanResult(kind="no_news", reason="invalid_marker")
+    state = file_state(path)
+    if state.kind != "ok":
+        return ScanResult(kind=state.kind, reason=state.reason)
+    inode = marker.get("inode")
+    if isinstance(inode, int) and inode != state.inode:
+        return _rebaseline(path, epoch, "replaced")
+    if state.size < cursor.offset:
+        return _rebaseline(path, epoch, "shrunk")
+    if not _holds(path, cursor.offset, marker.get("check"), state.inode):
+        return _rebaseline(path, epoch, "rewritten")
+    if state.size == cursor.offset:
+        return ScanResult(kind="no_news", reason="no_news")
+    length = min(state.size - cursor.offset, context.cap)
+    data, reason = read_range(path, cursor.offset, length, state.inode)
+    if data is None:
+        return ScanResult(kind="transient", reason=reason)
+    read = read_aider_history(data, cursor)
+    if read.cursor.offset == cursor.offset:
+        return ScanResult(kind="no_news", reason="partial_block",
+                          more=length == context.cap and state.size > cursor.offset + length)
+    consumed = read.cursor.offset - cursor.offset
+    check = data[max(0, consumed - CHECK_BYTES):consumed]
+    if len(check) < CHECK_BYTES and read.cursor.offset >= CHECK_BYTES:
+        before, _ = read_range(path, read.cursor.offset - CHECK_BYTES, CHECK_BYTES, state.inode)
+        check = before or b""
+    turns, newest = count_turns((unit for _, unit in read.decisions), context.own_hashes)
+    end = read.cursor.offset
+    return ScanResult(
+        kind="activity", reason="scanned", human_turns=turns,
+        next_marker=_marker(read.cursor, state.inode, epoch, check),
+        occurred_at=(newest if newest is not None else state.mtime_ms) if turns else None,
+        dedupe_id=f"{epoch}:{end}" if turns else None,
+        more=state.size > cursor.offset + length)
+
+
+def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
+    """``ssa classify``: every block's decision, ``{"offset", "kind", "human", "reason"}``.
+
+    Raises:
+        SessionStateError: the file cannot be read (or is over :data:`CLASSIFY_LIMIT`).
+    """
+    readable(path)
+    state = file_state(path)
+    if state.size > CLASSIFY_LIMIT:
+        raise SessionStateError(f"cannot read {path}: larger than {CLASSIFY_LIMIT} bytes")
+    data, reason = read_range(path, 0, state.size, None)
+    if data is None:
+        raise SessionStateError(f"cannot read {path}: {reason}")
+    for block, unit in classify_aider_history(data):
+        yield {"offset": block.offset, "kind": block.kind, "human": unit.human,
+               "reason": unit.reason}
+
+
+def project(path: str, thread_id: str) -> str | None:
+    """The repository the history file is in."""
+    return os.path.dirname(os.path.realpath(path))
+
+
+READING = Reading(baseline=baseline, scan=scan, classify=classify, project=project,
+                  sample=sample, type_turn=type_turn)
+"""Aider's reading: the blocks of a chat history from a byte offset, with their cursor."""

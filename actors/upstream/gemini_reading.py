@@ -1,0 +1,161 @@
+"""Gemini CLI's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one.
+
+Loaded on first use by :func:`actors.upstream.gemini_source.reading`. The
+rows are decided one line at a time by :func:`actors.upstream.gemini.read_gemini_rows`;
+the session's verdict comes from its header line (a sub-agent's file is
+refused) and from the project's ``logs.json``: the TUI logs every query it is
+given there before it records the turn, program-driven runs (``gemini -p``,
+ACP) never do (docs/upstream-gemini.md). So
+
+* a session holding a prompt whose id ``logs.json`` does not hold is adopted
+  without a link (``program_driven``);
+* at every scan a typed row counts only when ``logs.json`` holds the
+  session's id; a ``logs.json`` that cannot be parsed (Gemini CLI rewrites it
+  whole, not atomically) stops the scan before the row, to read it again.
+
+Known limit of the per-line decision: a ``user`` message rewritten under the
+same ``id`` in a later line would be decided again (Gemini CLI rewrites
+``gemini`` rows, not ``user`` rows; docs/upstream-gemini.md). Building it
+reads nothing; its functions run in their callers' threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import msgspec
+
+from actors.upstream.common import Unit, decode_object
+from actors.upstream.files import file_state, read_range
+from actors.upstream.gemini import (
+    GeminiHeader,
+    gemini_refusal,
+    interactive_session_ids,
+    read_gemini_rows,
+    row_kind,
+)
+from actors.upstream.gemini_paths import logs_file, project_root_of
+from actors.upstream.jsonl import HEAD_LIMIT, classify_lines, line_reading
+from actors.upstream.kit.gemini import sample, type_turn
+from actors.upstream.reading import Baseline, Reading
+from actors.upstream.scanning import LineClassifier
+
+__all__ = ["READING", "classify_gemini_line", "gemini_header", "interactive_classifier"]
+
+LOGS_LIMIT = 16 << 20
+"""Most bytes of a ``logs.json`` read (a larger one is treated as unreadable)."""
+
+LogsState = Literal["ok", "missing", "unreadable"]
+
+
+def classify_gemini_line(line: bytes) -> Unit:
+    """Decide one line on its own (a ``user`` row: typed or why not). Pure; never raises."""
+    rows = read_gemini_rows(line + b"\n").rows
+    return rows[0].unit() if rows else Unit(human=False, reason="blank")
+
+
+def gemini_header(first: bytes) -> tuple[str | None, str | None]:
+    """The header line's verdict: ``(None, refusal)``; the file's name stays the id.
+
+    ``subagent`` for a sub-agent's file, ``not_a_session`` when the first
+    line is no header. Pure.
+    """
+    _, value = decode_object(first)
+    if value is None or row_kind(value) != "header":
+        return None, "not_a_session"
+    return None, "subagent" if value.get("kind") == "subagent" else None
+
+
+def _session_id(path: str) -> str | None:
+    """The header's ``sessionId`` (first line, at most :data:`HEAD_LIMIT` bytes)."""
+    head, _ = read_range(path, 0, HEAD_LIMIT, None)
+    if not head or b"\n" not in head:
+        return None
+    _, value = decode_object(head.split(b"\n", 1)[0])
+    found = value.get("sessionId") if value is not None else None
+    return found if isinstance(found, str) else None
+
+
+def _logged_ids(path: str) -> tuple[LogsState, frozenset[str]]:
+    """``(state, ids)``: the session ids the project's ``logs.json`` holds a query for."""
+    logs = logs_file(path)
+    state = file_state(logs)
+    if state.kind == "missing":
+        return "missing", frozenset()
+    if state.kind != "ok" or state.size > LOGS_LIMIT:
+        return "unreadable", frozenset()
+    data, _ = read_range(logs, 0, state.size, None)
+    ids = interactive_session_ids(data) if data is not None else None
+    return ("unreadable", frozenset()) if ids is None else ("ok", ids)
+
+
+def interactive_classifier(path: str) -> LineClassifier:
+    """The line classifier for one session file, given its ``logs.json`` as it is now.
+
+    A typed row counts only when ``logs.json`` holds the session's id
+    (``program_driven`` otherwise); while ``logs.json`` cannot be parsed a
+    typed row stops the scan (``logs_unreadable``). Blocks on two bounded reads.
+    """
+    session_id = _session_id(path)
+    logs, ids = _logged_ids(path)
+
+    def classify(line: bytes) -> Unit:
+        unit = classify_gemini_line(line)
+        if not unit.human:
+            return unit
+        if logs == "unreadable":
+            return Unit(human=False, reason="logs_unreadable", stop=True)
+        if session_id is None or session_id not in ids:
+            return Unit(human=False, reason="program_driven")
+        return unit
+
+    return classify
+
+
+_LINES = line_reading(classify_gemini_line, header=gemini_header,
+                      classify_at=interactive_classifier, project=lambda lines: None,
+                      sample=sample, type_turn=type_turn)
+
+
+def _has_prompt(path: str) -> bool:
+    """Whether the file's first :data:`HEAD_LIMIT` bytes hold a ``user`` row decided typed."""
+    data, _ = read_range(path, 0, HEAD_LIMIT, None)
+    return data is not None and any(r.typed for r in read_gemini_rows(data).rows)
+
+
+def baseline(path: str, thread_id: str | None, from_start: bool,
+             busy_timeout_ms: int) -> Baseline | str | None:
+    """The line baseline, refused ``program_driven`` when the session holds a prompt that
+    ``logs.json`` never logged (never raises)."""
+    found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
+    if not isinstance(found, Baseline) or found.refusal is not None:
+        return found
+    logs, ids = _logged_ids(path)
+    if logs == "unreadable":
+        return None  # being rewritten: decide at the next adoption
+    session_id = _session_id(path)
+    header = (None if session_id is None
+              else GeminiHeader(session_id=session_id, project_hash="", kind="main"))
+    refusal = gemini_refusal(header, ids if logs == "ok" else None,
+                             has_prompt=_has_prompt(path))
+    return msgspec.structs.replace(found, refusal=refusal) if refusal else found
+
+
+def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
+    """``ssa classify``: every line's decision, ``not_monitored: <why>`` for a refused session."""
+    found = baseline(path, None, True, 0)
+    refusal = found.refusal if isinstance(found, Baseline) else None
+    return classify_lines(path, interactive_classifier(path), refusal=refusal, cap=cap)
+
+
+def project(path: str, thread_id: str) -> str | None:
+    """The project root named by the temp dir's ``.project_root`` (or ``None``)."""
+    return project_root_of(path)
+
+
+READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify,
+                                       project=project)
+"""Gemini CLI's reading: interactive main sessions are linked; sub-agents' and
+program-driven sessions are not."""

@@ -1,0 +1,130 @@
+"""Qwen Code's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one.
+
+Loaded on first use by :func:`actors.upstream.qwen_source.reading`. The
+records are decided one line at a time by :func:`actors.upstream.qwen.read_qwen_rows`;
+the session's verdict (:func:`~actors.upstream.qwen.qwen_refusal`) comes
+from its first records (a sub-agent's, a channel's or a daemon's session) and
+from the ``<session id>.runtime.json`` sidecar, which only the interactive UI
+writes (docs/upstream-qwen.md). So
+
+* a session holding a prompt without a sidecar naming it is adopted without a
+  link (``program_driven``), as is one whose records say a channel or daemon
+  drives it (``source:<type>``) or a sub-agent's (``subagent``);
+* at every scan a typed record counts only while the sidecar names the
+  session and its first records refuse nothing.
+
+Building it reads nothing; its functions run in their callers' threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from actors.upstream.common import Unit
+from actors.upstream.files import file_state, read_range
+from actors.upstream.jsonl import HEAD_LIMIT, PROJECT_HEAD_BYTES, classify_lines, line_reading
+from actors.upstream.kit.qwen import sample, type_turn
+from actors.upstream.qwen import (
+    QwenSession,
+    qwen_refusal,
+    read_qwen_rows,
+    runtime_status_path,
+    runtime_status_session,
+)
+from actors.upstream.reading import Baseline, Reading
+from actors.upstream.scanning import LineClassifier
+
+__all__ = ["READING", "classify_qwen_line", "session_classifier"]
+
+RUNTIME_LIMIT = 1 << 16
+"""Most bytes of a ``runtime.json`` sidecar read."""
+
+
+def classify_qwen_line(line: bytes) -> Unit:
+    """Decide one record on its own; a sub-agent's record is never typed. Pure; never raises."""
+    scan = read_qwen_rows(line + b"\n")
+    if not scan.rows:
+        return Unit(human=False, reason="blank")
+    unit = scan.rows[0].unit()
+    if unit.human and scan.cursor.session.subagent:
+        return Unit(human=False, reason="subagent")
+    return unit
+
+
+def _interactive(path: str, session_id: str | None) -> bool:
+    """Whether the session's ``runtime.json`` sidecar names it (one small read)."""
+    sidecar = str(runtime_status_path(path))
+    state = file_state(sidecar)
+    if state.kind != "ok":
+        return False
+    data, _ = read_range(sidecar, 0, min(state.size, RUNTIME_LIMIT), None)
+    named = runtime_status_session(data) if data is not None else None
+    return named is not None and named in {session_id, _stem(path)}
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path).removesuffix(".jsonl")
+
+
+def _read_head(path: str, limit: int) -> tuple[QwenSession, bool]:
+    """What the first ``limit`` bytes' records say of the session, and whether one is typed."""
+    data, _ = read_range(path, 0, limit, None)
+    if not data:
+        return QwenSession(), False
+    scan = read_qwen_rows(data)
+    return scan.cursor.session, any(r.typed for r in scan.rows)
+
+
+def session_classifier(path: str) -> LineClassifier:
+    """The record classifier for one session file, given its sidecar and first records now.
+
+    A typed record counts only when :func:`~actors.upstream.qwen.qwen_refusal`
+    refuses nothing for a prompted session; otherwise its reason is the
+    refusal. Blocks on two bounded reads.
+    """
+    session, _ = _read_head(path, PROJECT_HEAD_BYTES)
+    refusal = qwen_refusal(session, _interactive(path, session.session_id), has_prompt=True)
+
+    def classify(line: bytes) -> Unit:
+        unit = classify_qwen_line(line)
+        return Unit(human=False, reason=refusal) if unit.human and refusal else unit
+
+    return classify
+
+
+def _project(lines: list[bytes]) -> str | None:
+    return read_qwen_rows(b"".join(line + b"\n" for line in lines)).cursor.session.cwd
+
+
+_LINES = line_reading(classify_qwen_line, classify_at=session_classifier, project=_project,
+                      sample=sample, type_turn=type_turn)
+
+
+def baseline(path: str, thread_id: str | None, from_start: bool,
+             busy_timeout_ms: int) -> Baseline | str | None:
+    """The line baseline, with :func:`~actors.upstream.qwen.qwen_refusal`'s verdict on the
+    first :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes (never raises)."""
+    found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
+    if not isinstance(found, Baseline):
+        return found
+    session, has_prompt = _read_head(path, HEAD_LIMIT)
+    refusal = qwen_refusal(session, _interactive(path, session.session_id),
+                           has_prompt=has_prompt)
+    return msgspec.structs.replace(found, refusal=refusal) if refusal else found
+
+
+def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
+    """``ssa classify``: every record's decision, ``not_monitored: <why>`` for a refused session."""
+    found = baseline(path, None, True, 0)
+    refusal = found.refusal if isinstance(found, Baseline) else None
+    return classify_lines(path, session_classifier(path), refusal=refusal, cap=cap)
+
+
+READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify)
+"""Qwen Code's reading: sessions the interactive UI ran are linked; program-driven,
+channel-driven and sub-agent sessions are not."""

@@ -1,0 +1,128 @@
+"""Aider as a registered source: discovery in repositories, adoption, scans, ``ssa
+classify`` and ``ssa watch``, on chat histories written as Aider 0.86.2 writes them (the kit)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from actors import Gateway
+from actors.cli import app as cli
+from actors.cli.watch import run_watch
+from actors.monitors.where import project_of
+from actors.testing import AiderChatHistory, Reply, SlashCommand, ToolCall, ToolResult, Typed
+from actors.upstream.aider_paths import history_thread_id
+from actors.upstream.catalog import default_catalogs, discover
+from actors.upstream.kit.aider import type_turn
+from actors.upstream.source import Candidate
+from tests.conftest import WATCHER
+
+HISTORY = ".aider.chat.history.md"
+
+
+def _repo(root: Path, name: str = "app") -> Path:
+    repo = root / name
+    repo.mkdir(parents=True)
+    path = repo / HISTORY
+    AiderChatHistory(path).append(Typed("first prompt"), Reply("ok"))
+    return path
+
+
+def _adopted(gateway: Gateway, path: Path) -> str:
+    thread = history_thread_id(str(path))
+    key = f"agent:main:aider:{thread}"
+    link = gateway.adopt(key, source="aider", path=path)
+    assert link is not None
+    assert (link.source, link.thread_id) == ("aider", thread)
+    assert gateway.watch(WATCHER, key)
+    assert gateway.scan_upstream() == []  # adopted at the end: nothing counted
+    return key
+
+
+def test_discovery_finds_histories_in_a_repository_or_a_folder_of_them(tmp_path: Path) -> None:
+    one = _repo(tmp_path / "code", "app")
+    two = _repo(tmp_path / "code", "lib")
+    (tmp_path / "code" / "empty").mkdir()
+    assert default_catalogs({}, tmp_path)["aider"] == []  # no standard location
+    assert [c.path for c in discover("aider", tmp_path / "code")] == [str(one), str(two)]
+    assert list(discover("aider", one.parent)) == [
+        Candidate(source="aider", path=str(one), thread_id=history_thread_id(str(one)))]
+    other = _repo(tmp_path / "elsewhere", "app")  # a repository of the same name
+    assert history_thread_id(str(other)) != history_thread_id(str(one))
+    assert history_thread_id(str(one)).startswith("app-")
+
+
+def test_a_typed_turn_counts_once_and_other_blocks_and_own_text_do_not(
+        gateway: Gateway, tmp_path: Path) -> None:
+    path = _repo(tmp_path)
+    key = _adopted(gateway, path)
+    type_turn(str(path), "", "please add a test")
+    type_turn(str(path), "", "")  # an empty input: not counted
+    AiderChatHistory(path).append(Reply("working on it"))
+    events = gateway.scan_upstream()
+    assert [(e.kind, e.summary) for e in events] == [
+        ("human_direct_message", "human message via aider")]
+    history = AiderChatHistory(path)
+    history.append(ToolCall("shell", {"command": "ls"}, "c1"), ToolResult("c1", "a b"),
+                   SlashCommand("run", "make"), Reply("done"))
+    assert gateway.scan_upstream() == []
+    gateway.note_own_text(key, "relayed by the gateway")
+    type_turn(str(path), "", "relayed by the gateway")
+    AiderChatHistory(path).append(Reply("ok"))
+    assert gateway.scan_upstream() == []
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    assert project_of("aider", str(path), "") == str(path.parent.resolve())
+
+
+def test_a_program_driven_session_in_the_history_never_counts(
+        gateway: Gateway, tmp_path: Path) -> None:
+    path = _repo(tmp_path)
+    _adopted(gateway, path)
+    AiderChatHistory(path, command_line="aider --message 'fix it'").append(
+        Typed("fix it"), Reply("fixed"))
+    assert gateway.scan_upstream() == []
+    AiderChatHistory(path).append(Typed("typed in a new interactive session"), Reply("ok"))
+    assert len(gateway.scan_upstream()) == 1
+
+
+def test_classify_shows_each_blocks_decision(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _repo(tmp_path)
+    assert cli.main(["classify", "--source", "aider", str(path)]) == 0
+    rows = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["kind"], r["human"], r["reason"]) for r in rows] == [
+        ("session_start", False, "session_start"), ("tool", False, "tool_output"),
+        ("user", True, "typed"), ("assistant", False, "assistant")]
+
+
+class TypeOnAdopt(io.StringIO):
+    """stdout that types ``texts`` into ``path`` once the adoption summary is printed."""
+
+    def __init__(self, path: Path, texts: list[str]) -> None:
+        super().__init__()
+        self.path, self.texts = path, texts
+
+    def write(self, text: str) -> int:
+        if text.startswith('{"adopted"'):
+            for typed in self.texts:
+                type_turn(str(self.path), "", typed)
+            AiderChatHistory(self.path).append(Reply("on it"))
+        return super().write(text)
+
+
+def test_watch_reports_one_notice_for_a_burst_of_typed_turns(tmp_path: Path) -> None:
+    path = _repo(tmp_path / "code")
+    args = cli._parser().parse_args(["watch", "--aider", str(tmp_path / "code"), "--scans",
+                                     "2", "--json", "--interval", "0.001",
+                                     "--db", str(tmp_path / "s.db")])
+    out = TypeOnAdopt(path, ["one", "two", "three"])
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    summary, *records = (msgspec.json.decode(line) for line in out.getvalue().splitlines())
+    assert summary["adopted"] == {"aider": 1}
+    assert len(records) == 1
+    assert records[0]["sessionKey"] == f"agent:main:aider:{history_thread_id(str(path))}"
+    assert [(e["kind"], e.get("payload")) for e in records[0]["events"]] == [
+        ("human_direct_message", {"turns": 3})]
