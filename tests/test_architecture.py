@@ -216,3 +216,60 @@ def test_the_command_line_kit_scripts_and_examples_touch_no_private_attribute() 
                              and node.value.id in ("self", "cls"))):
                 touching.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
     assert touching == []
+
+
+_COLD_PATH = "start-up: ssa hook's cold path (scripts/bench_hook.py) or a light ssa command"
+_LIGHT = (
+    ("actors.agents.commands", "actors.agents.install"),
+    ("actors.agents.hook", "actors.agents.hookwarm"),
+    ("actors.agents.hookargs", "argparse"),
+    ("actors.agents.mcp_server", "actors"),
+    ("actors.agents.sessions", "tempfile"),
+    ("actors.agents.watches", "actors"),
+    ("actors.cli", "actors.cli.app"),
+    ("actors.cli.app", "importlib.metadata"),
+    ("actors.cli.app", "actors.agents.commands"),
+    ("actors.cli.app", "actors.upstream.classify"),
+    ("actors.cli.app", "actors.cli.watch"),
+    ("actors.cli.app", "urllib.parse"),
+    ("actors.cli.app", "actors.agents.hook"),
+    ("actors.cli.app", "actors.cli.demo"),
+    ("actors.cli.app", "actors.agents.watches"),
+    ("actors.cli.command", "os"),
+    ("actors.cli.command", "actors.agents.hook"),
+    ("actors.cli.command", "actors.cli.app"),
+    ("actors.upstream", "actors.upstream.common"),
+    ("actors.upstream.source", "datetime"),
+    ("persistence.lazylog", "logging"),
+    ("persistence.lazylog", "importlib"),
+)
+DEFERRED: dict[tuple[str, str], str] = {
+    ("persistence._backend", "persistence._postgres"): "optional: psycopg (extra postgres)",
+    ("actors.agents.commands", "actors.agents.mcp_server"): "optional: mcp (extra mcp)",
+    ("actors.agents._toml_edit", "tomlkit"): "start-up: only ssa install edits TOML",
+    ("actors.monitors.catalogfeed", "watchfiles"): "start-up: a gateway without a monitor",
+    ("actors.monitors.filefeed", "watchfiles"): "start-up: a gateway without a monitor",
+    **dict.fromkeys(_LIGHT, _COLD_PATH),
+}
+"""Every deferred (in-function) import, with why it is deferred (goal: only optional
+dependencies and measured start-up cost). Besides these, each source's light half
+(``<tool>_source``) loads its heavy half (``<tool>_reading``) on first use."""
+
+
+def _is_heavy_half(module: str, imported: str) -> bool:
+    return module.endswith("_source") and imported == module.removesuffix("_source") + "_reading"
+
+
+def test_deferred_imports_are_only_the_listed_ones() -> None:
+    from scripts.arch_report import imports
+
+    mods = modules(ROOT)
+    unlisted = sorted(
+        (module, imported)
+        for module, path in mods.items()
+        for imported, deferred, _line in imports(module, path, set(mods))
+        if deferred and (module, imported) not in DEFERRED
+        and imported.split(".")[0] not in OPTIONAL
+        and not _is_heavy_half(module, imported)
+    )
+    assert unlisted == []
