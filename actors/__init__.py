@@ -31,10 +31,10 @@ if TYPE_CHECKING:
         StateChanges,
         UpstreamLink,
     )
-    from actors.monitors.service import AdoptRequest
+    from actors.monitors.adoption import AdoptRequest
 
 _EXPORTS: dict[str, str] = {
-    "AdoptRequest": "actors.monitors.service",
+    "AdoptRequest": "actors.monitors.adoption",
     "AsyncGateway": "actors.facade.async_gateway",
     "Gateway": "actors.facade.gateway",
     "GatewayConfig": "actors.config",

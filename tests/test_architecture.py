@@ -37,9 +37,7 @@ from scripts.arch_report import (
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 560
 """The issue's "about 500 lines", with the slack of a docstring or two."""
-STILL_LARGE = {
-    "actors/monitors/service.py",
-}
+STILL_LARGE: set[str] = set()
 """Modules still over the limit while the layout issue splits them (to be emptied)."""
 LINT_TIMEOUT_S = 50.0
 
@@ -148,7 +146,7 @@ NAMING_A_SOURCE = {
     "actors.config",
     # the paired-node API (adopt_remote), Claude Code's by contract
     "actors.facade.gateway", "actors.facade.async_gateway", "actors.facade.upstream_api",
-    "actors.monitors.link_monitor", "actors.monitors.service",
+    "actors.monitors.link_monitor", "actors.monitors.paired", "actors.monitors.service",
 }
 """Modules outside the sources and the registry allowed to name one, each for its reason."""
 

@@ -349,7 +349,7 @@ def test_a_turn_typed_after_a_file_was_cut_short_counts_once_it_settled(
     watched: tuple[Gateway, Wakes, ManualFeed], home: list[Path], clock: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from actors.monitors.service import SETTLE_MS
+    from actors.monitors.leases import SETTLE_MS
 
     gw, wakes, feed = watched
     gw.scan_upstream()

@@ -38,7 +38,7 @@ def test_a_refused_scan_is_retried_when_the_holders_lease_lapses(
     open_gateway: Callable[..., Gateway], clock: ManualClock, tmp_path: Path,
 ) -> None:
     holder, other = _refused(open_gateway, tmp_path)
-    retry = other._upstream._settles[(KEY, "main")]
+    retry = other._upstream._leases._settles[(KEY, "main")]
     assert retry == clock() + CONFIG.lease_ms + 1  # just after the lease lapses
     # The holder dies without scanning; once its lease lapsed the other takes over.
     clock.advance(CONFIG.lease_ms + 1)
@@ -53,4 +53,4 @@ def test_no_retry_is_kept_once_the_holder_scanned_the_change(
     assert len(holder.scan_upstream()) == 1  # the holder counts it
     clock.advance(1)
     assert other.scan_upstream() == []  # refused again, but the link moved on
-    assert (KEY, "main") not in other._upstream._lease_waits
+    assert (KEY, "main") not in other._upstream._leases._lease_waits

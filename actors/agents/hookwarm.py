@@ -26,7 +26,7 @@ from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
 from actors.facade.gateway import Gateway
-from actors.monitors.service import AdoptRequest
+from actors.monitors.adoption import AdoptRequest
 from persistence import peek
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger

@@ -20,7 +20,7 @@ import msgspec
 
 from actors.errors import SessionStateError
 from actors.facade.gateway import Gateway
-from actors.monitors.service import AdoptRequest
+from actors.monitors.adoption import AdoptRequest
 from actors.monitors.where import in_store
 from actors.upstream.baseline import first_line_pending
 from actors.upstream.catalog import Candidate

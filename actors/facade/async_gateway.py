@@ -40,7 +40,7 @@ from actors.facade import validate as v
 from actors.facade.callthreads import CallThreads, in_thread
 from actors.facade.gateway import Clock, DeliverFn, Gateway
 from actors.facade.values import SendResult, SessionStateEventInput
-from actors.monitors.service import AdoptRequest
+from actors.monitors.adoption import AdoptRequest
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 

@@ -32,8 +32,9 @@ from actors.facade.recording import DeliverFn, RecordingApi
 from actors.facade.sessions import SessionsApi
 from actors.facade.upstream_api import UpstreamApi
 from actors.facade.values import SendResult, SessionStateEventInput
+from actors.monitors.adoption import AdoptRequest
 from actors.monitors.filefeed import ChangeFeed
-from actors.monitors.service import AdoptRequest, UpstreamService
+from actors.monitors.service import UpstreamService
 from actors.upstream.claude_node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 from persistence.lazylog import quiet_package

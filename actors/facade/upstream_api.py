@@ -23,8 +23,9 @@ from actors.errors import (
     InvalidArgument,
 )
 from actors.facade import validate as v
+from actors.monitors.adoption import AdoptRequest
 from actors.monitors.filefeed import ChangeFeed
-from actors.monitors.service import AdoptRequest, UpstreamService
+from actors.monitors.service import UpstreamService
 from actors.upstream.claude_node import NodeTranscriptReader
 from actors.upstream.sources import find_source, source_names
 from persistence import (

@@ -1,92 +1,54 @@
-"""The gateway's upstream side: adoption, own texts, scan cycles and the cadence."""
+"""The upstream service: the gateway's upstream side, composed of its parts.
+
+What lives here: :class:`UpstreamService`, which a gateway owns. It builds
+the monitor actors (one per upstream link) and composes the parts that live
+in their own modules: adoption (:mod:`actors.monitors.adoption`), the
+paired-node path (:mod:`actors.monitors.paired`), scan leases and owed scans
+(:mod:`actors.monitors.leases`) and the scan driver
+(:mod:`actors.monitors.scanning`). It keeps the own-text hashes, the file
+notifications, the cadence thread and the stop. ``AdoptRequest``,
+``ADOPT_CHUNK``, ``SOURCES``, ``SETTLE_MS`` and ``BACKLOG_ROUNDS`` stay
+importable from here.
+"""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import msgspec
 import pykka
 
 from actors.config import GatewayConfig
 from actors.engine.registry import ActorPool
-from actors.errors import GatewayClosed
-from actors.monitors.changes import fingerprint
+from actors.monitors.adoption import ADOPT_CHUNK, SOURCES, Adopter, AdoptRequest
 from actors.monitors.filefeed import ChangeFeed, FileIndex, WatchfilesFeed
-from actors.monitors.link_monitor import (
-    LinkMemory,
-    MonitorReport,
-    MonitorSettings,
-    ScanLink,
-    ScanSoon,
-    SoonSet,
-    UpstreamMonitor,
-    hint_of,
-    store_sequences,
-)
-from actors.upstream.baseline import Baseline, source_key_of
-from actors.upstream.claude_node import (
-    NODE_SOURCE,
-    NodeTranscriptReader,
-    ReaderPool,
-    node_baseline,
-)
+from actors.monitors.leases import SETTLE_MS, LeaseKeeper
+from actors.monitors.link_monitor import LinkMemory, MonitorSettings, SoonSet, UpstreamMonitor
+from actors.monitors.paired import PairedNodes
+from actors.monitors.scanning import BACKLOG_ROUNDS, ScanDriver
+from actors.upstream.claude_node import NodeTranscriptReader
 from actors.upstream.common import text_hash
-from actors.upstream.scan import StoreHint
-from actors.upstream.source import Source
-from actors.upstream.sources import find_source, source_names
 from persistence import (
-    Command,
-    LinkOutcome,
     NoteOwnText,
     NoticeDescriptor,
     ReadPool,
-    RecordEvent,
-    Reply,
     SessionStateEvent,
-    UpsertLink,
     UpstreamLink,
-    collect,
     keyed_hash,
     list_watched_links,
     read_link,
     read_secret,
-    send_many,
     submit,
 )
-from persistence.keys import agent_id_of
-from persistence.runtime import Dispatcher, scheduling
+from persistence.runtime import Dispatcher
 
-__all__ = ["ADOPT_CHUNK", "SOURCES", "AdoptRequest", "UpstreamService"]
+__all__ = ["ADOPT_CHUNK", "BACKLOG_ROUNDS", "SETTLE_MS", "SOURCES", "AdoptRequest",
+           "UpstreamService"]
 
 logger = logging.getLogger(__name__)
 
-SOURCES = frozenset(source_names())
-"""The built-in sources' names (the registry, :mod:`actors.upstream.sources`, is the list;
-``adopt`` checks against it at each call)."""
-SETTLE_MS = 500
-"""How soon after a transcript was seen cut short its settling scan runs, in ms."""
-ADOPT_CHUNK = 256
-"""Sessions whose baselines are read before their commands are committed together."""
-BACKLOG_ROUNDS = 4_096
-"""Most scans one cycle runs of one link while it has more bytes to read than one scan
-takes (a backlog of lines, or a line longer than the scan cap; each scan reads at most
-the cap); the next cycle goes on."""
-
-
-class AdoptRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One session to adopt with :meth:`actors.Gateway.adopt_many` (fields as for ``adopt``)."""
-
-    key: str
-    source: str
-    path: str | os.PathLike[str]
-    thread_id: str | None = None
-    agent_id: str | None = None
-    from_start: bool = False
 Publish = Callable[[Iterable[NoticeDescriptor]], None]
 Clock = Callable[[], int]
 
@@ -131,25 +93,50 @@ class UpstreamService:
             lease_owner=lease_owner, lease_ms=config.lease_ms)
         self._monitors: ActorPool[tuple[str, str]] = ActorPool(
             self._start_monitor, cap=config.max_monitor_actors, name="monitor")
-        self._cycle_lock = threading.Lock()
-        self._ambiguous_logged: set[str] = set()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._cycles_failing = False  # a storage fault episode of the cadence (logged once)
         self._memory = LinkMemory()
-        self._monitoring = False
-        self._inflight: dict[tuple[str, str], pykka.Future[Any]] = {}
-        self._failing_stores: set[str] = set()
-        self._node_readers: dict[str, NodeTranscriptReader] = {}
-        self._node_lock = threading.Lock()
         self._soon = SoonSet()
-        self._settle_lock = threading.Lock()
-        self._settles: dict[tuple[str, str], int] = {}
-        self._lease_waits: dict[tuple[str, str], int] = {}
-        self._node_pool = ReaderPool()
         self._files = FileIndex()
         self._feed: ChangeFeed | None = None
         self._secret: bytes | None = None
+        self._leases = LeaseKeeper(lease_owner=lease_owner, lease_ms=config.lease_ms,
+                                   clock=clock)
+        self._adopter = Adopter(persistence=persistence, timeout=self._timeout,
+                                new_lease=self._leases.new_lease, rebased=self._restart,
+                                watched=self._follow)
+        self._nodes = PairedNodes(persistence=persistence, timeout=self._timeout,
+                                  new_lease=self._leases.new_lease, rebased=self._restart)
+        self._driver = ScanDriver(monitors=self._monitors, memory=self._memory,
+                                  soon=self._soon, reads=reads, settings=self._settings,
+                                  timeout=self._timeout, track=self._track)
+
+    def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
+        return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
+                                     reads=self._reads, settings=self._settings,
+                                     memory=self._memory, publish=self._publish,
+                                     late=self._late,
+                                     node_readers=self.node_reader, clock=self._clock,
+                                     dispatcher=self._dispatcher, soon=self._soon,
+                                     node_pool=self._nodes.pool,
+                                     settle_later=self.settle_later,
+                                     after_lease=self.after_lease, scanned=self.scanned,
+                                     more_soon=self.more_soon)
+
+    def _restart(self, ident: tuple[str, str]) -> None:
+        """A link was re-baselined: its monitor starts afresh."""
+        self._monitors.discard_where(lambda k: k == ident)
+
+    def _follow(self, link: UpstreamLink) -> None:
+        """A link adopted with a watcher: notifications (if on) follow its files."""
+        if self._feed is not None:
+            self._files.add(link)
+
+    def _track(self, links: list[UpstreamLink]) -> None:
+        """A cycle's watched links: the files notifications (if on) follow."""
+        if self._feed is not None:
+            self._files.track(links)
 
     # --- adoption ------------------------------------------------------------
 
@@ -159,98 +146,20 @@ class UpstreamService:
 
         Returns ``None`` (and records ``adopted`` without a link) for a
         source that cannot be trusted; ``None`` without recording anything
-        for an unreadable one.
+        for an unreadable one. Caller's thread; blocks on disk.
         """
-        command = self._adoption(key, agent_id, source=source, path=path, thread_id=thread_id,
-                                 from_start=from_start)
-        if command is None:
-            return None
-        return self._adopted(command, submit(self._persistence, command, timeout=self._timeout))
+        return self._adopter.adopt(key, agent_id, source=source, path=path,
+                                   thread_id=thread_id, from_start=from_start)
 
     def adopt_many(self, requests: list[AdoptRequest], *, watcher: str | None
                    ) -> list[UpstreamLink | None]:
         """Adopt many sessions, sharing group commits; optionally watch each linked one.
 
-        Baselines are read in this thread, :data:`ADOPT_CHUNK` at a time, and
-        each chunk's commands (link upsert, ``adopted`` and the watch in one
-        command per session) are committed together. Returns one entry per
-        request, as :meth:`adopt` would (``None`` also for a storage fault,
-        logged). Caller's thread; blocks on disk.
+        As :meth:`actors.monitors.adoption.Adopter.adopt_many`: one entry per
+        request, :data:`ADOPT_CHUNK` committed at a time. Caller's thread;
+        blocks on disk.
         """
-        results: list[UpstreamLink | None] = []
-        # Measured: overlapping a chunk's reads with the previous chunk's commit
-        # is slower here (both hold the GIL most of the time), so chunks go in turn.
-        for start in range(0, len(requests), ADOPT_CHUNK):
-            commands = [self._adoption(r.key, r.agent_id or agent_id_of(r.key),
-                                       source=r.source, path=os.fspath(r.path),
-                                       thread_id=r.thread_id, from_start=r.from_start,
-                                       watcher=watcher)
-                        for r in requests[start:start + ADOPT_CHUNK]]
-            todo: list[Command] = [c for c in commands if c is not None]
-            results += self._finish_chunk(commands, send_many(self._persistence, todo))
-        return results
-
-    def _finish_chunk(self, commands: list[UpsertLink | RecordEvent | None],
-                      replies: list[Reply]) -> list[UpstreamLink | None]:
-        outcomes = iter(collect(replies, timeout=self._timeout))
-        results: list[UpstreamLink | None] = []
-        for command in commands:
-            if command is None:
-                results.append(None)
-                continue
-            outcome = next(outcomes)
-            if isinstance(outcome, Exception):
-                logger.debug("adopting %s failed: %s", command.session_key, outcome)
-                results.append(None)
-                continue
-            results.append(self._adopted(command, outcome))
-        return results
-
-    def _adopted(self, command: UpsertLink | RecordEvent, outcome: Any) -> UpstreamLink | None:
-        if not isinstance(command, UpsertLink):
-            return None  # adopted without a link (a refused source)
-        assert isinstance(outcome, LinkOutcome)
-        if outcome.rebased:
-            ident = (command.session_key, command.agent_id)
-            self._monitors.discard_where(lambda k: k == ident)
-        if command.watcher_key is not None and self._feed is not None:
-            self._files.add(outcome.link)
-        return outcome.link
-
-    def _adoption(self, key: str, agent_id: str, *, source: str, path: str,
-                  thread_id: str | None, from_start: bool, watcher: str | None = None,
-                  ) -> UpsertLink | RecordEvent | None:
-        """The command that adopts one session (``None``: its source is unreadable)."""
-        kind = find_source(source)
-        if kind is None:
-            logger.warning("cannot adopt %s: no source %r is registered", key, source)
-            return None
-        found = kind.reading().baseline(path, thread_id, from_start, 1000)
-        baseline = found if isinstance(found, Baseline) else None
-        if baseline is None:
-            if isinstance(found, str):
-                logger.warning("cannot adopt %s: %s", key, found)
-            elif kind.reading().waiting(path):
-                logger.info("not adopting %s yet: its %s transcript has no complete first "
-                            "line", key, source)
-            else:
-                logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
-            return None
-        source_key = source_key_of(baseline.host_id, baseline.thread_id, baseline.upstream_ref)
-        adopted = RecordEvent(
-            session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
-            summary=f"session adopted from {source}",
-            dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
-            payload_json=msgspec.json.encode({"channel": source}).decode())
-        if baseline.refusal is not None:
-            logger.info("adopted %s without an upstream link: %s", key, baseline.refusal)
-            return adopted
-        return UpsertLink(
-            session_key=key, agent_id=agent_id, source=source, host_id=baseline.host_id,
-            thread_id=baseline.thread_id,
-            upstream_ref_json=msgspec.json.encode(baseline.upstream_ref, order="sorted").decode(),
-            source_key=source_key, marker_json=msgspec.json.encode(baseline.marker).decode(),
-            adopted=adopted, watcher_key=watcher, **self._new_lease())
+        return self._adopter.adopt_many(requests, watcher=watcher)
 
     def mark_monitoring(self) -> None:
         """This process scans its links: links it adopts from now on start leased to it.
@@ -260,24 +169,15 @@ class UpstreamService:
         new links free, so the monitoring process scans them at once.
         Any thread; non-blocking.
         """
-        self._monitoring = True
-
-    def _new_lease(self) -> dict[str, Any]:
-        """The scan lease a link this process creates starts with (no claim write later)."""
-        if self._settings.lease_owner is None or not self._monitoring:
-            return {}
-        return {"lease_owner": self._settings.lease_owner,
-                "lease_expires_at": self._clock() + self._settings.lease_ms}
+        self._leases.mark_monitoring()
 
     def register_node_reader(self, node_id: str, reader: NodeTranscriptReader) -> None:
         """Use ``reader`` for every paired-node link of ``node_id`` (replaces any other)."""
-        with self._node_lock:
-            self._node_readers[node_id] = reader
+        self._nodes.register(node_id, reader)
 
     def node_reader(self, node_id: str) -> NodeTranscriptReader | None:
         """The registered reader of ``node_id``, or ``None`` (called by monitors)."""
-        with self._node_lock:
-            return self._node_readers.get(node_id)
+        return self._nodes.reader(node_id)
 
     def adopt_remote(self, key: str, agent_id: str, *, node_id: str, thread_id: str,
                      reader: NodeTranscriptReader) -> UpstreamLink | None:
@@ -287,29 +187,8 @@ class UpstreamService:
         upserts the link and records ``adopted``. Returns ``None`` (``adopted``
         still recorded) when the newest item has no uuid or the reader fails.
         """
-        self.register_node_reader(node_id, reader)
-        host_id = f"node:{node_id}"
-        ref = {"nodeId": node_id, "threadId": thread_id}
-        source_key = source_key_of(host_id, thread_id, ref)
-        adopted = RecordEvent(
-            session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
-            summary=f"session adopted from {NODE_SOURCE}",
-            dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
-            payload_json=msgspec.json.encode({"channel": NODE_SOURCE, "node": node_id}).decode())
-        marker = node_baseline(reader, thread_id, timeout=self._timeout, pool=self._node_pool)
-        if marker is None:
-            logger.info("adopted %s without an upstream link: no anchoring uuid", key)
-            submit(self._persistence, adopted, timeout=self._timeout)
-            return None
-        outcome: LinkOutcome = submit(self._persistence, UpsertLink(
-            session_key=key, agent_id=agent_id, source=NODE_SOURCE, host_id=host_id,
-            thread_id=thread_id,
-            upstream_ref_json=msgspec.json.encode(ref, order="sorted").decode(),
-            source_key=source_key, marker_json=msgspec.json.encode(marker).decode(),
-            adopted=adopted, **self._new_lease()), timeout=self._timeout)
-        if outcome.rebased:
-            self._monitors.discard_where(lambda k: k == (key, agent_id))
-        return outcome.link
+        return self._nodes.adopt(key, agent_id, node_id=node_id, thread_id=thread_id,
+                                 reader=reader)
 
     def note_own_text(self, key: str, agent_id: str, text: str) -> None:
         """Remember the keyed hash of a text the gateway forwarded into ``key`` (self-echo).
@@ -356,8 +235,7 @@ class UpstreamService:
 
     def forget(self, key: str, agent_id: str) -> None:
         """Stop the monitor of a deleted or unlinked session and forget its streak."""
-        self._monitors.discard_where(lambda k: k == (key, agent_id))
-        self._memory.forget((key, agent_id))
+        self._driver.forget((key, agent_id))
 
     # --- scanning ------------------------------------------------------------
 
@@ -380,77 +258,7 @@ class UpstreamService:
         ``only``: scan just the links of these session keys (``None``: all).
         """
         self.mark_monitoring()
-        with self._cycle_lock:
-            with self._reads.connection(self._timeout) as conn:
-                links, ambiguous = list_watched_links(conn)
-            if only is not None:
-                links = [link for link in links if link.session_key in only]
-            for key in ambiguous:
-                if key not in self._ambiguous_logged:
-                    self._ambiguous_logged.add(key)
-                    logger.warning("not scanning %s: it is adopted under more than one agent",
-                                   key)
-            if self._feed is not None:
-                self._files.track(links)  # which files the notifications follow
-            due = [link for link in links if self._due(link)]
-            hints = self._store_hints(due)
-            pending: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
-            for link in due:
-                ident = (link.session_key, link.agent_id)
-                if self._still_scanning(ident):
-                    logger.info("upstream scan of %s is still running; skipped this cadence",
-                                link.session_key)
-                    continue
-                message = ScanLink(hint=hints.get(ident))
-                with scheduling():  # scans run concurrently on the dispatcher's workers
-                    future = self._monitors.get(ident).ask(message, block=False)
-                self._inflight[ident] = future
-                pending.append((link, future))
-            events: list[SessionStateEvent] = []
-            for _ in range(BACKLOG_ROUNDS if follow_backlog else 1):
-                pending = self._collect(pending, events, ask_again=follow_backlog)
-                if not pending:
-                    break
-            return events
-
-    def _collect(self, pending: list[tuple[UpstreamLink, pykka.Future[Any]]],
-                 events: list[SessionStateEvent], *, ask_again: bool
-                 ) -> list[tuple[UpstreamLink, pykka.Future[Any]]]:
-        """Wait for a round of scans; go on with those that have more to read.
-
-        With ``ask_again`` they are asked again and returned (each reads at
-        most the scan cap); otherwise they are left to :meth:`more_soon`.
-        """
-        again: list[tuple[UpstreamLink, pykka.Future[Any]]] = []
-        deadline = time.monotonic() + 2 * self._timeout
-        for link, future in pending:
-            try:
-                report: MonitorReport = future.get(
-                    timeout=max(0.0, deadline - time.monotonic()))
-            except Exception as exc:  # one link's failure never stops the cycle
-                logger.warning("upstream scan of %s failed: %s: %s", link.session_key,
-                               type(exc).__name__, exc)
-                continue
-            events.extend(report.events)
-            ident = (link.session_key, link.agent_id)
-            if report.dropped:
-                self.forget(link.session_key, link.agent_id)
-            elif report.more and not ask_again:
-                self.more_soon(ident)
-            elif report.more:
-                with scheduling():
-                    next_scan = self._monitors.get(ident).ask(ScanLink(), block=False)
-                self._inflight[ident] = next_scan
-                again.append((link, next_scan))
-        return again
-
-    def _due(self, link: UpstreamLink) -> bool:
-        state = self._memory.peek((link.session_key, link.agent_id))
-        settled = state.settled if state is not None else None
-        if settled is None:
-            return True
-        seen = fingerprint(link)
-        return seen is None or (seen, link.updated_at) != settled
+        return self._driver.scan_cycle(follow_backlog=follow_backlog, only=only)
 
     def scan_soon(self, idents: Iterable[tuple[str, str]]) -> int:
         """Scan these links once more, soon, on the dispatcher (any thread; non-blocking).
@@ -460,18 +268,7 @@ class UpstreamService:
         during it). Each scan publishes its own notices. Returns how many
         scans were queued.
         """
-        queued = 0
-        for ident in idents:
-            if not self._soon.add(ident):
-                continue
-            try:
-                with scheduling():
-                    self._monitors.get(ident).tell(ScanSoon())
-            except (pykka.ActorDeadError, GatewayClosed):
-                self._soon.discard(ident)
-                continue
-            queued += 1
-        return queued
+        return self._driver.scan_soon(idents)
 
     def more_soon(self, ident: tuple[str, str]) -> None:
         """Scan ``ident`` once more, soon: it has more bytes to read than one scan takes.
@@ -491,8 +288,7 @@ class UpstreamService:
         person could plausibly type into the file, instead of on the next
         event (which would be the person's turn). Any thread; non-blocking.
         """
-        with self._settle_lock:
-            self._settles[ident] = self._clock() + SETTLE_MS
+        self._leases.settle_later(ident)
 
     def after_lease(self, ident: tuple[str, str], expires_at: int, updated_at: int) -> None:
         """A scan of ``ident`` was refused: another live process holds its scan lease.
@@ -502,18 +298,11 @@ class UpstreamService:
         changed: the holder scanned it), the retry stops there. Any thread;
         non-blocking.
         """
-        with self._settle_lock:
-            first = self._lease_waits.setdefault(ident, updated_at)
-            if first != updated_at:
-                del self._lease_waits[ident]  # the holder handled it
-                return
-            at = expires_at + 1
-            self._settles[ident] = min(self._settles.get(ident, at), at)
+        self._leases.after_lease(ident, expires_at, updated_at)
 
     def scanned(self, ident: tuple[str, str]) -> None:
         """``ident`` was scanned here: no retry after a lease is owed (non-blocking)."""
-        with self._settle_lock:
-            self._lease_waits.pop(ident, None)
+        self._leases.scanned(ident)
 
     def tick(self) -> int:
         """Queue the settling scans that are due (feed or cadence thread; non-blocking).
@@ -521,11 +310,7 @@ class UpstreamService:
         Returns:
             How many were queued.
         """
-        now = self._clock()
-        with self._settle_lock:
-            due = [ident for ident, at in self._settles.items() if at <= now]
-            for ident in due:
-                del self._settles[ident]
+        due = self._leases.due()
         return self.scan_soon(due) if due else 0
 
     def on_files_changed(self, paths: set[str] | None) -> None:
@@ -552,13 +337,7 @@ class UpstreamService:
         a link whose last scan did not settle is always scanned. One or two
         ``stat`` calls; any thread; never raises.
         """
-        state = self._memory.peek(ident)
-        settled = state.settled if state is not None else None
-        link = self._files.link(ident)
-        if settled is None or link is None:
-            return False
-        seen = fingerprint(link)
-        return seen is not None and seen == settled[0]
+        return self._driver.unchanged_since_settled(ident, self._files.link(ident))
 
     def _request_cycle(self) -> None:
         # In the feed's thread: events buffer meanwhile; a cycle is cheap when idle.
@@ -566,63 +345,6 @@ class UpstreamService:
             self.scan_cycle(follow_backlog=False)
         except Exception:
             logger.exception("an upstream rescan after lost file events failed")
-
-    def _still_scanning(self, ident: tuple[str, str]) -> bool:
-        future = self._inflight.get(ident)
-        if future is None:
-            return False
-        try:
-            future.get(timeout=0)
-        except pykka.Timeout:
-            return True
-        except Exception:  # noqa: S110 - the failure was reported by its own cycle
-            pass
-        del self._inflight[ident]
-        return False
-
-    def _store_hints(
-        self, links: list[UpstreamLink]
-    ) -> dict[tuple[str, str], StoreHint]:
-        """One batched change query per store this cycle scans (its sources' ``poll``)."""
-        by_store: dict[tuple[str, str], tuple[Source, list[UpstreamLink]]] = {}
-        for link in links:
-            path = link.upstream_ref.get("path")
-            source = find_source(link.source)
-            if source is None or source.reading().poll is None or not isinstance(path, str):
-                continue
-            by_store.setdefault((source.name, path), (source, []))[1].append(link)
-        hints: dict[tuple[str, str], StoreHint] = {}
-        for (_, path), (source, store_links) in by_store.items():
-            try:
-                sequences = store_sequences(source, path, [x.thread_id for x in store_links],
-                                            self._settings.busy_timeout_ms)
-            except Exception as exc:  # apsw errors, undecodable rows: proves nothing
-                level = logging.DEBUG if path in self._failing_stores else logging.WARNING
-                self._failing_stores.add(path)
-                logger.log(level, "cannot read the %s store %s: %s; its sessions get no "
-                           "news until it can be read again", source.title, path,
-                           source.reading().problem(exc))
-                logger.debug("the %s sequence query on %s failed: %s: %s", source.title, path,
-                             type(exc).__name__, exc)
-                sequences = None
-            else:
-                if path in self._failing_stores:
-                    self._failing_stores.discard(path)
-                    logger.info("%s sequence query on %s works again", source.title, path)
-            for link in store_links:
-                hints[(link.session_key, link.agent_id)] = hint_of(sequences, link.thread_id)
-        return hints
-
-    def _start_monitor(self, key: tuple[str, str]) -> pykka.ActorRef[Any]:
-        return UpstreamMonitor.start(key[0], key[1], persistence=self._persistence,
-                                     reads=self._reads, settings=self._settings,
-                                     memory=self._memory, publish=self._publish,
-                                     late=self._late,
-                                     node_readers=self.node_reader, clock=self._clock,
-                                     dispatcher=self._dispatcher, soon=self._soon,
-                                     node_pool=self._node_pool, settle_later=self.settle_later,
-                                     after_lease=self.after_lease, scanned=self.scanned,
-                                     more_soon=self.more_soon)
 
     # --- cadence -------------------------------------------------------------
 
@@ -712,7 +434,7 @@ class UpstreamService:
         if self._feed is not None:
             stuck += self._feed.close(timeout)
         stuck += self._monitors.stop_all(timeout)
-        self._node_pool.close()
+        self._nodes.close()
         if self._ticker is not None:
             self._ticker.join(timeout)
             if self._ticker.is_alive():
