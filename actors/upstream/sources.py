@@ -34,6 +34,8 @@ BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI, QWEN, AIDER
 _lock = threading.Lock()
 _extra: list[Source] = []
 """Sources registered at run time (:func:`registered`), after the built-in ones."""
+_by_name: dict[str, Source] = {source.name: source for source in BUILT_IN}
+"""Every registered source by name: a scan cycle looks one up per link."""
 
 
 def all_sources() -> tuple[Source, ...]:
@@ -48,10 +50,7 @@ def source_names() -> tuple[str, ...]:
 
 def find_source(name: str) -> Source | None:
     """The source named ``name``, or ``None`` when none is registered under it."""
-    for source in all_sources():
-        if source.name == name:
-            return source
-    return None
+    return _by_name.get(name)
 
 
 def source_named(name: str) -> Source:
@@ -81,8 +80,10 @@ def registered(source: Source) -> Iterator[Source]:
         if any(s.name == source.name or s.flag == source.flag for s in all_sources()):
             raise ValueError(f"a source named {source.name!r} is already registered")
         _extra.append(source)
+        _by_name[source.name] = source
     try:
         yield source
     finally:
         with _lock:
             _extra.remove(source)
+            del _by_name[source.name]
