@@ -48,7 +48,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream import gemini as _gemini
-from actors.upstream.common import Unit, decode_object, epoch_ms, normalize_text
+from actors.upstream.common import decode_object, epoch_ms, normalize_text
 
 __all__ = [
     "KNOWN_RECORD_TYPES",
@@ -95,32 +95,9 @@ class QwenSession(msgspec.Struct, frozen=True, kw_only=True):
     subagent: bool = False
 
 
-class QwenRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One decided line (same fields as :class:`actors.upstream.gemini.GeminiRow`).
-
-    Attributes:
-        line, start, end: line index and byte offsets (``end`` past the newline).
-        kind: ``type`` with ``:subtype`` when there is one (``system:slash_command``).
-        typed, reason: the decision and its code.
-        message_id: the record's ``uuid``.
-        text: the normalized typed text (typed rows only; never log it).
-        occurred_at: ``timestamp`` as epoch ms.
-    """
-
-    line: int
-    start: int
-    end: int
-    kind: str
-    typed: bool
-    reason: str
-    message_id: str | None = None
-    text: str | None = None
-    occurred_at: int | None = None
-
-    def unit(self) -> Unit:
-        """This decision as the shared :class:`~actors.upstream.Unit`."""
-        return Unit(human=self.typed, reason=self.reason, text=self.text,
-                    occurred_at=self.occurred_at)
+QwenRow = _gemini.GeminiRow
+"""One decided line: Gemini CLI's row shape, which Qwen Code's records share (``kind`` is
+``type`` with ``:subtype`` when there is one, ``message_id`` the record's ``uuid``)."""
 
 
 class QwenCursor(msgspec.Struct, frozen=True, kw_only=True):
