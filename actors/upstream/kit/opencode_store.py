@@ -52,13 +52,25 @@ SCHEMA = (  # the 1.18.33 tables the builder writes, as OpenCode's migrations cr
 
 
 class Store:
-    """A short-lived write connection to the store (WAL, as OpenCode keeps it)."""
+    """A short-lived write connection to the store (WAL, as OpenCode keeps it).
+
+    Use as ``with Store(path) as conn:``; the caller's thread, one block at a time.
+
+    Args:
+        path: the ``opencode.db`` file (created if missing).
+    """
 
     def __init__(self, path: Path) -> None:
+        """Remember ``path``; opens nothing yet."""
         self._path = path
         self._conn: apsw.Connection | None = None
 
     def __enter__(self) -> apsw.Connection:
+        """Open the connection (busy timeout 5 s, WAL) and return it.
+
+        Raises:
+            apsw.Error: the file cannot be opened. Blocks at most the busy timeout.
+        """
         conn = apsw.Connection(str(self._path))
         conn.set_busy_timeout(_BUSY_MS)
         conn.pragma("journal_mode", "wal")
@@ -66,6 +78,7 @@ class Store:
         return conn
 
     def __exit__(self, *exc: object) -> None:
+        """Close the connection (whatever the block raised, which propagates)."""
         assert self._conn is not None
         self._conn.close()
         self._conn = None
