@@ -9,10 +9,9 @@ process under :mod:`actors.upstream.claude`'s logger. Thread-safe.
 from __future__ import annotations
 
 import logging
-import re
-import threading
 
 from actors.upstream.common import Unit
+from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = ["KNOWN_ROW_KINDS"]
 
@@ -41,27 +40,16 @@ KNOWN_ROW_KINDS = frozenset({
 """Row ``type`` values Claude Code writes that are known not to be a person's turn
 (``user`` aside); any other is ``unknown_kind``."""
 
-_LOGGED_KINDS: set[str] = set()
-_LOGGED_LOCK = threading.Lock()
-_MAX_LOGGED_KINDS = 64
-_KIND_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
 
 def _other_kind(kind: object) -> Unit:
     """A row that is not ``user`` or ``attachment``: known metadata, or an unknown kind.
 
     An unknown kind is logged once per process (its name only, when it looks
-    like one; at most :data:`_MAX_LOGGED_KINDS` names).
+    like one; :func:`~actors.upstream.kindlog.log_unknown_kind`).
     """
     if isinstance(kind, str) and kind in KNOWN_ROW_KINDS:
         return _NOT_USER
     if kind is None:
         return _NOT_USER
-    name = kind if isinstance(kind, str) and _KIND_NAME.fullmatch(kind) else "<unprintable>"
-    with _LOGGED_LOCK:
-        first = name not in _LOGGED_KINDS and len(_LOGGED_KINDS) < _MAX_LOGGED_KINDS
-        if first:
-            _LOGGED_KINDS.add(name)
-    if first:
-        logger.info("Claude Code row kind %r is unknown: decided not typed", name)
+    log_unknown_kind(logger, "Claude Code", kind)
     return _UNKNOWN_KIND

@@ -61,6 +61,7 @@ here logs.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -69,6 +70,7 @@ import apsw
 import msgspec
 
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = [
     "KNOWN_PARTS",
@@ -85,6 +87,8 @@ __all__ = [
     "read_crush_messages",
     "read_crush_sessions",
 ]
+
+logger = logging.getLogger(__name__)
 
 KNOWN_PARTS: Final = frozenset({"reasoning", "text", "image_url", "binary", "tool_call",
                                 "tool_result", "finish", "shell_command"})
@@ -325,7 +329,9 @@ def classify_crush_message(message: CrushMessage, refusal: str | None = None) ->
     Returns:
         The unit; a typed one carries the normalized text and ``occurred_at`` (ms).
 
-    Pure: no I/O, no logging, thread-safe, non-blocking.
+    No I/O; a role or part type no real Crush was seen writing is logged once
+    per process (its name only, :func:`~actors.upstream.kindlog.log_unknown_kind`);
+    thread-safe, non-blocking.
     """
     at = message.created_ms
 
@@ -339,6 +345,7 @@ def classify_crush_message(message: CrushMessage, refusal: str | None = None) ->
     if message.role in ("assistant", "system"):
         return no("summary" if message.is_summary else "not_user")
     if message.role != "user":
+        log_unknown_kind(logger, "Crush", f"role:{message.role}")
         return no("unknown_role")
     try:
         parts = _parts_decoder.decode(message.parts)
@@ -346,6 +353,8 @@ def classify_crush_message(message: CrushMessage, refusal: str | None = None) ->
         return no("undecodable")
     kinds = {p.type for p in parts}
     if not kinds <= KNOWN_PARTS:
+        for kind in sorted(k for k in kinds - KNOWN_PARTS if isinstance(k, str)):
+            log_unknown_kind(logger, "Crush", f"part:{kind}")
         return no("unknown_part")
     if "shell_command" in kinds:
         return no("shell")

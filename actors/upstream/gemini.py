@@ -62,6 +62,7 @@ gateway's self-echo check; it is never logged.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -71,6 +72,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.common import Unit, decode_object, epoch_ms, normalize_text
+from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = [
     "KNOWN_MESSAGE_TYPES",
@@ -87,6 +89,8 @@ __all__ = [
     "read_gemini_rows",
     "row_kind",
 ]
+
+logger = logging.getLogger(__name__)
 
 KNOWN_MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 """Message ``type`` values Gemini CLI 0.61.0 writes (``ConversationRecordExtra``)."""
@@ -336,9 +340,10 @@ def read_gemini_rows(data: bytes, cursor: GeminiCursor | None = None) -> GeminiS
         last line was left for later. Row decisions only; apply
         :func:`gemini_refusal` for the session's monitorability.
 
-    Pure, thread-safe, never raises: a line that is not a JSON object is
+    No I/O, thread-safe, never raises: a line that is not a JSON object is
     ``invalid_json`` (not typed; the scan goes on), a shape this version does
-    not write is ``unknown_kind``.
+    not write is ``unknown_kind`` (its name logged once per process,
+    :func:`~actors.upstream.kindlog.log_unknown_kind`).
     """
     cur = cursor or GeminiCursor()
     header, seen, index = cur.header, set(cur.seen_ids), cur.line
@@ -394,7 +399,15 @@ def read_gemini_rows(data: bytes, cursor: GeminiCursor | None = None) -> GeminiS
     new = GeminiCursor(offset=cur.offset + consumed, line=index, header=header,
                        seen_ids=frozenset(seen), last_command=last_command)
     return GeminiScan(rows=tuple(rows), cursor=new, partial=consumed < len(data),
-                      unknown_kinds=tuple(dict.fromkeys(unknown)))
+                      unknown_kinds=_logged_once(unknown))
+
+
+def _logged_once(kinds: list[str]) -> tuple[str, ...]:
+    """``kinds`` without repeats, each logged the first time this process sees it."""
+    names = tuple(dict.fromkeys(kinds))
+    for name in names:
+        log_unknown_kind(logger, "Gemini CLI", name)
+    return names
 
 
 def decide_rows(data: bytes) -> GeminiScan:
