@@ -14,6 +14,7 @@ import pytest
 
 from tests.harness import GeminiCli, Harness, Home, Text, ToolUse, compare, merge_json
 from tests.harness.scenarios import typed_prompts_and_a_shell_call
+from tests.harness.watch import compare_watch
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]
 
@@ -47,18 +48,28 @@ def _hook_and_command(root: Path, nonce: str):  # type: ignore[no-untyped-def]
 
 
 def test_hooks_files_commands_interrupt_compress_resume_subagent(agent_harness: Harness) -> None:
+    """Every scripted action, decided by ``ssa classify``'s code path and by ``ssa watch``
+    beside the TUI: one ``human_direct_message`` per typed turn (each waited for before
+    the next action, so each is its own burst), none for the rest."""
     nonce = secrets.token_hex(4)
-    gemini = agent_harness.start("gemini", setup=_hook_and_command(agent_harness.root, nonce))
+    home = agent_harness.home()
+    watch = agent_harness.watch(home)
+    gemini = agent_harness.start("gemini", home=home,
+                                 setup=_hook_and_command(agent_harness.root, nonce))
     gemini.script(Text(f"first answer {nonce}"))
     gemini.prompt(f"typed one {nonce}")
+    watch.wait_turns(1)
     gemini.script_shell(f"echo shell-marker-{nonce}", then=f"shell done {nonce}")
     gemini.prompt(f"run it {nonce}")
+    watch.wait_turns(2)
     gemini.script(Text(f"file answer {nonce}"))
     gemini.prompt(f"look at @notes.txt {nonce}")
+    watch.wait_turns(3)
     gemini.script(Text(f"cmd answer {nonce}"))
     gemini.slash(f"/greet argz-{nonce}", human=True)
     gemini.wait_request(f"cmdmark-{nonce}")
     gemini.wait_turn()
+    watch.wait_turns(4)
     gemini.slash("/about", text=None)
     gemini.wait_idle()
 
@@ -69,11 +80,14 @@ def test_hooks_files_commands_interrupt_compress_resume_subagent(agent_harness: 
     gemini.interrupt("Escape")
     gemini.pane.wait_text("Request cancelled", 20)
     gemini.wait_idle()
+    watch.wait_turns(5)
     gemini.script(Text(f"after interrupt answer {nonce}"))
     gemini.prompt(f"after interrupt {nonce}")
+    watch.wait_turns(6)
     gemini.compact("/compress")
     gemini.script(Text(f"after compress answer {nonce}"))
     gemini.prompt(f"after compress {nonce}")
+    watch.wait_turns(7)
 
     resumed = agent_harness.reopen(gemini, "resume", ["--resume", "latest"])
     resumed.script(Text(f"resumed answer {nonce}"))
@@ -81,17 +95,21 @@ def test_hooks_files_commands_interrupt_compress_resume_subagent(agent_harness: 
         resumed.prompt(f"in the resumed session {nonce}")
     except TimeoutError as exc:
         raise TimeoutError(f"{exc}\nscreen:\n{resumed.screen(history=True)[-3000:]}") from None
+    watch.wait_turns(8)
     resumed.script_subagent(f"sub-agent prompt {nonce}",
                             ToolUse("complete_task", {"result": f"sub result {nonce}"}),
                             then=f"parent after sub {nonce}")
     resumed.prompt(f"start a sub-agent {nonce}", timeout_s=90)
+    watch.wait_turns(9)
     assert not resumed.model.problems
+    watch.settle()
 
     # The session (resumed into its own file), the sub-agent's, and, when the resume
     # started in another minute, the resumed process's start-up file (header + history).
     files = resumed.transcripts()
     assert len(files) in (2, 3), files
-    result = compare(resumed.decided_rows(), agent_harness.log.actions(tool="gemini"))
+    actions = agent_harness.log.actions(tool="gemini")
+    result = compare(resumed.decided_rows(), actions)
     assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
     assert len(result.true_positives) == 9, result.report()
@@ -105,16 +123,28 @@ def test_hooks_files_commands_interrupt_compress_resume_subagent(agent_harness: 
     assert all(r.reason.startswith("not_monitored: subagent") for r in sub), result.report()
     assert not any(r.reason == "unknown_kind" for r in result.rows), result.report()
 
+    seen = compare_watch(watch.events(), actions)
+    assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
+    assert [e.turns for e in seen.events] == [1] * 9, seen.report()
+    # The sub-agent's file (chats/<parent id>/...) is no session of its own: never adopted.
+    adopted = [line["adoptedSession"] for line in watch.adopted() if "adoptedSession" in line]
+    assert adopted, watch.adopted()
+    assert all(Path(a["path"]).parent.name == "chats" for a in adopted), adopted
+
 
 def test_print_mode_is_not_monitored(agent_harness: Harness) -> None:
     nonce = secrets.token_hex(4)
     home = agent_harness.home()
+    watch = agent_harness.watch(home)
     model = agent_harness.model("gemini")
     model.script(Text(f"print answer {nonce}"))
     run = agent_harness.run_program("gemini", f"headless prompt {nonce}", model=model,
                                     home=home)
     assert run.returncode == 0, run.stderr
     assert f"print answer {nonce}" in run.stdout
+    watch.settle()
+    assert watch.events() == [], watch.adopted()  # ssa watch: no notice for it
+    assert [line for line in watch.adopted() if "notMonitoredSession" in line], watch.adopted()
     rows = [r for p in GeminiCli().transcripts(home) for r in GeminiCli().decide(p)]
     result = compare(rows, agent_harness.log.actions())
     prompt_rows = result.rows_of(run.action)
