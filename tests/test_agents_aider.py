@@ -6,7 +6,10 @@ real tool wrote into ``.aider.chat.history.md``: typed prompts, ``/ask`` with a
 question, a shell command the model proposed (two of them: the first answered
 "skip all", so Aider writes the second question and its answer as user
 input), one answered "yes", ``/run``, ``/clear``, an interrupt (Ctrl-C), and a
-program-driven run (``aider --message``) appended to the same file.
+program-driven run (``aider --message``) appended to the same file. The same
+actions end to end through ``ssa watch --aider <repository>`` beside it: one
+``human_direct_message`` per typed turn (each waited for before the next
+action), none for the rest.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tests.harness import Agent, Aider, Harness, Text, compare
 from tests.harness import actions as act
 from tests.harness.fixtures import REQUIRED
 from tests.harness.pyinstall import aider_dir, installed_aider
+from tests.harness.watch import compare_watch
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(240)]
 
@@ -55,17 +59,21 @@ def test_typed_commands_confirmations_interrupt_and_message_run(agent_harness: H
                                                                  ) -> None:
     nonce = secrets.token_hex(4)
     project = agent_harness.project(git=True)
+    # ssa watch beside it: Aider has no standard location, so the repository is named.
+    watch = agent_harness.watch(args=["--aider", str(project)])
     aider = agent_harness.start("aider", project=project)
     log = agent_harness.log
 
     aider.script(Text(f"answer one {nonce}"))
     aider.prompt(f"hello one {nonce}")
+    watch.wait_turns(1)
 
     question = f"what does the readme say {nonce}"
     aider.script(Text(f"ask answer {nonce}"))
     aider.slash(f"/ask {question}", human=True, text=question)
     aider.wait_request(question)
     aider.wait_turn()
+    watch.wait_turns(2)
 
     # Two proposed commands; "s" (skip all) on the first makes Aider answer the second
     # itself and write that question and "skip" as user input ("#### Run shell ...: skip").
@@ -77,6 +85,7 @@ def test_typed_commands_confirmations_interrupt_and_message_run(agent_harness: H
     _answer(aider, QUESTION, _count(aider, QUESTION), "s")
     log.record(aider.name, "aider", act.CONFIRM, "(D)on't ask again [Yes]: skip", answer="s")
     aider.wait_idle()
+    watch.wait_turns(3)
 
     # One proposed command answered "y": it runs; its output is not added.
     single = f"echo single-{nonce}"
@@ -89,6 +98,7 @@ def test_typed_commands_confirmations_interrupt_and_message_run(agent_harness: H
     _answer(aider, ADD_OUTPUT, asked, "n")  # "Add command output to the chat?"
     log.record(aider.name, "aider", act.CONFIRM, None, answer="n")
     aider.wait_idle()
+    watch.wait_turns(4)
 
     asked = _count(aider, ADD_OUTPUT)
     aider.slash(f"/run echo typed-run-{nonce}", text=f"typed-run-{nonce}", kind=act.SHELL_CALL)
@@ -105,14 +115,17 @@ def test_typed_commands_confirmations_interrupt_and_message_run(agent_harness: H
     aider.interrupt("C-c")
     aider.pane.wait_text("^C again to exit", Aider.turn_timeout_s)
     aider.wait_idle()
+    watch.wait_turns(5)
     aider.script(Text(f"after {nonce}"))
     aider.prompt(f"typed after the interrupt {nonce}")
+    watch.wait_turns(6)
     assert aider.quit() is not None, aider.screen()
 
     run = agent_harness.run_program("aider", f"program prompt {nonce}", project=project,
                                     model=aider.model)
     assert run.returncode == 0, run.stderr
     assert not aider.model.problems
+    watch.settle()
 
     (history,) = aider.transcripts()
     result = compare(aider.decided_rows(), log.actions(tool="aider"))
@@ -126,3 +139,8 @@ def test_typed_commands_confirmations_interrupt_and_message_run(agent_harness: H
     assert [r.reason for r in skip_echo] == ["confirm_answer"], result.report()
     sessions = aider_sessions(history.read_bytes())
     assert [s.program for s in sessions] == [False, True], sessions
+
+    # ssa watch: one notice per typed turn, none for the rest (the --message run included).
+    seen = compare_watch(watch.events(), log.actions(tool="aider"))
+    assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
+    assert [e.turns for e in seen.events] == [1] * 6, seen.report()

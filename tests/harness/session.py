@@ -170,15 +170,16 @@ class Harness:
             new.wait_ready()
         return new
 
-    def watch(self, home: Home | None = None, *, interval_s: float = 1.0) -> SsaWatch:
-        """Start ``ssa watch --json`` in ``home`` (default: ``home()``); stopped by
+    def watch(self, home: Home | None = None, *, interval_s: float = 1.0,
+              args: Sequence[str] = ()) -> SsaWatch:
+        """Start ``ssa watch --json [args]`` in ``home`` (default: ``home()``); stopped by
         :meth:`close`. Start it before the tools' first sessions (they are then read
         from their start); blocks until its start-up summary is printed.
 
         Raises:
             TimeoutError: no summary within 30 s.
         """
-        watch = SsaWatch(home or self.home(), interval_s=interval_s)
+        watch = SsaWatch(home or self.home(), interval_s=interval_s, args=args)
         self._watches.append(watch)
         watch.wait_summary()
         return watch

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,19 +68,22 @@ class SsaWatch:
         home: the tools' throw-away home (its ``HOME`` and XDG directories;
             the database is the default one inside it).
         interval_s: the fallback scan interval, in seconds.
+        args: more command-line arguments (``--aider DIR`` for a catalog with
+            no standard location).
 
     Create it before the tools write their first session: sessions that
     appear while it runs are read from their start. ``close`` terminates it
     (SIGTERM, then SIGKILL after 15 s) and joins the reader.
     """
 
-    def __init__(self, home: Home, *, interval_s: float = 1.0) -> None:
+    def __init__(self, home: Home, *, interval_s: float = 1.0, args: Sequence[str] = ()
+                 ) -> None:
         # Default catalogs that do not exist yet are looked for again before every
         # scan; one that exists at start is adopted at once (all of them empty here).
         (home.root / ".claude" / "projects").mkdir(parents=True, exist_ok=True)
         env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "CODEX_HOME": str(home.root / ".codex")}
-        self.argv = [SSA, "watch", "--json", "--interval", f"{interval_s:g}"]
+        self.argv = [SSA, "watch", "--json", "--interval", f"{interval_s:g}", *args]
         self.process = subprocess.Popen(self.argv, env=env, text=True, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True)
