@@ -57,7 +57,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -75,6 +74,7 @@ import apsw  # noqa: E402
 from actors import Gateway  # noqa: E402
 from actors.cli.watch import run_watch  # noqa: E402
 from actors.upstream.baseline import jsonl_baseline  # noqa: E402
+from actors.upstream.sources import all_sources  # noqa: E402
 from scripts.bench import (  # noqa: E402
     GOAL_MISSED,
     BenchError,
@@ -86,24 +86,12 @@ from scripts.bench import (  # noqa: E402
     row,
     run_threads,
 )
-from tests._upstream_rows import (  # noqa: E402
-    claude_assistant,
-    claude_user,
-    codex_paginated_user,
-)
+from scripts.bench_homes import MIXES, Home, append_typed, write_home  # noqa: E402
 
 WATCHER = "agent:main:main"
 """The watcher ``ssa watch`` uses by default."""
 THREADS = 8
 """Worker threads for setup and for the touches of section 4."""
-CLAUDE_SHARE = 0.6
-"""Share of the synthetic sessions that are Claude Code transcripts (the rest: Codex)."""
-SESSIONS_PER_PROJECT = 25
-"""Claude Code sessions per project folder (N/25 folders)."""
-DAY_FOLDERS = 30
-"""Codex date folders the rollouts are spread over."""
-TURNS = 3
-"""User + assistant turn pairs per synthetic transcript."""
 TAIL_BYTES = 32
 """Bytes the baseline loop of section 1 reads from each file's end."""
 THREAD_BOUND = 256
@@ -117,6 +105,12 @@ SAMPLE_EVERY_S = 0.002
 STOP_WAIT_S = 15.0
 """How long a stopped subprocess may take to exit before it is killed."""
 SECTIONS = (1, 2, 3, 4, 5)
+MIX_TITLES = {"classic": "Claude Code + Codex", "all": "6 sources"}
+"""How the table names each mix of :mod:`scripts.bench_homes`."""
+MIX_BOUND = 1.5
+"""Goal: a figure over all six sources at most this many times the Claude Code + Codex
+one (the new sources cost no more per session; the spread between runs of one side on
+these shared machines is up to about 1.3)."""
 
 
 @dataclass(frozen=True)
@@ -199,107 +193,7 @@ class Report:
             self.broken.append(what)
 
 
-# --- the synthetic home ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Transcript:
-    """One synthetic session file.
-
-    Attributes:
-        source: ``"claude"`` or ``"codex"``.
-        path: the file.
-        thread_id: its session or thread id (the Claude file's stem; the
-            Codex rollout's ``session_meta`` id).
-    """
-
-    source: str
-    path: Path
-    thread_id: str
-
-    @property
-    def key(self) -> str:
-        """The session key ``ssa watch`` gives it (``agent:main:<source>:<id>``)."""
-        return f"agent:main:{self.source}:{self.thread_id}"
-
-
-@dataclass(frozen=True)
-class Home:
-    """A synthetic catalog: Claude Code projects and Codex sessions under one root."""
-
-    root: Path
-    claude_dir: Path
-    codex_dir: Path
-    transcripts: tuple[Transcript, ...]
-
-    def count(self, source: str) -> int:
-        """How many transcripts of ``source`` it holds. Pure."""
-        return sum(1 for t in self.transcripts if t.source == source)
-
-
-def _prose(rng: random.Random, words: int) -> str:
-    """``words`` words of filler text (deterministic for ``rng``). Pure."""
-    vocabulary = ("the", "build", "test", "fails", "because", "config", "path", "module",
-                  "returns", "value", "when", "error", "function", "update", "cache", "file")
-    return " ".join(rng.choice(vocabulary) for _ in range(words))
-
-
-def _codex_meta(thread_id: str, when: str) -> bytes:
-    """A Codex ``session_meta`` first line of an interactive (``cli``) thread.
-
-    ``tests/_upstream_rows.py`` has no builder for it; the shape is the one
-    ``actors.testing.samples`` writes (a 0.152-style paginated rollout).
-    """
-    row_ = {"timestamp": when, "type": "session_meta", "payload": {
-        "id": thread_id, "timestamp": when, "cwd": "/home/user/work",
-        "originator": "codex-tui", "cli_version": "0.152.1", "source": "cli",
-        "thread_source": "user", "history_mode": "paginated"}}
-    return json.dumps(row_, separators=(",", ":")).encode() + b"\n"
-
-
-def _codex_assistant(text: str, ordinal: int, when: str) -> bytes:
-    """A Codex assistant ``response_item`` message (``output_text`` content)."""
-    row_ = {"timestamp": when, "ordinal": ordinal, "type": "response_item",
-            "payload": {"type": "message", "id": f"msg_{uuid.uuid4()}", "role": "assistant",
-                        "content": [{"type": "output_text", "text": text}]}}
-    return json.dumps(row_).encode() + b"\n"
-
-
-def write_home(root: Path, sessions: int, seed: int) -> Home:
-    """Write ``sessions`` synthetic transcripts under ``root``.
-
-    Args:
-        root: an empty directory the caller owns.
-        sessions: how many files (60% Claude Code, 40% Codex).
-        seed: makes the ids and text reproducible.
-
-    Returns:
-        The :class:`Home`. Blocks on file I/O in the caller's thread.
-    """
-    rng = random.Random(seed)
-    claude_dir, codex_dir = root / "claude" / "projects", root / "codex" / "sessions"
-    claude_count = round(sessions * CLAUDE_SHARE)
-    projects = max(1, sessions // SESSIONS_PER_PROJECT)
-    out: list[Transcript] = []
-    for i in range(sessions):
-        thread = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        if i < claude_count:
-            path = claude_dir / f"-home-user-work-project{i % projects:04d}" / f"{thread}.jsonl"
-            body = b"".join(claude_user(_prose(rng, 12)) + claude_assistant(_prose(rng, 90))
-                            for _ in range(TURNS))
-            out.append(Transcript("claude", path, thread))
-        else:
-            day = 1 + i % DAY_FOLDERS
-            when = f"2026-11-{day:02d}T08:00:00.000Z"
-            path = (codex_dir / "2026" / "11" / f"{day:02d}"
-                    / f"rollout-2026-11-{day:02d}T08-00-00-{thread}.jsonl")
-            body = _codex_meta(thread, when) + b"".join(
-                codex_paginated_user(_prose(rng, 12), ordinal=10 * k)
-                + _codex_assistant(_prose(rng, 90), 10 * k + 2, when) for k in range(TURNS))
-            out.append(Transcript("codex", path, thread))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
-    return Home(root, claude_dir, codex_dir, tuple(out))
+# --- the synthetic homes ---------------------------------------------------------
 
 
 class Homes:
@@ -308,15 +202,16 @@ class Homes:
     def __init__(self, directory: Path) -> None:
         """Args: directory: where the homes go (removed with it by the caller)."""
         self.directory = directory
-        self._homes: dict[int, Home] = {}
+        self._homes: dict[tuple[int, str], Home] = {}
 
-    def get(self, sessions: int) -> Home:
-        """The home of ``sessions`` files, written on first use (blocks on I/O)."""
-        if sessions not in self._homes:
-            root = self.directory / f"home-{sessions}"
+    def get(self, sessions: int, mix: str = "classic") -> Home:
+        """The home of ``sessions`` sessions of ``mix`` (:data:`~scripts.bench_homes.MIXES`),
+        written on first use (blocks on I/O)."""
+        if (sessions, mix) not in self._homes:
+            root = self.directory / f"home-{mix}-{sessions}"
             root.mkdir()
-            self._homes[sessions] = write_home(root, sessions, seed=sessions)
-        return self._homes[sessions]
+            self._homes[sessions, mix] = write_home(root, sessions, seed=sessions, mix=mix)
+        return self._homes[sessions, mix]
 
 
 # --- measuring helpers ---------------------------------------------------------
@@ -419,7 +314,8 @@ def adopt_all(gw: Gateway, home: Home) -> tuple[int, int]:
     def adopt(key: str) -> None:
         """Adopt ``key``'s transcript and watch it when linked (blocks on the gateway)."""
         transcript = by_key[key]
-        link = gw.adopt(key, source=transcript.source, path=str(transcript.path))
+        link = gw.adopt(key, source=transcript.source, path=str(transcript.path),
+                        thread_id=transcript.thread_id)
         watched = link is not None and gw.watch(WATCHER, key)
         with lock:
             counts[0] += link is not None
@@ -438,10 +334,16 @@ def stat_and_tail(paths: Sequence[Path]) -> None:
             handle.read(TAIL_BYTES)
 
 
-def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> None:
-    """Section 1 at ``len(home.transcripts)`` sessions; appends its rows to ``report``."""
+def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> float:
+    """Section 1 at ``len(home.transcripts)`` sessions; appends its rows to ``report``.
+
+    Returns:
+        The CPU ratio (idle ``scan_upstream`` over the stat-and-read loop), for
+        the comparison of the mixes.
+    """
     n = len(home.transcripts)
-    path = directory / f"idle-{n}.sqlite"
+    what = f"{n:,} sessions, {MIX_TITLES[home.mix]}"
+    path = directory / f"idle-{home.mix}-{n}.sqlite"
     threads_before = threading.active_count()
     gw = Gateway.open(path, monitor=False)
     try:
@@ -458,10 +360,10 @@ def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> None:
                 wall += time.perf_counter() - wall_0
                 cpu += time.process_time() - cpu_0
                 peak = max(peak, threading.active_count())
-                report.check(not events, f"section 1: an idle scan at N={n} recorded "
+                report.check(not events, f"section 1: an idle scan at {what} recorded "
                              f"{len(events)} events")
             starts = started()
-        report.check(not gw.drain(WATCHER), f"section 1: idle scans at N={n} left notices")
+        report.check(not gw.drain(WATCHER), f"section 1: idle scans at {what} left notices")
     finally:
         gw.close()
         remove_db(path)
@@ -472,18 +374,19 @@ def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> None:
         stat_and_tail(paths)
         base_wall += time.perf_counter() - wall_0
         base_cpu += time.process_time() - cpu_0
-    loop = f"stat + read last {TAIL_BYTES} B of each file"
+    loop = f"stat + read last {TAIL_BYTES} B of each session's file"
     report.rows += [
-        row(1, f"idle scan_upstream CPU ms, {n:,} sessions", ms(cpu / scans),
+        row(1, f"idle scan_upstream CPU ms, {what}", ms(cpu / scans),
             f"{loop}, CPU ms", ms(base_cpu / scans), at_most=3),
-        row(1, f"idle scan_upstream wall ms, {n:,} sessions", ms(wall / scans),
+        row(1, f"idle scan_upstream wall ms, {what}", ms(wall / scans),
             f"{loop}, wall ms", ms(base_wall / scans)),
-        row(1, f"thread starts per idle scan, {n:,} sessions", starts / scans,
+        row(1, f"thread starts per idle scan, {what}", starts / scans,
             "the promise: none", 0, equal=True),
-        row(1, f"most live threads after a scan, {n:,} sessions", peak,
+        row(1, f"most live threads after a scan, {what}", peak,
             "live threads before open", threads_before, at_most_value=THREAD_BOUND,
             unit="threads"),
     ]
+    return cpu / base_cpu if base_cpu else float("nan")
 
 
 # --- 2: adoption -------------------------------------------------------------------------
@@ -492,16 +395,17 @@ def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> None:
 def watch_args(db: Path, home: Home, *, scans: int | None, interval: float | None,
                as_json: bool) -> argparse.Namespace:
     """The namespace ``ssa watch`` parses for these options (run_watch's input). Pure."""
+    catalogs: dict[str, list[str] | None] = {source.name: None for source in all_sources()}
+    catalogs.update({name: [str(path)] for name, path in home.catalogs.items()})
     return argparse.Namespace(
-        command="watch", db=db, claude=[str(home.claude_dir)], codex=[str(home.codex_dir)],
-        opencode=None, pi=None, watcher=WATCHER,
+        command="watch", db=db, **catalogs, watcher=WATCHER,
         interval=10.0 if interval is None else interval, scans=scans, json=as_json)
 
 
 def watch_command(db: Path, home: Home, interval: float | None) -> list[str]:
     """The ``python -m actors watch ... --json`` command line of section 3. Pure."""
-    command = [sys.executable, "-m", "actors", "watch", "--db", str(db),
-               "--claude", str(home.claude_dir), "--codex", str(home.codex_dir), "--json"]
+    command = [sys.executable, "-m", "actors", "watch", "--db", str(db), *home.watch_flags(),
+               "--json"]
     if interval is not None:
         command += ["--interval", f"{interval:g}"]
     return command
@@ -530,7 +434,7 @@ def adoption(directory: Path, home: Home, report: Report) -> None:
     lines = out.getvalue().splitlines()
     summary = json.loads(lines[0]) if lines else {}
     adopted = summary.get("adopted", {})
-    expected = {"claude": home.count("claude"), "codex": home.count("codex")}
+    expected = home.counts()
     report.check(adopted == expected, f"section 2: ssa watch adopted {adopted}, not {expected}")
     report.rows += [
         row(2, f"ssa watch --scans 0, adopt+watch {n:,}, net s", watch_s - empty_s,
@@ -644,33 +548,39 @@ class WatchProcess:
 
 
 def detection(directory: Path, home: Home, interval: float | None, sizes: Sizes,
-              report: Report, rng: random.Random) -> None:
-    """Section 3 for one ``--interval`` (``None``: the CLI default); appends rows."""
+              report: Report, rng: random.Random) -> float:
+    """Section 3 for one ``--interval`` (``None``: the CLI default); appends rows.
+
+    The typed turns go to Claude Code transcripts in the ``classic`` mix (the
+    figure every earlier run measured) and to any session in the ``all`` mix.
+
+    Returns:
+        The detection p95, in seconds (for the comparison of the mixes).
+    """
     n = len(home.transcripts)
     label = "default" if interval is None else f"{interval:g}"
-    db = directory / f"watch-{label}.sqlite"
-    claude = [t for t in home.transcripts if t.source == "claude"]
+    db = directory / f"watch-{home.mix}-{label}.sqlite"
+    targets = [t for t in home.transcripts if home.mix != "classic" or t.source == "claude"]
     latencies: list[float] = []
     missing = 0
     try:
         with WatchProcess(watch_command(db, home, interval),
-                          directory / f"watch-{label}.stderr") as proc:
+                          directory / f"watch-{home.mix}-{label}.stderr") as proc:
             first = proc.next_json(time.perf_counter() + sizes.start_wait_s)
             if first is None or "adopted" not in first[1]:
                 raise BenchError(f"ssa watch --interval {label} printed no summary within "
                                  f"{sizes.start_wait_s:g} s: {proc.stderr_tail()}")
             summary = first[1]
             adopted = summary["adopted"]
-            expected = {"claude": home.count("claude"), "codex": home.count("codex")}
+            expected = home.counts()
             report.check(adopted == expected,
                          f"section 3: ssa watch adopted {adopted}, not {expected}")
             interval_s = float(summary.get("intervalS", interval or 0.0))  # type: ignore[arg-type]
             for _ in range(sizes.appends):
                 time.sleep(rng.uniform(0, interval_s))  # land anywhere in the scan cycle
-                target = rng.choice(claude)
+                target = rng.choice(targets)
                 proc.discard_pending()
-                with open(target.path, "ab") as handle:
-                    handle.write(claude_user(f"typed at {time.time():.3f}: run the tests"))
+                append_typed(target, f"typed at {time.time():.3f}: run the tests")
                 appended = time.perf_counter()
                 deadline = appended + sizes.wait_s
                 while (line := proc.next_json(deadline)) is not None:
@@ -687,15 +597,18 @@ def detection(directory: Path, home: Home, interval: float | None, sizes: Sizes,
         remove_db(db)
     report.check(missing == 0, f"section 3: {missing} of {sizes.appends} notices never came "
                  f"within {sizes.wait_s:g} s (--interval {label})")
-    what = f"--interval {interval_s:g}" + (" (default)" if interval is None else "")
+    what = (f"--interval {interval_s:g}" + (" (default)" if interval is None else "")
+            + f", {MIX_TITLES[home.mix]}")
+    p95 = pct(latencies, 95)
     report.rows += [
         row(3, f"detection p50 s, {what}, {n:,} sessions", pct(latencies, 50),
             "the --interval, s", interval_s),
-        row(3, f"detection p95 s, {what}, {sizes.appends} appends", pct(latencies, 95),
+        row(3, f"detection p95 s, {what}, {sizes.appends} appends", p95,
             "the --interval, s", interval_s, at_most_value=LATENCY_BOUND_S, unit="s"),
         row(3, f"notices missing after {sizes.wait_s:g} s, {what}", missing,
             "the promise: none", 0, equal=True),
     ]
+    return p95
 
 
 # --- 4: threads under pairs -----------------------------------------------------------
@@ -870,13 +783,23 @@ def measure(directory: Path, sizes: Sizes, only: Sequence[int]) -> Report:
     rng = random.Random(20_260_713)
     if 1 in only:
         for n in sizes.scan_sizes:
-            idle_scans(directory, homes.get(n), sizes.idle_scans, report)
+            ratios = {mix: idle_scans(directory, homes.get(n, mix), sizes.idle_scans, report)
+                      for mix in MIXES}
+            report.rows.append(row(
+                1, f"idle CPU ratio, {n:,} sessions, {MIX_TITLES['all']}", ratios["all"],
+                f"the same ratio, {MIX_TITLES['classic']}", ratios["classic"],
+                at_most=MIX_BOUND))
     if 2 in only:
         adoption(directory, homes.get(sizes.adopt_sessions), report)
     if 3 in only:
         for interval in sizes.intervals:
-            detection(directory, homes.get(sizes.adopt_sessions), interval, sizes, report,
-                      rng)
+            p95s = {mix: detection(directory, homes.get(sizes.adopt_sessions, mix), interval,
+                                   sizes, report, rng) for mix in MIXES}
+            what = "default" if interval is None else f"{interval:g} s"
+            report.rows.append(row(
+                3, f"detection p95, --interval {what}, {MIX_TITLES['all']}", p95s["all"],
+                f"the same p95, {MIX_TITLES['classic']}", p95s["classic"],
+                at_most=MIX_BOUND))
     if 4 in only:
         threads_under_pairs(directory, sizes, report)
     if 5 in only:
