@@ -29,7 +29,8 @@ def test_every_session_is_discovered_linked_and_holds_its_typed_turns(tmp_path: 
         assert source is not None
         reading = source.reading()
         base = reading.baseline(str(transcript.path), transcript.thread_id, True, 1000)
-        assert isinstance(base, Baseline) and base.refusal is None, (transcript, base)
+        assert isinstance(base, Baseline), (transcript, base)
+        assert base.refusal is None, (transcript, base)
         session = transcript.thread_id if transcript.source == "crush" else None
         before = [d for d in reading.classify(str(transcript.path), session, 10_000)
                   if d.get("human")]

@@ -47,6 +47,7 @@ from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of, parse, pa
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInput, HookInputError, parse_hook_input
 from actors.agents.hookplan import Plan, plan_from
+from actors.agents.project import project_roots
 from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
@@ -127,7 +128,7 @@ def _run(args: HookArgs, source: IO[bytes], out: TextIO,
     state_dir = Path(location).parent if not is_url else default_state_path().parent
     cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
     stores: dict[str, list[StoreRow]] = {}
-    found = find_sessions(default_catalogs(), cache, stores)
+    found = find_sessions(catalogs_for(hook.cwd), cache, stores)
     now_ms = time.time_ns() // 1_000_000
     if not is_url:
         plan = _peek_plan(location, hook, watcher, args, found, now_ms, stores)
@@ -142,6 +143,23 @@ def _run(args: HookArgs, source: IO[bytes], out: TextIO,
     work(location, hook, watcher, args, found, stores, out, plan,
          lambda: _finish(cache, exit_now))
     cache.save()
+
+
+def catalogs_for(cwd: str) -> dict[str, list[Path]]:
+    """Where the hook looks for sessions, for a manager working in ``cwd``.
+
+    Every source's standard locations (:func:`~actors.upstream.catalog.default_catalogs`);
+    a source that has none (its sessions are files in the project: Aider's
+    history, Crush's store) is looked for in the manager's project,
+    :func:`~actors.agents.project.project_roots` of ``cwd`` (its discovery takes
+    a repository or a folder of repositories). Returns ``{source: [roots]}``.
+    Caller's thread; blocks on a few ``stat`` calls; never raises.
+    """
+    catalogs = default_catalogs()
+    if any(not roots for roots in catalogs.values()):
+        here = [Path(root) for root in project_roots(cwd)]
+        catalogs = {name: roots or here for name, roots in catalogs.items()}
+    return catalogs
 
 
 def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["project_of"]
+__all__ = ["project_of", "project_roots"]
 
 _MAX_DEPTH = 64
 """Directories walked up at most while looking for ``.git``."""
@@ -44,6 +44,42 @@ def project_of(cwd: str) -> str:
             break
         directory = parent
     return f"dir:{start}"
+
+
+def project_roots(cwd: str) -> list[str]:
+    """The directories where a project's own session files live, for ``cwd`` in it.
+
+    For a source with no standard location (Aider's history, Crush's store are
+    files in the repository), the hook looks in these: ``cwd``, the work
+    tree's root (the directory holding ``.git``), and the main work tree of a
+    linked worktree (the parent of the shared ``.git`` directory); real paths,
+    each once, in that order.
+
+    Args:
+        cwd: an absolute directory path (it need not exist any more).
+
+    Returns:
+        The directories (``[cwd]`` outside a repository). Any thread; blocks
+        on a few ``stat`` and small file reads; never raises.
+    """
+    try:
+        start = os.path.realpath(cwd)
+    except (OSError, ValueError):
+        return [cwd]
+    roots = [start]
+    directory = start
+    for _ in range(_MAX_DEPTH):
+        common = _common_dir(os.path.join(directory, ".git"))
+        if common is not None:
+            roots.append(directory)
+            if os.path.basename(common) == ".git":
+                roots.append(os.path.dirname(common))
+            break
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return list(dict.fromkeys(roots))
 
 
 def _common_dir(dot_git: str) -> str | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from actors.upstream.source import StoreRow, json_head
+from actors.upstream.source import Source, StoreRow, json_head
 from actors.upstream.sources import all_sources
 from persistence.lazylog import get_logger
 
@@ -147,13 +147,14 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
     for source in files + [s for s in all_sources() if s.rows is not None]:  # files first
         for root in catalogs.get(source.name, ()):
             if source.rows is not None:
-                rows = source.rows(root, 500)
-                real = os.path.realpath(root)
-                if stores is not None:
-                    stores[real] = rows
-                found.extend(Found(source=source.name, path=real, thread_id=row.session_id,
-                                   cwd=row.directory, started_ms=row.created_ms)
-                             for row in rows)
+                for db in _store_files(source, root):
+                    rows = source.rows(db, 500)
+                    real = os.path.realpath(db)
+                    if stores is not None:
+                        stores[real] = rows
+                    found.extend(Found(source=source.name, path=real,
+                                       thread_id=row.session_id, cwd=row.directory,
+                                       started_ms=row.created_ms) for row in rows)
                 continue
             given, real = str(root), os.path.realpath(root)  # once per catalog, not per file
             for candidate in source.discover(root):
@@ -165,3 +166,12 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
                                    thread_id=candidate.thread_id, cwd=cwd,
                                    started_ms=started, stat=seen))
     return found
+
+
+def _store_files(source: Source, root: Path) -> list[Path]:
+    """The database files a store source's catalog root names: the root itself, or,
+    for a directory (a project, or a folder of projects), the stores its discovery
+    finds there, each once. Blocks on a directory listing; never raises."""
+    if not root.is_dir():
+        return [root]
+    return list(dict.fromkeys(Path(candidate.path) for candidate in source.discover(root)))
