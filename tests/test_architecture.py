@@ -17,6 +17,7 @@ broken contract.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,45 @@ def test_scripts_and_examples_use_public_names_only() -> None:
                 ):
                     crossing.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert crossing == []
+
+
+_MODULE_PATH = re.compile(r"(actors|persistence)(\.[A-Za-z_]\w*)+")
+
+
+def _module_name(path: Path) -> str:
+    """``actors/agents/hook.py`` -> ``actors.agents.hook``; a script is ``<script>``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[0] not in ("actors", "persistence"):
+        return "<script>"
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _private_module_strings(path: Path, importer: str | None = None) -> list[str]:
+    """Dotted names of a private module of another package, written as a string in
+    ``path`` (``importlib.import_module("persistence._backend")``, a lazy export
+    table...): the import graph does not see those. ``importer``: the module
+    ``path`` is (default: from its place in the checkout)."""
+    importer = importer or _module_name(path)
+    return [f"{path.name}:{node.lineno} {node.value}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and _MODULE_PATH.fullmatch(node.value) and _violates(importer, node.value)]
+
+
+def test_no_private_module_is_named_as_a_string_across_packages() -> None:
+    files = [*sorted((ROOT / "actors").rglob("*.py")),
+             *sorted((ROOT / "persistence").rglob("*.py")), *_shipped_scripts()]
+    assert [hit for path in files for hit in _private_module_strings(path)] == []
+
+
+def test_the_string_check_sees_an_import_module_of_a_private_module(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('import importlib\nimportlib.import_module("persistence._backend")\n'
+                     'OK = "persistence.runtime"\nMINE = "actors.agents._jsonc"\n')
+    assert _private_module_strings(probe, "<script>") == [
+        "probe.py:2 persistence._backend", "probe.py:4 actors.agents._jsonc"]
+    assert _private_module_strings(probe, "persistence.peek") == [
+        "probe.py:4 actors.agents._jsonc"]  # its own package's private module is fine
 
 
 def test_there_are_no_import_circles() -> None:
