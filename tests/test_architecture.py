@@ -123,10 +123,11 @@ def _private_module_strings(path: Path, importer: str | None = None) -> list[str
     table...): the import graph does not see those. ``importer``: the module
     ``path`` is (default: from its place in the checkout)."""
     importer = importer or _module_name(path)
-    return [f"{path.name}:{node.lineno} {node.value}"
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and _MODULE_PATH.fullmatch(node.value) and _violates(importer, node.value)]
+    found = sorted((node.lineno, node.value)
+                   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and _MODULE_PATH.fullmatch(node.value) and _violates(importer, node.value))
+    return [f"{path.name}:{line} {name}" for line, name in found]
 
 
 def test_no_private_module_is_named_as_a_string_across_packages() -> None:
