@@ -52,6 +52,7 @@ import os
 import queue
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -171,7 +172,7 @@ def sizes_for(quick: bool, scan_sizes: tuple[int, ...] | None) -> Sizes:
                      list_sessions=2000, list_calls=20, cli_repeats=1)
     ns = scan_sizes or FULL_SIZES
     biggest = max(ns)
-    return Sizes(scan_sizes=ns, idle_scans=3, adopt_sessions=min(5000, biggest), appends=20,
+    return Sizes(scan_sizes=ns, idle_scans=7, adopt_sessions=min(5000, biggest), appends=20,
                  intervals=(None, 5.0), wait_s=30.0, start_wait_s=120.0 + biggest * 0.01,
                  pair_watchers=1000, pair_targets=10, warm_events=2000,
                  list_sessions=biggest, list_calls=20, cli_repeats=3)
@@ -334,59 +335,85 @@ def stat_and_tail(paths: Sequence[Path]) -> None:
             handle.read(TAIL_BYTES)
 
 
-def idle_scans(directory: Path, home: Home, scans: int, report: Report) -> float:
-    """Section 1 at ``len(home.transcripts)`` sessions; appends its rows to ``report``.
+def idle_scans(directory: Path, homes: Sequence[Home], scans: int,
+               report: Report) -> dict[str, float]:
+    """Section 1 at one N over each home of ``homes`` (one per mix); appends rows.
+
+    Every home gets a gateway of its own, all open at once, adopted, watched
+    and settled; then ``scans`` rounds each time, home after home, one idle
+    ``scan_upstream()`` and right after it the stat-and-read loop over the same
+    home's files. Interleaving puts each mix and its baseline under the same
+    process state (heap, caches): measured one after the other, whichever mix
+    went second was up to 2x slower whatever it was. Figures are the median
+    round.
 
     Returns:
-        The CPU ratio (idle ``scan_upstream`` over the stat-and-read loop), for
-        the comparison of the mixes.
+        ``{mix: CPU ratio}`` (median idle ``scan_upstream`` CPU over the median
+        stat-and-read CPU), for the comparison of the mixes.
     """
-    n = len(home.transcripts)
-    what = f"{n:,} sessions, {MIX_TITLES[home.mix]}"
-    path = directory / f"idle-{home.mix}-{n}.sqlite"
     threads_before = threading.active_count()
-    gw = Gateway.open(path, monitor=False)
+    opened: list[tuple[Home, Gateway, Path]] = []
+    cpu: dict[str, list[float]] = {h.mix: [] for h in homes}
+    wall: dict[str, list[float]] = {h.mix: [] for h in homes}
+    base_cpu: dict[str, list[float]] = {h.mix: [] for h in homes}
+    base_wall: dict[str, list[float]] = {h.mix: [] for h in homes}
     try:
-        links, watches = adopt_all(gw, home)
-        report.check(links == n, f"section 1: {links} of {n} adoptions returned a link")
-        report.check(watches == links, f"section 1: {watches} of {links} watches registered")
-        gw.scan_upstream()  # settle: every link scanned once
+        for home in homes:
+            n = len(home.transcripts)
+            path = directory / f"idle-{home.mix}-{n}.sqlite"
+            gw = Gateway.open(path, monitor=False)
+            opened.append((home, gw, path))
+            links, watches = adopt_all(gw, home)
+            report.check(links == n, f"section 1: {links} of {n} adoptions returned a link"
+                         f" ({home.mix})")
+            report.check(watches == links, f"section 1: {watches} of {links} watches "
+                         f"registered ({home.mix})")
+            gw.scan_upstream()  # settle: every link scanned once
         peak = threading.active_count()
-        cpu = wall = 0.0
         with counting_thread_starts() as started:
             for _ in range(scans):
-                cpu_0, wall_0 = time.process_time(), time.perf_counter()
-                events = gw.scan_upstream()
-                wall += time.perf_counter() - wall_0
-                cpu += time.process_time() - cpu_0
-                peak = max(peak, threading.active_count())
-                report.check(not events, f"section 1: an idle scan at {what} recorded "
-                             f"{len(events)} events")
+                for home, gw, _path in opened:
+                    cpu_0, wall_0 = time.process_time(), time.perf_counter()
+                    events = gw.scan_upstream()
+                    wall[home.mix].append(time.perf_counter() - wall_0)
+                    cpu[home.mix].append(time.process_time() - cpu_0)
+                    peak = max(peak, threading.active_count())
+                    report.check(not events, f"section 1: an idle scan of {home.mix} at "
+                                 f"N={len(home.transcripts)} recorded {len(events)} events")
+                    paths = [t.path for t in home.transcripts]
+                    cpu_0, wall_0 = time.process_time(), time.perf_counter()
+                    stat_and_tail(paths)
+                    base_wall[home.mix].append(time.perf_counter() - wall_0)
+                    base_cpu[home.mix].append(time.process_time() - cpu_0)
             starts = started()
-        report.check(not gw.drain(WATCHER), f"section 1: idle scans at {what} left notices")
+        for home, gw, _path in opened:
+            report.check(not gw.drain(WATCHER), f"section 1: idle scans of {home.mix} left "
+                         "notices")
     finally:
-        gw.close()
-        remove_db(path)
-    paths = [t.path for t in home.transcripts]
-    base_cpu = base_wall = 0.0
-    for _ in range(scans):
-        cpu_0, wall_0 = time.process_time(), time.perf_counter()
-        stat_and_tail(paths)
-        base_wall += time.perf_counter() - wall_0
-        base_cpu += time.process_time() - cpu_0
+        for _home, gw, path in opened:
+            gw.close()
+            remove_db(path)
     loop = f"stat + read last {TAIL_BYTES} B of each session's file"
+    ratios: dict[str, float] = {}
+    for home in homes:
+        what = f"{len(home.transcripts):,} sessions, {MIX_TITLES[home.mix]}"
+        ours, base = statistics.median(cpu[home.mix]), statistics.median(base_cpu[home.mix])
+        ratios[home.mix] = ours / base if base else float("nan")
+        report.rows += [
+            row(1, f"idle scan_upstream CPU ms, {what}", ms(ours),
+                f"{loop}, CPU ms", ms(base), at_most=3),
+            row(1, f"idle scan_upstream wall ms, {what}", ms(statistics.median(wall[home.mix])),
+                f"{loop}, wall ms", ms(statistics.median(base_wall[home.mix]))),
+        ]
+    n = len(homes[0].transcripts)
     report.rows += [
-        row(1, f"idle scan_upstream CPU ms, {what}", ms(cpu / scans),
-            f"{loop}, CPU ms", ms(base_cpu / scans), at_most=3),
-        row(1, f"idle scan_upstream wall ms, {what}", ms(wall / scans),
-            f"{loop}, wall ms", ms(base_wall / scans)),
-        row(1, f"thread starts per idle scan, {what}", starts / scans,
+        row(1, f"thread starts per idle scan, {n:,} sessions", starts / (scans * len(homes)),
             "the promise: none", 0, equal=True),
-        row(1, f"most live threads after a scan, {what}", peak,
-            "live threads before open", threads_before, at_most_value=THREAD_BOUND,
+        row(1, f"most live threads after a scan, {n:,} sessions, {len(homes)} gateways open",
+            peak, "live threads before open", threads_before, at_most_value=THREAD_BOUND,
             unit="threads"),
     ]
-    return cpu / base_cpu if base_cpu else float("nan")
+    return ratios
 
 
 # --- 2: adoption -------------------------------------------------------------------------
@@ -783,8 +810,8 @@ def measure(directory: Path, sizes: Sizes, only: Sequence[int]) -> Report:
     rng = random.Random(20_260_713)
     if 1 in only:
         for n in sizes.scan_sizes:
-            ratios = {mix: idle_scans(directory, homes.get(n, mix), sizes.idle_scans, report)
-                      for mix in MIXES}
+            ratios = idle_scans(directory, [homes.get(n, mix) for mix in MIXES],
+                                sizes.idle_scans, report)
             report.rows.append(row(
                 1, f"idle CPU ratio, {n:,} sessions, {MIX_TITLES['all']}", ratios["all"],
                 f"the same ratio, {MIX_TITLES['classic']}", ratios["classic"],

@@ -24,13 +24,25 @@ from actors.upstream.source import only_itself
 from actors.upstream.sources import find_source
 from persistence import UpstreamLink
 
-__all__ = ["Fingerprint", "fingerprint", "watch_paths"]
+__all__ = ["Fingerprint", "StatCache", "fingerprint", "watch_paths"]
 
 Fingerprint = tuple[int, ...]
 """``(st_dev, st_ino, st_size, st_mtime_ns, ...)`` of the files a scan reads."""
 
 
-def _stat_key(path: str) -> Fingerprint | None:
+StatCache = dict[str, "Fingerprint | None"]
+"""One cycle's ``stat`` results by path. Several links share a file (a Crush or
+OpenCode store and its WAL, a Gemini CLI project's ``logs.json``): within one
+cycle each is stat'ed once. A change after that ``stat`` is seen by the next
+cycle, as a change after any ``stat`` is."""
+
+
+def _stat_key(path: str, cache: StatCache | None = None) -> Fingerprint | None:
+    if cache is not None:
+        if path in cache:
+            return cache[path]
+        cache[path] = found = _stat_key(path)
+        return found
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -40,11 +52,13 @@ def _stat_key(path: str) -> Fingerprint | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def fingerprint(link: UpstreamLink) -> Fingerprint | None:
+def fingerprint(link: UpstreamLink, cache: StatCache | None = None) -> Fingerprint | None:
     """The fingerprint of ``link``'s source now, or ``None`` (always scan it).
 
     Args:
         link: an upstream link as stored.
+        cache: one cycle's :data:`StatCache` (filled as it goes; not
+            thread-safe: one caller at a time), or ``None`` to stat afresh.
 
     Returns:
         A tuple that changes whenever the source could hold news; ``None``
@@ -59,11 +73,11 @@ def fingerprint(link: UpstreamLink) -> Fingerprint | None:
     if not isinstance(path, str):
         return None
     first, *rest = _files(link.source, path)
-    main = _stat_key(first)
+    main = _stat_key(first, cache)
     if main is None:
         return None
     for other in rest:  # a side file (a WAL) may come and go: absent is zeros
-        main += _stat_key(other) or (0, 0, 0, 0)
+        main += _stat_key(other, cache) or (0, 0, 0, 0)
     return main
 
 

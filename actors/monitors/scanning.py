@@ -20,7 +20,7 @@ import pykka
 
 from actors.engine.registry import ActorPool
 from actors.errors import GatewayClosed
-from actors.monitors.changes import fingerprint
+from actors.monitors.changes import StatCache, fingerprint
 from actors.monitors.link_monitor import (
     LinkMemory,
     MonitorReport,
@@ -98,7 +98,8 @@ class ScanDriver:
                     logger.warning("not scanning %s: it is adopted under more than one agent",
                                    key)
             self._track(links)  # which files the notifications follow
-            due = [link for link in links if self._due(link)]
+            stats: StatCache = {}  # a file several links share is stat'ed once a cycle
+            due = [link for link in links if self._due(link, stats)]
             hints = self._store_hints(due)
             pending: Pending = []
             for link in due:
@@ -149,12 +150,12 @@ class ScanDriver:
                 again.append((link, next_scan))
         return again
 
-    def _due(self, link: UpstreamLink) -> bool:
+    def _due(self, link: UpstreamLink, stats: StatCache) -> bool:
         state = self._memory.peek((link.session_key, link.agent_id))
         settled = state.settled if state is not None else None
         if settled is None:
             return True
-        seen = fingerprint(link)
+        seen = fingerprint(link, stats)
         return seen is None or (seen, link.updated_at) != settled
 
     def scan_soon(self, idents: Iterable[Ident]) -> int:
