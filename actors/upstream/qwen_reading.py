@@ -11,7 +11,9 @@ writes (docs/upstream-qwen.md). So
   link (``program_driven``), as is one whose records say a channel or daemon
   drives it (``source:<type>``) or a sub-agent's (``subagent``);
 * at every scan a typed record counts only while the sidecar names the
-  session and its first records refuse nothing.
+  session and its first records refuse nothing;
+* a record kind 0.24.4 does not write (``unknown_kind``) is logged once per
+  process under ``actors.upstream.qwen`` (its name only, never a record's text).
 
 Building it reads nothing; its functions run in their callers' threads.
 """
@@ -19,7 +21,10 @@ Building it reads nothing; its functions run in their callers' threads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,12 +49,45 @@ __all__ = ["READING", "classify_qwen_line", "session_classifier"]
 RUNTIME_LIMIT = 1 << 16
 """Most bytes of a ``runtime.json`` sidecar read."""
 
+logger = logging.getLogger("actors.upstream.qwen")  # the classifier's own logger
+
+_LOGGED_KINDS: set[str] = set()
+_LOGGED_LOCK = threading.Lock()
+_MAX_LOGGED_KINDS = 64
+_KIND_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _log_unknown_kind(kind: str) -> None:
+    """Log an unknown record kind the first time this process meets it.
+
+    Only a name that looks like one is logged (else ``<unprintable>``), at most
+    :data:`_MAX_LOGGED_KINDS` names. Any thread; never raises.
+    """
+    name = kind if _KIND_NAME.fullmatch(kind) else "<unprintable>"
+    with _LOGGED_LOCK:
+        first = name not in _LOGGED_KINDS and len(_LOGGED_KINDS) < _MAX_LOGGED_KINDS
+        if first:
+            _LOGGED_KINDS.add(name)
+    if first:
+        logger.info("Qwen Code record kind %r is unknown: decided not typed", name)
+
 
 def classify_qwen_line(line: bytes) -> Unit:
-    """Decide one record on its own; a sub-agent's record is never typed. Pure; never raises."""
+    """Decide one record on its own; a sub-agent's record is never typed.
+
+    Args:
+        line: one line of a session file, without its newline.
+
+    Returns:
+        The record's decision (``blank`` for an empty line). An ``unknown_kind``
+        is logged once per kind (:func:`_log_unknown_kind`); nothing else is.
+        Any thread; never raises.
+    """
     scan = read_qwen_rows(line + b"\n")
     if not scan.rows:
         return Unit(human=False, reason="blank")
+    if scan.unknown_kinds:
+        _log_unknown_kind(scan.unknown_kinds[0])
     unit = scan.rows[0].unit()
     if unit.human and scan.cursor.session.subagent:
         return Unit(human=False, reason="subagent")
