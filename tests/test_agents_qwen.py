@@ -126,7 +126,7 @@ def _interrupt(qwen: Agent) -> None:
     qwen.wait_idle()
 
 
-def test_hook_file_command_interrupt_subagents_compress_continue_through_ssa_watch(
+def test_hook_file_command_interrupt_subagents_compress_continue_fork_through_ssa_watch(
         agent_harness: Harness) -> None:
     nonce = secrets.token_hex(4)
     home = agent_harness.home()
@@ -172,23 +172,29 @@ def test_hook_file_command_interrupt_subagents_compress_continue_through_ssa_wat
     _typed(qwen, watch, f"after compress {nonce}", f"after compress answer {nonce}")
     continued = agent_harness.reopen(qwen, "continue", ["--continue"])
     _typed(continued, watch, f"in the continued session {nonce}", f"continued answer {nonce}")
-    assert not continued.model.problems
+    assert len(continued.transcripts()) == 3  # the session and the two sub-agents' files
+    # --fork-session: a new session file starting with copies (forkedFrom) of every record.
+    fork = agent_harness.reopen(continued, "fork", ["--continue", "--fork-session"])
+    _typed(fork, watch, f"in the forked session {nonce}", f"forked answer {nonce}")
+    assert not fork.model.problems
     watch.settle()
 
     actions = agent_harness.log.actions(tool="qwen")
-    rows = continued.decided_rows()
+    rows = fork.decided_rows()
     result = compare(rows, actions)
     assert not result.unseen, result.report()
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
-    assert len(result.true_positives) == 10, result.report()
+    assert len(result.true_positives) == 11, result.report()
+    copies = [r for r in result.rows if r.reason == "copied_row" and r.kind == "user"]
+    assert len(copies) == 10, result.report()  # each typed record of the first session, once
     kinds = {(r.kind, r.reason) for r in result.rows}
     assert ("system:at_command", "system:at_command") in kinds, result.report()
     assert ("user:notification", "notification") in kinds, result.report()
     assert ("tool_result", "tool_result") in kinds, result.report()
     assert not any(r.reason == "unknown_kind" for r in result.rows), result.report()
     hooked = [r for r in result.rows if r.human and r.holds(f"hookctx-{nonce}")]
-    assert len(hooked) == 10, result.report()  # the hook's context rides on each typed record
-    sub_files = [p for p in continued.transcripts() if "subagents" in p.parts]
+    assert len(hooked) == 11, result.report()  # the hook's context rides on each typed record
+    sub_files = [p for p in fork.transcripts() if "subagents" in p.parts]
     assert len(sub_files) == 2, continued.transcripts()
     for prompt in (f"sub-agent prompt {nonce}", f"background prompt {nonce}"):
         sub = [r for r in result.rows if r.kind == "user" and r.holds(prompt)]
@@ -197,8 +203,8 @@ def test_hook_file_command_interrupt_subagents_compress_continue_through_ssa_wat
 
     seen = compare_watch(watch.events(), actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
-    assert [e.turns for e in seen.events] == [1] * 10, seen.report()
-    assert len({e.session_key for e in seen.events}) == 1, seen.report()
+    assert [e.turns for e in seen.events] == [1] * 11, seen.report()
+    assert len({e.session_key for e in seen.events}) == 2, seen.report()  # the fork's own
 
 
 def test_print_mode_is_not_reported_by_ssa_watch(agent_harness: Harness) -> None:
