@@ -23,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +31,7 @@ import msgspec
 from actors.upstream.common import Unit
 from actors.upstream.files import file_state, read_range
 from actors.upstream.jsonl import HEAD_LIMIT, PROJECT_HEAD_BYTES, classify_lines, line_reading
+from actors.upstream.kindlog import log_unknown_kind
 from actors.upstream.kit.qwen import sample, type_turn
 from actors.upstream.qwen import (
     QwenSession,
@@ -51,26 +50,6 @@ RUNTIME_LIMIT = 1 << 16
 
 logger = logging.getLogger("actors.upstream.qwen")  # the classifier's own logger
 
-_LOGGED_KINDS: set[str] = set()
-_LOGGED_LOCK = threading.Lock()
-_MAX_LOGGED_KINDS = 64
-_KIND_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-
-def _log_unknown_kind(kind: str) -> None:
-    """Log an unknown record kind the first time this process meets it.
-
-    Only a name that looks like one is logged (else ``<unprintable>``), at most
-    :data:`_MAX_LOGGED_KINDS` names. Any thread; never raises.
-    """
-    name = kind if _KIND_NAME.fullmatch(kind) else "<unprintable>"
-    with _LOGGED_LOCK:
-        first = name not in _LOGGED_KINDS and len(_LOGGED_KINDS) < _MAX_LOGGED_KINDS
-        if first:
-            _LOGGED_KINDS.add(name)
-    if first:
-        logger.info("Qwen Code record kind %r is unknown: decided not typed", name)
-
 
 def classify_qwen_line(line: bytes) -> Unit:
     """Decide one record on its own; a sub-agent's record is never typed.
@@ -80,14 +59,15 @@ def classify_qwen_line(line: bytes) -> Unit:
 
     Returns:
         The record's decision (``blank`` for an empty line). An ``unknown_kind``
-        is logged once per kind (:func:`_log_unknown_kind`); nothing else is.
+        is logged once per process and kind, its name only
+        (:func:`~actors.upstream.kindlog.log_unknown_kind`); nothing else is.
         Any thread; never raises.
     """
     scan = read_qwen_rows(line + b"\n")
     if not scan.rows:
         return Unit(human=False, reason="blank")
     if scan.unknown_kinds:
-        _log_unknown_kind(scan.unknown_kinds[0])
+        log_unknown_kind(logger, "Qwen Code", scan.unknown_kinds[0])
     unit = scan.rows[0].unit()
     if unit.human and scan.cursor.session.subagent:
         return Unit(human=False, reason="subagent")
