@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from actors.testing import Compaction, Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
 from actors.upstream import qwen as q
+from actors.upstream.common import Unit
 from actors.upstream.kit.qwen import QwenSession
+from actors.upstream.qwen_reading import classify_qwen_line
 
 
 def test_typed_tool_slash_compaction_notification(tmp_path: Path) -> None:
@@ -70,3 +75,72 @@ def test_torn_line_and_slug(tmp_path: Path) -> None:
     assert [r.text for r in first.rows + rest.rows if r.typed] == ["one", "two"]
     assert q.qwen_project_slug("/tmp/gx/q1/project") == "-tmp-gx-q1-project"
     assert q.qwen_fingerprint(tmp_path / "missing") is None
+
+
+def test_hook_file_and_command_prompts_are_typed_once(tmp_path: Path) -> None:
+    """The shapes 0.24.4 wrote under the harness: a hook's context rides on the typed
+    record (``systemPayload.hookContext``), ``@`` files add an ``at_command`` record
+    and content parts, a custom command records what was typed as ``displayText``."""
+    session = QwenSession(tmp_path / "s.jsonl")
+    session.prompt("look at @notes.txt", hook_context="ctx-1", files={"notes.txt": "body"})
+    session.prompt("/greet argz", model_text="Custom command body with argz",
+                   hook_context="ctx-2")
+    scan = q.read_qwen_rows(session.path.read_bytes())
+    assert [(r.kind, r.typed, r.text) for r in scan.rows] == [
+        ("system:at_command", False, None),
+        ("user", True, "look at @notes.txt"),
+        ("user", True, "/greet argz")]
+
+
+def test_sub_agent_calls_and_their_notification_are_not_typed(tmp_path: Path) -> None:
+    session = QwenSession(tmp_path / "s.jsonl")
+    session.append(Typed("start one"))
+    session.agent_call("sub prompt", "call_1")
+    session.agent_call("bg prompt", "call_2", background=True, result="bg result")
+    scan = q.read_qwen_rows(session.path.read_bytes())
+    assert [r.text for r in scan.rows if r.typed] == ["start one"]
+    assert [(r.kind, r.reason) for r in scan.rows if r.kind.startswith(("assistant", "tool",
+                                                                       "user:"))] == [
+        ("assistant", "model"), ("tool_result", "tool_result"),
+        ("assistant", "model"), ("tool_result", "tool_result"),
+        ("user:notification", "notification")]
+    # The sub-agent's own file: its first record is the parent's prompt, never typed.
+    line = (b'{"type":"user","agentId":"general-purpose-call_1","isSidechain":true,'
+            b'"message":{"role":"user","parts":[{"text":"sub prompt"}]}}')
+    assert classify_qwen_line(line) == Unit(human=False, reason="subagent")
+
+
+def test_branch_copies_are_not_typed_again(tmp_path: Path) -> None:
+    """``/branch`` and ``--fork-session`` copy every record into a new session file, each
+    with ``forkedFrom`` (``SessionService.forkSession``): the copies are ``copied_row``."""
+    source = QwenSession(tmp_path / "a.jsonl")
+    source.append(Typed("typed before the branch"), Reply("ok"))
+    branch = source.branch(tmp_path / "b.jsonl")
+    branch.append(Typed("typed in the branch"))
+    scan = q.read_qwen_rows(branch.path.read_bytes())
+    assert [r.text for r in scan.rows if r.typed] == ["typed in the branch"]
+    assert [r.reason for r in scan.rows if r.kind == "user"] == ["copied_row", "typed"]
+    assert scan.cursor.session.session_id == branch.session_id
+
+
+def test_user_subtypes_the_cli_writes_and_unknown_ones() -> None:
+    base = {"type": "user", "message": {"role": "user", "parts": [{"text": "x"}]}}
+    for sub in q.CLI_USER_SUBTYPES:
+        assert q.decide_qwen_record({**base, "subtype": sub})[:2] == (False, sub)
+    assert q.decide_qwen_record({**base, "subtype": "brand-new"})[:2] == (False, "unknown_kind")
+    assert q.row_kind({**base, "subtype": "brand-new"}) == "user:brand-new"
+
+
+def test_an_unknown_kind_is_logged_once_by_name(caplog: pytest.LogCaptureFixture) -> None:
+    line = b'{"type":"brand-new-kind-9c1d","message":{"parts":[{"text":"secret words"}]}}'
+    sub = b'{"type":"user","subtype":"odd-sub-9c1d","message":{"parts":[{"text":"secret"}]}}'
+    with caplog.at_level(logging.INFO, logger="actors.upstream.qwen"):
+        for _ in range(3):
+            assert classify_qwen_line(line) == Unit(human=False, reason="unknown_kind")
+            assert classify_qwen_line(sub) == Unit(human=False, reason="unknown_kind")
+        assert classify_qwen_line(b'{"type":"assistant"}').reason == "model"
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("brand-new-kind-9c1d" in m for m in messages) == 1
+    assert sum("user:odd-sub-9c1d" in m for m in messages) == 1
+    assert len(messages) == 2
+    assert "secret" not in caplog.text  # the kind's name only, never a record's text

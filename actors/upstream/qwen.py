@@ -20,15 +20,19 @@ Which records a person typed (precision before recall):
 * not when its parts hold a ``functionResponse`` (``tool_result``);
 * its typed text is ``systemPayload.displayText`` when present, else the
   text parts; an empty text is ``empty``;
-* ``user`` records with another subtype are the CLI's own (``cron``,
-  ``notification``, ``goal_runtime``...): the subtype is the reason; a
-  ``provenance`` other than ``real_user`` is the reason (``system``,
-  ``goal_runtime``, ``goal_control``);
+* a record carrying ``forkedFrom`` is a copy ``/branch`` wrote into the new
+  session's file (``SessionService.forkSession``): ``copied_row``;
+* ``user`` records with another subtype 0.24.4 writes are the CLI's own
+  (:data:`CLI_USER_SUBTYPES`: ``cron``, ``notification``, ``goal_runtime``,
+  ``realtime_message``): the subtype is the reason; any other subtype is
+  ``unknown_kind``; a ``provenance`` other than ``real_user`` is the reason
+  (``system``, ``goal_runtime``, ``goal_control``);
 * ``assistant`` (``model``), ``tool_result`` (``tool_result``) and every
   ``system`` record (``system:<subtype>``: ``slash_command``,
   ``chat_compression``, ``ui_telemetry``, ``attribution_snapshot``,
   ``session_source``, ``rewind``...) are not typed;
-* any other ``type`` is ``unknown_kind``.
+* any other ``type`` is ``unknown_kind`` (the reading logs each such kind once:
+  :mod:`actors.upstream.qwen_reading`).
 
 The helpers (line splitting, text parts) are :mod:`actors.upstream.gemini`'s:
 Qwen Code forked Gemini CLI and keeps its ``Content`` shape.
@@ -51,6 +55,7 @@ from actors.upstream import gemini as _gemini
 from actors.upstream.common import decode_object, epoch_ms, normalize_text
 
 __all__ = [
+    "CLI_USER_SUBTYPES",
     "KNOWN_RECORD_TYPES",
     "QwenCursor",
     "QwenRow",
@@ -70,6 +75,11 @@ KNOWN_RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
 """``ChatRecord.type`` values Qwen Code 0.24.4 writes."""
 
 _TYPED_SUBTYPES = frozenset({None, "mid_turn_user_message"})
+
+CLI_USER_SUBTYPES = frozenset({"cron", "notification", "goal_runtime", "realtime_message"})
+"""The other ``subtype`` values of the ``user`` records Qwen Code 0.24.4 writes, each the
+CLI's own prompt (``recordCronPrompt``, ``recordNotification``, ``recordGoalRuntimeMessage``,
+``recordRealtimeConversation`` in ``packages/core/src/services/chatRecordingService.ts``)."""
 
 
 class QwenSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,8 +153,10 @@ def decide_qwen_record(row: Mapping[str, Any]) -> tuple[bool, str, str | None]:
         return False, f"system:{sub}" if isinstance(sub, str) else "system", None
     if kind != "user":
         return False, "unknown_kind", None
+    if row.get("forkedFrom") is not None:
+        return False, "copied_row", None
     if sub not in _TYPED_SUBTYPES:
-        return False, str(sub) if isinstance(sub, str) else "unknown_subtype", None
+        return False, str(sub) if sub in CLI_USER_SUBTYPES else "unknown_kind", None
     provenance = row.get("provenance", "real_user")
     if provenance != "real_user":
         return False, str(provenance) if isinstance(provenance, str) else "provenance", None

@@ -11,7 +11,9 @@ writes (docs/upstream-qwen.md). So
   link (``program_driven``), as is one whose records say a channel or daemon
   drives it (``source:<type>``) or a sub-agent's (``subagent``);
 * at every scan a typed record counts only while the sidecar names the
-  session and its first records refuse nothing.
+  session and its first records refuse nothing;
+* a record kind 0.24.4 does not write (``unknown_kind``) is logged once per
+  process under ``actors.upstream.qwen`` (its name only, never a record's text).
 
 Building it reads nothing; its functions run in their callers' threads.
 """
@@ -19,6 +21,7 @@ Building it reads nothing; its functions run in their callers' threads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +31,7 @@ import msgspec
 from actors.upstream.common import Unit
 from actors.upstream.files import file_state, read_range
 from actors.upstream.jsonl import HEAD_LIMIT, PROJECT_HEAD_BYTES, classify_lines, line_reading
+from actors.upstream.kindlog import log_unknown_kind
 from actors.upstream.kit.qwen import sample, type_turn
 from actors.upstream.qwen import (
     QwenSession,
@@ -44,12 +48,26 @@ __all__ = ["READING", "classify_qwen_line", "session_classifier"]
 RUNTIME_LIMIT = 1 << 16
 """Most bytes of a ``runtime.json`` sidecar read."""
 
+logger = logging.getLogger("actors.upstream.qwen")  # the classifier's own logger
+
 
 def classify_qwen_line(line: bytes) -> Unit:
-    """Decide one record on its own; a sub-agent's record is never typed. Pure; never raises."""
+    """Decide one record on its own; a sub-agent's record is never typed.
+
+    Args:
+        line: one line of a session file, without its newline.
+
+    Returns:
+        The record's decision (``blank`` for an empty line). An ``unknown_kind``
+        is logged once per process and kind, its name only
+        (:func:`~actors.upstream.kindlog.log_unknown_kind`); nothing else is.
+        Any thread; never raises.
+    """
     scan = read_qwen_rows(line + b"\n")
     if not scan.rows:
         return Unit(human=False, reason="blank")
+    if scan.unknown_kinds:
+        log_unknown_kind(logger, "Qwen Code", scan.unknown_kinds[0])
     unit = scan.rows[0].unit()
     if unit.human and scan.cursor.session.subagent:
         return Unit(human=False, reason="subagent")

@@ -54,17 +54,116 @@ class QwenSession:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
+        self._sidecar()
+        return self._file.append_turns(turns, self._rows)
+
+    def _sidecar(self) -> None:
+        """Write the interactive UI's ``runtime.json`` sidecar once (when interactive)."""
         if self._interactive:
             sidecar = self.path.with_name(f"{self.session_id}.runtime.json")
             if not sidecar.exists():
                 sidecar.write_text(json.dumps({"schema_version": 1, "pid": 1,
                                                "session_id": self.session_id,
                                                "work_dir": self._cwd}))
-        return self._file.append_turns(turns, self._rows)
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, without writing."""
         return self._file.lines(turns, self._rows)
+
+    def prompt(self, display: str, *, model_text: str | None = None,
+               hook_context: str | None = None, files: dict[str, str] | None = None) -> int:
+        """Append one typed prompt the way 0.24.4 records it with a hook, ``@`` files or
+        a custom command (seen under the harness, docs/upstream-qwen.md).
+
+        Args:
+            display: what the person typed (``systemPayload.displayText``).
+            model_text: the text sent instead (a custom command's expansion).
+            hook_context: a ``UserPromptSubmit`` hook's ``additionalContext``: one more
+                part, wrapped in ``<qwen:user-prompt-submit-context>``, and
+                ``systemPayload.hookContext``.
+            files: ``@`` references, name to content: an ``at_command`` system record
+                first, then the content parts after the text.
+
+        Returns:
+            How many lines were written.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        rows: list[dict[str, Any]] = []
+        parts: list[dict[str, str]] = [{"text": model_text if model_text is not None
+                                        else display}]
+        if files:
+            rows.append(self._system("at_command", {"filesRead": list(files),
+                                                    "status": "success", "userText": display}))
+            parts.append({"text": "\n--- Content from referenced files ---"})
+            for name, content in files.items():
+                parts += [{"text": f"\nContent from {name}:\n"}, {"text": content}]
+            parts.append({"text": "\n--- End of content ---"})
+        payload: dict[str, str] = {"displayText": display}
+        if hook_context is not None:
+            parts.append({"text": "<qwen:user-prompt-submit-context>\n"
+                                  f"{hook_context}\n</qwen:user-prompt-submit-context>"})
+            payload["hookContext"] = hook_context
+        rows.append(self._record("user", "real_user", message={"role": "user", "parts": parts},
+                                 systemPayload=payload))
+        self._sidecar()
+        return self._file.write(rows)
+
+    def agent_call(self, prompt: str, call_id: str, *, background: bool = False,
+                   result: str = "done") -> int:
+        """Append the parent's side of an ``agent`` tool call: the call, its result and,
+        for a background agent, the ``notification`` record its completion writes.
+
+        Returns:
+            How many lines were written.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        call = {"functionCall": {"id": call_id, "name": "agent", "args": {
+            "description": "a sub-agent", "prompt": prompt, "subagent_type": "general-purpose",
+            "run_in_background": background}}}
+        output = "Background agent launched successfully." if background else result
+        response = {"functionResponse": {"id": call_id, "name": "agent",
+                                         "response": {"output": output}}}
+        rows = [self._record("assistant", "assistant_output",
+                             message={"role": "model", "parts": [call]}),
+                self._record("tool_result", "tool_result",
+                             message={"role": "user", "parts": [response]},
+                             toolCallResult={"callId": call_id, "status": "success"})]
+        if background:
+            note = (f"<task-notification>\n<status>completed</status>\n<result>{result}"
+                    "</result>\n</task-notification>")
+            rows.append(self._record("user", "system", subtype="notification",
+                                     message={"role": "user", "parts": [{"text": note}]}))
+        self._sidecar()
+        return self._file.write(rows)
+
+    def branch(self, path: str | os.PathLike[str], session_id: str | None = None
+               ) -> QwenSession:
+        """``/branch``: copy every record into a new session file as
+        ``SessionService.forkSession`` does (new ``sessionId``, ``forkedFrom`` naming the
+        source record), with the new session's ``runtime.json`` sidecar.
+
+        Returns:
+            The new session, to append to.
+
+        Raises:
+            OSError: a file cannot be read or written.
+        """
+        new = QwenSession(path, session_id=session_id, cwd=self._cwd,
+                          interactive=self._interactive)
+        rows = []
+        for line in self.path.read_bytes().splitlines():
+            record = json.loads(line)
+            rows.append({**record, "sessionId": new.session_id, "parentUuid": new._file.parent,
+                         "forkedFrom": {"sessionId": self.session_id,
+                                        "messageUuid": record["uuid"]}})
+            new._file.parent = record["uuid"]
+        new._sidecar()
+        new._file.write(rows)
+        return new
 
     def _record(self, kind: str, provenance: str, **extra: Any) -> dict[str, Any]:
         row = {"uuid": str(uuid.uuid4()), "parentUuid": self._file.parent,

@@ -9,7 +9,11 @@ Config, merged into ``~/.qwen/settings.json``:
   false``, ``telemetry.enabled: false``, ``general.enableAutoUpdate: false``;
 * ``memory.enableManagedAutoMemory/AutoDream/AutoSkill: false``: otherwise, after a
   turn, a background memory-extraction agent sends a request that offers tools
-  (six of them) and takes the next scripted answer.
+  (six of them) and takes the next scripted answer;
+* ``ui.enableFollowupSuggestions: false``: otherwise, after a turn, the follow-up
+  suggestion request (it offers the tools too) takes the next scripted answer and the
+  TUI shows it as ghost text in the input box, hiding the empty box's placeholder;
+  ``ui.enableUserFeedback: false``: no feedback dialog after a conversation.
 
 Tools run without confirmation (``--approval-mode yolo``).
 
@@ -58,6 +62,7 @@ class QwenCode(AgentTool):
             "telemetry": {"enabled": False},
             "general": {"enableAutoUpdate": False},
             "ide": {"enabled": False},
+            "ui": {"enableFollowupSuggestions": False, "enableUserFeedback": False},
             "model": {"name": MODEL_ID},
             "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False,
                        "enableAutoSkill": False},
@@ -90,10 +95,27 @@ class QwenCode(AgentTool):
         """A ``run_shell_command`` call."""
         return ToolUse("run_shell_command", {"command": command})
 
-    def subagent(self, prompt: str, description: str = "harness sub-agent") -> ToolUse:
-        """An ``agent`` call of the built-in ``general-purpose`` agent."""
+    def subagent(self, prompt: str, description: str = "harness sub-agent", *,
+                 background: bool = False) -> ToolUse:
+        """An ``agent`` call of the built-in ``general-purpose`` agent.
+
+        Args:
+            prompt: the sub-agent's prompt.
+            description: the call's ``description``.
+            background: ``run_in_background``. 0.24.4 runs a top-level agent in the
+                background when the call does not say (``AgentTool``, the
+                ``RUN_IN_BACKGROUND_DESCRIPTION`` of ``chunks/chunk-DPEB6S2R.js``): the
+                parent's turn goes on at once (its next request races the sub-agent's
+                first) and the result comes back later as a ``user`` ``notification``
+                record that starts a turn of its own. ``False`` (the default) runs it in
+                the foreground: the answers go parent call, sub-agent, parent, in order.
+
+        Returns:
+            The scripted call.
+        """
         return ToolUse("agent", {"description": description, "prompt": prompt,
-                                 "subagent_type": "general-purpose"})
+                                 "subagent_type": "general-purpose",
+                                 "run_in_background": background})
 
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files (sub-agents' too), oldest first."""
