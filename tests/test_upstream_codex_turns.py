@@ -186,3 +186,44 @@ def test_chunked_lookback_joins_lines_across_pieces(tmp_path: Path,
     assert found is not None
     assert found[0].trigger == QUEUE_TRIGGER
     assert found[1] is not None
+
+
+def test_lookups_are_bounded_per_classifier(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from actors.upstream import codex_turns
+
+    calls: list[str] = []
+    real = codex_turns.find_turn
+
+    def counted(path: str, turn_id: str, *, limit: int = codex_turns.LOOKBACK_BYTES
+                ) -> tuple[TurnStart, str | None] | None:
+        calls.append(turn_id)
+        return real(path, turn_id, limit=limit)
+
+    monkeypatch.setattr(codex_turns, "find_turn", counted)
+    rollout = _rollout(tmp_path)
+    rollout.append(*[Typed(f"typed {n}") for n in range(6)])
+    lines = rollout.path.read_bytes().split(b"\n")[:-1]
+    orphans = [line for line in lines if user_item(line) is not None]  # no task_started
+    classify = codex_turn_classifier(str(rollout.path))
+    assert all(classify(line).human for line in orphans * 3)
+    assert len(calls) == 2  # each turn at most once, at most two turns
+    calls.clear()
+    classify = codex_turn_classifier(str(rollout.path))
+    humans = [u.reason for u in map(classify, lines) if u.human]
+    assert humans == ["typed"] * 6  # each turn's start read first: no lookup
+    assert calls == []
+
+
+def test_find_turn_stops_at_an_earlier_turn(tmp_path: Path) -> None:
+    rollout = _rollout(tmp_path)
+    rollout.append(Typed("one"), Reply("a"), QueuedMessage("queued"), Reply("b"))
+    lines = rollout.path.read_bytes().split(b"\n")
+    start_of_second = next(i for i, line in enumerate(lines)
+                           if turn_start(line) is not None
+                           and turn_start(line) == TurnStart(rollout.turn_ids[1], QUEUE_TRIGGER))
+    del lines[start_of_second]
+    gone = tmp_path / "gone.jsonl"
+    gone.write_bytes(b"\n".join(lines))
+    assert find_turn(str(gone), rollout.turn_ids[1]) is None
+    assert find_turn(str(gone), rollout.turn_ids[0]) is not None

@@ -65,6 +65,8 @@ LOOKBACK_BYTES = 8 << 20
 _CHUNK = 256 << 10
 _MAX_TURNS = 256
 """Most turns one classifier remembers (a long file read from its start keeps the newest)."""
+_MAX_LOOKUPS = 2
+"""Most turns one classifier looks up in the file (:func:`find_turn`)."""
 
 
 class TurnStart(msgspec.Struct, frozen=True):
@@ -199,8 +201,10 @@ def find_turn(path: str, turn_id: str, *, limit: int = LOOKBACK_BYTES
     Returns:
         ``(start, first_item)``: the turn's :class:`TurnStart` and the item id of
         its first ``UserMessage`` after it (``None`` when there is none in the
-        file yet); ``None`` when the file cannot be read or the turn's start is not
-        within ``limit`` bytes of its end.
+        file yet); ``None`` when the file cannot be read, the turn's start is not
+        within ``limit`` bytes of its end, or another turn starts before the
+        turn's first ``UserMessage`` with none of its own in between (its start
+        is not in the file).
 
     Blocks on bounded reads (at most ``limit`` bytes, in 256 KiB pieces; a line
     longer than ``limit`` is never seen); thread-safe; never raises.
@@ -212,6 +216,7 @@ def find_turn(path: str, turn_id: str, *, limit: int = LOOKBACK_BYTES
     end = state.size
     carry = b""
     first_item: str | None = None
+    seen = False
     while end > 0 and state.size - end < limit:
         start = max(0, end - min(_CHUNK, limit - (state.size - end)))
         data, _ = read_range(path, start, end - start, state.inode)
@@ -222,6 +227,8 @@ def find_turn(path: str, turn_id: str, *, limit: int = LOOKBACK_BYTES
         carry = lines[0] if start > 0 else b""
         for line in reversed(lines[1:] if start > 0 else lines):
             if needle not in line:
+                if seen and b"task_started" in line and turn_start(line) is not None:
+                    return None  # an earlier turn's start, before any of ours: none
                 continue
             found = turn_start(line)
             if found is not None and found.turn_id == turn_id:
@@ -229,6 +236,7 @@ def find_turn(path: str, turn_id: str, *, limit: int = LOOKBACK_BYTES
             item = user_item(line)
             if item is not None and item.turn_id == turn_id:
                 first_item = item.item_id  # read backwards: the last one kept is the first
+                seen = True
         if len(carry) > limit:
             return None
         end = start
@@ -241,13 +249,18 @@ def codex_turn_classifier(path: str) -> Callable[[bytes], Unit]:
 
     The returned callable remembers the turns of the lines it is given, in order
     (one scan, or ``ssa classify``'s walk of the whole file); a typed
-    ``UserMessage`` of a turn it did not see start is looked up once with
-    :func:`find_turn` (a bounded read of the file's end). Creating it reads
-    nothing. The callable runs in the caller's thread, is not thread-safe (one
+    ``UserMessage`` of a turn it did not see start, before it has read any
+    ``task_started`` (only the turn open where its lines begin can have started
+    earlier), is looked up with :func:`find_turn` (a bounded read of the file's
+    end), each turn once and at most :data:`_MAX_LOOKUPS` turns, so a scan reads
+    at most that many times :data:`LOOKBACK_BYTES` more.
+    Creating it reads nothing. The callable runs in the caller's thread, is not thread-safe (one
     per scan), and never raises; it logs no text.
     """
     turns: dict[str, TurnStart] = {}
     first_items: dict[str, str | None] = {}
+    looked_up: set[str] = set()
+    started = False
 
     def remember(start: TurnStart, first_item: str | None) -> None:
         turns[start.turn_id] = start
@@ -258,8 +271,10 @@ def codex_turn_classifier(path: str) -> Callable[[bytes], Unit]:
             first_items.pop(oldest, None)
 
     def classify(line: bytes) -> Unit:
+        nonlocal started
         start = turn_start(line)
         if start is not None:
+            started = True
             remember(start, None)
             return classify_codex_line(line)
         unit = classify_codex_line(line)
@@ -269,6 +284,11 @@ def codex_turn_classifier(path: str) -> Callable[[bytes], Unit]:
         if item is None:
             return unit
         if item.turn_id not in turns:
+            # Only the turn open where the lines began can have started before them:
+            # look up turns only until the first start is read, each once, at most twice.
+            if started or item.turn_id in looked_up or len(looked_up) >= _MAX_LOOKUPS:
+                return unit
+            looked_up.add(item.turn_id)
             found = find_turn(path, item.turn_id)
             if found is None:
                 return unit  # nothing proves who started the turn: keep the decision
