@@ -51,10 +51,13 @@ Policy decisions (each also noted where it is applied):
   ``provenance: user``), and each line is decided on its own, so the fixed
   text decides it wherever it appears; a person typing exactly that
   sentence is not counted (the conservative side).
-* messages other programs put into a thread: ``<external_message>``
-  (what ``codex queue`` delivers) is ``external_message``; a Stop hook's
-  continuation prompt is a ``HookPrompt`` item (``hook_prompt``), never a
-  ``UserMessage``.
+* messages other programs put into a thread: ``<external_message>`` text
+  is ``external_message``; a Stop hook's continuation prompt is a
+  ``HookPrompt`` item (``hook_prompt``, driven under the harness with 0.169.0),
+  never a ``UserMessage``. A ``codex queue`` message (0.169.0) is a plain
+  ``UserMessage``: only its turn's ``task_started`` (an earlier line) says a
+  queue started the turn, so that rule lives in the per-file classifier of
+  :mod:`actors.upstream.codex_turns` (``queued_message``), not here.
 * multi-part paginated messages join their text parts with one space (what
   OpenClaw's self-echo check compares against); a legacy ``message`` is
   Codex's own concatenation of the parts with no separator.

@@ -2,19 +2,24 @@
 
 Loaded on first use by :func:`actors.upstream.codex_source.reading`; built
 from the line classifier :mod:`actors.upstream.codex` (the header:
-:mod:`actors.upstream.codex_meta`), the sample writer
+:mod:`actors.upstream.codex_meta`; the turns ``codex queue`` started:
+:mod:`actors.upstream.codex_turns`), the sample writer
 :mod:`actors.upstream.kit.codex`. Building it reads nothing.
 """
 
 from __future__ import annotations
 
 from actors.upstream.codex import classify_codex_line, codex_header_verdict, codex_project
+from actors.upstream.codex_turns import codex_turn_classifier
 from actors.upstream.jsonl import line_reading
 from actors.upstream.kit.codex import sample, type_turn
 from actors.upstream.reading import Reading
 
 __all__ = ["READING"]
 
-READING: Reading = line_reading(classify_codex_line, header=codex_header_verdict,
-                                project=codex_project, sample=sample, type_turn=type_turn)
-"""Codex's reading: the ``session_meta`` line decides the thread and whether it is linked."""
+READING: Reading = line_reading(classify_codex_line, classify_at=codex_turn_classifier,
+                                header=codex_header_verdict, project=codex_project,
+                                sample=sample, type_turn=type_turn)
+"""Codex's reading: the ``session_meta`` line decides the thread and whether it is linked;
+the message of a turn ``codex queue`` started (:mod:`actors.upstream.codex_turns`) is not
+typed."""

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["COMPACT", "CONFIRM", "CONTINUE", "FORK", "INTERRUPT", "MCP_CALL", "PROGRAM_RUN",
-           "RESUME", "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED", "Action", "ActionLog"]
+__all__ = ["COMPACT", "CONFIRM", "CONTINUE", "FORK", "HOOK_PROMPT", "INTERRUPT", "MCP_CALL",
+           "PROGRAM_RUN", "RESUME", "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED", "Action",
+           "ActionLog"]
 
 TYPED = "typed"
 """A prompt a person typed into the TUI (``human``)."""
@@ -42,6 +43,8 @@ MCP_CALL = "mcp_call"
 """A scripted model answer that calls an MCP tool."""
 PROGRAM_RUN = "program_run"
 """A program-driven run (``claude -p``, ``codex exec``, ``opencode run``, Pi print/RPC mode)."""
+HOOK_PROMPT = "hook_prompt"
+"""A prompt a hook of the tool's own made it go on with (a Codex Stop hook's ``reason``)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A Codex CLI rollout, written in the rows the interactive CLI (0.5x) writes."""
+"""A Codex CLI rollout, written in the rows the interactive CLI writes (0.5x, or 0.169.0's)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 
-__all__ = ["CodexRollout", "sample", "type_turn"]
+__all__ = ["CodexRollout", "CodexTurn", "HookContinuation", "QueuedMessage", "Steer", "sample",
+           "type_turn"]
 
 _PIXEL = "data:image/png;base64," + t.PIXEL_PNG
 _REVIEW_PROMPT = ("Review the current code changes (staged, unstaged, and untracked files) "
                   "and provide prioritized findings.")
+
+
+class QueuedMessage(msgspec.Struct, frozen=True):
+    """A message another program queued with ``codex queue`` (0.169.0), run as a turn of
+    its own: ``task_started`` with ``turn_trigger: "queue"``, then the rows of a typed
+    prompt (does not count). Paginated rollouts only."""
+
+    text: str
+
+
+class Steer(msgspec.Struct, frozen=True):
+    """A prompt a person typed into the running turn (a steer): its ``UserMessage``
+    joins the current turn, no ``task_started`` of its own (counts). Paginated only."""
+
+    text: str
+
+
+class HookContinuation(msgspec.Struct, frozen=True):
+    """A Stop hook's ``{"decision": "block", "reason": ...}``: Codex goes on in the same
+    turn with ``reason`` as a ``HookPrompt`` item and a ``<hook_prompt>`` message
+    (does not count). Paginated only."""
+
+    reason: str
+
+
+CodexTurn = t.Turn | QueuedMessage | Steer | HookContinuation
+"""Any turn :class:`CodexRollout` appends: the shared ones and Codex's own."""
 
 
 class CodexRollout:
@@ -33,6 +63,11 @@ class CodexRollout:
             moving 1 s per row).
         source: the thread's ``session_meta`` ``source``.
         cwd: the working directory written into ``session_meta``.
+        paginated: write the rows of Codex 0.169.0 (``history_mode: paginated``):
+            each typed turn is a ``task_started`` with ``turn_attribution``
+            (``turn_trigger: "user"``), the user-role response item and the
+            ``item_completed`` ``UserMessage`` that counts; a reply ends the
+            turn (``task_complete``). Default: the 0.57 rows.
 
     Turns map to what the CLI writes: :class:`~actors.testing.Typed` a
     user-role response item and the ``user_message`` event that counts;
@@ -40,20 +75,25 @@ class CodexRollout:
     rows, or with ``args`` the rows of custom review instructions (which a
     person typed, so they count); other built-in commands write nothing;
     :class:`~actors.testing.SubagentRow` the ``<subagent_notification>``
-    context item a sub-agent leaves in its parent. Not thread-safe; blocks
-    on the file write.
+    context item a sub-agent leaves in its parent; with ``paginated`` also
+    :class:`QueuedMessage`, :class:`Steer` and :class:`HookContinuation`. Not
+    thread-safe; blocks on the file write.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                  clock: Callable[[], int] | None = None, source: str = "cli",
-                 cwd: str = "/work") -> None:
+                 cwd: str = "/work", paginated: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
         self._cwd = cwd
+        self._paginated = paginated
+        self._turn_id: str | None = None
+        self.turn_ids: list[str] = []
+        """The ids of the turns written so far (paginated rollouts), oldest first."""
 
-    def append(self, *turns: t.Turn) -> int:
+    def append(self, *turns: CodexTurn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
 
         Raises:
@@ -62,7 +102,7 @@ class CodexRollout:
         """
         return self._file.append_turns(turns, self._rows, self._session_meta)
 
-    def lines(self, *turns: t.Turn) -> bytes:
+    def lines(self, *turns: CodexTurn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
 
         For tests that need the raw bytes: half a line, a line written to
@@ -84,11 +124,17 @@ class CodexRollout:
 
     def _session_meta(self) -> dict[str, Any]:
         now = iso(self._file.now())
-        return {"timestamp": now, "type": "session_meta", "payload": {
+        payload: dict[str, Any] = {
             "id": self.thread_id, "timestamp": now, "cwd": self._cwd,
             "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
             "cli_version": "0.57.0", "instructions": None, "source": self._source,
-            "model_provider": "openai"}}
+            "model_provider": "openai"}
+        if self._paginated:
+            payload.update({"session_id": self.thread_id, "cli_version": "0.169.0",
+                            "originator": "codex_exec" if self._source == "exec"
+                            else "codex-tui", "thread_source": "user",
+                            "history_mode": "paginated"})
+        return {"timestamp": now, "type": "session_meta", "payload": payload}
 
     def _line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"timestamp": iso(self._file.now()), "type": kind, "payload": payload}
@@ -97,7 +143,66 @@ class CodexRollout:
         return self._line("response_item", {"type": "message", "role": "user",
                                             "content": list(content)})
 
-    def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
+    def _start_turn(self, trigger: str) -> dict[str, Any]:
+        self._turn_id = str(uuid.uuid4())
+        self.turn_ids.append(self._turn_id)
+        return self._line("event_msg", {
+            "type": "task_started", "turn_attribution": {
+                "turn_id": self._turn_id, "turn_trigger": trigger, "parent_turn_id": None,
+                "initiating_agent_path": None, "root_turn_id": self._turn_id},
+            "turn_id": self._turn_id, "root_turn_id": self._turn_id,
+            "collaboration_mode_kind": "default"})
+
+    def _user_message(self, text: str, client_id: str) -> list[dict[str, Any]]:
+        item = self._user_item({"type": "input_text", "text": text})
+        item["payload"]["internal_chat_message_metadata_passthrough"] = {
+            "turn_id": self._turn_id, "content_item_kinds": ["user.text"],
+            "content_item_metadata": [{"provenance": {"type": "user"}}]}
+        return [item, self._item_completed({
+            "type": "UserMessage", "id": str(uuid.uuid4()), "client_id": client_id,
+            "content": [{"type": "text", "text": text, "text_elements": []}]})]
+
+    def _item_completed(self, item: dict[str, Any]) -> dict[str, Any]:
+        return self._line("event_msg", {"type": "item_completed", "thread_id": self.thread_id,
+                                        "turn_id": self._turn_id, "item": item})
+
+    def _paginated_rows(self, turn: CodexTurn) -> list[dict[str, Any]] | None:
+        """0.169.0's rows of ``turn``, or ``None`` where they are the 0.57 ones."""
+        match turn:
+            case t.Typed(text=text):
+                return [self._start_turn("user"), *self._user_message(text, str(uuid.uuid4()))]
+            case QueuedMessage(text=text):
+                return [self._start_turn("queue"), *self._user_message(text, str(uuid.uuid4()))]
+            case Steer(text=text):
+                return self._user_message(text, str(uuid.uuid4()))
+            case HookContinuation(reason=reason):
+                run = "stop:0:/home/user/.codex/hooks.json"
+                item = self._user_item({"type": "input_text", "text":
+                                        f'<hook_prompt hook_run_id="{run}">{reason}</hook_prompt>'})
+                item["payload"]["internal_chat_message_metadata_passthrough"] = {
+                    "turn_id": self._turn_id, "content_item_kinds": ["hook.prompt"],
+                    "content_item_metadata": [{"provenance": {"type": "harness", "hook": True}}]}
+                return [item, self._item_completed({
+                    "type": "HookPrompt", "id": f"msg_{uuid.uuid4()}",
+                    "fragments": [{"text": reason, "hookRunId": run}]})]
+            case t.Reply(text=text):
+                return [self._item_completed({"type": "AgentMessage", "id": f"msg_{uuid.uuid4()}",
+                                              "content": [{"type": "Text", "text": text}]}),
+                        self._line("response_item", {
+                            "type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text}]}),
+                        self._line("event_msg", {"type": "task_complete",
+                                                 "turn_id": self._turn_id,
+                                                 "last_agent_message": text})]
+        return None
+
+    def _rows(self, turn: CodexTurn) -> list[dict[str, Any]]:
+        if self._paginated:
+            rows = self._paginated_rows(turn)
+            if rows is not None:
+                return rows
+        elif isinstance(turn, QueuedMessage | Steer | HookContinuation):
+            raise TypeError(f"{type(turn).__name__} needs a paginated rollout")
         match turn:
             case t.Typed(text=text):
                 return [self._user_item({"type": "input_text", "text": text}),
