@@ -16,7 +16,7 @@ from persistence._secret import make_secret, rekey_own_texts
 from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
-           "prepare_path", "wal_problem"]
+           "prepare_path", "set_wal", "wal_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,9 +177,13 @@ def prepare_path(path: Path) -> None:
             continue
         os.chmod(created, 0o700)  # mkdir's mode is filtered by the umask
     if not path.exists():
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        os.fchmod(fd, 0o600)
-        os.close(fd)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process or thread opening the same new file made it first
+        else:
+            os.fchmod(fd, 0o600)
+            os.close(fd)
     tighten_modes(path)
 
 
@@ -295,7 +299,7 @@ def open_connection(
         else:
             conn.set_busy_timeout(busy_timeout_ms)
         if writer:
-            conn.pragma("journal_mode", "wal")
+            set_wal(conn, busy_timeout_ms)
         conn.pragma("synchronous", synchronous)
         if writer and migrate:
             check_integrity(conn, path)
@@ -306,6 +310,35 @@ def open_connection(
         conn.close()
         raise
     return conn
+
+
+WAL_RETRY_S = 0.002
+"""Pause between attempts to switch a new file to WAL while another connection holds it."""
+
+
+def set_wal(conn: apsw.Connection, timeout_ms: int) -> None:
+    """``PRAGMA journal_mode = wal``, retried while another connection holds the file.
+
+    Switching the journal mode needs the file to itself, and SQLite reports
+    ``SQLITE_BUSY`` at once, without calling the busy handler, when another
+    connection holds a lock it would otherwise deadlock on: two processes
+    opening the same new file together met that. The pragma is idempotent, so
+    it is tried again every :data:`WAL_RETRY_S` until ``timeout_ms`` has passed.
+    Caller's thread; blocks (sleeps) while it waits.
+
+    Raises:
+        apsw.BusyError: the file stayed locked for ``timeout_ms``.
+        apsw.Error: any other SQLite failure, at once.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        try:
+            conn.pragma("journal_mode", "wal")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_S)
 
 
 QUICK_CHECK_ERRORS = 3
