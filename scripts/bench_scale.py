@@ -4,24 +4,32 @@ One run prints one table (the helpers of ``scripts/bench.py``). Every figure
 stands next to a baseline measured in the same run, on the same files, a
 moment apart, with the ratio and the goal:
 
-1. idle scan cost at N sessions (for each N of ``--sizes``): a synthetic home
-   (60% Claude Code transcripts over N/25 project folders, 40% Codex rollouts
-   in date folders, a few KB of real-shaped JSONL each) is adopted and watched
-   by ``agent:main:main`` through ``Gateway``, settled with one
-   ``scan_upstream()``, then M idle scans are timed: CPU
-   (``time.process_time()``, every thread) and wall per scan, against a loop
-   that ``os.stat``\\s every file and reads its last 32 bytes (goal: CPU ratio
-   <= 3). Thread starts during the idle scans (goal: none) and the most live
-   threads after a scan (goal: at most 256) are reported too;
+1. idle scan cost at N sessions (for each N of ``--sizes``), over two
+   synthetic homes of N sessions each (:mod:`scripts.bench_homes`): the
+   ``classic`` mix (60% Claude Code transcripts over N/25 project folders, 40%
+   Codex rollouts in date folders) and the ``all`` mix of six sources (30%
+   Claude Code, 20% Codex, 12.5% each of Gemini CLI, Qwen Code, Aider and
+   Crush), a few KB of real-shaped rows each. Each home is adopted and watched
+   by ``agent:main:main`` through a ``Gateway`` of its own (both open at
+   once), settled with one ``scan_upstream()``; then M rounds, home after
+   home, time one idle scan (CPU with ``time.process_time()``, every thread,
+   and wall) and right after it a loop that ``os.stat``\\s each session's file
+   and reads its last 32 bytes (goal: CPU ratio <= 3; medians of the rounds).
+   The two mixes' ratios are compared (goal: the six sources' at most 1.5x
+   the classic one). Thread starts during the idle scans (goal: none) and the
+   most live threads after a scan (goal: at most 256) are reported too;
 2. adoption: ``ssa watch --scans 0`` (``actors.cli.watch.run_watch`` in this
    process) over a home of N sessions, minus opening and closing an empty
    gateway, against ``jsonl_baseline`` on every file (goal: ratio <= 2);
-3. detection latency: ``ssa watch --json`` as a subprocess over that home;
-   K times a typed user turn is appended to a random Claude Code transcript
+3. detection latency: ``ssa watch --json`` as a subprocess over each mix's
+   home; K times a typed user turn is appended (a random Claude Code
+   transcript in the classic mix, a random session of any source in the
+   six-source mix, in its tool's shape)
    (after a random pause within one interval, so appends fall anywhere in
    the scan cycle) and the time until the notice naming that session is
    printed is taken; p50 and p95 next to the ``--interval`` (goal: p95 <= 1 s),
-   for the default interval and for ``--interval 5``;
+   for the default interval and for ``--interval 5``, and the six sources'
+   p95 next to the classic one (goal: at most 1.5x);
 4. threads under pairs: 1,000 watchers x 10 targets registered with
    ``gw.watch`` and each pair touched once (``human_message``, 8 threads);
    the most live threads (sampled every 2 ms) next to the count before the
