@@ -29,7 +29,8 @@ moment apart, with the ratio and the goal:
    the scan cycle) and the time until the notice naming that session is
    printed is taken; p50 and p95 next to the ``--interval`` (goal: p95 <= 1 s),
    for the default interval and for ``--interval 5``, and the six sources'
-   p95 next to the classic one (goal: at most 1.5x);
+   p50 next to the classic one (goal: at most 1.5x; the p95 of 20 appends is
+   too noisy to compare);
 4. threads under pairs: 1,000 watchers x 10 targets registered with
    ``gw.watch`` and each pair touched once (``human_message``, 8 threads);
    the most live threads (sampled every 2 ms) next to the count before the
@@ -590,7 +591,9 @@ def detection(directory: Path, home: Home, interval: float | None, sizes: Sizes,
     figure every earlier run measured) and to any session in the ``all`` mix.
 
     Returns:
-        The detection p95, in seconds (for the comparison of the mixes).
+        The detection p50, in seconds, for the comparison of the mixes: the p95
+        of 20 appends is the second-largest of them, and it moved 2x between
+        runs of the same mix and code (0.118 s / 0.265 s, 0.455 s / 0.142 s).
     """
     n = len(home.transcripts)
     label = "default" if interval is None else f"{interval:g}"
@@ -634,16 +637,16 @@ def detection(directory: Path, home: Home, interval: float | None, sizes: Sizes,
                  f"within {sizes.wait_s:g} s (--interval {label})")
     what = (f"--interval {interval_s:g}" + (" (default)" if interval is None else "")
             + f", {MIX_TITLES[home.mix]}")
-    p95 = pct(latencies, 95)
+    p50, p95 = pct(latencies, 50), pct(latencies, 95)
     report.rows += [
-        row(3, f"detection p50 s, {what}, {n:,} sessions", pct(latencies, 50),
+        row(3, f"detection p50 s, {what}, {n:,} sessions", p50,
             "the --interval, s", interval_s),
         row(3, f"detection p95 s, {what}, {sizes.appends} appends", p95,
             "the --interval, s", interval_s, at_most_value=LATENCY_BOUND_S, unit="s"),
         row(3, f"notices missing after {sizes.wait_s:g} s, {what}", missing,
             "the promise: none", 0, equal=True),
     ]
-    return p95
+    return p50
 
 
 # --- 4: threads under pairs -----------------------------------------------------------
@@ -828,12 +831,12 @@ def measure(directory: Path, sizes: Sizes, only: Sequence[int]) -> Report:
         adoption(directory, homes.get(sizes.adopt_sessions), report)
     if 3 in only:
         for interval in sizes.intervals:
-            p95s = {mix: detection(directory, homes.get(sizes.adopt_sessions, mix), interval,
+            p50s = {mix: detection(directory, homes.get(sizes.adopt_sessions, mix), interval,
                                    sizes, report, rng) for mix in MIXES}
             what = "default" if interval is None else f"{interval:g} s"
             report.rows.append(row(
-                3, f"detection p95, --interval {what}, {MIX_TITLES['all']}", p95s["all"],
-                f"the same p95, {MIX_TITLES['classic']}", p95s["classic"],
+                3, f"detection p50, --interval {what}, {MIX_TITLES['all']}", p50s["all"],
+                f"the same p50, {MIX_TITLES['classic']}", p50s["classic"],
                 at_most=MIX_BOUND))
     if 4 in only:
         threads_under_pairs(directory, sizes, report)
