@@ -55,6 +55,14 @@ def is_new_since(candidate: Candidate, started_ms: int) -> bool:
     return written_ms >= started_ms - NEW_FILE_SLACK_MS
 
 
+def _real(path: str) -> str:
+    """``path`` with its symbolic links resolved (itself when that fails). Never raises."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
 def _no_link(source: str) -> str:
     """Why a session of ``source`` adopted without a link gets none, in a person's words."""
     found = find_source(source)
@@ -79,6 +87,8 @@ class Adopter:
         self.announce = announce
         self.started_ms = time.time_ns() // 1_000_000
         self.seen: set[tuple[str, str]] = set()
+        self.real_seen: set[tuple[str, str]] = set()
+        """``seen`` by real path: a file reached through a link is not adopted again."""
         self.keys: set[str] = set()
         self.adopted: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
@@ -106,6 +116,12 @@ class Adopter:
         keyed: list[tuple[Candidate, str]] = []
         for candidate in fresh:  # keys first, in discovery order (duplicates get a suffix)
             self.seen.add((candidate.source, candidate.path + "\0" + candidate.thread_id))
+            # The same file reached through a symbolic link (a catalog holding a link
+            # to a repository, or given twice) is one session, adopted once.
+            real = (candidate.source, _real(candidate.path) + "\0" + candidate.thread_id)
+            if real in self.real_seen:
+                continue
+            self.real_seen.add(real)
             key = self._key(candidate)
             self.keys.add(key)
             if key_problem(key) is not None:
