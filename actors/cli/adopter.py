@@ -151,6 +151,8 @@ class Adopter:
                         # Try again at the next interval; say so once it is decided.
                         self.seen.discard((candidate.source,
                                            candidate.path + "\0" + candidate.thread_id))
+                        self.real_seen.discard((candidate.source, _real(candidate.path)
+                                                + "\0" + candidate.thread_id))
                         self.keys.discard(key)
                         if later:
                             continue
