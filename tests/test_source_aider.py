@@ -126,3 +126,32 @@ def test_watch_reports_one_notice_for_a_burst_of_typed_turns(tmp_path: Path) -> 
     assert records[0]["sessionKey"] == f"agent:main:aider:{history_thread_id(str(path))}"
     assert [(e["kind"], e.get("payload")) for e in records[0]["events"]] == [
         ("human_direct_message", {"turns": 3})]
+
+
+@pytest.mark.parametrize("length", [(1 << 20) + 40_000, 3 << 20])
+def test_a_reply_line_longer_than_the_scan_cap_does_not_stop_the_history(
+        gateway: Gateway, tmp_path: Path, length: int) -> None:
+    """Review finding: a reply line over the 1 MiB cap stalled every later scan (no
+    complete block in the window), so no typed turn after it ever counted."""
+    path = _repo(tmp_path)
+    _adopted(gateway, path)
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\nreply " + "z" * length + "\n\n")
+    type_turn(str(path), "", "typed after the long line")
+    AiderChatHistory(path).append(Reply("ok"))
+    events: list[object] = []
+    for _ in range(8):  # each scan reads at most the cap: a few to get past the line
+        events += gateway.scan_upstream()
+    assert [e.kind for e in events] == ["human_direct_message"]  # type: ignore[attr-defined]
+
+
+def test_a_typed_line_longer_than_the_cap_is_waited_for_not_skipped() -> None:
+    from actors.upstream.aider import AiderCursor, past_long_line
+
+    cursor = AiderCursor(offset=10)
+    assert past_long_line(b"#### " + b"x" * 100, cursor) is None  # a person's line
+    assert past_long_line(b"# aider chat started at", cursor) is None
+    skipped = past_long_line(b"z" * 100, cursor)
+    assert skipped is not None
+    assert (skipped.offset, skipped.in_line) == (110, True)
+    assert past_long_line(b"zz\nzzz", cursor) == AiderCursor(offset=13)

@@ -99,6 +99,7 @@ __all__ = [
     "aider_fingerprint",
     "aider_sessions",
     "classify_aider_history",
+    "past_long_line",
     "read_aider_history",
 ]
 
@@ -185,11 +186,15 @@ class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
         session: the session being read (``None`` before the first header).
         echo: the text a chat command's sub-coder is expected to write again
             next (``command_echo``), ``""`` for any text (after ``/help``), or ``None``.
+        in_line: ``offset`` is inside a line that is not a person's (a reply or
+            tool line longer than the scan cap, see :func:`past_long_line`): the
+            bytes up to its newline are skipped.
     """
 
     offset: int = 0
     session: AiderSession | None = None
     echo: str | None = None
+    in_line: bool = False
 
 
 class AiderRead(msgspec.Struct, frozen=True, kw_only=True):
@@ -248,6 +253,13 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
     Pure: no I/O, no logging, thread-safe, non-blocking.
     """
     cursor = cursor or AiderCursor()
+    if cursor.in_line:  # the rest of a long reply or tool line: never typed
+        nl = data.find(b"\n")
+        if nl < 0:
+            return AiderRead(decisions=(), cursor=msgspec.structs.replace(
+                cursor, offset=cursor.offset + len(data)), sessions=())
+        cursor = msgspec.structs.replace(cursor, offset=cursor.offset + nl + 1, in_line=False)
+        data = data[nl + 1:]
     base = cursor.offset
     lines = list(_lines(data, final))
     blocks: list[AiderBlock] = []
@@ -289,6 +301,29 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
     return AiderRead(decisions=tuple(decisions),
                      cursor=AiderCursor(offset=base + consumed, session=session, echo=echo),
                      sessions=tuple(sessions))
+
+
+def past_long_line(data: bytes, cursor: AiderCursor) -> AiderCursor | None:
+    """Where to go on when ``data`` (a full scan window from ``cursor.offset``) holds no
+    complete block: the cursor past the reply or tool lines it holds, or ``None``.
+
+    A block longer than the window would stall every scan (nothing complete to
+    decide). When its first line is not a person's (a reply or tool line: never
+    typed), the complete lines are skipped, and a line with no newline in the
+    window is skipped to its end (``in_line``). A person's block, a header or a
+    line of unknown kind gives ``None``: it is waited for (precision first).
+    Pure; thread-safe; never raises.
+    """
+    if cursor.in_line or not data:
+        return None
+    nl = data.find(b"\n")
+    first = data[:nl if nl >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
+    if _kind(first) not in ("assistant", "tool") or first.startswith(_USER[:1]):
+        return None
+    last = data.rfind(b"\n")
+    if last < 0:
+        return msgspec.structs.replace(cursor, offset=cursor.offset + len(data), in_line=True)
+    return msgspec.structs.replace(cursor, offset=cursor.offset + last + 1)
 
 
 def classify_aider_history(data: bytes) -> list[tuple[AiderBlock, Unit]]:

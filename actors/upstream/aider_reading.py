@@ -23,7 +23,13 @@ from typing import Any
 import msgspec
 
 from actors.errors import SessionStateError
-from actors.upstream.aider import AiderCursor, classify_aider_history, read_aider_history
+from actors.upstream.aider import (
+    AiderCursor,
+    AiderRead,
+    classify_aider_history,
+    past_long_line,
+    read_aider_history,
+)
 from actors.upstream.aider_paths import history_thread_id
 from actors.upstream.files import CHECK_BYTES, check_of, file_state, read_range
 from actors.upstream.kit.aider import sample, type_turn
@@ -140,8 +146,13 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
         return ScanResult(kind="transient", reason=reason)
     read = read_aider_history(data, cursor)
     if read.cursor.offset == cursor.offset:
-        return ScanResult(kind="no_news", reason="partial_block",
-                          more=length == context.cap and state.size > cursor.offset + length)
+        full = length == context.cap and state.size > cursor.offset + length
+        onward = past_long_line(data, cursor) if full else None
+        if onward is None:
+            return ScanResult(kind="no_news", reason="partial_block", more=full)
+        # A reply or tool line longer than the window: skipped (never typed), so the
+        # blocks after it are read (they stalled behind it before).
+        read = AiderRead(decisions=(), cursor=onward, sessions=())
     consumed = read.cursor.offset - cursor.offset
     check = data[max(0, consumed - CHECK_BYTES):consumed]
     if len(check) < CHECK_BYTES and read.cursor.offset >= CHECK_BYTES:
