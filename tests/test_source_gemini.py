@@ -140,3 +140,53 @@ def test_watch_reports_one_notice_for_a_burst_of_typed_turns(tmp_path: Path) -> 
     assert records[0]["sessionKey"] == f"agent:main:gemini:{path.stem}"
     assert [(e["kind"], e.get("payload")) for e in records[0]["events"]] == [
         ("human_direct_message", {"turns": 3})]
+
+
+def _grow_logs(chats: Path, megabytes: int) -> None:
+    """Add other queries to ``logs.json`` until it is over ``megabytes`` MiB (as a TUI
+    that kept every query, pastes included, leaves it)."""
+    import json
+
+    logs = chats.parent / "logs.json"
+    rows = json.loads(logs.read_bytes())
+    paste = "p" * (1 << 20)
+    rows += [{"sessionId": f"other-{i}", "messageId": i, "type": "user", "message": paste,
+              "timestamp": "2026-01-01T00:00:00.000Z"} for i in range(megabytes + 1)]
+    logs.write_text(json.dumps(rows, indent=2))
+
+
+def test_a_logs_json_over_its_parse_limit_still_lets_the_sessions_count(
+        gateway: Gateway, tmp_path: Path) -> None:
+    """Review finding: over 16 MiB the project's every session went unmonitored."""
+    from actors.upstream.gemini_reading import LOGS_LIMIT
+
+    chats = _project(tmp_path / ".gemini" / "tmp")
+    path = _interactive(chats)
+    _grow_logs(chats, LOGS_LIMIT >> 20)
+    assert (chats.parent / "logs.json").stat().st_size > LOGS_LIMIT
+    _adopted(gateway, path)
+    type_turn(str(path), path.stem, "typed after the logs grew")
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+    # A session no query of which was ever logged stays program-driven.
+    other = chats / "session-2026-11-30T08-01-bbbb2222.jsonl"
+    GeminiSession(other).append(Typed("a prompt nobody typed in the TUI"))
+    found = gateway.adopt("agent:main:gemini:other", source="gemini", path=other)
+    assert found is None
+
+
+def test_a_session_found_while_logs_json_is_rewritten_is_adopted_once_it_is_whole(
+        tmp_path: Path) -> None:
+    """Review finding: adopted never again in that ssa watch run."""
+    from actors.upstream.gemini_source import GEMINI
+
+    chats = _project(tmp_path)
+    path = _interactive(chats)
+    logs = chats.parent / "logs.json"
+    whole = logs.read_bytes()
+    logs.write_bytes(whole[:20])  # caught mid-rewrite: no session named yet
+    reading = GEMINI.reading()
+    assert reading.baseline(str(path), None, False, 0) is None
+    assert reading.waiting(str(path))  # so ssa watch adopts it again later
+    logs.write_bytes(whole)
+    assert not reading.waiting(str(path))
+    assert reading.baseline(str(path), None, False, 0) is not None

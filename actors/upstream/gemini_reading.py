@@ -22,6 +22,7 @@ reads nothing; its functions run in their callers' threads.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -78,36 +79,84 @@ def _session_id(path: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _logged_ids(path: str) -> tuple[LogsState, frozenset[str]]:
-    """``(state, ids)``: the session ids the project's ``logs.json`` holds a query for."""
+def _logged(path: str, session_id: str | None) -> LogsState | bool:
+    """Whether the project's ``logs.json`` holds a query of ``session_id``.
+
+    Returns ``True``/``False``, ``"missing"`` (no ``logs.json``) or
+    ``"unreadable"`` (it cannot be read, or is being rewritten and does not
+    name the session yet: ask again later). A file of at most
+    :data:`LOGS_LIMIT` bytes is parsed (:func:`interactive_session_ids`); a
+    larger one (the TUI keeps every query, pastes included, so it only grows),
+    or one that does not parse (Gemini CLI rewrites it whole, not atomically),
+    is searched for the session's ``"sessionId": "<id>"`` field instead, in
+    bounded pieces (:func:`_names_session`). Blocks on reads; never raises.
+    """
     logs = logs_file(path)
     state = file_state(logs)
     if state.kind == "missing":
-        return "missing", frozenset()
-    if state.kind != "ok" or state.size > LOGS_LIMIT:
-        return "unreadable", frozenset()
-    data, _ = read_range(logs, 0, state.size, None)
-    ids = interactive_session_ids(data) if data is not None else None
-    return ("unreadable", frozenset()) if ids is None else ("ok", ids)
+        return "missing"
+    if state.kind != "ok" or session_id is None:
+        return "unreadable" if state.kind != "ok" else False
+    if state.size <= LOGS_LIMIT:
+        data, _ = read_range(logs, 0, state.size, None)
+        ids = interactive_session_ids(data) if data is not None else None
+        if ids is not None:
+            return session_id in ids
+    found = _names_session(logs, session_id)
+    if found is None:
+        return "unreadable"
+    if found or state.size > LOGS_LIMIT:
+        return found
+    return "unreadable"  # being rewritten: it may not name the session yet
+
+
+_PIECE = 4 << 20
+"""Bytes read at a time when ``logs.json`` is searched instead of parsed."""
+
+
+def _names_session(logs: str, session_id: str) -> bool | None:
+    """Whether ``logs`` holds ``"sessionId": "<session_id>"`` (any spacing); ``None`` when
+    it cannot be read. Reads it in :data:`_PIECE`-byte pieces; never raises."""
+    pattern = re.compile(rb'"sessionId"\s*:\s*"' + re.escape(session_id.encode()) + rb'"')
+    overlap = 64 + len(session_id)
+    offset, tail = 0, b""
+    while True:
+        data, _ = read_range(logs, offset, _PIECE, None)
+        if data is None:
+            return None
+        if pattern.search(tail + data):
+            return True
+        if len(data) < _PIECE:
+            return False
+        tail = data[-overlap:]
+        offset += len(data)
+
+
+def logs_pending(path: str) -> bool:
+    """Whether the session at ``path`` cannot be decided yet because its project's
+    ``logs.json`` is being rewritten (adopt it again later). Never raises."""
+    return _LINES.waiting(path) or _logged(path, _session_id(path)) == "unreadable"
 
 
 def interactive_classifier(path: str) -> LineClassifier:
     """The line classifier for one session file, given its ``logs.json`` as it is now.
 
     A typed row counts only when ``logs.json`` holds the session's id
-    (``program_driven`` otherwise); while ``logs.json`` cannot be parsed a
-    typed row stops the scan (``logs_unreadable``). Blocks on two bounded reads.
+    (``program_driven`` otherwise); while ``logs.json`` cannot be read a typed
+    row stops the scan (``logs_unreadable``). ``logs.json`` is read at the
+    first typed row only (an idle scan reads none of it).
     """
-    session_id = _session_id(path)
-    logs, ids = _logged_ids(path)
+    known: list[LogsState | bool] = []
 
     def classify(line: bytes) -> Unit:
         unit = classify_gemini_line(line)
         if not unit.human:
             return unit
-        if logs == "unreadable":
+        if not known:
+            known.append(_logged(path, _session_id(path)))
+        if known[0] == "unreadable":
             return Unit(human=False, reason="logs_unreadable", stop=True)
-        if session_id is None or session_id not in ids:
+        if known[0] is not True:
             return Unit(human=False, reason="program_driven")
         return unit
 
@@ -132,13 +181,15 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline) or found.refusal is not None:
         return found
-    logs, ids = _logged_ids(path)
-    if logs == "unreadable":
-        return None  # being rewritten: decide at the next adoption
     session_id = _session_id(path)
+    logged = _logged(path, session_id)
+    if logged == "unreadable":
+        return None  # being rewritten: decided when adopted again (waiting says so)
     header = (None if session_id is None
               else GeminiHeader(session_id=session_id, project_hash="", kind="main"))
-    refusal = gemini_refusal(header, ids if logs == "ok" else None,
+    ids = (frozenset({session_id}) if logged is True and session_id is not None
+           else frozenset())
+    refusal = gemini_refusal(header, ids if logged != "missing" else None,
                              has_prompt=_has_prompt(path))
     return msgspec.structs.replace(found, refusal=refusal) if refusal else found
 
@@ -156,6 +207,6 @@ def project(path: str, thread_id: str) -> str | None:
 
 
 READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify,
-                                       project=project)
+                                       project=project, waiting=logs_pending)
 """Gemini CLI's reading: interactive main sessions are linked; sub-agents' and
 program-driven sessions are not."""
