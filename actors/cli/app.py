@@ -97,9 +97,12 @@ def _parser() -> argparse.ArgumentParser:
         "watch", help="adopt every session in the catalogs and report direct human turns")
     watch.add_argument("--db", type=_db_path, help=db_help)
     for source in all_sources():
+        where = ("default: its standard location" if source.locations(os.environ, Path.home())
+                 else "no standard location: a project or a folder of projects")
         watch.add_argument(f"--{source.flag}", dest=source.name, action="append",
-                           metavar=source.metavar, help=f"{source.title} catalog (repeatable; "
-                           "default: its standard location)")
+                           metavar=source.metavar,
+                           help=f"{source.title} catalog (repeatable; {where}; giving any "
+                           "catalog watches only the catalogs given)")
     watch.add_argument("--watcher", default=DEFAULT_WATCHER, help="watcher session key")
     watch.add_argument("--interval", type=float, default=10.0, metavar="S",
                        help="seconds between fallback scans (default 10); with file "
