@@ -82,10 +82,10 @@ def test_a_program_driven_session_gets_no_link_and_an_unlogged_prompt_never_coun
         gateway: Gateway, tmp_path: Path) -> None:
     chats = _project(tmp_path)
     driven = chats / "session-2026-11-30T08-00-bbbb2222.jsonl"
-    GeminiSession(driven).append(Typed("gemini -p prompt"), Reply("ok"))  # nothing logged
+    GeminiSession(driven, interactive=False).append(Typed("gemini -p prompt"), Reply("ok"))
     assert gateway.adopt("agent:main:gemini:p", source="gemini", path=driven) is None
     fresh = chats / "session-2026-11-30T08-01-cccc3333.jsonl"
-    builder = GeminiSession(fresh)
+    builder = GeminiSession(fresh, interactive=False)
     builder.append(Reply("ready"))  # no prompt yet: it cannot be told apart, so it is linked
     assert gateway.adopt(KEY, source="gemini", path=fresh) is not None
     assert gateway.watch(WATCHER, KEY)
@@ -105,7 +105,7 @@ def test_classify_shows_each_rows_decision(
         (False, "header"), (False, "history_rewrite"), (True, "typed"), (False, "metadata"),
         (False, "model"), (False, "metadata")]
     driven = chats / "session-2026-11-30T08-00-bbbb2222.jsonl"
-    GeminiSession(driven).append(Typed("gemini -p prompt"))
+    GeminiSession(driven, interactive=False).append(Typed("gemini -p prompt"))
     assert cli.main(["classify", "--source", "gemini", str(driven)]) == 0
     rows = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["reason"] for r in rows if r["reason"].endswith("(program_driven)")] == [
@@ -169,7 +169,7 @@ def test_a_logs_json_over_its_parse_limit_still_lets_the_sessions_count(
     assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
     # A session no query of which was ever logged stays program-driven.
     other = chats / "session-2026-11-30T08-01-bbbb2222.jsonl"
-    GeminiSession(other).append(Typed("a prompt nobody typed in the TUI"))
+    GeminiSession(other, interactive=False).append(Typed("a prompt nobody typed in the TUI"))
     found = gateway.adopt("agent:main:gemini:other", source="gemini", path=other)
     assert found is None
 
@@ -190,3 +190,22 @@ def test_a_session_found_while_logs_json_is_rewritten_is_adopted_once_it_is_whol
     logs.write_bytes(whole)
     assert not reading.waiting(str(path))
     assert reading.baseline(str(path), None, False, 0) is not None
+
+
+def test_the_builder_alone_writes_a_tui_session_that_counts(
+        gateway: Gateway, tmp_path: Path) -> None:
+    """Review finding: ``GeminiSession.append(Typed(...))`` logged nothing to ``logs.json``,
+    so a suite using the builder as documented got a program-driven session."""
+    chats = _project(tmp_path)
+    path = chats / "session-2026-11-30T08-00-dddd4444.jsonl"
+    builder = GeminiSession(path)
+    builder.append(Typed("first"), Reply("ok"))
+    logs = (chats.parent / "logs.json").read_bytes()
+    assert builder.session_id.encode() in logs
+    assert b"first" in logs
+    _adopted(gateway, path)
+    before = (chats.parent / "logs.json").read_bytes()
+    builder.lines(Typed("only shown"))  # lines() writes nothing, logs.json included
+    assert (chats.parent / "logs.json").read_bytes() == before
+    builder.append(Typed("second"), Reply("done"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]

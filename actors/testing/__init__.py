@@ -14,10 +14,15 @@ line or the agent integrations.
   agent, to test "a person typed into the adopted session" end to end with
   ``Gateway.adopt`` and ``scan_upstream()``: :class:`ClaudeCodeTranscript`,
   :class:`CodexRollout`, :class:`OpenCodeTranscript` (an ``opencode.db``
-  store) and :class:`PiSession`, each fed the turns
+  store), :class:`PiSession`, :class:`GeminiSession` (with
+  :func:`gemini_logs_json` for a ``logs.json`` of its own),
+  :class:`QwenSession`, :class:`CrushTranscript` (a ``crush.db`` store) and
+  :class:`AiderChatHistory`, each fed the turns
   :class:`Typed`, :class:`Reply`, :class:`ToolCall`, :class:`ToolResult`,
   :class:`SlashCommand`, :class:`Interrupt`, :class:`Compaction`,
-  :class:`SubagentRow` and :class:`ImageOnly`.
+  :class:`SubagentRow` and :class:`ImageOnly`; :class:`CodexRollout` also
+  takes :class:`QueuedMessage` (``codex queue``), :class:`Steer` and
+  :class:`HookContinuation` (a Stop hook's continuation prompt).
 * A pytest plugin, off unless the suite asks for it (``-p actors.testing`` on
   the command line, ``addopts = "-p actors.testing"``, or ``ssa_fixtures =
   true`` in the pytest ini). Its fixtures:
@@ -49,9 +54,9 @@ from actors.testing._leaks import LeakCheck, running_actors
 from actors.upstream.kit.aider import AiderChatHistory
 from actors.upstream.kit.claude import ClaudeCodeTranscript
 from actors.upstream.kit.clock import DEFAULT_START_MS, ManualClock
-from actors.upstream.kit.codex import CodexRollout
+from actors.upstream.kit.codex import CodexRollout, HookContinuation, QueuedMessage, Steer
 from actors.upstream.kit.crush import CrushTranscript
-from actors.upstream.kit.gemini import GeminiSession
+from actors.upstream.kit.gemini import GeminiSession, gemini_logs_json
 from actors.upstream.kit.opencode import OpenCodeTranscript
 from actors.upstream.kit.pi import PiSession
 from actors.upstream.kit.qwen import QwenSession
@@ -69,10 +74,10 @@ from actors.upstream.kit.turns import (
 )
 
 __all__ = ["DEFAULT_START_MS", "AiderChatHistory", "ClaudeCodeTranscript", "CodexRollout",
-           "Compaction", "CrushTranscript", "GeminiSession", "ImageOnly", "Interrupt",
-           "LeakCheck", "ManualClock", "OpenCodeTranscript", "PiSession", "QwenSession", "Reply",
-           "SlashCommand", "SubagentRow", "ToolCall", "ToolResult", "Turn", "Typed",
-           "running_actors"]
+           "Compaction", "CrushTranscript", "GeminiSession", "HookContinuation", "ImageOnly",
+           "Interrupt", "LeakCheck", "ManualClock", "OpenCodeTranscript", "PiSession",
+           "QueuedMessage", "QwenSession", "Reply", "SlashCommand", "Steer", "SubagentRow",
+           "ToolCall", "ToolResult", "Turn", "Typed", "gemini_logs_json", "running_actors"]
 
 try:  # the fixtures need pytest; the clock and the leak check do not
     from actors.testing._fixtures import (

@@ -40,6 +40,13 @@ class GeminiSession:
         project: the project root (``projectHash`` is its SHA-256).
         hook_context: a BeforeAgent hook's ``additionalContext`` appended to
             every typed prompt (then ``displayContent`` holds the typed text).
+        interactive: ``True`` (default) writes as the TUI does: each ``Typed``
+            and ``SlashCommand`` of a ``main`` session is first logged to the
+            project's ``logs.json`` (beside ``chats/``; a file outside a
+            ``chats`` directory has no project temp dir, so nothing is
+            logged), which is what tells a typed prompt. ``False`` writes as
+            ``gemini -p`` does: nothing logged, so the session is decided
+            program-driven.
 
     Turns: :class:`~actors.testing.Typed` a ``user`` row; ``Reply`` a
     ``gemini`` row; ``ToolCall`` a ``gemini`` row with ``toolCalls`` written
@@ -55,8 +62,11 @@ class GeminiSession:
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, kind: str = "main",
-                 project: str = "/work", hook_context: str | None = None) -> None:
+                 project: str = "/work", hook_context: str | None = None,
+                 interactive: bool = True) -> None:
         self._file = JsonlFile(path, clock)
+        self.interactive = interactive
+        self._dry = False
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
         self._kind = kind
@@ -85,8 +95,17 @@ class GeminiSession:
 
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, without writing (the header
-        rows too when nothing was built yet)."""
-        return self._file.lines(turns, self._rows)
+        rows too when nothing was built yet); ``logs.json`` is not touched either."""
+        self._dry = True
+        try:
+            return self._file.lines(turns, self._rows)
+        finally:
+            self._dry = False
+
+    def _log(self, text: str) -> None:
+        if (self.interactive and not self._dry and self._kind == "main"
+                and self.path.parent.name == "chats"):
+            _log_query(self.path, self.session_id, text)
 
     def _message(self, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
         return {"id": str(uuid.uuid4()), "timestamp": iso(self._file.now()), "type": kind,
@@ -111,6 +130,7 @@ class GeminiSession:
         match turn:
             case t.Typed(text=text):
                 self._last_prompt = text
+                self._log(text)
                 return rows + self._prompt([{"text": text}], text)
             case t.Reply(text=text):
                 row = self._message("gemini", text, thoughts=[], model="gemini-2.5-flash")
@@ -128,6 +148,7 @@ class GeminiSession:
             case t.SlashCommand(name=name, args=args):
                 shown = f"/{name} {args}".strip()
                 self._last_prompt = shown
+                self._log(shown)
                 return rows + self._prompt([{"text": f"Expanded {name} command. {args}"}], shown)
             case t.Interrupt():
                 return [*rows, self._message("info", "Request cancelled."), self._touch(),
@@ -193,5 +214,6 @@ def type_turn(path: str, thread_id: str, text: str, *,
         with open(path, "rb") as file:
             header = json.loads(file.readline())
         session = GeminiSession(path, session_id=str(header["sessionId"]))
-    _log_query(Path(path), session.session_id, text)
+    if not (session.interactive and session.path.parent.name == "chats"):
+        _log_query(Path(path), session.session_id, text)  # the builder itself would not
     session.append(t.Typed(text))
