@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,22 @@ def test_crush_unknown_role_and_part_are_logged_once(caplog: pytest.LogCaptureFi
     assert sum(role in r.getMessage() for r in caplog.records) == 1, caplog.text
     assert sum(part in r.getMessage() for r in caplog.records) == 1, caplog.text
     assert "private words" not in caplog.text
+
+
+def test_ssa_classify_shows_an_unknown_kind_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review finding: logged at INFO, the notice never reached an ``ssa`` user."""
+    from actors.cli import app as cli
+    from actors.testing import GeminiSession, Typed
+
+    chats = tmp_path / "proj" / "chats"
+    chats.mkdir(parents=True)
+    path = chats / "session-2026-11-30T08-00-eeee5555.jsonl"
+    GeminiSession(path).append(Typed("hello"))
+    kind = f"novel{secrets.token_hex(4)}"
+    with path.open("ab") as file:
+        file.write(b'{"id":"z","type":"' + kind.encode() + b'","content":"private words"}\n')
+    assert cli.main(["classify", "--source", "gemini", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert f"ssa: Gemini CLI row kind {kind!r} is unknown: decided not typed" in captured.err
+    assert "private words" not in captured.err

@@ -92,7 +92,23 @@ def test_classify_shows_each_messages_decision(
         (SID, True, "typed"), (SID, False, "not_user")]
     assert cli.main(["classify", "--source", "crush", str(db)]) == 1
     assert capsys.readouterr().err.startswith(
-        f"ssa: --session ID is required for crush; {db} holds 1 sessions: {SID}")
+        f"ssa: --session ID is required for crush; {db} holds 1 session: {SID}")
+
+
+def test_a_file_that_is_not_a_crush_store_is_named_in_a_users_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Review finding: ``--crush /etc/passwd`` printed SQLite's ``NotADBError``."""
+    text = tmp_path / ".crush" / "crush.db"
+    text.parent.mkdir()
+    text.write_text("root:x:0:0:root:/root:/bin/bash\n" * 200)
+    assert cli.main(["classify", "--source", "crush", "--session", SID, str(text)]) == 1
+    assert capsys.readouterr().err == (
+        f"ssa: cannot read {text}: not a SQLite database (give Crush's .crush/crush.db)\n")
+    with caplog.at_level("WARNING", logger="actors.upstream.crush_source"):
+        assert list(discover("crush", text)) == []
+    assert "NotADBError" not in caplog.text
+    assert "not a SQLite database" in caplog.text
 
 
 class TypeOnAdopt(io.StringIO):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import apsw
 
-__all__ = ["TOP_LEVEL", "open_store"]
+__all__ = ["TOP_LEVEL", "open_store", "store_problem"]
 
 TOP_LEVEL = ("(parent_session_id IS NULL OR parent_session_id = '')"
              " AND id NOT LIKE 'title-%' AND instr(id, '$$') = 0")
@@ -28,3 +28,23 @@ def open_store(db: Path | str, busy_timeout_ms: int = 1000) -> apsw.Connection:
     conn.set_busy_timeout(busy_timeout_ms)
     conn.execute("PRAGMA query_only = ON")
     return conn
+
+
+def store_problem(exc: BaseException) -> str:
+    """What is wrong with a Crush store, given the error reading it raised (pure).
+
+    Returns a short phrase completing "cannot read PATH: ...", in a user's
+    words rather than SQLite's (``"not a SQLite database (give Crush's
+    .crush/crush.db)"``).
+    """
+    if isinstance(exc, apsw.NotADBError):
+        return "not a SQLite database (give Crush's .crush/crush.db)"
+    if isinstance(exc, apsw.CantOpenError):
+        return "it cannot be opened (missing, or not readable by this user)"
+    if isinstance(exc, apsw.SQLError):
+        return "not a Crush database (no sessions or messages table)"
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return "another process holds it locked (try again)"
+    if isinstance(exc, apsw.CorruptError):
+        return "the database is damaged (SQLite reports it corrupt)"
+    return f"it could not be read ({type(exc).__name__})"

@@ -29,7 +29,7 @@ from actors.upstream.crush import (
     read_crush_messages,
     read_crush_sessions,
 )
-from actors.upstream.crush_db import TOP_LEVEL, open_store
+from actors.upstream.crush_db import TOP_LEVEL, open_store, store_problem
 from actors.upstream.files import file_state
 from actors.upstream.kit.crush import sample, type_turn
 from actors.upstream.reading import Baseline, Reading, ScanContext, pick_one, readable
@@ -41,16 +41,6 @@ logger = logging.getLogger(__name__)
 
 PAGE = 10_000
 """Most messages one scan reads (a longer backlog is read on at the next scan)."""
-
-
-def _problem(exc: BaseException) -> str:
-    if isinstance(exc, apsw.NotADBError):
-        return "not a Crush database"
-    if isinstance(exc, apsw.SQLError):
-        return "not a Crush database (no sessions or messages table)"
-    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
-        return "the store is locked"
-    return f"it could not be read ({type(exc).__name__})"
 
 
 def _session(conn: apsw.Connection, session_id: str) -> CrushSession | None:
@@ -80,7 +70,7 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
         finally:
             conn.close()
     except apsw.Error as exc:
-        return f"cannot read {path}: {_problem(exc)}"
+        return f"cannot read {path}: {store_problem(exc)}"
     if session is None:
         return f"{path} holds no Crush session {thread_id}"
     return Baseline(host_id="gateway:local", thread_id=thread_id,
@@ -161,7 +151,7 @@ def _ids(path: str) -> list[str]:
         finally:
             conn.close()
     except apsw.Error as exc:
-        raise SessionStateError(f"cannot read {path}: {_problem(exc)}") from None
+        raise SessionStateError(f"cannot read {path}: {store_problem(exc)}") from None
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
@@ -182,7 +172,7 @@ def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any
         finally:
             conn.close()
     except apsw.Error as exc:
-        raise SessionStateError(f"cannot read {path}: {_problem(exc)}") from None
+        raise SessionStateError(f"cannot read {path}: {store_problem(exc)}") from None
     if found is None:
         raise SessionStateError(pick_one(path, _ids(path), f"no Crush session {session!r}"))
     for message, unit in classify_crush_rows(messages, {found.id: found}):
@@ -196,5 +186,5 @@ def project(path: str, thread_id: str) -> str | None:
 
 
 READING = Reading(baseline=baseline, scan=scan, classify=classify, project=project,
-                  sample=sample, type_turn=type_turn, poll=sequences, problem=_problem)
+                  sample=sample, type_turn=type_turn, poll=sequences, problem=store_problem)
 """Crush's :class:`~actors.upstream.reading.Reading`: a store source, as OpenCode's."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from actors.upstream.crush_db import TOP_LEVEL, open_store
+from actors.upstream.crush_db import TOP_LEVEL, open_store, store_problem
 from actors.upstream.source import Candidate, Source, StoreRow, note_store_problem
 from persistence.lazylog import get_logger
 
@@ -67,8 +67,9 @@ def discover(root: Path) -> Iterator[Candidate]:
             finally:
                 conn.close()
         except apsw.Error as exc:
-            if note_store_problem(db, type(exc).__name__):
-                logger.warning("cannot list Crush sessions in %s: %s", db, type(exc).__name__)
+            why = store_problem(exc)
+            if note_store_problem(db, why):  # rediscovery every interval must not repeat it
+                logger.warning("cannot list Crush sessions in %s: %s", db, why)
             continue
         note_store_problem(db, None)
         for session_id in ids:

@@ -26,7 +26,7 @@ _lock = threading.Lock()
 
 
 def log_unknown_kind(logger: logging.Logger, tool: str, kind: object) -> bool:
-    """Log ``kind`` of ``tool`` at INFO on ``logger`` the first time this process sees it.
+    """Log ``kind`` of ``tool`` at WARNING on ``logger`` the first time this process sees it.
 
     Args:
         logger: the classifier's own logger (``actors.upstream.<tool>``).
@@ -46,5 +46,5 @@ def log_unknown_kind(logger: logging.Logger, tool: str, kind: object) -> bool:
         if first:
             seen.add(name)
     if first:
-        logger.info("%s row kind %r is unknown: decided not typed", tool, name)
+        logger.warning("%s row kind %r is unknown: decided not typed", tool, name)
     return first

@@ -94,7 +94,8 @@ def pick_one(path: str, ids: list[str], what: str) -> str:
         return f"{what}, but {path} holds no sessions"
     shown = ", ".join(ids[:SHOWN_IDS])
     more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
-    return f"{what}; {path} holds {len(ids)} sessions: {shown}{more}"
+    noun = "session" if len(ids) == 1 else "sessions"
+    return f"{what}; {path} holds {len(ids)} {noun}: {shown}{more}"
 
 
 def never_waiting(path: str) -> bool:
