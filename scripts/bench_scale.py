@@ -30,7 +30,8 @@ moment apart, with the ratio and the goal:
    printed is taken; p50 and p95 next to the ``--interval`` (goal: p95 <= 1 s),
    for the default interval and for ``--interval 5``, and the six sources'
    p50 next to the classic one (goal: at most 1.5x; the p95 of 20 appends is
-   too noisy to compare);
+   too noisy to compare, and so is ``--quick``'s p50 of 3: printed without
+   a goal there);
 4. threads under pairs: 1,000 watchers x 10 targets registered with
    ``gw.watch`` and each pair touched once (``human_message``, 8 threads);
    the most live threads (sampled every 2 ms) next to the count before the
@@ -118,6 +119,10 @@ SECTIONS = (1, 2, 3, 4, 5)
 MIX_TITLES = {"classic": "Claude Code + Codex", "all": "6 sources"}
 """How the table names each mix of :mod:`scripts.bench_homes`."""
 MIX_BOUND = 1.5
+MIX_COMPARE_APPENDS = 10
+"""Fewest appends per run for section 3's mix comparison to be a goal: the p50 of the
+3 appends of ``--quick`` moved past 1.5x between two runs of one mix, so there it is
+printed without a goal."""
 """Goal: a figure over all six sources at most this many times the Claude Code + Codex
 one (the new sources cost no more per session; the spread between runs of one side on
 these shared machines is up to about 1.3)."""
@@ -837,7 +842,7 @@ def measure(directory: Path, sizes: Sizes, only: Sequence[int]) -> Report:
             report.rows.append(row(
                 3, f"detection p50, --interval {what}, {MIX_TITLES['all']}", p50s["all"],
                 f"the same p50, {MIX_TITLES['classic']}", p50s["classic"],
-                at_most=MIX_BOUND))
+                at_most=MIX_BOUND if sizes.appends >= MIX_COMPARE_APPENDS else None))
     if 4 in only:
         threads_under_pairs(directory, sizes, report)
     if 5 in only:

@@ -65,6 +65,9 @@ def test_a_quick_run_prints_every_section_and_cleans_up(
     assert all(line.endswith((" ok", " MISSED")) for line in goal_lines)
     assert "thread starts per idle scan" in out
     assert "detection p95 s" in out
+    mix_rows = [line for line in rows if "detection p50, --interval" in line]
+    assert len(mix_rows) == 2  # both intervals compared, never a goal on 3 appends
+    assert not any(GOAL.search(line) for line in mix_rows)
     assert list(tmp_path.iterdir()) == []  # the homes and databases are gone
     assert _still_running(threads_before) == []
     assert _children() == children_before  # no ssa subprocess left behind
