@@ -155,3 +155,34 @@ def test_a_typed_line_longer_than_the_cap_is_waited_for_not_skipped() -> None:
     assert skipped is not None
     assert (skipped.offset, skipped.in_line) == (110, True)
     assert past_long_line(b"zz\nzzz", cursor) == AiderCursor(offset=13)
+
+
+@pytest.mark.parametrize("program", [False, True])
+@pytest.mark.parametrize("one_line", [False, True])
+def test_a_session_begun_further_back_than_the_tail_is_still_known(
+        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        program: bool, one_line: bool) -> None:
+    """Review finding: with the last session header more than ``TAIL_BYTES`` before the
+    end at adoption, every later typed block was ``no_session`` (dropped)."""
+    from actors.upstream import aider_reading
+
+    monkeypatch.setattr(aider_reading, "TAIL_BYTES", 64 << 10)
+    monkeypatch.setattr(aider_reading, "SEARCH_PIECE", 4 << 10)
+    repo = tmp_path / "app"
+    repo.mkdir()
+    path = repo / HISTORY
+    line = "/usr/local/bin/aider --model openai/m" + (" --message hi" if program else "")
+    AiderChatHistory(path, command_line=line).append(Typed("first prompt"), Reply("ok"))
+    with path.open("a", encoding="utf-8") as file:  # 200 KiB of reply after the header
+        file.write("\n" + ("z" * 200_000 if one_line else ("reply line\n" * 20_000)) + "\n\n")
+    thread = history_thread_id(str(path))
+    key = f"agent:main:aider:{thread}"
+    link = gateway.adopt(key, source="aider", path=path)
+    assert link is not None
+    assert link.marker["cursor"]["session"]["program"] is program  # its command line was read
+    assert gateway.watch(WATCHER, key)
+    assert gateway.scan_upstream() == []
+    type_turn(str(path), "", "typed after a long session")
+    AiderChatHistory(path).append(Reply("ok"))
+    expected = [] if program else ["human_direct_message"]  # a --message session: never
+    assert [e.kind for e in gateway.scan_upstream()] == expected

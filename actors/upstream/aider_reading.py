@@ -10,7 +10,8 @@ or no longer holds the bytes before the marker is re-baselined at its end
 without counting (``epoch`` moves on).
 
 A new link's cursor is the state at the file's end: its last session is read
-from its header (at most :data:`TAIL_BYTES` back). Runs in the caller's
+from its header (at most :data:`TAIL_BYTES` back; an older header is searched
+for backward and its command line read). Runs in the caller's
 thread; every read is bounded; ``baseline`` and ``scan`` never raise.
 """
 
@@ -26,6 +27,7 @@ from actors.errors import SessionStateError
 from actors.upstream.aider import (
     AiderCursor,
     AiderRead,
+    AiderSession,
     classify_aider_history,
     past_long_line,
     read_aider_history,
@@ -39,7 +41,11 @@ from actors.upstream.scanning import ScanResult, StoreHint, count_turns
 __all__ = ["CLASSIFY_LIMIT", "READING", "TAIL_BYTES", "cursor_at_end"]
 
 TAIL_BYTES = 16 << 20
-"""How far back from a history's end its last session header is looked for."""
+"""How much of a history's end a new link reads to learn the state there."""
+SEARCH_PIECE = 4 << 20
+"""Bytes read at a time when the last session header is further back than the tail."""
+HEAD_BYTES = 256 << 10
+"""Bytes read from such a header for the session's command line."""
 CLASSIFY_LIMIT = 256 << 20
 """The largest history ``ssa classify`` reads."""
 _HEADER = b"\n# aider chat started at "
@@ -53,7 +59,10 @@ def _marker(cursor: AiderCursor, inode: int, epoch: int, check: bytes) -> dict[s
 def cursor_at_end(path: str, size: int) -> tuple[AiderCursor, bytes] | None:
     """The cursor after the file's last complete block, and the check bytes before it.
 
-    Reads the last session from its header (at most :data:`TAIL_BYTES`);
+    Reads the last session from its header (at most :data:`TAIL_BYTES`); a
+    session whose header is further back is found by searching backward in
+    :data:`SEARCH_PIECE` pieces, its command line read from the header's first
+    :data:`HEAD_BYTES`, and the tail read from a line start with that session.
     ``None`` when the file cannot be read. Never raises.
     """
     start = max(0, size - TAIL_BYTES)
@@ -62,17 +71,57 @@ def cursor_at_end(path: str, size: int) -> tuple[AiderCursor, bytes] | None:
         return None
     found = data.rfind(_HEADER)
     if found >= 0:
-        begin = found + 1
+        cursor = read_aider_history(data[found + 1:], AiderCursor(offset=start + found + 1)).cursor
     elif start == 0 and data.startswith(_HEADER[1:]):
-        begin = 0
-    else:
-        begin = len(data)  # no session in the tail: blocks after it are no_session
-    cursor = read_aider_history(data[begin:], AiderCursor(offset=start + begin)).cursor
-    if found < 0 and begin == len(data):
+        cursor = read_aider_history(data, AiderCursor()).cursor
+    elif start > 0 and (session := _session_before(path, start)) is not None:
+        cursor = _tail_cursor(data, start, session)
+    else:  # no session in the file (or in the tail, unreadable before it): no_session after
         cursor = AiderCursor(offset=start + len(data))
     low = max(0, cursor.offset - CHECK_BYTES)
     check, _ = read_range(path, low, cursor.offset - low, None)
     return (cursor, check) if check is not None else None
+
+
+def _session_before(path: str, end: int) -> AiderSession | None:
+    """The session whose header is the last one before ``end``, its command line read."""
+    header = _last_header(path, end)
+    if header is None:
+        return None
+    head, _ = read_range(path, header, min(HEAD_BYTES, end - header), None)
+    if head is None:
+        return None
+    return read_aider_history(head, AiderCursor(offset=header)).cursor.session
+
+
+def _last_header(path: str, end: int) -> int | None:
+    """Offset of the last header line starting before ``end`` (``None``: none, unreadable)."""
+    hi = end
+    while hi > 0:
+        lo = max(0, hi - SEARCH_PIECE)
+        piece, _ = read_range(path, lo, hi - lo + len(_HEADER) - 1, None)
+        if piece is None:
+            return None
+        found = piece.rfind(_HEADER)
+        if found >= 0:
+            return lo + found + 1
+        if lo == 0 and piece.startswith(_HEADER[1:]):
+            return 0
+        hi = lo
+    return None
+
+
+def _tail_cursor(data: bytes, start: int, session: AiderSession) -> AiderCursor:
+    """The cursor at the end of ``data`` (the file from ``start``, inside ``session``).
+
+    Read from the first line start in ``data`` (the decisions are dropped: only the
+    state at the end matters); no newline at all: inside one long line, skipped.
+    """
+    nl = data.find(b"\n")
+    if nl < 0:
+        return AiderCursor(offset=start + len(data), session=session, in_line=True)
+    return read_aider_history(data[nl + 1:], AiderCursor(offset=start + nl + 1,
+                                                         session=session)).cursor
 
 
 def baseline(path: str, thread_id: str | None, from_start: bool,
