@@ -16,7 +16,10 @@ feed's thread.
 
 OpenCode's sessions are rows of one database, not files: a new one is found
 by the fallback scan's rediscovery. Roots that do not exist are not watched
-(the fallback covers them too).
+(the fallback covers them too). A root ``watchfiles`` cannot watch (a folder
+under it whose name is not UTF-8 fails the whole watch) is found by watching
+each root alone once the shared watch fails, and left to the fallback scan,
+so the other catalogs keep their notifications.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class CatalogFeed:
         self._step_ms = step_ms
         self._retry_s = retry_s
         self._stop = threading.Event()
+        self._unwatchable: set[Path] = set()
         self.ready = threading.Event()
         """Set once the first watch is established (tests wait on it)."""
         self._thread = threading.Thread(target=self._run, name="ssa-catalog-feed", daemon=True)
@@ -77,13 +81,20 @@ class CatalogFeed:
     def _run(self) -> None:
         failing = False
         while not self._stop.is_set():
-            roots = [r for r in self._roots if r.is_dir()]
+            roots = [r for r in self._roots if r not in self._unwatchable and r.is_dir()]
             if not roots:
                 self.ready.set()
                 return  # nothing to watch; the fallback rediscovery covers them
             try:
                 self._watch(roots)
             except Exception as exc:
+                bad = {r for r in roots if not _watchable(r)} if len(roots) > 1 else set()
+                if bad and len(bad) < len(roots):
+                    self._unwatchable |= bad
+                    logger.warning("directory notifications of %s failed (%s); its new "
+                                   "sessions are found by the periodic scan",
+                                   ", ".join(map(str, sorted(bad))), type(exc).__name__)
+                    continue  # the other roots at once
                 if not failing:
                     failing = True
                     logger.warning("directory notifications of the catalogs failed (%s: %s); "
@@ -116,3 +127,23 @@ class CatalogFeed:
                     self._on_new(found)
                 except Exception:
                     logger.exception("handling a new catalog entry failed")
+
+
+def _watchable(root: Path) -> bool:
+    """Whether ``watchfiles`` can watch ``root`` by itself: one watch set up and closed.
+
+    The feed's thread; blocks for about a millisecond plus the set-up's directory
+    walk; never raises.
+    """
+    import watchfiles  # noqa: PLC0415
+
+    changes = watchfiles.watch(root, rust_timeout=1, yield_on_timeout=True, debounce=1, step=1,
+                               raise_interrupt=False, recursive=True,
+                               ignore_permission_denied=True)
+    try:
+        next(changes)
+    except Exception:
+        return False
+    finally:
+        changes.close()
+    return True
