@@ -22,6 +22,7 @@ import msgspec
 from actors.cli.adopter import Adopter, announce
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
+from actors.cli.wakeup import Wakeup
 from actors.facade.gateway import Gateway, upstream_service
 from actors.facade.values import SessionStateEvent
 from actors.monitors.catalogfeed import CatalogFeed
@@ -79,8 +80,13 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP set ``stop`` and ``also`` (main thread only).
+def _stop_on_signals(stop: threading.Event, wake: Wakeup) -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP set ``stop`` and ``wake`` (main thread only).
+
+    The handler takes no lock the main thread may hold: ``wake`` is a
+    :class:`~actors.cli.wakeup.Wakeup` (a ``threading.Event`` the loop waits on
+    would deadlock the handler when the signal lands inside ``wait``), and
+    ``stop`` is only ever read (``is_set``, lock-free) outside this handler.
 
     When none arrived, the old handlers come back after. Once one arrived the
     process is on its way out: further stop signals are ignored from then on,
@@ -93,10 +99,9 @@ def _stop_on_signals(stop: threading.Event, *also: threading.Event) -> Iterator[
     received = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        received.set()
-        stop.set()
-        for event in also:
-            event.set()
+        received.set()  # only this handler sets it; read after the handlers are gone
+        stop.set()  # nothing else takes its lock: the loop only calls is_set()
+        wake.set()
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
@@ -281,7 +286,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                 out.write(f"  {place}\n")
             out.write(f"Point it elsewhere with {catalog_options()}.\n")
         return 0
-    stop, attention = threading.Event(), threading.Event()
+    stop, attention = threading.Event(), Wakeup()
 
     def wake(watcher: str) -> None:  # in whichever thread queued the notice
         attention.set()
@@ -314,7 +319,6 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             remaining = next_scan - time.monotonic()
             if remaining > 0:
                 if attention.wait(remaining):
-                    attention.clear()
                     roots = appeared.take()
                     if roots and not stop.is_set():  # a new transcript: adopt it now
                         _adopt_new(gw, adopter, [c for c in later if c[1] in roots], err)
@@ -333,7 +337,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
 class _Appeared:
     """Catalog roots in which a file or folder appeared, for the watch loop (thread-safe)."""
 
-    def __init__(self, attention: threading.Event) -> None:
+    def __init__(self, attention: Wakeup) -> None:
         self._lock = threading.Lock()
         self._roots: set[Path] = set()
         self._attention = attention
