@@ -145,16 +145,47 @@ def test_a_reply_line_longer_than_the_scan_cap_does_not_stop_the_history(
     assert [e.kind for e in events] == ["human_direct_message"]  # type: ignore[attr-defined]
 
 
-def test_a_typed_line_longer_than_the_cap_is_waited_for_not_skipped() -> None:
+def test_a_block_longer_than_the_window_is_skipped_a_header_waited_for() -> None:
     from actors.upstream.aider import AiderCursor, past_long_line
 
     cursor = AiderCursor(offset=10)
-    assert past_long_line(b"#### " + b"x" * 100, cursor) is None  # a person's line
+    typed = past_long_line(b"#### " + b"x" * 100, cursor)  # a person's line: oversized
+    assert typed == AiderCursor(offset=115, in_line=True, skipping=True, last="user")
     assert past_long_line(b"# aider chat started at", cursor) is None
     skipped = past_long_line(b"z" * 100, cursor)
     assert skipped is not None
-    assert (skipped.offset, skipped.in_line) == (110, True)
-    assert past_long_line(b"zz\nzzz", cursor) == AiderCursor(offset=13)
+    assert (skipped.offset, skipped.in_line, skipped.skipping) == (110, True, False)
+    assert past_long_line(b"zz\nzzz", cursor) == AiderCursor(offset=13, last="reply")
+
+
+def _scan_all(gateway: Gateway) -> list[object]:
+    events: list[object] = []
+    for _ in range(12):  # each scan reads at most the cap: a few to get past a long block
+        events += gateway.scan_upstream()
+    return events
+
+
+@pytest.mark.parametrize("text", ["t" * (2 << 20), "\n".join(["line " * 40] * 14_000),
+                                  "\n".join(["u" * 700_000] * 4)],
+                         ids=["one-line", "many-lines", "lines-over-half-the-cap"])
+def test_a_typed_block_longer_than_the_scan_cap_is_skipped_once_and_later_turns_count(
+        gateway: Gateway, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        text: str) -> None:
+    """Review findings: a typed line over the 1 MiB cap stalled every later notice of
+    the history, and a longer multi-line prompt counted once per 1 MiB window."""
+    path = _repo(tmp_path)
+    _adopted(gateway, path)
+    type_turn(str(path), "", text)
+    AiderChatHistory(path).append(Reply("ok"))
+    assert _scan_all(gateway) == []  # oversized_block: counted neither once nor per window
+    type_turn(str(path), "", "typed after the long prompt")
+    AiderChatHistory(path).append(Reply("ok"))
+    assert [e.kind for e in _scan_all(gateway)] == [  # type: ignore[attr-defined]
+        "human_direct_message"]
+    assert cli.main(["classify", "--source", "aider", str(path)]) == 0
+    rows = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["reason"] for r in rows if r["kind"] == "user"] == [
+        "typed", "oversized_block", "typed"]  # ssa classify agrees with the scans
 
 
 @pytest.mark.parametrize("program", [False, True])

@@ -14,6 +14,7 @@ import pytest
 from actors.testing import Interrupt, Reply, SlashCommand, ToolCall, ToolResult, Typed
 from actors.upstream.aider import (
     ATOMIC_WRITE_BYTES,
+    PAGE_BYTES,
     AiderCursor,
     aider_fingerprint,
     aider_sessions,
@@ -141,6 +142,70 @@ def test_a_block_without_a_logged_command_line_is_not_typed() -> None:
 def test_assistant_heading_is_not_user_input() -> None:
     data = HEADER + ARGV + b"\n#### A heading in the reply\n\ntext\n\n"
     assert _user_decisions(data) == []
+
+
+def _reply(text: str) -> bytes:
+    return b"\n" + text.strip().encode() + b"\n\n"  # ai_output
+
+
+@pytest.mark.parametrize("reply", [
+    "Intro\n\n#### Heading  \nBody",  # a plain line right after it
+    "Intro\n#### Heading  \n\nBody",  # a plain line right before it
+    "Intro\n\n#### Heading  \n\nBody",  # one blank line after a reply's text
+    "Intro\n\n#### One  \n#### Two  \n\nBody\n\n#### Three  \n\nEnd",
+], ids=["text-after", "text-before", "blank-around", "several"])
+def test_a_reply_heading_with_two_trailing_spaces_is_a_reply_line(reply: str) -> None:
+    """Review finding: ``#### Heading  `` in a model reply was decided typed."""
+    data = HEADER + ARGV + _user("typed first") + _reply(reply) + _user("typed after")
+    decided = _user_decisions(data)
+    assert decided[0] == ("typed", "typed first") and decided[-1] == ("typed", "typed after")
+    assert {reason for reason, _ in decided[1:-1]} == {"reply_line"}
+
+
+@pytest.mark.parametrize("before", [
+    ARGV, _user("/add a.py"), _reply("answer"), b"> Tokens: 1 sent  \n> more  \n",
+    b"> first line of a tool message\nits second line  \n",
+], ids=["command-line", "user", "reply", "tool", "tool-continued"])
+def test_a_person_block_after_anything_aider_writes_is_typed(before: bytes) -> None:
+    data = HEADER + ARGV + before + _user("typed") + _reply("ok")
+    assert _user_decisions(data)[-1] == ("typed", "typed")
+
+
+def test_the_layout_carries_over_incremental_reads() -> None:
+    first = HEADER + ARGV + _user("typed") + b"\nIntro\n"
+    second = b"\n#### Heading  \n\nBody\n\n" + _user("next")
+    data = first + second
+    read = read_aider_history(data[:len(first) + 1])  # up to the blank line after Intro
+    assert (read.cursor.offset, read.cursor.last, read.cursor.blanks) == (
+        len(first) + 1, "reply", 1)
+    later = read_aider_history(data[read.cursor.offset:], read.cursor)
+    assert [(u.reason, b.text) for b, u in later.decisions if b.kind == "user"] == [
+        ("reply_line", "Heading"), ("typed", "next")]
+
+
+def test_a_block_seen_to_a_page_boundary_waits_for_the_rest_of_its_write() -> None:
+    """Review finding: a multi-line prompt read half written at a line boundary
+    counted twice. Linux shows one write(2) page by page, so a prefix a reader sees
+    ends on a 4096-byte boundary: a user block ending there waits."""
+    head = HEADER + ARGV + b"> Aider v0.86.2  \n"
+    first = "a" * (PAGE_BYTES - len(head) - len(b"\n#### ") - len(b"  \n"))
+    data = head + _user(first + "\nsecond line of the same prompt")
+    cut = len(head) + len(_user(first))
+    assert cut == PAGE_BYTES
+    read = read_aider_history(data[:cut])
+    assert not read.human  # the rest of the write may follow
+    rest = read_aider_history(data[read.cursor.offset:], read.cursor)
+    assert [u.text for _b, u in rest.human] == [first + " second line of the same prompt"]
+    # Elsewhere a small block is decided at once (one write: all or nothing there).
+    assert len(read_aider_history(data[:cut] + b"\n" + _user("x")).human) == 2
+
+
+def test_a_user_block_before_a_torn_line_waits() -> None:
+    data = HEADER + ARGV + _user("line one") + b"#### line tw"
+    read = read_aider_history(data)
+    assert not read.human
+    rest = read_aider_history(data[read.cursor.offset:] + b"o  \n", read.cursor)
+    assert [u.text for _b, u in rest.human] == ["line one line two"]
 
 
 def test_sessions_restore_and_program_runs_append() -> None:

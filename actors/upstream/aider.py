@@ -50,6 +50,22 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   runs every input starting with ``/`` as a command, ``commands.py``
   ``is_command``; an unknown one is an error, nothing is sent);
 * ``empty_text``: ``#### <blank>``;
+* ``reply_line``: a ``#### `` line of the model's reply (a Markdown heading
+  ending in two spaces). Every ``user_input`` write starts with ``\n`` and every
+  write ends with ``\n`` (``append_chat_history``), so a person's block always
+  follows a blank line; a reply (``ai_output``: ``\n<text>\n\n``) ends with a
+  blank line and the next ``user_input`` adds one, so a person's block after a
+  reply follows *two*; and nothing Aider writes after a user block starts with
+  a plain line (replies start with ``\n``, tool lines with ``> ``). A user block
+  directly after a non-blank line, directly before a plain line, or one blank
+  line after a reply's text is therefore part of a reply. (POLICY: a tool
+  message with a blank line inside, ``> a\n\nb``, looks like a reply, so a
+  block one blank line after it is refused too: precision first.) A reply that
+  *starts* with such a heading, right after the prompt, is not told from a
+  second input;
+* ``oversized_block``: a user block of :data:`MAX_BLOCK_BYTES` (the scan cap)
+  or more: it cannot be read whole in one scan, so neither the gateway's own
+  texts nor a chat command's echo can be told in it (precision first);
 * ``inter_session``, ``reseed_envelope``, ``openclaw_envelope``: a gateway envelope.
 
 ``/ask <text>`` (and ``/code``, ``/architect``, ``/context``) with a text is
@@ -65,11 +81,17 @@ person accepted (``base_coder.py`` ``handle_shell_commands``), and the
 Incremental reading (:func:`read_aider_history`): the caller keeps an
 :class:`AiderCursor` (a byte offset plus the state of the session being
 read) and passes the bytes of the file from that offset. Only complete
-lines are consumed (a torn last line waits). A user block that ends exactly
-at the end of the data is complete when it is shorter than
+lines are consumed (a torn last line waits, and so does a user block before
+it: the torn line may be its next line). A user block that ends exactly at
+the end of the data is complete when it is shorter than
 :data:`ATOMIC_WRITE_BYTES` (one ``write(2)``: Python's buffered file writes a
-smaller text in one call when the file is closed); a longer one waits for
-the next line (or ``final=True``).
+smaller text in one call when the file is closed) and does not end on a
+:data:`PAGE_BYTES` boundary (Linux makes one ``write(2)`` visible page by
+page, ``generic_perform_write`` growing the size after each page, so a reader
+can see a prefix of one write that ends only there); otherwise it waits for
+the next line (or ``final=True``). When the data is a window that does not
+reach the file's end (``at_end=False``), its last block waits: it may go on
+past the window.
 
 Pure: no I/O, no logging, thread-safe, non-blocking. Message text only
 travels in the returned :class:`~actors.upstream.Unit` values.
@@ -92,6 +114,8 @@ __all__ = [
     "ATOMIC_WRITE_BYTES",
     "CHAT_COMMANDS",
     "COMMANDS",
+    "MAX_BLOCK_BYTES",
+    "PAGE_BYTES",
     "AiderBlock",
     "AiderCursor",
     "AiderRead",
@@ -105,6 +129,12 @@ __all__ = [
 
 ATOMIC_WRITE_BYTES: Final = 8192
 """``io.DEFAULT_BUFFER_SIZE``: a user block shorter than this lands in one write."""
+
+PAGE_BYTES: Final = 4096
+"""The smallest page size: a reader may see part of one write ending on such a boundary."""
+
+MAX_BLOCK_BYTES: Final = 1 << 20
+"""A user block this long or longer is ``oversized_block`` (the default scan cap)."""
 
 COMMANDS: Final = frozenset({
     "model", "editor-model", "weak-model", "chat-mode", "models", "web", "commit", "lint",
@@ -169,6 +199,8 @@ class AiderBlock(msgspec.Struct, frozen=True, kw_only=True):
         text: the lines without their ``####``/``> `` prefixes and the two
             trailing spaces of user lines, joined with ``\\n``.
         session: the id of the session it belongs to, or ``None`` before any header.
+        in_reply: a user block laid out as part of a reply (``reply_line``).
+        oversized: a user block of ``max_block`` bytes or more (``oversized_block``).
     """
 
     offset: int
@@ -176,6 +208,8 @@ class AiderBlock(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
     text: str
     session: str | None
+    in_reply: bool = False
+    oversized: bool = False
 
 
 class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
@@ -186,15 +220,24 @@ class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
         session: the session being read (``None`` before the first header).
         echo: the text a chat command's sub-coder is expected to write again
             next (``command_echo``), ``""`` for any text (after ``/help``), or ``None``.
-        in_line: ``offset`` is inside a line that is not a person's (a reply or
-            tool line longer than the scan cap, see :func:`past_long_line`): the
-            bytes up to its newline are skipped.
+        in_line: ``offset`` is inside a line longer than the scan cap (see
+            :func:`past_long_line`): the bytes up to its newline are skipped.
+        skipping: ``offset`` is inside a user block longer than the scan cap
+            (``oversized_block``): its further ``#### `` lines are skipped.
+        last: the kind of the last non-blank line before ``offset``:
+            ``session_start``, ``tool``, ``user``, ``reply`` (a plain line of a
+            reply), ``continued`` (a plain line continuing a tool message), or
+            ``None`` when not known (the start of the file, an older marker).
+        blanks: blank lines between that line and ``offset``.
     """
 
     offset: int = 0
     session: AiderSession | None = None
     echo: str | None = None
     in_line: bool = False
+    skipping: bool = False
+    last: str | None = None
+    blanks: int = 0
 
 
 class AiderRead(msgspec.Struct, frozen=True, kw_only=True):
@@ -235,7 +278,8 @@ def aider_fingerprint(head: bytes) -> str | None:
 
 
 def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
-                       final: bool = False) -> AiderRead:
+                       final: bool = False, at_end: bool = True,
+                       max_block: int = MAX_BLOCK_BYTES) -> AiderRead:
     """Decide every complete block of ``data``, the file's bytes from ``cursor.offset``.
 
     Args:
@@ -246,38 +290,38 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
         final: the file is complete (no writer): a trailing block is decided
             even when it could still grow, and a last line without its newline
             is read.
+        at_end: ``data`` reaches the file's end; ``False`` for a window cut
+            short by the scan cap (its last block waits).
+        max_block: bytes from which a user block is ``oversized_block`` (the
+            scan cap in use).
 
     Returns:
         The decisions, the next cursor and the sessions started in ``data``.
 
     Pure: no I/O, no logging, thread-safe, non-blocking.
     """
-    cursor = cursor or AiderCursor()
-    if cursor.in_line:  # the rest of a long reply or tool line: never typed
-        nl = data.find(b"\n")
-        if nl < 0:
-            return AiderRead(decisions=(), cursor=msgspec.structs.replace(
-                cursor, offset=cursor.offset + len(data)), sessions=())
-        cursor = msgspec.structs.replace(cursor, offset=cursor.offset + nl + 1, in_line=False)
-        data = data[nl + 1:]
+    cursor, data = _skip_carried(data, cursor or AiderCursor())
+    if cursor.in_line or cursor.skipping:  # the data ended inside what is skipped
+        return AiderRead(decisions=(), cursor=cursor, sessions=())
     base = cursor.offset
     lines = list(_lines(data, final))
     blocks: list[AiderBlock] = []
     consumed = 0
     i = 0
+    last, blanks = cursor.last, cursor.blanks
     session_id = cursor.session.id if cursor.session is not None else None
     while i < len(lines):
         start, end, line = lines[i]
         kind = _kind(line)
         if kind == "blank":
-            consumed = end
+            consumed, blanks = end, blanks + 1
             i += 1
             continue
         if kind == "session_start":
             session_id = f"aider@{base + start}"
             blocks.append(AiderBlock(offset=base + start, end=base + end, kind=kind,
                                      text=line[len(_HEADER):].strip(), session=session_id))
-            consumed = end
+            consumed, last, blanks = end, kind, 0
             i += 1
             continue
         j = i
@@ -286,56 +330,116 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
             texts.append(_strip(kind, lines[j][2]))
             j += 1
         block_end = lines[j - 1][1]
-        if j == len(lines) and kind == "user" and not final \
-                and (block_end == len(data) and block_end - start >= ATOMIC_WRITE_BYTES):
-            break  # a long user block at the end may still be written: wait
-        if j == len(lines) and kind != "user" and not final and block_end == len(data):
-            # A tool or assistant block at the end may grow; it is never typed, but
-            # reading it again later would split it: stop before it.
+        if j == len(lines) and not final and _may_grow(kind, base, start, block_end, data,
+                                                       at_end):
             break
+        after = _kind(lines[j][2]) if j < len(lines) else None
+        in_reply = kind == "user" and (
+            (blanks == 0 and last is not None) or after == "assistant"
+            or (blanks == 1 and last == "reply"))
         blocks.append(AiderBlock(offset=base + start, end=base + block_end, kind=kind,
-                                 text="\n".join(texts), session=session_id))
-        consumed = block_end
+                                 text="\n".join(texts), session=session_id, in_reply=in_reply,
+                                 oversized=kind == "user" and block_end - start >= max_block))
+        last = _last_of(kind, in_reply, last, blanks)
+        consumed, blanks = block_end, 0
         i = j
     decisions, session, echo, sessions = _decide(blocks, cursor)
     return AiderRead(decisions=tuple(decisions),
-                     cursor=AiderCursor(offset=base + consumed, session=session, echo=echo),
+                     cursor=AiderCursor(offset=base + consumed, session=session, echo=echo,
+                                        last=last, blanks=blanks),
                      sessions=tuple(sessions))
+
+
+def _skip_carried(data: bytes, cursor: AiderCursor) -> tuple[AiderCursor, bytes]:
+    """Skip what a previous window left half read: the rest of a long line
+    (``in_line``), then the further lines of an oversized user block (``skipping``).
+    Returns the cursor and data after them (flags still set when ``data`` ended first)."""
+    if cursor.in_line:
+        nl = data.find(b"\n")
+        if nl < 0:
+            return msgspec.structs.replace(cursor, offset=cursor.offset + len(data)), b""
+        cursor = msgspec.structs.replace(cursor, offset=cursor.offset + nl + 1, in_line=False,
+                                         blanks=0)
+        data = data[nl + 1:]
+    if not cursor.skipping:
+        return cursor, data
+    pos = 0
+    for _, end, line in _lines(data, False):
+        if _kind(line) != "user":
+            return msgspec.structs.replace(cursor, offset=cursor.offset + pos,
+                                           skipping=False), data[pos:]
+        pos = end
+    tail, prefix = data[pos:], _USER.encode()
+    if tail and not (tail.startswith(prefix) or prefix.startswith(tail)):
+        # the torn line after them is not a user line: the block ended
+        return msgspec.structs.replace(cursor, offset=cursor.offset + pos,
+                                       skipping=False), data[pos:]
+    return msgspec.structs.replace(cursor, offset=cursor.offset + pos), b""
+
+
+def _may_grow(kind: str, base: int, start: int, block_end: int, data: bytes,
+              at_end: bool) -> bool:
+    """Whether the last block of ``data`` (not ``final``) must wait for more."""
+    if not at_end:
+        return True  # the window was cut: the block may go on past it
+    if kind != "user":
+        # A tool or assistant block at the end may grow; it is never typed, but
+        # reading it again later would split it: stop before it.
+        return block_end == len(data)
+    if block_end < len(data):
+        return True  # a torn line follows: it may be the block's next line
+    return block_end - start >= ATOMIC_WRITE_BYTES or (base + block_end) % PAGE_BYTES == 0
+
+
+def _last_of(kind: str, in_reply: bool, last: str | None, blanks: int) -> str:
+    """The cursor's ``last`` after a block of ``kind``."""
+    if kind == "assistant":
+        return "continued" if blanks == 0 and last == "tool" else "reply"
+    if kind == "user" and in_reply:
+        return "reply"
+    return kind
 
 
 def past_long_line(data: bytes, cursor: AiderCursor) -> AiderCursor | None:
     """Where to go on when ``data`` (a full scan window from ``cursor.offset``) holds no
-    complete block: the cursor past the reply or tool lines it holds, or ``None``.
+    complete block: the cursor past the block that fills it, or ``None``.
 
     A block longer than the window would stall every scan (nothing complete to
-    decide). When its first line is not a person's (a reply or tool line: never
-    typed), the complete lines are skipped, and a line with no newline in the
-    window is skipped to its end (``in_line``). A person's block, a header or a
-    line of unknown kind gives ``None``: it is waited for (precision first).
+    decide). Its complete lines are skipped, and a line with no newline in the
+    window is skipped to its end (``in_line``). A reply or tool block is never
+    typed; a user block (``#### ``) that long is ``oversized_block``, so its
+    further lines in the next windows are skipped too (``skipping``), and it
+    counts neither once nor per window. A header gives ``None`` (waited for).
     Pure; thread-safe; never raises.
     """
     if cursor.in_line or not data:
         return None
     nl = data.find(b"\n")
     first = data[:nl if nl >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
-    if _kind(first) not in ("assistant", "tool") or first.startswith(_USER[:1]):
+    if first.startswith(_HEADER) or _HEADER.startswith(first) or not first.strip():
         return None
-    last = data.rfind(b"\n")
-    if last < 0:
-        return msgspec.structs.replace(cursor, offset=cursor.offset + len(data), in_line=True)
-    return msgspec.structs.replace(cursor, offset=cursor.offset + last + 1)
+    user = first.startswith(_USER)
+    nl = data.rfind(b"\n")
+    kind = "user" if user else "tool" if first.startswith(_TOOL) else "reply"
+    # Past the complete lines (the torn one after them is read whole next time),
+    # or, with no newline at all, past the window inside the one long line.
+    return msgspec.structs.replace(
+        cursor, offset=cursor.offset + (nl + 1 if nl >= 0 else len(data)),
+        in_line=nl < 0, skipping=user, last=kind, blanks=0)
 
 
-def classify_aider_history(data: bytes) -> list[tuple[AiderBlock, Unit]]:
+def classify_aider_history(data: bytes, max_block: int = MAX_BLOCK_BYTES
+                           ) -> list[tuple[AiderBlock, Unit]]:
     """Every block of a whole chat history decided, as ``ssa classify`` shows it.
 
     Args:
         data: the whole file.
+        max_block: bytes from which a user block is ``oversized_block`` (the scan cap).
 
     Returns:
         ``(block, unit)`` in file order (``final`` reading: nothing waits). Pure.
     """
-    return list(read_aider_history(data, final=True).decisions)
+    return list(read_aider_history(data, final=True, max_block=max_block).decisions)
 
 
 def aider_sessions(data: bytes) -> list[AiderSession]:
@@ -457,6 +561,13 @@ def _decide(blocks: list[AiderBlock], cursor: AiderCursor
             out.append((block, Unit(human=False, reason="assistant", occurred_at=at)))
             continue
         expected, echo = echo, None
+        if block.in_reply or block.oversized:
+            refusal = "reply_line" if block.in_reply else "oversized_block"
+            unit = _decide_user(block.text, session, None, at)
+            if unit.reason not in ("no_session", "program_session", "no_command_line"):
+                unit = Unit(human=False, reason=refusal, occurred_at=at)
+            out.append((block, unit))
+            continue
         unit = _decide_user(block.text, session, expected, at)
         if unit.reason in ("typed", "slash_command") and block.text.startswith("/"):
             echo = _echo_for(block.text, None)

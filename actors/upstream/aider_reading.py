@@ -193,14 +193,16 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
     data, reason = read_range(path, cursor.offset, length, state.inode)
     if data is None:
         return ScanResult(kind="transient", reason=reason)
-    read = read_aider_history(data, cursor)
+    at_end = state.size <= cursor.offset + length
+    read = read_aider_history(data, cursor, at_end=at_end, max_block=context.cap)
     if read.cursor.offset == cursor.offset:
-        full = length == context.cap and state.size > cursor.offset + length
+        full = length == context.cap and not at_end
         onward = past_long_line(data, cursor) if full else None
         if onward is None:
             return ScanResult(kind="no_news", reason="partial_block", more=full)
-        # A reply or tool line longer than the window: skipped (never typed), so the
-        # blocks after it are read (they stalled behind it before).
+        # A block longer than the window: skipped (a reply or tool block is never
+        # typed, a user block that long is oversized_block), so the blocks after it
+        # are read (they stalled behind it before).
         read = AiderRead(decisions=(), cursor=onward, sessions=())
     consumed = read.cursor.offset - cursor.offset
     check = data[max(0, consumed - CHECK_BYTES):consumed]
@@ -230,7 +232,7 @@ def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any
     data, reason = read_range(path, 0, state.size, None)
     if data is None:
         raise SessionStateError(f"cannot read {path}: {reason}")
-    for block, unit in classify_aider_history(data):
+    for block, unit in classify_aider_history(data, max_block=cap):
         yield {"offset": block.offset, "kind": block.kind, "human": unit.human,
                "reason": unit.reason}
 
