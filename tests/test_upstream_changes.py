@@ -389,6 +389,37 @@ def test_the_watchfiles_feed_closes_promptly_right_after_it_was_told_to_watch(
         assert feed.close(TIMEOUT) == 0
 
 
+def test_a_file_named_in_bytes_that_are_not_utf8_does_not_turn_notifications_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Review finding: watchfiles ends the whole watch on an event for a file whose
+    name is not UTF-8; the feed took that as a watch failure and turned every
+    file's notifications off for ``retry_s`` after each such event."""
+    import queue
+
+    from actors.monitors.filefeed import WatchfilesFeed
+
+    got: queue.SimpleQueue[set[str] | None] = queue.SimpleQueue()
+    good = tmp_path / "good.jsonl"
+    feed = WatchfilesFeed(got.put, retry_s=60)  # a failure would silence it for 60 s
+    try:
+        feed.watch(frozenset({str(tmp_path)}))
+        assert got.get(timeout=TIMEOUT) is None  # established
+        fd = os.open(os.path.join(os.fsencode(tmp_path), b"\xffbad.jsonl"),
+                     os.O_CREAT | os.O_WRONLY, 0o600)
+        os.write(fd, b"x")
+        os.close(fd)
+        assert got.get(timeout=TIMEOUT) is None  # re-established at once: a whole cycle
+        good.write_text("typed\n")
+        seen: set[str] = set()
+        while str(good) not in seen:
+            paths = got.get(timeout=TIMEOUT)
+            seen |= paths or set()
+    finally:
+        assert feed.close(TIMEOUT) == 0
+    assert "not UTF-8" in caplog.text and "failed" not in caplog.text
+
+
 def test_an_event_for_an_opencode_store_our_own_read_touched_queues_no_scan(
     open_gateway: Callable[..., Gateway], tmp_path: Path, scans: Counter[str],
 ) -> None:

@@ -30,6 +30,9 @@ __all__ = ["READY_MS", "ChangeFeed", "FileIndex", "OnChange", "WatchfilesFeed"]
 
 logger = logging.getLogger(__name__)
 
+UNDECODABLE_RETRY_S = 0.5
+"""Wait before re-watching after an event for a file whose name is not UTF-8, in s."""
+
 READY_MS = 250
 """Idle wake-up of the watching thread, in ms: it bounds how soon a new watch
 is known to be established (then one whole cycle covers the gap before it)."""
@@ -147,7 +150,12 @@ class WatchfilesFeed:
     is established (at start, and after the set of directories changed) one
     ``on_change(None)`` follows, since changes made before the watch existed
     were never reported. A watch error is logged once per episode and the
-    watch retried after ``retry_s``; meanwhile the fallback scan covers.
+    watch retried after ``retry_s``; meanwhile the fallback scan covers. An
+    event for a file whose name is not UTF-8 (``watchfiles`` cannot give it as
+    ``str`` and ends the watch) is not an error of the watch: it is logged once
+    and the watch re-established after :data:`UNDECODABLE_RETRY_S`, so one such
+    file in a watched folder costs one whole cycle per event, not the
+    notifications of every other file.
 
     Args:
         on_change: called in the feed's thread; must not block for long.
@@ -174,6 +182,7 @@ class WatchfilesFeed:
         self._restart = threading.Event()
         self._closed = threading.Event()
         self._failing = False
+        self._undecodable_seen = False
         self._thread = threading.Thread(target=self._run, name="ssa-file-feed", daemon=True)
         self._thread.start()
 
@@ -212,6 +221,14 @@ class WatchfilesFeed:
             try:
                 self._watch(directories, stop)
             except Exception as exc:
+                if _undecodable(exc):
+                    if not self._undecodable_seen:
+                        self._undecodable_seen = True
+                        logger.warning("a file whose name is not UTF-8 changed in a watched "
+                                       "folder; file notifications are re-established after "
+                                       "each of its changes")
+                    self._closed.wait(UNDECODABLE_RETRY_S)
+                    continue
                 if not self._failing:
                     self._failing = True
                     logger.warning("file notifications failed (%s: %s); relying on the "
@@ -252,3 +269,9 @@ class WatchfilesFeed:
             self._on_change(paths)
         except Exception:
             logger.exception("handling file notifications failed")
+
+
+def _undecodable(exc: Exception) -> bool:
+    """Whether ``exc`` is watchfiles' error for an event path that is not UTF-8
+    (``WatchfilesRustInternalError: Unable to decode path …``, watchfiles 1.x)."""
+    return type(exc).__name__ == "WatchfilesRustInternalError" and "decode path" in str(exc)
