@@ -142,6 +142,7 @@ def test_print_mode_is_not_monitored(agent_harness: Harness) -> None:
                                     home=home)
     assert run.returncode == 0, run.stderr
     assert f"print answer {nonce}" in run.stdout
+    watch.wait_not_monitored()  # decided once its file is EVIDENCE_GRACE_S old
     watch.settle()
     assert watch.events() == [], watch.adopted()  # ssa watch: no notice for it
     assert [line for line in watch.adopted() if "notMonitoredSession" in line], watch.adopted()

@@ -215,6 +215,7 @@ def test_print_mode_is_not_reported_by_ssa_watch(agent_harness: Harness) -> None
     model.script(Text(f"print answer {nonce}"))
     run = agent_harness.run_program("qwen", f"headless prompt {nonce}", model=model, home=home)
     assert run.returncode == 0, run.stderr
+    watch.wait_not_monitored()  # decided once its file is EVIDENCE_GRACE_S old
     watch.settle()
     assert QwenCode().transcripts(home), "qwen -p wrote no session"
     seen = compare_watch(watch.events(), agent_harness.log.actions())

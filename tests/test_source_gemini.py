@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import os
+import time
 from pathlib import Path
 
 import msgspec
@@ -20,6 +22,12 @@ from actors.upstream.source import Candidate
 from tests.conftest import WATCHER
 
 KEY = "agent:main:gemini:s1"
+
+
+def _age(path: Path, seconds: float = 60.0) -> None:
+    """Make ``path`` older than the grace in which a query may still be logged."""
+    old = time.time() - seconds
+    os.utime(path, (old, old))
 
 
 def _project(root: Path, name: str = "proj") -> Path:
@@ -83,13 +91,16 @@ def test_a_program_driven_session_gets_no_link_and_an_unlogged_prompt_never_coun
     chats = _project(tmp_path)
     driven = chats / "session-2026-11-30T08-00-bbbb2222.jsonl"
     GeminiSession(driven, interactive=False).append(Typed("gemini -p prompt"), Reply("ok"))
+    _age(driven)  # past EVIDENCE_GRACE_S: its query will never be logged
     assert gateway.adopt("agent:main:gemini:p", source="gemini", path=driven) is None
+    assert gateway.session_status("agent:main:gemini:p").state_version > 0  # refused
     fresh = chats / "session-2026-11-30T08-01-cccc3333.jsonl"
     builder = GeminiSession(fresh, interactive=False)
     builder.append(Reply("ready"))  # no prompt yet: it cannot be told apart, so it is linked
     assert gateway.adopt(KEY, source="gemini", path=fresh) is not None
     assert gateway.watch(WATCHER, KEY)
     builder.append(Typed("sent by a program"))  # never logged: program-driven
+    _age(fresh)
     assert gateway.scan_upstream() == []
     type_turn(str(fresh), fresh.stem, "typed in the TUI")
     assert len(gateway.scan_upstream()) == 1
@@ -170,6 +181,7 @@ def test_a_logs_json_over_its_parse_limit_still_lets_the_sessions_count(
     # A session no query of which was ever logged stays program-driven.
     other = chats / "session-2026-11-30T08-01-bbbb2222.jsonl"
     GeminiSession(other, interactive=False).append(Typed("a prompt nobody typed in the TUI"))
+    _age(other)
     found = gateway.adopt("agent:main:gemini:other", source="gemini", path=other)
     assert found is None
 

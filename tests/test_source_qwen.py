@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import time
 from pathlib import Path
 
 import msgspec
@@ -30,6 +32,12 @@ from tests.conftest import WATCHER
 
 SID = "0b7c6f7e-1111-4222-8333-944455556666"
 KEY = f"agent:main:qwen:{SID}"
+
+
+def _age(path: Path, seconds: float = 60.0) -> None:
+    """Make ``path`` older than the grace in which a sidecar may still be written."""
+    old = time.time() - seconds
+    os.utime(path, (old, old))
 
 
 def _session(root: Path, sid: str = SID, *, interactive: bool = True) -> Path:
@@ -86,7 +94,9 @@ def test_a_typed_turn_counts_once_and_other_records_and_own_text_do_not(
 def test_program_and_channel_driven_sessions_get_no_link(
         gateway: Gateway, tmp_path: Path) -> None:
     driven = _session(tmp_path, "1b7c6f7e-1111-4222-8333-944455556666", interactive=False)
+    _age(driven)  # past EVIDENCE_GRACE_S: its sidecar will never be written
     assert gateway.adopt("agent:main:qwen:p", source="qwen", path=driven) is None
+    assert gateway.session_status("agent:main:qwen:p").state_version > 0  # refused
     channel = _session(tmp_path, "2b7c6f7e-1111-4222-8333-944455556666")
     with channel.open("r+b") as handle:
         rows = handle.read()
@@ -101,6 +111,7 @@ def test_program_and_channel_driven_sessions_get_no_link(
     assert gateway.adopt(KEY, source="qwen", path=fresh) is not None
     assert gateway.watch(WATCHER, KEY)
     builder.append(Typed("sent by a program"))  # no sidecar: program-driven
+    _age(fresh)
     assert gateway.scan_upstream() == []
 
 

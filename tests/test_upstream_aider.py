@@ -158,7 +158,8 @@ def test_a_reply_heading_with_two_trailing_spaces_is_a_reply_line(reply: str) ->
     """Review finding: ``#### Heading  `` in a model reply was decided typed."""
     data = HEADER + ARGV + _user("typed first") + _reply(reply) + _user("typed after")
     decided = _user_decisions(data)
-    assert decided[0] == ("typed", "typed first") and decided[-1] == ("typed", "typed after")
+    assert decided[0] == ("typed", "typed first")
+    assert decided[-1] == ("typed", "typed after")
     assert {reason for reason, _ in decided[1:-1]} == {"reply_line"}
 
 

@@ -8,10 +8,14 @@ given there before it records the turn, program-driven runs (``gemini -p``,
 ACP) never do (docs/upstream-gemini.md). So
 
 * a session holding a prompt whose id ``logs.json`` does not hold is adopted
-  without a link (``program_driven``);
+  without a link (``program_driven``), once its file is older than
+  :data:`~actors.upstream.evidence.EVIDENCE_GRACE_S` (the agent stream logs
+  the query without waiting for the write: before that it is adopted again
+  later);
 * at every scan a typed row counts only when ``logs.json`` holds the
   session's id; a ``logs.json`` that cannot be parsed (Gemini CLI rewrites it
-  whole, not atomically) stops the scan before the row, to read it again.
+  whole, not atomically), or that does not hold the id while the file is
+  that recent (``logs_pending``), stops the scan before the row, to read it again.
 
 Known limit of the per-line decision: a ``user`` message rewritten under the
 same ``id`` in a later line would be decided again (Gemini CLI rewrites
@@ -29,6 +33,7 @@ from typing import Any, Literal
 import msgspec
 
 from actors.upstream.common import Unit, decode_object
+from actors.upstream.evidence import evidence_may_follow
 from actors.upstream.files import file_state, read_range
 from actors.upstream.gemini import (
     GeminiHeader,
@@ -133,13 +138,22 @@ def _names_session(logs: str, session_id: str) -> bool | None:
 
 
 def logs_pending(path: str) -> bool:
-    """Whether the session at ``path`` cannot be decided yet because its project's
-    ``logs.json`` is being rewritten (adopt it again later). Never raises."""
-    return _LINES.waiting(path) or _logged(path, _session_id(path)) == "unreadable"
+    """Whether the session at ``path`` cannot be decided yet (adopt it again later):
+    its project's ``logs.json`` is being rewritten, or a prompted session's query
+    may still be logged (:func:`~actors.upstream.evidence.evidence_may_follow`).
+    Never raises."""
+    if _LINES.waiting(path):
+        return True
+    logged = _logged(path, _session_id(path))
+    return logged == "unreadable" or (
+        logged is not True and evidence_may_follow(path) and _has_prompt(path))
 
 
-def interactive_classifier(path: str) -> LineClassifier:
+def interactive_classifier(path: str, *, grace: bool = True) -> LineClassifier:
     """The line classifier for one session file, given its ``logs.json`` as it is now.
+
+    ``grace=False`` (``ssa classify``) decides on what is on disk now, without
+    waiting for a query that may still be logged.
 
     A typed row counts only when ``logs.json`` holds the session's id
     (``program_driven`` otherwise); while ``logs.json`` cannot be read a typed
@@ -157,6 +171,10 @@ def interactive_classifier(path: str) -> LineClassifier:
         if known[0] == "unreadable":
             return Unit(human=False, reason="logs_unreadable", stop=True)
         if known[0] is not True:
+            if len(known) == 1:
+                known.append(grace and evidence_may_follow(path))
+            if known[1]:  # the query may not be logged yet: read the row again
+                return Unit(human=False, reason="logs_pending", stop=True)
             return Unit(human=False, reason="program_driven")
         return unit
 
@@ -175,9 +193,10 @@ def _has_prompt(path: str) -> bool:
 
 
 def baseline(path: str, thread_id: str | None, from_start: bool,
-             busy_timeout_ms: int) -> Baseline | str | None:
+             busy_timeout_ms: int, *, grace: bool = True) -> Baseline | str | None:
     """The line baseline, refused ``program_driven`` when the session holds a prompt that
-    ``logs.json`` never logged (never raises)."""
+    ``logs.json`` never logged; ``None`` while that query may still be logged
+    (unless ``grace=False``). Never raises."""
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline) or found.refusal is not None:
         return found
@@ -191,14 +210,17 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
            else frozenset())
     refusal = gemini_refusal(header, ids if logged != "missing" else None,
                              has_prompt=_has_prompt(path))
+    if refusal == "program_driven" and grace and evidence_may_follow(path):
+        return None  # its query may not be logged yet: decided when adopted again
     return msgspec.structs.replace(found, refusal=refusal) if refusal else found
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
     """``ssa classify``: every line's decision, ``not_monitored: <why>`` for a refused session."""
-    found = baseline(path, None, True, 0)
+    found = baseline(path, None, True, 0, grace=False)  # what is on disk now decides
     refusal = found.refusal if isinstance(found, Baseline) else None
-    return classify_lines(path, interactive_classifier(path), refusal=refusal, cap=cap)
+    return classify_lines(path, interactive_classifier(path, grace=False), refusal=refusal,
+                          cap=cap)
 
 
 def project(path: str, thread_id: str) -> str | None:

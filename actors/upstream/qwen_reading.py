@@ -8,10 +8,15 @@ from the ``<session id>.runtime.json`` sidecar, which only the interactive UI
 writes (docs/upstream-qwen.md). So
 
 * a session holding a prompt without a sidecar naming it is adopted without a
-  link (``program_driven``), as is one whose records say a channel or daemon
-  drives it (``source:<type>``) or a sub-agent's (``subagent``);
+  link (``program_driven``) once its file is older than
+  :data:`~actors.upstream.evidence.EVIDENCE_GRACE_S` (before that the sidecar
+  may still be written: it is adopted again later), as is one whose records
+  say a channel or daemon drives it (``source:<type>``) or a sub-agent's
+  (``subagent``);
 * at every scan a typed record counts only while the sidecar names the
-  session and its first records refuse nothing;
+  session and its first records refuse nothing; one without the sidecar in a
+  file that recent stops the scan before it (``sidecar_pending``), to read it
+  again;
 * a record kind 0.24.4 does not write (``unknown_kind``) is logged once per
   process under ``actors.upstream.qwen`` (its name only, never a record's text).
 
@@ -29,6 +34,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.common import Unit
+from actors.upstream.evidence import evidence_may_follow
 from actors.upstream.files import file_state, read_range
 from actors.upstream.jsonl import HEAD_LIMIT, PROJECT_HEAD_BYTES, classify_lines, line_reading
 from actors.upstream.kindlog import log_unknown_kind
@@ -98,8 +104,11 @@ def _read_head(path: str, limit: int) -> tuple[QwenSession, bool]:
     return scan.cursor.session, any(r.typed for r in scan.rows)
 
 
-def session_classifier(path: str) -> LineClassifier:
+def session_classifier(path: str, *, grace: bool = True) -> LineClassifier:
     """The record classifier for one session file, given its sidecar and first records now.
+
+    ``grace=False`` (``ssa classify``) decides on what is on disk now, without
+    waiting for a sidecar that may still be written.
 
     A typed record counts only when :func:`~actors.upstream.qwen.qwen_refusal`
     refuses nothing for a prompted session; otherwise its reason is the
@@ -107,10 +116,14 @@ def session_classifier(path: str) -> LineClassifier:
     """
     session, _ = _read_head(path, PROJECT_HEAD_BYTES)
     refusal = qwen_refusal(session, _interactive(path, session.session_id), has_prompt=True)
+    if refusal == "program_driven" and grace and evidence_may_follow(path):
+        refusal = "sidecar_pending"  # the UI may not have written it yet
 
     def classify(line: bytes) -> Unit:
         unit = classify_qwen_line(line)
-        return Unit(human=False, reason=refusal) if unit.human and refusal else unit
+        if not unit.human or refusal is None:
+            return unit
+        return Unit(human=False, reason=refusal, stop=refusal == "sidecar_pending")
 
     return classify
 
@@ -124,25 +137,44 @@ _LINES = line_reading(classify_qwen_line, classify_at=session_classifier, projec
 
 
 def baseline(path: str, thread_id: str | None, from_start: bool,
-             busy_timeout_ms: int) -> Baseline | str | None:
+             busy_timeout_ms: int, *, grace: bool = True) -> Baseline | str | None:
     """The line baseline, with :func:`~actors.upstream.qwen.qwen_refusal`'s verdict on the
-    first :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes (never raises)."""
+    first :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes; ``None`` while a missing
+    sidecar may still be written (unless ``grace=False``). Never raises."""
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline):
         return found
-    session, has_prompt = _read_head(path, HEAD_LIMIT)
-    refusal = qwen_refusal(session, _interactive(path, session.session_id),
-                           has_prompt=has_prompt)
+    refusal = _refusal(path)
+    if refusal == "program_driven" and grace and evidence_may_follow(path):
+        return None  # the sidecar may still be written: decided when adopted again
     return msgspec.structs.replace(found, refusal=refusal) if refusal else found
+
+
+def _refusal(path: str) -> str | None:
+    """:func:`~actors.upstream.qwen.qwen_refusal` on the first
+    :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes and the sidecar as they are now."""
+    session, has_prompt = _read_head(path, HEAD_LIMIT)
+    return qwen_refusal(session, _interactive(path, session.session_id),
+                        has_prompt=has_prompt)
+
+
+def sidecar_pending(path: str) -> bool:
+    """Whether the session at ``path`` cannot be decided yet (adopt it again later):
+    its first line is not complete, or it was prompted without a sidecar naming it
+    while the sidecar may still be written. Never raises."""
+    return _LINES.waiting(path) or (evidence_may_follow(path)
+                                    and _refusal(path) == "program_driven")
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
     """``ssa classify``: every record's decision, ``not_monitored: <why>`` for a refused session."""
-    found = baseline(path, None, True, 0)
+    found = baseline(path, None, True, 0, grace=False)  # what is on disk now decides
     refusal = found.refusal if isinstance(found, Baseline) else None
-    return classify_lines(path, session_classifier(path), refusal=refusal, cap=cap)
+    return classify_lines(path, session_classifier(path, grace=False), refusal=refusal,
+                          cap=cap)
 
 
-READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify)
+READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify,
+                                       waiting=sidecar_pending)
 """Qwen Code's reading: sessions the interactive UI ran are linked; program-driven,
 channel-driven and sub-agent sessions are not."""

@@ -167,6 +167,20 @@ class SsaWatch:
 
         return self._wait(enough, timeout_s, f"{count} typed turns")
 
+    def wait_not_monitored(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        """Block until it announced a ``notMonitoredSession``; returns that line.
+
+        A prompted Gemini CLI or Qwen Code session without the interactive UI's
+        evidence is decided only once its file is ``EVIDENCE_GRACE_S`` old, so
+        this announcement comes later than a quiet ``settle``.
+
+        Raises:
+            TimeoutError: not within ``timeout_s`` seconds (the message holds its output).
+        """
+        return self._wait(lambda: next((line for line in self.lines
+                                        if "notMonitoredSession" in line), None),
+                          timeout_s, "a notMonitoredSession announcement")
+
     def settle(self, quiet_s: float = 3.0, timeout_s: float = 30.0) -> None:
         """Block until it printed nothing for ``quiet_s`` seconds (at least three fallback
         scans at the default interval): what is still to come would have come.
