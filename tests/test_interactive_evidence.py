@@ -149,3 +149,27 @@ def test_a_prompt_whose_evidence_never_came_is_program_driven_once_old(
     builder.append(Reply("more"))
     _age(path)
     assert gateway.scan_upstream() == []
+
+
+@pytest.mark.parametrize("tool", ["gemini", "qwen"])
+def test_an_image_only_prompt_is_written_and_does_not_count(
+        gateway: Gateway, tmp_path: Path, tool: str) -> None:
+    """Review finding: these two builders refused ``ImageOnly`` (the README says every
+    builder takes it)."""
+    from actors.testing import ImageOnly
+
+    if tool == "gemini":
+        path = _gemini(tmp_path)
+        builder: GeminiSession | QwenSession = GeminiSession(path, session_id=GEMINI_SID)
+    else:
+        path = _qwen(tmp_path)
+        builder = QwenSession(path)  # the id defaults to the file's name, as Qwen names it
+        assert builder.session_id == QWEN_SID
+    builder.append(Reply("ready"))
+    key = f"agent:main:{tool}:image"
+    assert gateway.adopt(key, source=tool, path=path) is not None
+    assert gateway.watch(WATCHER, key)
+    builder.append(ImageOnly(2), Reply("a picture"))
+    assert gateway.scan_upstream() == []
+    builder.append(Typed("and now words"))
+    assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]

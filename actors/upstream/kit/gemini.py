@@ -56,8 +56,9 @@ class GeminiSession:
     ``displayContent`` ``/name args``; built-in commands write no row);
     ``Interrupt`` the ``info`` "Request cancelled."
     row and the history rewrite; ``Compaction`` the ``$set.messages`` holding
-    the ``<state_snapshot>``; ``SubagentRow`` a "Please continue." continuation.
-    Not thread-safe; blocks on the file write.
+    the ``<state_snapshot>``; ``SubagentRow`` a "Please continue." continuation;
+    ``ImageOnly`` a ``user`` row of ``inlineData`` image parts and no text
+    (``media_only``: it does not count). Not thread-safe; blocks on the file write.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
@@ -160,6 +161,10 @@ class GeminiSession:
                 return [*rows, {"$set": {"sessionId": self.session_id}},
                         {"$set": {"messages": list(self._history)}},
                         self._message("info", "")]
+            case t.ImageOnly(count=count):
+                images = [{"inlineData": {"mimeType": "image/png", "data": t.PIXEL_PNG}}
+                          for _ in range(count)]
+                return rows + self._prompt(images, None)
             case t.SubagentRow():
                 extra = {"displayContent": [{"text": self._last_prompt}]} \
                     if self._last_prompt else {}

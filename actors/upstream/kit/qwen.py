@@ -20,7 +20,8 @@ class QwenSession:
 
     Args:
         path: the session file (its parent must exist).
-        session_id: default a new UUID.
+        session_id: default the file's name without ``.jsonl`` (Qwen Code names
+            the file after the session), else a new UUID.
         clock: epoch-ms clock (default: a private one moving 1 s per row).
         cwd: the ``cwd`` of every record.
         interactive: write the ``<session id>.runtime.json`` sidecar the
@@ -33,7 +34,9 @@ class QwenSession:
     ``system`` ``slash_command`` records (invocation, result); ``Interrupt``
     nothing (Qwen Code writes no record for it); ``Compaction`` a
     ``chat_compression`` system record; ``SubagentRow`` a ``user``
-    ``notification`` record (provenance ``system``). Not thread-safe; blocks
+    ``notification`` record (provenance ``system``); ``ImageOnly`` a typed
+    ``user`` record of ``inlineData`` image parts and no text (``empty``: it
+    does not count). Not thread-safe; blocks
     on the file write.
     """
 
@@ -42,7 +45,9 @@ class QwenSession:
                  interactive: bool = True) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
-        self.session_id = session_id or str(uuid.uuid4())
+        stem = self.path.name.removesuffix(".jsonl")
+        self.session_id = session_id or (stem if stem != self.path.name and stem
+                                         else str(uuid.uuid4()))
         self._cwd = cwd
         self._interactive = interactive
         self._prompts = 0
@@ -207,6 +212,11 @@ class QwenSession:
                 return []
             case t.Compaction(summary=summary):
                 return [self._system("chat_compression", {"summary": summary})]
+            case t.ImageOnly(count=count):
+                images = [{"inlineData": {"mimeType": "image/png", "data": t.PIXEL_PNG}}
+                          for _ in range(count)]
+                return [self._record("user", "real_user",
+                                     message={"role": "user", "parts": images})]
             case t.SubagentRow(text=text):
                 return [self._record("user", "system", subtype="notification",
                                      message={"role": "user", "parts": [{"text": text}]},
