@@ -10,7 +10,13 @@ from pathlib import Path
 
 import apsw
 
-__all__ = ["TOP_LEVEL", "open_store", "store_problem"]
+from actors.upstream.sqlite_problems import StoreWords, sqlite_store_problem
+
+__all__ = ["TOP_LEVEL", "WORDS", "open_store", "store_problem"]
+
+WORDS = StoreWords(store="Crush's .crush/crush.db",
+                   not_ours="not a Crush database (no sessions or messages table)")
+"""Crush's phrases for :func:`~actors.upstream.sqlite_problems.sqlite_store_problem`."""
 
 TOP_LEVEL = ("(parent_session_id IS NULL OR parent_session_id = '')"
              " AND id NOT LIKE 'title-%' AND instr(id, '$$') = 0")
@@ -35,16 +41,6 @@ def store_problem(exc: BaseException) -> str:
 
     Returns a short phrase completing "cannot read PATH: ...", in a user's
     words rather than SQLite's (``"not a SQLite database (give Crush's
-    .crush/crush.db)"``).
+    .crush/crush.db)"``); the phrases are :data:`WORDS`.
     """
-    if isinstance(exc, apsw.NotADBError):
-        return "not a SQLite database (give Crush's .crush/crush.db)"
-    if isinstance(exc, apsw.CantOpenError):
-        return "it cannot be opened (missing, or not readable by this user)"
-    if isinstance(exc, apsw.SQLError):
-        return "not a Crush database (no sessions or messages table)"
-    if isinstance(exc, apsw.BusyError | apsw.LockedError):
-        return "another process holds it locked (try again)"
-    if isinstance(exc, apsw.CorruptError):
-        return "the database is damaged (SQLite reports it corrupt)"
-    return f"it could not be read ({type(exc).__name__})"
+    return sqlite_store_problem(exc, WORDS)
