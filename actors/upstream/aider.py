@@ -139,6 +139,7 @@ PAGE_BYTES: Final = 4096
 
 MAX_BLOCK_BYTES: Final = 1 << 20
 """A user block this long or longer is ``oversized_block`` (the default scan cap)."""
+
 _HEADER: Final = "# aider chat started at "
 _USER: Final = "#### "
 _TOOL: Final = "> "
