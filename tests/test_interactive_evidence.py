@@ -53,6 +53,21 @@ def _sidecar_late(session: Path) -> None:
         {"schema_version": 1, "pid": 1, "session_id": QWEN_SID, "work_dir": "/work/proj"}))
 
 
+def _headless(tool: str, tmp_path: Path) -> GeminiSession | QwenSession:
+    """A session written without the interactive UI's evidence (as ``-p`` writes it)."""
+    if tool == "gemini":
+        return GeminiSession(_gemini(tmp_path), session_id=GEMINI_SID, interactive=False)
+    return QwenSession(_qwen(tmp_path), session_id=QWEN_SID, interactive=False)
+
+
+def _evidence_lands(tool: str, path: Path) -> None:
+    """The evidence written after the row: Gemini's query log, Qwen's sidecar."""
+    if tool == "gemini":
+        _log_late(path, GEMINI_SID)
+    else:
+        _sidecar_late(path)
+
+
 def test_the_grace_is_measured_from_the_transcripts_last_change(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text("{}\n")
@@ -65,23 +80,15 @@ def test_the_grace_is_measured_from_the_transcripts_last_change(tmp_path: Path) 
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_a_session_seen_before_its_evidence_is_adopted_once_the_evidence_lands(
         gateway: Gateway, tmp_path: Path, tool: str) -> None:
-    if tool == "gemini":
-        path = _gemini(tmp_path)
-        GeminiSession(path, session_id=GEMINI_SID, interactive=False).append(
-            Typed("typed in the TUI"), Reply("ok"))
-    else:
-        path = _qwen(tmp_path)
-        QwenSession(path, session_id=QWEN_SID, interactive=False).append(
-            Typed("typed in the TUI"), Reply("ok"))
+    builder = _headless(tool, tmp_path)
+    path = builder.path
+    builder.append(Typed("typed in the TUI"), Reply("ok"))
     reading = find_source(tool).reading()  # type: ignore[union-attr]
     key = f"agent:main:{tool}:late"
     assert gateway.adopt(key, source=tool, path=path) is None
     assert reading.waiting(str(path))  # ssa watch adopts it again at the next interval
     assert gateway.session_status(key).state_version == 0  # nothing recorded: not refused
-    if tool == "gemini":
-        _log_late(path, GEMINI_SID)
-    else:
-        _sidecar_late(path)
+    _evidence_lands(tool, path)
     assert not reading.waiting(str(path))
     assert gateway.adopt(key, source=tool, path=path) is not None
 
@@ -89,12 +96,9 @@ def test_a_session_seen_before_its_evidence_is_adopted_once_the_evidence_lands(
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_an_old_session_without_evidence_is_still_program_driven(
         gateway: Gateway, tmp_path: Path, tool: str) -> None:
-    if tool == "gemini":
-        path = _gemini(tmp_path)
-        GeminiSession(path, session_id=GEMINI_SID, interactive=False).append(Typed("-p"))
-    else:
-        path = _qwen(tmp_path)
-        QwenSession(path, session_id=QWEN_SID, interactive=False).append(Typed("-p"))
+    builder = _headless(tool, tmp_path)
+    path = builder.path
+    builder.append(Typed("-p"))
     _age(path)
     key = f"agent:main:{tool}:old"
     assert gateway.adopt(key, source=tool, path=path) is None
@@ -105,23 +109,15 @@ def test_an_old_session_without_evidence_is_still_program_driven(
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_a_first_prompt_logged_after_its_row_counts_once(
         gateway: Gateway, tmp_path: Path, tool: str) -> None:
-    if tool == "gemini":
-        path = _gemini(tmp_path)
-        builder: GeminiSession | QwenSession = GeminiSession(
-            path, session_id=GEMINI_SID, interactive=False)
-    else:
-        path = _qwen(tmp_path)
-        builder = QwenSession(path, session_id=QWEN_SID, interactive=False)
+    builder = _headless(tool, tmp_path)
+    path = builder.path
     builder.append(Reply("ready"))  # no prompt yet: linked
     key = f"agent:main:{tool}:first"
     assert gateway.adopt(key, source=tool, path=path) is not None
     assert gateway.watch(WATCHER, key)
     builder.append(Typed("the first prompt, typed"))
     assert gateway.scan_upstream() == []  # its evidence may follow: the row waits
-    if tool == "gemini":
-        _log_late(path, GEMINI_SID)
-    else:
-        _sidecar_late(path)
+    _evidence_lands(tool, path)
     events = gateway.scan_upstream()
     assert [(e.kind, (e.payload or {}).get("turns", 1)) for e in events] == [
         ("human_direct_message", 1)]  # one turn (no payload says more)
@@ -131,13 +127,8 @@ def test_a_first_prompt_logged_after_its_row_counts_once(
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_a_prompt_whose_evidence_never_came_is_program_driven_once_old(
         gateway: Gateway, tmp_path: Path, tool: str) -> None:
-    if tool == "gemini":
-        path = _gemini(tmp_path)
-        builder: GeminiSession | QwenSession = GeminiSession(
-            path, session_id=GEMINI_SID, interactive=False)
-    else:
-        path = _qwen(tmp_path)
-        builder = QwenSession(path, session_id=QWEN_SID, interactive=False)
+    builder = _headless(tool, tmp_path)
+    path = builder.path
     builder.append(Reply("ready"))
     key = f"agent:main:{tool}:never"
     assert gateway.adopt(key, source=tool, path=path) is not None

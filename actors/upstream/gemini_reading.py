@@ -196,7 +196,8 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
              busy_timeout_ms: int, *, grace: bool = True) -> Baseline | str | None:
     """The line baseline, refused ``program_driven`` when the session holds a prompt that
     ``logs.json`` never logged; ``None`` while that query may still be logged
-    (unless ``grace=False``). Never raises."""
+    (unless ``grace=False``).
+    Caller's thread; blocks on bounded reads; never raises."""
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline) or found.refusal is not None:
         return found

@@ -140,7 +140,8 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
              busy_timeout_ms: int, *, grace: bool = True) -> Baseline | str | None:
     """The line baseline, with :func:`~actors.upstream.qwen.qwen_refusal`'s verdict on the
     first :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes; ``None`` while a missing
-    sidecar may still be written (unless ``grace=False``). Never raises."""
+    sidecar may still be written (unless ``grace=False``).
+    Caller's thread; blocks on bounded reads; never raises."""
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline):
         return found
