@@ -37,6 +37,7 @@ class Scenario:
         fork_at: the ``fork`` action (what came later belongs to the fork).
         before_fork: the sessions that existed before it.
         nonce: the run's nonce.
+        installed: the config directories whose ``node_modules`` OpenCode filled.
     """
 
     rows: list[DecidedRow]
@@ -45,6 +46,7 @@ class Scenario:
     fork_at: Action
     before_fork: frozenset[str]
     nonce: str
+    installed: list[str]
 
 
 def _typed(agent: Agent, watch: SsaWatch, text: str, answer: str) -> None:
@@ -130,7 +132,10 @@ def _run(harness: Harness, nonce: str) -> Scenario:
     assert copies, "the fork copied no message"
     watch.settle()
     rows = [r for p in fork.tool.transcripts(home) for r in fork.tool.decide(p)]
-    return Scenario(rows, harness.log.actions(), watch.events(), fork_at, before_fork, nonce)
+    installed = [str(d) for d in (OpenCode.config_path(home).parent, project / ".opencode")
+                 if any((d / "node_modules").iterdir())]
+    return Scenario(rows, harness.log.actions(), watch.events(), fork_at, before_fork, nonce,
+                    installed)
 
 
 @pytest.fixture(autouse=True)
@@ -179,3 +184,10 @@ def test_fork_copies_are_not_typed_again(scenario: Scenario) -> None:
     keys = {_key(r.session) for r in rows}
     seen = compare_watch([e for e in scenario.events if e.session_key in keys], actions)
     assert (seen.precision, seen.recall) == (1.0, 1.0), seen.report()
+
+
+def test_no_dependency_install_runs(scenario: Scenario) -> None:
+    """The seeded config directories (tests/harness/tools/opencode.py) keep OpenCode from
+    installing ``@opencode-ai/plugin``: a TUI quit during that install left the reopened
+    TUI waiting on its lock (CI, stop 30)."""
+    assert scenario.installed == []

@@ -10,10 +10,17 @@ Config, merged into ``$XDG_CONFIG_HOME/opencode/opencode.json``:
 * ``permission``: ``bash``, ``edit``, ``webfetch`` ``allow`` (no prompt for a
   scripted call); ``autoupdate: false``, ``share: "disabled"``.
 * Environment: ``OPENCODE_DISABLE_MODELS_FETCH``, ``_AUTOUPDATE``,
-  ``_LSP_DOWNLOAD``, ``_SHARE``, ``_TERMINAL_TITLE`` set to 1. OpenCode
-  still looks up ``@opencode-ai/plugin`` and a few packages in the npm
-  registry at start-up (for its config directory); that lookup does not
-  block a turn.
+  ``_LSP_DOWNLOAD``, ``_SHARE``, ``_TERMINAL_TITLE`` set to 1.
+* Config directories (``$XDG_CONFIG_HOME/opencode`` and a project's
+  ``.opencode``): OpenCode installs ``@opencode-ai/plugin`` into each one
+  with npm's Arborist, in the background, under a cross-process lock
+  (``npm-install:<dir>``), and loads plugins only after that install
+  (``Config.waitForDependencies``). A TUI quit while the install runs leaves
+  the next start waiting for it: a reopened TUI drew nothing for 90 s (CI,
+  stop 30). :func:`seed_dependencies` writes the ``package.json``,
+  ``package-lock.json`` and ``node_modules`` that make OpenCode's check find
+  the package already there, so no install (and no lock) happens; nothing
+  the harness or ssa's plugin loads imports that package.
 
 Two OpenCode processes sharing a home read the same opencode.json, so they
 talk to the same fake server (the first one configured) unless a test passes
@@ -24,6 +31,7 @@ Transcripts: one store for every session, ``$XDG_DATA_HOME/opencode/opencode.db`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,7 +47,7 @@ from tests.harness.models import MODEL_ID, FakeModelServer
 from tests.harness.script import ToolUse
 from tests.harness.tools._base import AgentTool, DecidedRow, string_values
 
-__all__ = ["OpenCode"]
+__all__ = ["OpenCode", "seed_dependencies"]
 
 PROVIDER = "harness"
 
@@ -66,7 +74,8 @@ class OpenCode(AgentTool):
         return home.data / "opencode" / "opencode.db"
 
     def configure(self, home: Home, project: Path, model: FakeModelServer) -> None:
-        """Merge the provider, the model choice and the permissions into opencode.json."""
+        """Merge the provider, the model choice and the permissions into opencode.json;
+        seed the config directories' dependencies (see :func:`seed_dependencies`)."""
         merge_json(self.config_path(home), {
             "$schema": "https://opencode.ai/config.json",
             "provider": {PROVIDER: {
@@ -77,6 +86,9 @@ class OpenCode(AgentTool):
             "autoupdate": False, "share": "disabled",
             "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
         })
+        seed_dependencies(self.config_path(home).parent, self.version)
+        if (project / ".opencode").is_dir():
+            seed_dependencies(project / ".opencode", self.version)
 
     def extra_env(self, home: Home, model: FakeModelServer) -> Mapping[str, str]:
         """No models.dev fetch, no update, LSP download, sharing or terminal title."""
@@ -141,6 +153,29 @@ class OpenCode(AgentTool):
                 out.append(DecidedRow("opencode", path, message, session, bool(unit["human"]),
                                       str(unit["reason"]), f"message:{role}", strings))
         return out
+
+
+def seed_dependencies(directory: Path, version: str) -> None:
+    """Make OpenCode's dependency check pass in config ``directory`` without an install.
+
+    OpenCode 1.18's ``Npm.install`` runs Arborist only when ``node_modules`` is
+    missing or ``package.json`` names a package that ``package-lock.json``'s
+    root entry lacks; this writes both files naming ``@opencode-ai/plugin`` at
+    ``version`` and an empty ``node_modules``. Files already there are kept.
+    Runs on the test's thread; blocks on file I/O only.
+
+    Raises:
+        OSError: the files cannot be written.
+    """
+    deps = {"@opencode-ai/plugin": version}
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "node_modules").mkdir(exist_ok=True)
+    for name, content in (("package.json", {"dependencies": deps}),
+                          ("package-lock.json", {"lockfileVersion": 3, "requires": True,
+                                                 "packages": {"": {"dependencies": deps}}})):
+        path = directory / name
+        if not path.exists():
+            path.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
 
 def _message_texts(path: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
