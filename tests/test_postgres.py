@@ -51,13 +51,21 @@ def _admin(url: str) -> Any:
     return psycopg.connect(url.split("?", 1)[0], autocommit=True, connect_timeout=10)
 
 
+TERMINATE_WAIT_MS = 10_000  # a terminated backend exits within this (it ends at once)
+
+
 def _terminate(url: str, like: str) -> int:
-    """Terminate our backends whose current query matches ``like``; how many."""
+    """Terminate our backends whose current query matches ``like``; how many.
+
+    Waits up to :data:`TERMINATE_WAIT_MS` for each to exit (the server's
+    goodbye is then on its client's socket): without the wait a write racing
+    the signal could find its presence connection still up (CI, stop 31).
+    """
     with _admin(url) as conn:
         rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity"
             " WHERE application_name = 'session-state-awareness' AND query LIKE %s"
-            " AND pid <> pg_backend_pid()", (like,)).fetchall()
+            " AND pid <> pg_backend_pid()", (TERMINATE_WAIT_MS, like)).fetchall()
     return len(rows)
 
 
@@ -150,8 +158,8 @@ def role(pg: SignalLogDb, open_gateway: Callable[..., Gateway]) -> Iterator[tupl
     role_url = base.replace("postgres@", f"{name}@", 1) + "?" + query
     yield name, role_url
     with _admin(url) as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                     (name,))
+        conn.execute("SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity"
+                     " WHERE usename = %s", (TERMINATE_WAIT_MS, name))
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
