@@ -26,6 +26,7 @@ reads nothing; its functions run in their callers' threads.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -149,6 +150,28 @@ def logs_pending(path: str) -> bool:
         logged is not True and evidence_may_follow(path) and _has_prompt(path))
 
 
+class _Evidence:
+    """One scan's view of a session's ``logs.json`` evidence, each part read at its first use.
+
+    Attributes:
+        logged: :func:`_logged` for the session's id.
+        may_follow: with ``grace``, whether an entry may still be written
+            (:func:`~actors.upstream.evidence.evidence_may_follow`).
+    """
+
+    def __init__(self, path: str, grace: bool) -> None:
+        self._path = path
+        self._grace = grace
+
+    @functools.cached_property
+    def logged(self) -> LogsState | bool:
+        return _logged(self._path, _session_id(self._path))
+
+    @functools.cached_property
+    def may_follow(self) -> bool:
+        return self._grace and evidence_may_follow(self._path)
+
+
 def interactive_classifier(path: str, *, grace: bool = True) -> LineClassifier:
     """The line classifier for one session file, given its ``logs.json`` as it is now.
 
@@ -158,22 +181,19 @@ def interactive_classifier(path: str, *, grace: bool = True) -> LineClassifier:
     A typed row counts only when ``logs.json`` holds the session's id
     (``program_driven`` otherwise); while ``logs.json`` cannot be read a typed
     row stops the scan (``logs_unreadable``). ``logs.json`` is read at the
-    first typed row only (an idle scan reads none of it).
+    first typed row only (an idle scan reads none of it). The classifier runs
+    on the scanning thread and blocks on those bounded reads; it never raises.
     """
-    known: list[LogsState | bool] = []
+    evidence = _Evidence(path, grace)
 
     def classify(line: bytes) -> Unit:
         unit = classify_gemini_line(line)
         if not unit.human:
             return unit
-        if not known:
-            known.append(_logged(path, _session_id(path)))
-        if known[0] == "unreadable":
+        if evidence.logged == "unreadable":
             return Unit(human=False, reason="logs_unreadable", stop=True)
-        if known[0] is not True:
-            if len(known) == 1:
-                known.append(grace and evidence_may_follow(path))
-            if known[1]:  # the query may not be logged yet: read the row again
+        if evidence.logged is not True:
+            if evidence.may_follow:  # the query may not be logged yet: read the row again
                 return Unit(human=False, reason="logs_pending", stop=True)
             return Unit(human=False, reason="program_driven")
         return unit
