@@ -177,10 +177,9 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
         expected, echo = echo, None
         if block.in_reply or block.oversized:
             refusal = "reply_line" if block.in_reply else "oversized_block"
-            unit = _decide_user(block.text, session, None, at)
-            if unit.reason not in ("no_session", "program_session", "no_command_line"):
-                unit = Unit(human=False, reason=refusal, occurred_at=at)
-            out.append((block, unit))
+            refused = _session_refusal(session, at)
+            out.append((block, refused if refused is not None
+                        else Unit(human=False, reason=refusal, occurred_at=at)))
             continue
         unit = _decide_user(block.text, session, expected, at)
         if unit.reason in ("typed", "slash_command") and block.text.startswith("/"):
@@ -201,12 +200,20 @@ def _echo_for(command_text: str, current: str | None) -> str | None:
     return current
 
 
-def _decide_user(text: str, session: AiderSession | None, expected: str | None,
-                 at: int | None) -> Unit:
+def _session_refusal(session: AiderSession | None, at: int | None) -> Unit | None:
+    """Why no block of ``session`` counts (``no_session`` before any header), or ``None``."""
     if session is None:
         return Unit(human=False, reason="no_session", occurred_at=at)
     if session.refusal is not None:
         return Unit(human=False, reason=session.refusal, occurred_at=at)
+    return None
+
+
+def _decide_user(text: str, session: AiderSession | None, expected: str | None,
+                 at: int | None) -> Unit:
+    refused = _session_refusal(session, at)
+    if refused is not None:
+        return refused
     normalized = normalize_text(text)
     if not normalized or normalized == _BLANK:
         return Unit(human=False, reason="empty_text", occurred_at=at)
