@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TextIO
+from typing import Protocol, TextIO
 
 import msgspec
 
@@ -27,16 +26,29 @@ from actors.upstream.catalog import Candidate
 from actors.upstream.sources import find_source
 from persistence.keys import agent_id_of, key_problem
 
-__all__ = ["ADOPT_BATCH", "NEW_FILE_SLACK_MS", "Adopter", "Announce", "announce", "is_new_since"]
+__all__ = ["ADOPT_BATCH", "NEW_FILE_SLACK_MS", "Adopter", "Announce", "Stopping", "announce",
+           "is_new_since"]
 
 Announce = Callable[[Candidate, str, str | None, bool], None]
 """``(candidate, key, why not monitored or None, read from its start)``."""
+
+
+class Stopping(Protocol):
+    """What :class:`Adopter` asks of its ``stop``: a ``threading.Event`` or the
+    watch loop's :class:`~actors.cli.wakeup.StopFlag`."""
+
+    def is_set(self) -> bool:
+        """Whether to stop adopting (any thread; never blocks)."""
+        ...
+
 
 ADOPT_BATCH = 512
 """Candidates handed to ``Gateway.adopt_many`` at once (progress is shown per batch)."""
 NEW_FILE_SLACK_MS = 1000
 """A transcript last written at most this long before watching began still counts
 as new when it is first seen later (file system timestamps are coarse)."""
+
+
 def is_new_since(candidate: Candidate, started_ms: int) -> bool:
     """Whether a session first seen after watching began holds only new activity.
 
@@ -77,7 +89,7 @@ class Adopter:
     when :func:`is_new_since` says they are new, and each is announced.
     """
 
-    def __init__(self, gw: Gateway, watcher: str, stop: threading.Event, err: TextIO,
+    def __init__(self, gw: Gateway, watcher: str, stop: Stopping, err: TextIO,
                  announce: Announce | None = None) -> None:
         self.gw = gw
         self.watcher = watcher

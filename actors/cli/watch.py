@@ -22,7 +22,7 @@ import msgspec
 from actors.cli.adopter import Adopter, announce
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, ExecPool, command_argv
-from actors.cli.wakeup import Wakeup
+from actors.cli.wakeup import StopFlag, Wakeup
 from actors.facade.gateway import Gateway, upstream_service
 from actors.facade.values import SessionStateEvent
 from actors.monitors.catalogfeed import CatalogFeed
@@ -80,13 +80,14 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event, wake: Wakeup) -> Iterator[None]:
+def _stop_on_signals(stop: StopFlag, wake: Wakeup) -> Iterator[None]:
     """SIGINT/SIGTERM/SIGHUP set ``stop`` and ``wake`` (main thread only).
 
-    The handler takes no lock the main thread may hold: ``wake`` is a
-    :class:`~actors.cli.wakeup.Wakeup` (a ``threading.Event`` the loop waits on
-    would deadlock the handler when the signal lands inside ``wait``), and
-    ``stop`` is only ever read (``is_set``, lock-free) outside this handler.
+    The handler takes no lock at all: the next signal may interrupt it and run
+    it again inside itself, and the main thread may be inside the wake-up's
+    ``wait``. ``stop`` is a :class:`~actors.cli.wakeup.StopFlag` and ``wake`` a
+    :class:`~actors.cli.wakeup.Wakeup`, both safe there (a ``threading.Event``
+    deadlocks on its own lock).
 
     When none arrived, the old handlers come back after. Once one arrived the
     process is on its way out: further stop signals are ignored from then on,
@@ -96,11 +97,11 @@ def _stop_on_signals(stop: threading.Event, wake: Wakeup) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received = threading.Event()
+    received = StopFlag()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        received.set()  # only this handler sets it; read after the handlers are gone
-        stop.set()  # nothing else takes its lock: the loop only calls is_set()
+        received.set()
+        stop.set()
         wake.set()
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
@@ -286,7 +287,7 @@ def run_watch(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
                 out.write(f"  {place}\n")
             out.write(f"Point it elsewhere with {catalog_options()}.\n")
         return 0
-    stop, attention = threading.Event(), Wakeup()
+    stop, attention = StopFlag(), Wakeup()
 
     def wake(watcher: str) -> None:  # in whichever thread queued the notice
         attention.set()
