@@ -78,7 +78,7 @@ def test_a_handler_that_interrupts_the_wake_up_itself_does_not_deadlock() -> Non
         print("ok", woken > 0, len(handled) > 0)
     """)
     result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True,
-                            text=True, timeout=60, cwd=os.getcwd())
+                            text=True, timeout=45, cwd=os.getcwd())
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ok", "True", "True"]
 
@@ -120,6 +120,6 @@ def test_a_storm_of_mixed_stop_signals_while_the_loop_waits_ends() -> None:
         print("ok")
     """)
     result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True,
-                            text=True, timeout=60, cwd=os.getcwd())
+                            text=True, timeout=45, cwd=os.getcwd())
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ok"]
