@@ -4,6 +4,8 @@ classify`` and ``ssa watch``, on chat histories written as Aider 0.86.2 writes t
 from __future__ import annotations
 
 import io
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -12,13 +14,23 @@ import pytest
 from actors import Gateway
 from actors.cli import app as cli
 from actors.cli.watch import run_watch
+from actors.monitors.leases import SETTLE_MS
 from actors.monitors.where import project_of
-from actors.testing import AiderChatHistory, Reply, SlashCommand, ToolCall, ToolResult, Typed
+from actors.testing import (
+    AiderChatHistory,
+    ManualClock,
+    Reply,
+    SlashCommand,
+    ToolCall,
+    ToolResult,
+    Typed,
+)
+from actors.upstream.aider import PAGE_BYTES
 from actors.upstream.aider_paths import history_thread_id
 from actors.upstream.catalog import default_catalogs, discover
 from actors.upstream.kit.aider import type_turn
 from actors.upstream.source import Candidate
-from tests.conftest import WATCHER
+from tests.conftest import WATCHER, Wakes
 
 HISTORY = ".aider.chat.history.md"
 
@@ -217,3 +229,40 @@ def test_a_session_begun_further_back_than_the_tail_is_still_known(
     AiderChatHistory(path).append(Reply("ok"))
     expected = [] if program else ["human_direct_message"]  # a --message session: never
     assert [e.kind for e in gateway.scan_upstream()] == expected
+
+
+def _settle(path: Path, age_s: float) -> None:
+    """Make ``path`` look last written ``age_s`` seconds ago."""
+    when = path.stat().st_mtime - age_s
+    os.utime(path, (when, when))
+
+
+def test_a_block_ending_on_a_page_with_nothing_after_it_counts_once_the_file_settled(
+        open_gateway: Callable[..., Gateway], tmp_path: Path, clock: ManualClock) -> None:
+    """Review finding: a typed block ending exactly on a 4096-byte boundary waited for a
+    next line that may never come; with nothing more written it was never reported. It
+    waits only while a write may be in flight (the file changed under
+    ``WRITE_SETTLE_MS`` ago), and the scan asks to be run again (``recheck``)."""
+    wakes = Wakes()
+    gateway = open_gateway(on_wake=wakes)
+    path = _repo(tmp_path)
+    _adopted(gateway, path)
+    size = path.stat().st_size
+    block = "\n#### a prompt ending on a page  \n"
+    pad = PAGE_BYTES * 2 - size - len(block) - len("\n\n\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + "r" * pad + "\n\n")  # a reply, as ai_output writes it
+    _settle(path, 1.0)
+    assert gateway.scan_upstream() == []  # a reply: nothing counted
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(block)
+    assert path.stat().st_size == PAGE_BYTES * 2
+    _settle(path, -5.0)  # just written (a little ahead, so the scan sees it in flight)
+    assert gateway.scan_upstream() == []  # the rest of a write may follow
+    assert gateway._upstream.tick() == 0  # the recheck is owed, not yet due
+    _settle(path, 6.0)  # nothing more came
+    clock.advance(SETTLE_MS)
+    assert gateway._upstream.tick() == 1  # scanned again, though the file never changed
+    assert wakes.wait_for(1)
+    assert len(gateway.pending_notices(WATCHER)) == 1
+    assert gateway.scan_upstream() == []  # counted once

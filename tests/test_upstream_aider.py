@@ -164,12 +164,30 @@ def test_a_reply_heading_with_two_trailing_spaces_is_a_reply_line(reply: str) ->
 
 
 @pytest.mark.parametrize("before", [
-    ARGV, _user("/add a.py"), _reply("answer"), b"> Tokens: 1 sent  \n> more  \n",
-    b"> first line of a tool message\nits second line  \n",
-], ids=["command-line", "user", "reply", "tool", "tool-continued"])
+    ARGV, _user("/add a.py") + b"> Added a.py to the chat  \n", _reply("answer"),
+    b"> Tokens: 1 sent  \n> more  \n", b"> first line of a tool message\nits second line  \n",
+    b"\n#### <blank>  \n",
+], ids=["command-line", "command", "reply", "tool", "tool-continued", "empty-prompt"])
 def test_a_person_block_after_anything_aider_writes_is_typed(before: bytes) -> None:
     data = HEADER + ARGV + before + _user("typed") + _reply("ok")
     assert _user_decisions(data)[-1] == ("typed", "typed")
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-read", "two-reads"])
+def test_a_reply_that_starts_with_a_heading_is_not_a_second_prompt(split: bool) -> None:
+    """Review finding: ``ai_output`` of ``#### Plan  \n\n1. do it`` right after the
+    prompt read as a second typed turn (and a second notice when written later)."""
+    first = HEADER + ARGV + _user("make a plan")
+    data = first + _reply("#### Plan  \n\n1. do it") + _user("next")
+    if split:
+        read = read_aider_history(first)
+        assert (read.cursor.last, [u.reason for _b, u in read.human]) == ("user", ["typed"])
+        later = read_aider_history(data[read.cursor.offset:], read.cursor)
+        decided = [(u.reason, b.text) for b, u in later.decisions if b.kind == "user"]
+        assert decided == [("reply_line", "Plan"), ("typed", "next")]
+    else:
+        assert _user_decisions(data) == [("typed", "make a plan"), ("reply_line", "Plan"),
+                                         ("typed", "next")]
 
 
 def test_the_layout_carries_over_incremental_reads() -> None:

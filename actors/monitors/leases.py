@@ -61,7 +61,8 @@ class LeaseKeeper:
         return {"lease_owner": self._owner, "lease_expires_at": self._clock() + self._lease_ms}
 
     def settle_later(self, ident: Ident) -> None:
-        """Owe ``ident`` a scan :data:`SETTLE_MS` from now (its file shrank)."""
+        """Owe ``ident`` a scan :data:`SETTLE_MS` from now (its file shrank, or a
+        decision waits on a write in flight)."""
         with self._lock:
             self._settles[ident] = self._clock() + SETTLE_MS
 

@@ -198,10 +198,11 @@ def _settles(result: ScanResult, hint: StoreHint | None) -> bool:
     """Whether a scan's outcome holds until the source changes (then cycles may skip it).
 
     Not after a failure, a source found gone, a re-baseline that must be
-    followed by a settling one, or a scan that stopped at the byte cap with
-    more bytes left to read (``result.more``).
+    followed by a settling one, a scan that stopped at the byte cap with
+    more bytes left to read (``result.more``), or one whose decision waits
+    on time (``result.recheck``).
     """
-    if result.kind in ("transient", "missing"):
+    if result.kind in ("transient", "missing") or result.recheck:
         return False
     if hint is not None and hint.state != "ok":
         return False
@@ -374,6 +375,8 @@ class UpstreamMonitor(GatewayActor):
                              now=self._clock() if self._clock else 0, node_pool=self._node_pool,
                              pending=self._state.pending)
         self._state.pending = result.pending
+        if result.recheck and self._settle_later is not None:
+            self._settle_later((self._key, self._agent_id))  # no change may ever come
         if result.kind == "missing":
             return self._missed(link, result)
         self._state.streak = 0

@@ -280,7 +280,9 @@ class UpstreamService:
         self.scan_soon((ident,))
 
     def settle_later(self, ident: tuple[str, str]) -> None:
-        """Scan ``ident`` again :data:`SETTLE_MS` from now (its file shrank: see below).
+        """Scan ``ident`` again :data:`SETTLE_MS` from now (its file shrank: see below;
+        or a scan's decision waits on a write that may still be in flight,
+        ``ScanResult.recheck``, and nothing more may ever be written).
 
         A transcript cut short may be mid-rewrite, so the scan after the one
         that saw it shrink re-baselines once more without counting (never

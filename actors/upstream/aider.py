@@ -58,11 +58,15 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   reply follows *two*; and nothing Aider writes after a user block starts with
   a plain line (replies start with ``\n``, tool lines with ``> ``). A user block
   directly after a non-blank line, directly before a plain line, or one blank
-  line after a reply's text is therefore part of a reply. (POLICY: a tool
-  message with a blank line inside, ``> a\n\nb``, looks like a reply, so a
-  block one blank line after it is refused too: precision first.) A reply that
-  *starts* with such a heading, right after the prompt, is not told from a
-  second input;
+  line after a reply's text is therefore part of a reply. So is one directly
+  (one blank line) after another user block: that is where a reply that
+  *starts* with such a heading lands, and Aider answers every prompt with a
+  reply or a ``> `` line before the next one (POLICY, precision first: the
+  exception, a prompt after an empty ``<blank>`` one, is kept typed). (POLICY:
+  a tool message with a blank line inside, ``> a\n\nb``, looks like a reply,
+  so a block one blank line after it is refused too.) A reply that starts with
+  such a heading after ``> `` lines (a confirmation asked before it) is not
+  told from a prompt;
 * ``oversized_block``: a user block of :data:`MAX_BLOCK_BYTES` (the scan cap)
   or more: it cannot be read whole in one scan, so neither the gateway's own
   texts nor a chat command's echo can be told in it (precision first);
@@ -89,7 +93,9 @@ smaller text in one call when the file is closed) and does not end on a
 :data:`PAGE_BYTES` boundary (Linux makes one ``write(2)`` visible page by
 page, ``generic_perform_write`` growing the size after each page, so a reader
 can see a prefix of one write that ends only there); otherwise it waits for
-the next line (or ``final=True``). When the data is a window that does not
+the next line, ``final=True``, or ``settled=True`` (the file has not changed
+for :data:`WRITE_SETTLE_MS`, so no write is in flight; the scan asks to be run
+again then, since nothing more may ever be written). When the data is a window that does not
 reach the file's end (``at_end=False``), its last block waits: it may go on
 past the window.
 
@@ -120,6 +126,7 @@ __all__ = [
     "COMMANDS",
     "MAX_BLOCK_BYTES",
     "PAGE_BYTES",
+    "WRITE_SETTLE_MS",
     "AiderBlock",
     "AiderCursor",
     "AiderRead",
@@ -137,12 +144,20 @@ ATOMIC_WRITE_BYTES: Final = 8192
 PAGE_BYTES: Final = 4096
 """The smallest page size: a reader may see part of one write ending on such a boundary."""
 
+WRITE_SETTLE_MS: Final = 250
+"""A file unchanged this long has no write in flight (one ``write(2)`` lands in
+microseconds): a user block waiting on :data:`ATOMIC_WRITE_BYTES` or
+:data:`PAGE_BYTES` is then complete."""
+
 MAX_BLOCK_BYTES: Final = 1 << 20
 """A user block this long or longer is ``oversized_block`` (the default scan cap)."""
 
 _HEADER: Final = "# aider chat started at "
+_BLANK: Final = "<blank>"
+"""What Aider writes for a prompt submitted empty."""
 _USER: Final = "#### "
 _TOOL: Final = "> "
+
 
 class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
     """Where reading stands: the next byte offset and the state it needs.
@@ -157,9 +172,10 @@ class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
         skipping: ``offset`` is inside a user block longer than the scan cap
             (``oversized_block``): its further ``#### `` lines are skipped.
         last: the kind of the last non-blank line before ``offset``:
-            ``session_start``, ``tool``, ``user``, ``reply`` (a plain line of a
-            reply), ``continued`` (a plain line continuing a tool message), or
-            ``None`` when not known (the start of the file, an older marker).
+            ``session_start``, ``tool``, ``user``, ``empty`` (a user block of
+            ``<blank>``), ``reply`` (a plain line of a reply), ``continued`` (a
+            plain line continuing a tool message), or ``None`` when not known
+            (the start of the file, an older marker).
         blanks: blank lines between that line and ``offset``.
     """
 
@@ -179,11 +195,15 @@ class AiderRead(msgspec.Struct, frozen=True, kw_only=True):
         decisions: ``(block, unit)`` for every complete block, in file order.
         cursor: where the next read starts.
         sessions: every session whose header was read, in file order.
+        waits_on_write: the last user block waits only because a write may
+            still be in flight (long, or ending on a page boundary): read it
+            again once the file settled, even if nothing more is written.
     """
 
     decisions: tuple[tuple[AiderBlock, Unit], ...]
     cursor: AiderCursor
     sessions: tuple[AiderSession, ...]
+    waits_on_write: bool = False
 
     @property
     def human(self) -> list[tuple[AiderBlock, Unit]]:
@@ -210,7 +230,7 @@ def aider_fingerprint(head: bytes) -> str | None:
 
 
 def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
-                       final: bool = False, at_end: bool = True,
+                       final: bool = False, at_end: bool = True, settled: bool = False,
                        max_block: int = MAX_BLOCK_BYTES) -> AiderRead:
     """Decide every complete block of ``data``, the file's bytes from ``cursor.offset``.
 
@@ -224,6 +244,9 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
             is read.
         at_end: ``data`` reaches the file's end; ``False`` for a window cut
             short by the scan cap (its last block waits).
+        settled: no write can be in flight (the file has not changed for
+            :data:`WRITE_SETTLE_MS`): a user block that ends at the data's end is
+            complete even when long or on a page boundary.
         max_block: bytes from which a user block is ``oversized_block`` (the
             scan cap in use).
 
@@ -237,6 +260,7 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
         return AiderRead(decisions=(), cursor=cursor, sessions=())
     base = cursor.offset
     lines = list(_lines(data, final))
+    waits = False
     blocks: list[AiderBlock] = []
     consumed = 0
     i = 0
@@ -263,7 +287,8 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
             j += 1
         block_end = lines[j - 1][1]
         if j == len(lines) and not final and _may_grow(kind, base, start, block_end, data,
-                                                       at_end):
+                                                       at_end, settled):
+            waits = kind == "user" and at_end and block_end == len(data) and not settled
             break
         after = _kind(lines[j][2]) if j < len(lines) else None
         in_reply = kind == "user" and (
@@ -271,15 +296,16 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
             or (blanks == 1 and last == "reply"))
         blocks.append(AiderBlock(offset=base + start, end=base + block_end, kind=kind,
                                  text="\n".join(texts), session=session_id, in_reply=in_reply,
+                                 after_user=kind == "user" and blanks == 1 and last == "user",
                                  oversized=kind == "user" and block_end - start >= max_block))
-        last = _last_of(kind, in_reply, last, blanks)
+        last = _last_of(kind, in_reply, last, blanks, texts)
         consumed, blanks = block_end, 0
         i = j
     decisions, session, echo, sessions = decide_blocks(blocks, cursor.session, cursor.echo)
     return AiderRead(decisions=tuple(decisions),
                      cursor=AiderCursor(offset=base + consumed, session=session, echo=echo,
                                         last=last, blanks=blanks),
-                     sessions=tuple(sessions))
+                     sessions=tuple(sessions), waits_on_write=waits)
 
 
 def _skip_carried(data: bytes, cursor: AiderCursor) -> tuple[AiderCursor, bytes]:
@@ -310,7 +336,7 @@ def _skip_carried(data: bytes, cursor: AiderCursor) -> tuple[AiderCursor, bytes]
 
 
 def _may_grow(kind: str, base: int, start: int, block_end: int, data: bytes,
-              at_end: bool) -> bool:
+              at_end: bool, settled: bool) -> bool:
     """Whether the last block of ``data`` (not ``final``) must wait for more."""
     if not at_end:
         return True  # the window was cut: the block may go on past it
@@ -320,15 +346,20 @@ def _may_grow(kind: str, base: int, start: int, block_end: int, data: bytes,
         return block_end == len(data)
     if block_end < len(data):
         return True  # a torn line follows: it may be the block's next line
+    if settled:
+        return False  # no write in flight: what is there is all of it
     return block_end - start >= ATOMIC_WRITE_BYTES or (base + block_end) % PAGE_BYTES == 0
 
 
-def _last_of(kind: str, in_reply: bool, last: str | None, blanks: int) -> str:
-    """The cursor's ``last`` after a block of ``kind``."""
+def _last_of(kind: str, in_reply: bool, last: str | None, blanks: int,
+             texts: list[str]) -> str:
+    """The cursor's ``last`` after a block of ``kind`` with lines ``texts``."""
     if kind == "assistant":
         return "continued" if blanks == 0 and last == "tool" else "reply"
     if kind == "user" and in_reply:
         return "reply"
+    if kind == "user" and all(t.strip() in ("", _BLANK) for t in texts):
+        return "empty"  # Enter on an empty prompt: a person's next block follows it
     return kind
 
 

@@ -78,6 +78,9 @@ class AiderBlock(msgspec.Struct, frozen=True, kw_only=True):
             trailing spaces of user lines, joined with ``\\n``.
         session: the id of the session it belongs to, or ``None`` before any header.
         in_reply: a user block laid out as part of a reply (``reply_line``).
+        after_user: a user block one blank line after another user block: a
+            chat command's echo, or else the heading a reply starts with
+            (``reply_line``).
         oversized: a user block of ``max_block`` bytes or more (``oversized_block``).
     """
 
@@ -87,6 +90,7 @@ class AiderBlock(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     session: str | None
     in_reply: bool = False
+    after_user: bool = False
     oversized: bool = False
 
 def _started_ms(text: str) -> int | None:
@@ -175,6 +179,12 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
             out.append((block, Unit(human=False, reason="assistant", occurred_at=at)))
             continue
         expected, echo = echo, None
+        if block.after_user and not block.in_reply and not block.oversized:
+            unit = _decide_user(block.text, session, expected, at)
+            if unit.reason != "command_echo" and _session_refusal(session, at) is None:
+                unit = Unit(human=False, reason="reply_line", occurred_at=at)
+            out.append((block, unit))
+            continue
         if block.in_reply or block.oversized:
             refusal = "reply_line" if block.in_reply else "oversized_block"
             refused = _session_refusal(session, at)

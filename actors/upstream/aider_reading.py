@@ -18,6 +18,7 @@ thread; every read is bounded; ``baseline`` and ``scan`` never raise.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ import msgspec
 
 from actors.errors import SessionStateError
 from actors.upstream.aider import (
+    WRITE_SETTLE_MS,
     AiderCursor,
     AiderRead,
     AiderSession,
@@ -194,12 +196,15 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
     if data is None:
         return ScanResult(kind="transient", reason=reason)
     at_end = state.size <= cursor.offset + length
-    read = read_aider_history(data, cursor, at_end=at_end, max_block=context.cap)
+    settled = time.time_ns() // 1_000_000 - state.mtime_ms >= WRITE_SETTLE_MS
+    read = read_aider_history(data, cursor, at_end=at_end, settled=settled,
+                              max_block=context.cap)
     if read.cursor.offset == cursor.offset:
         full = length == context.cap and not at_end
         onward = past_long_line(data, cursor) if full else None
         if onward is None:
-            return ScanResult(kind="no_news", reason="partial_block", more=full)
+            return ScanResult(kind="no_news", reason="partial_block", more=full,
+                              recheck=read.waits_on_write)
         # A block longer than the window: skipped (a reply or tool block is never
         # typed, a user block that long is oversized_block), so the blocks after it
         # are read (they stalled behind it before).
@@ -216,7 +221,7 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
         next_marker=_marker(read.cursor, state.inode, epoch, check),
         occurred_at=(newest if newest is not None else state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
-        more=state.size > cursor.offset + length)
+        more=state.size > cursor.offset + length, recheck=read.waits_on_write)
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:

@@ -97,6 +97,9 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
             backlog of lines, or the rest of a long line): scan again soon.
         invalid_lines: complete lines this scan decided were not JSON objects
             (not typed turns; read past, and logged by the monitor).
+        recheck: a decision waits on time, not on a change (a write that may
+            still be in flight): the monitor scans again soon even when the
+            source does not change again.
     """
 
     kind: ScanKind
@@ -108,6 +111,7 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     pending: PendingLine | None = None
     more: bool = False
     invalid_lines: int = 0
+    recheck: bool = False
 
 
 def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int, int | None]:

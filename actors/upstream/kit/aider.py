@@ -164,8 +164,14 @@ def sample(root: Path) -> tuple[str, str]:
 
 
 def type_turn(path: str, thread_id: str, text: str) -> None:
-    """Append a prompt a person typed to the running session of the history at ``path``
-    (raises ``OSError``)."""
+    """Append a prompt a person typed to the running session of the history at ``path``,
+    and the reply Aider writes before it takes the next one (raises ``OSError``).
+
+    Aider answers every prompt (a reply, or ``> `` lines) before it reads the
+    next, and a ``#### …  `` block right after a prompt is read as the heading a
+    reply starts with (``reply_line``), so turns typed in a burst each come with
+    their answer: two writes, the prompt first.
+    """
     history = AiderChatHistory(path)
     history._started = True  # the session the file ends with goes on
-    history.append(t.Typed(text))
+    history.append(t.Typed(text), t.Reply("Done."))
