@@ -266,3 +266,13 @@ def test_a_block_ending_on_a_page_with_nothing_after_it_counts_once_the_file_set
     assert wakes.wait_for(1)
     assert len(gateway.pending_notices(WATCHER)) == 1
     assert gateway.scan_upstream() == []  # counted once
+
+
+def test_the_kits_lines_are_the_bytes_append_writes(tmp_path: Path) -> None:
+    """Review finding (kit): ``lines()`` of a fresh builder left out the session header
+    that ``append()`` writes first."""
+    history = AiderChatHistory(tmp_path / HISTORY)
+    expected = history.lines(Typed("a"), Reply("b"))
+    history.append(Typed("a"), Reply("b"))
+    assert (tmp_path / HISTORY).read_bytes() == expected
+    assert history.lines(Typed("c")) == b"\n#### c  \n"  # the session goes on

@@ -66,12 +66,15 @@ class AiderChatHistory:
             OSError: the file cannot be written.
         """
         offset = self.path.stat().st_size + 1 if self.path.exists() else 1
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self._clock() / 1000))
-        self._write(f"\n# aider chat started at {stamp}\n\n")
-        self._write(_tool(command_line or self._command_line))
-        self._write(_tool(f"Aider v{VERSION}"))
+        for text in self._header(command_line):
+            self._write(text)
         self._started = True
         return offset
+
+    def _header(self, command_line: str | None = None) -> list[str]:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self._clock() / 1000))
+        return [f"\n# aider chat started at {stamp}\n\n",
+                _tool(command_line or self._command_line), _tool(f"Aider v{VERSION}")]
 
     def append(self, *turns: t.Turn) -> int:
         """Write the text of ``turns`` (a session is started first when none is);
@@ -102,12 +105,14 @@ class AiderChatHistory:
         self._write(_user(f"{_GROUP_QUESTION}{preference}"))
 
     def lines(self, *turns: t.Turn) -> bytes:
-        """The bytes :meth:`append` would write for ``turns``, without writing.
+        """The bytes :meth:`append` would write for ``turns``, without writing (with the
+        session header first while no session was started, as :meth:`append` does).
 
         Raises:
             TypeError: a turn of an unknown kind.
         """
-        return "".join(text for turn in turns for text in self._texts(turn)).encode()
+        head = [] if self._started else self._header()
+        return "".join([*head, *(text for turn in turns for text in self._texts(turn))]).encode()
 
     def _write(self, text: str) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
