@@ -1181,6 +1181,32 @@ def test_a_turn_typed_after_a_truncation_is_counted(harness: Harness, tmp_path: 
     assert harness.turns(key) == 2, "the turn typed after the truncation was not recorded"
 
 
+@pytest.mark.parametrize("pieces", [1, 2], ids=["emptied-then-rewritten", "half-then-rest"])
+def test_a_rewrite_slower_than_the_settling_scan_does_not_count_old_turns(
+    harness: Harness, tmp_path: Path, pieces: int,
+) -> None:
+    """Review finding: a file truncated and written back with its own bytes in pieces
+    further apart than the settling scan counted its old turns again (the settling
+    scan had re-baselined at the first piece). The marker remembers where it stood
+    before the shrink; the same bytes back before that offset are not counted."""
+    path = copy_fixture("claude", MAIN_FIXTURE["claude"], tmp_path)
+    key = harness.key("slow-rewrite")
+    harness.track(key, "claude", path, "slow rewrite")
+    append(path, claude_user("one") + claude_user("two"))
+    harness.settle()
+    assert harness.turns(key) == 2
+    content = path.read_bytes()
+    cut = 0 if pieces == 1 else content.rfind(b"\n", 0, len(content) // 2) + 1
+    os.truncate(path, cut)  # in place: same inode
+    harness.settle(at_least=2)  # the shrink, then the settling re-baseline
+    append(path, content[cut:])  # the rest of the old bytes, much later
+    harness.settle(at_least=2)
+    assert harness.turns(key) == 2, "old turns written back were counted again"
+    append(path, claude_user("typed after the rewrite"))
+    harness.settle()
+    assert harness.turns(key) == 3
+
+
 def _opencode_fault(h: Harness, tmp: Path, label: str) -> OpenCodeCase:
     case = new_opencode(h, tmp, label)
     case.turn()

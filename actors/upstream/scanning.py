@@ -159,6 +159,12 @@ def scan_jsonl(
     turns after a re-baseline never share a dedupe id with earlier ones. A
     file that shrank may be mid-rewrite, so the scan after it re-baselines
     once more ("settling"): old turns written back are never counted again.
+    A rewrite slower than that is caught by content: a marker keeps a digest
+    of the whole line before its offset (``last``), a shrink keeps the old
+    offset and that digest (``was``), and once the file holds that same line
+    right before that offset again, the marker moves there without counting
+    (``rewritten_restored``): the old turns came back. (Rows carry their own
+    ids and times, so a new row is not the old one.)
 
     Args:
         path: the transcript.
@@ -191,9 +197,12 @@ def scan_jsonl(
         settled = end_of_complete_lines(path, state.size)
         if settled is None:
             return ScanResult(kind="transient", reason="unreadable_after_rewrite")
-        return ScanResult(kind="activity", reason="rewritten_settled", next_marker={
+        return ScanResult(kind="activity", reason="rewritten_settled", next_marker=_with_was({
             "offset": settled[0], "inode": state.inode, "epoch": epoch + 1,
-            "check": check_of(settled[1])})
+            "check": check_of(settled[1])}, marker.get("was")))
+    restored = _restored(path, marker)
+    if restored is not None:
+        return restored
     if pending is not None and ((pending.start, pending.inode, pending.epoch) != (
             offset, inode, epoch) or not _marker_holds(path, offset, check, pending.inode)):
         pending = None  # read the line again from the marker, which sees any rewrite
@@ -219,6 +228,10 @@ def scan_jsonl(
             "check": check_of(rebase[1])}
         if chunk.reason == "shrunk":
             next_marker["settling"] = True
+            last = marker.get("last")
+            was = marker.get("was") or ({"offset": offset, "check": last}
+                                        if isinstance(last, str) else None)
+            next_marker = _with_was(next_marker, was)
         return ScanResult(kind="activity", reason=chunk.reason, next_marker=next_marker)
     if chunk.kind == "partial" and chunk.reason == "line_exceeds_cap":
         pending = PendingLine(reducer=LineReducer(), start=offset, inode=chunk.state.inode,
@@ -230,6 +243,39 @@ def scan_jsonl(
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
     return _classify_lines(chunk, offset, [], marker, classify=classify,
                            own_hashes=own_hashes)
+
+
+def _with_last(marker: dict[str, Any], line: bytes | None) -> dict[str, Any]:
+    """``marker`` with ``last``: :func:`check_of` the whole line that ends at its offset
+    (newline included), which ``was`` keeps to recognise old bytes written back."""
+    return marker if line is None else {**marker, "last": check_of(line + b"\n")}
+
+
+def _with_was(marker: dict[str, Any], was: object) -> dict[str, Any]:
+    """``marker`` with ``was`` (the pre-shrink ``{"offset", "check"}``) when it is one
+    still ahead of the marker."""
+    if (isinstance(was, dict) and isinstance(was.get("offset"), int)
+            and isinstance(was.get("check"), str) and was["offset"] > marker["offset"]):
+        return {**marker, "was": {"offset": was["offset"], "check": was["check"]}}
+    return marker
+
+
+def _restored(path: str, marker: dict[str, Any]) -> ScanResult | None:
+    """The marker moved to ``was`` when the bytes before it are back (see
+    :func:`scan_jsonl`), or ``None``. One stat and one small read; never raises."""
+    was = marker.get("was")
+    if not isinstance(was, dict):
+        return None
+    state = file_state(path)
+    target, check = was.get("offset"), was.get("check")
+    if (state.kind != "ok" or not isinstance(target, int) or not isinstance(check, str)
+            or state.size < target or target <= marker.get("offset", 0)):
+        return None
+    if not _marker_holds(path, target, check, state.inode):
+        return None  # other content: what was written since counts as usual
+    return ScanResult(kind="activity", reason="rewritten_restored", next_marker={
+        "offset": target, "inode": state.inode, "epoch": marker.get("epoch", 0),
+        "check": check})
 
 
 def _marker_holds(path: str, offset: int, check: object, inode: int) -> bool:
@@ -285,6 +331,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
     never past a line that stops the scan.
     """
     end = offset if end is None else end
+    last_line: bytes | None = None
     for start, line in chunk.lines:
         if line.strip():
             unit = _safe_classify(classify, line)
@@ -292,6 +339,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
                 break
             units.append(unit)
         end = start + len(line) + 1
+        last_line = line
     if not units and end == offset:
         return ScanResult(kind="no_news", reason="unclassifiable_line")
     epoch = marker.get("epoch", 0)
@@ -301,8 +349,9 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
     new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
-        next_marker={"offset": end, "inode": chunk.state.inode, "epoch": epoch,
-                     "check": new_check},
+        next_marker=_with_was(_with_last({"offset": end, "inode": chunk.state.inode,
+                                          "epoch": epoch, "check": new_check}, last_line),
+                              marker.get("was")),
         occurred_at=(newest if newest is not None else chunk.state.mtime_ms) if turns else None,
         dedupe_id=f"{epoch}:{end}" if turns else None,
         more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
