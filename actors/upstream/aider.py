@@ -95,9 +95,9 @@ page, ``generic_perform_write`` growing the size after each page, so a reader
 can see a prefix of one write that ends only there); otherwise it waits for
 the next line, ``final=True``, or ``settled=True`` (the file has not changed
 for :data:`WRITE_SETTLE_MS`, so no write is in flight; the scan asks to be run
-again then, since nothing more may ever be written). When the data is a window that does not
-reach the file's end (``at_end=False``), its last block waits: it may go on
-past the window.
+again then, since nothing more may ever be written). When the data is a
+window that does not reach the file's end (``at_end=False``), its last block
+waits: it may go on past the window.
 
 Pure: no I/O, no logging, thread-safe, non-blocking. Message text only
 travels in the returned :class:`~actors.upstream.Unit` values.

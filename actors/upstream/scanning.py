@@ -261,8 +261,9 @@ def _with_was(marker: dict[str, Any], was: object) -> dict[str, Any]:
 
 
 def _restored(path: str, marker: dict[str, Any]) -> ScanResult | None:
-    """The marker moved to ``was`` when the bytes before it are back (see
-    :func:`scan_jsonl`), or ``None``. One stat and one small read; never raises."""
+    """The marker moved to ``was`` when the line before it is back (see
+    :func:`scan_jsonl`), or ``None``. One stat and one read of that line's length
+    (at most the scan cap); never raises."""
     was = marker.get("was")
     if not isinstance(was, dict):
         return None
@@ -275,7 +276,7 @@ def _restored(path: str, marker: dict[str, Any]) -> ScanResult | None:
         return None  # other content: what was written since counts as usual
     return ScanResult(kind="activity", reason="rewritten_restored", next_marker={
         "offset": target, "inode": state.inode, "epoch": marker.get("epoch", 0),
-        "check": check})
+        "check": check, "last": check})
 
 
 def _marker_holds(path: str, offset: int, check: object, inode: int) -> bool:
