@@ -8,6 +8,7 @@ are set with ``os.utime``, never waited for."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -108,7 +109,7 @@ def test_an_old_session_without_evidence_is_still_program_driven(
 
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_a_first_prompt_logged_after_its_row_counts_once(
-        gateway: Gateway, tmp_path: Path, tool: str) -> None:
+        gateway: Gateway, tmp_path: Path, tool: str, caplog: pytest.LogCaptureFixture) -> None:
     builder = _headless(tool, tmp_path)
     path = builder.path
     builder.append(Reply("ready"))  # no prompt yet: linked
@@ -116,7 +117,13 @@ def test_a_first_prompt_logged_after_its_row_counts_once(
     assert gateway.adopt(key, source=tool, path=path) is not None
     assert gateway.watch(WATCHER, key)
     builder.append(Typed("the first prompt, typed"))
-    assert gateway.scan_upstream() == []  # its evidence may follow: the row waits
+    with caplog.at_level(logging.INFO, logger="actors.monitors.link_monitor"):
+        assert gateway.scan_upstream() == []  # its evidence may follow: the row waits
+    # Review finding: this routine wait was a WARNING that the line was not JSON.
+    waits = [r for r in caplog.records if "waits before a" in r.getMessage()]
+    assert [(r.levelno, r.getMessage().split("(")[1].split(")")[0]) for r in waits] == [
+        (logging.INFO, f"{'logs' if tool == 'gemini' else 'sidecar'}_pending")]
+    assert not [r for r in caplog.records if "not a JSON object" in r.getMessage()]
     _evidence_lands(tool, path)
     events = gateway.scan_upstream()
     assert [(e.kind, (e.payload or {}).get("turns", 1)) for e in events] == [

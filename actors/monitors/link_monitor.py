@@ -401,10 +401,14 @@ class UpstreamMonitor(GatewayActor):
                            "corrupt or of an unknown schema); not counted as missing",
                            source.title if source is not None else link.source)
             return MonitorReport()
-        if result.kind == "no_news" and result.reason == "unclassifiable_line":
-            self._log_once(logging.WARNING, result.reason, position,
-                           "upstream scan of %s stops at a %s line that is not a JSON object",
-                           link.source)
+        if result.kind == "no_news" and result.reason.startswith("stopped:"):
+            why = result.reason.removeprefix("stopped:")
+            # A pending decision (evidence that may still be written) is routine.
+            level = logging.INFO if why.endswith("_pending") else logging.WARNING
+            self._log_once(level, result.reason, position,
+                           "upstream scan of %s waits before a %s line it cannot decide yet "
+                           "(%s); it is read again at the session's next change",
+                           link.source, why)
             return MonitorReport()
         if result.kind == "transient":
             self._log_once(logging.INFO, result.reason, position,

@@ -207,7 +207,8 @@ def scan_jsonl(
             offset, inode, epoch) or not _marker_holds(path, offset, check, pending.inode)):
         pending = None  # read the line again from the marker, which sees any rewrite
     if pending is not None and pending.stopped is not None:
-        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+        return ScanResult(kind="no_news", reason=f"stopped:{pending.stopped.reason}",
+                          pending=pending)
     if pending is not None:
         chunk = read_lines(path, pending.resume_at, cap=cap, inode=pending.inode,
                            check=pending.check)
@@ -314,7 +315,7 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
     unit = classify_long_line(classify, pending.reducer)
     if unit.stop:
         pending.stopped = unit
-        return ScanResult(kind="no_news", reason="unclassifiable_line", pending=pending)
+        return ScanResult(kind="no_news", reason=f"stopped:{unit.reason}", pending=pending)
     line_end = first_start + len(first) + 1
     rest = replace(chunk, lines=chunk.lines[1:])
     return _classify_lines(rest, first_start, [unit], marker, classify=classify,
@@ -333,16 +334,18 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
     """
     end = offset if end is None else end
     last_line: bytes | None = None
+    stopped = "unclassifiable_line"
     for start, line in chunk.lines:
         if line.strip():
             unit = _safe_classify(classify, line)
             if unit.stop:
+                stopped = f"stopped:{unit.reason}"
                 break
             units.append(unit)
         end = start + len(line) + 1
         last_line = line
     if not units and end == offset:
-        return ScanResult(kind="no_news", reason="unclassifiable_line")
+        return ScanResult(kind="no_news", reason=stopped)
     epoch = marker.get("epoch", 0)
     turns, newest = count_turns(units, own_hashes)
     before = len(chunk.raw) - (chunk.end - offset)
