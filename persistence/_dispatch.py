@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from persistence import _leases, _upstream, _writes
+from persistence import _leases, _roles, _upstream, _writes
 from persistence._messages import (
     Acknowledge,
     ClaimLink,
@@ -25,6 +25,7 @@ from persistence._messages import (
     RegisterWatch,
     ReleaseLeases,
     ResetWatcher,
+    SetRole,
     Unwatch,
     UpsertLink,
     UpsertSession,
@@ -61,6 +62,8 @@ def apply_command(conn: Any, command: Command, now: int, version: int, *,
             return _writes.register_watch(conn, command, now, version)
         case Unwatch():
             return _writes.unwatch(conn, command)
+        case SetRole():
+            return _roles.set_role(conn, command, now)
         case Acknowledge():
             return _writes.acknowledge(conn, command, now, version, host=host)
         case UpsertSession():

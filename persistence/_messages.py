@@ -34,6 +34,7 @@ __all__ = [
     "ReleaseLeases",
     "ResetWatcher",
     "ScanOutcome",
+    "SetRole",
     "SweepOutcome",
     "Unwatch",
     "UpsertLink",
@@ -232,10 +233,24 @@ class NoteOwnText(_Message, frozen=True, tag="own-text"):
     window: int = 10
 
 
+class SetRole(_Message, frozen=True, tag="set-role"):
+    """Make a session a manager (with or without wakes), or a worker again.
+
+    A worker (no row) is never notified and never woken: becoming one drops
+    the session's cursors as a watcher, so its open notices go with them.
+    Answers whether anything changed.
+    """
+
+    session_key: str
+    agent_id: str
+    role: Literal["manager", "worker"]
+    wake: bool = True
+
+
 Command = (
     RecordEvent | RegisterWatch | Unwatch | Acknowledge | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
-    | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases
+    | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases | SetRole
 )
 
 

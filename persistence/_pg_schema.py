@@ -27,7 +27,7 @@ APPLICATION = "session-state-awareness"
 TABLES = (
     "session_state_events", "session_state_heads", "session_watch_cursors", "sessions",
     "session_upstream_links", "session_own_texts", "session_hosts", "session_wakes",
-    "ssa_secrets",
+    "ssa_secrets", "session_roles",
 )
 """Every table the gateway reads and writes (the privileges section of the README)."""
 
@@ -230,6 +230,8 @@ def migrate(conn: Any, schema: str) -> None:
     # Version 3 is the first PostgreSQL version: later ones add their steps here.
     if version < 4:
         _to_v4(conn, schema)
+    if version < 5:
+        _to_v5(conn, schema)
 
 
 _SCHEMA_V4 = """
@@ -251,6 +253,27 @@ def _to_v4(conn: Any, schema: str) -> None:
                 schema, rekeyed)
 
 
+_SCHEMA_V5 = """
+CREATE TABLE session_roles (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('manager')),
+    wake INTEGER NOT NULL DEFAULT 1 CHECK (wake IN (0, 1)),
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+);
+"""
+"""Version 5: which sessions are managers (persistence._schema's version 5)."""
+
+
+def _to_v5(conn: Any, schema: str) -> None:
+    """Add the managers' table (one transaction)."""
+    conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(
+        pgsql.Identifier(schema)).as_string() + ";" + _SCHEMA_V5)
+    conn.execute("UPDATE ssa_schema SET version = ?", (5,))
+    logger.info("migrated signal-log schema %r to version 5 (session roles)", schema)
+
+
 def _create(conn: Any, schema: str) -> None:
     identifier = pgsql.Identifier(schema)
     conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(identifier).as_string()
@@ -259,6 +282,7 @@ def _create(conn: Any, schema: str) -> None:
     conn.script(pgsql.SQL(_NOTIFY_TRIGGER).format(
         function=function, channel=pgsql.Literal(f"{schema}_wakes")).as_string())
     conn.script(_SCHEMA_V4)
+    conn.script(_SCHEMA_V5)
     make_secret(conn)
     conn.execute("INSERT INTO ssa_schema (application, version) VALUES (?, ?)",
                  (APPLICATION, SCHEMA_VERSION))

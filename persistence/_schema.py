@@ -21,7 +21,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connecti
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -141,7 +141,21 @@ CREATE TABLE ssa_secrets (
 """Version 4 (issue 25): the per-database secret keying the own-text hashes
 (:mod:`persistence._secret`); the migration re-keys the hashes stored before."""
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+_SCHEMA_V5 = """
+CREATE TABLE session_roles (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('manager')),
+    wake INTEGER NOT NULL DEFAULT 1 CHECK (wake IN (0, 1)),
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+"""
+"""Version 5 (issue 35): which sessions are managers (a session without a row is a
+worker: never notified, never woken), and whether a manager is woken."""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4,
+                               5: _SCHEMA_V5}
 
 
 def _after_v4(conn: apsw.Connection) -> None:

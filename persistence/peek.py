@@ -27,8 +27,11 @@ __all__ = [
     "PeekUnavailable",
     "events_after",
     "links",
+    "manager_since",
     "open_peek",
     "pending",
+    "role",
+    "roles",
     "session_created_at",
     "session_keys",
     "watched_targets",
@@ -37,7 +40,7 @@ __all__ = [
 
 APPLICATION_ID = 0x53534131
 """``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
 
 
@@ -138,6 +141,25 @@ def pending(conn: Any, watcher: str) -> list[tuple[str, str, int, int]]:
         " AND EXISTS (SELECT 1 FROM sessions WHERE session_key = ?)"
         " ORDER BY notified_sequence, target_session_key, target_agent_id",
         (watcher, watcher))]
+
+
+def role(conn: Any, key: str) -> tuple[str, bool]:
+    """``key``'s role as ``("manager", wake)`` or ``("worker", False)`` (no row: a worker)."""
+    row = conn.execute("SELECT wake FROM session_roles WHERE session_key = ?", (key,)).fetchone()
+    return ("worker", False) if row is None else ("manager", bool(row[0]))
+
+
+def manager_since(conn: Any, key: str) -> int | None:
+    """When ``key`` became a manager (epoch ms), or ``None`` for a worker."""
+    row = conn.execute("SELECT updated_at FROM session_roles WHERE session_key = ?",
+                       (key,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def roles(conn: Any) -> dict[str, bool]:
+    """Every manager's key and whether it is woken (workers have no entry)."""
+    return {str(k): bool(w) for k, w in conn.execute(
+        "SELECT session_key, wake FROM session_roles ORDER BY session_key")}
 
 
 def watched_targets(conn: Any, watcher: str) -> set[str]:

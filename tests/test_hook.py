@@ -25,6 +25,7 @@ from actors.agents import hook as hook_mod
 from actors.agents import hookplan
 from actors.agents.context import MAX_CONTEXT_CHARS, NoticeView, SummaryEvent, render_context
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input, render_output
+from actors.agents.manage import run_manage
 from actors.agents.project import project_of
 from actors.testing import ClaudeCodeTranscript, CodexRollout, PiSession, Reply, Typed
 from persistence import peek
@@ -209,8 +210,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     thread = str(uuid.uuid4())
     worker = CodexRollout(_codex_file(root, thread), thread_id=thread, cwd=str(project))
     worker.append(Typed("an earlier prompt"), Reply("ok"))
-    return Home(root=root, project=project, manager=manager, worker=worker,
-                db=root / "state" / "state.sqlite")
+    db = root / "state" / "state.sqlite"
+    # Sessions are workers until made managers (ssa manage --session KEY).
+    run_manage(db, f"agent:main:claude:{manager.session_id}", off=False, wake=True,
+               out=io.StringIO())
+    return Home(root=root, project=project, manager=manager, worker=worker, db=db)
 
 
 def _notice_targets(context: str) -> list[str]:
@@ -561,6 +565,8 @@ def test_one_notice_per_burst_on_either_backend(home: Home, db: Any) -> None:
     location = str(db.location)
     if db.name == "sqlite":
         Path(location).parent.mkdir(parents=True, exist_ok=True)
+    run_manage(location, f"agent:main:claude:{home.manager.session_id}", off=False,
+               wake=True, out=io.StringIO())
     assert home.context("--db", location) == ""
     home.worker.append(Typed("typed"), Reply("ok"))
     assert _notice_targets(home.context("--db", location)) == [

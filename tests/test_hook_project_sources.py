@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from actors.agents import hook as hook_mod
+from actors.agents.manage import run_manage
 from actors.agents.project import project_roots
 from actors.testing import AiderChatHistory, ClaudeCodeTranscript, CrushTranscript, Reply, Typed
 from actors.upstream.aider_paths import history_thread_id
@@ -64,6 +65,8 @@ def manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, byte
                       "hook_event_name": "UserPromptSubmit",
                       "transcript_path": str(session.path), "prompt": "p"}).encode()
     (project / "sub").mkdir()
+    run_manage(root / "state" / "state.sqlite", f"agent:main:claude:{session.session_id}",
+               off=False, wake=True, out=io.StringIO())  # sessions are workers until then
     return project, raw
 
 

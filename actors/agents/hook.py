@@ -7,7 +7,11 @@ extension's ``before_agent_start``). The session whose turn it is, the
 *manager*, is the watcher ``agent:main:<source>:<session id>`` (the key
 ``ssa watch`` gives adopted sessions). One run:
 
-1. reads the tool's hook input (:mod:`actors.agents.hookinput`);
+1. reads the tool's hook input (:mod:`actors.agents.hookinput`) and
+   records which session the tool process runs (:mod:`actors.agents.caller`,
+   for ``ssa manage`` and ``ssa mcp``); a session that is not a manager
+   (``ssa manage``; every session starts as a worker) stops here: a worker
+   is never notified;
 2. lists every tool's sessions (:mod:`actors.agents.sessions`) and picks
    those the manager watches: by default every other session of its
    project (:mod:`actors.agents.project`), ``--scope all`` every session,
@@ -38,17 +42,17 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
+from actors.agents.caller import record_caller
 from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of, parse, parse_slowly
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
-from actors.agents.hookinput import MAX_INPUT_BYTES, HookInput, HookInputError, parse_hook_input
-from actors.agents.hookplan import Plan, plan_from
+from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, parse_hook_input
+from actors.agents.hookplan import plan_from
 from actors.agents.project import project_roots
-from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
+from actors.agents.sessions import CwdCache, StoreRow, find_sessions
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
@@ -126,17 +130,26 @@ def _run(args: HookArgs, source: IO[bytes], out: TextIO,
         # As every ssa command: a --db file must be in a directory that exists.
         raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
     state_dir = Path(location).parent if not is_url else default_state_path().parent
-    cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
-    stores: dict[str, list[StoreRow]] = {}
-    found = find_sessions(catalogs_for(hook.cwd), cache, stores)
-    now_ms = time.time_ns() // 1_000_000
-    if not is_url:
-        plan = _peek_plan(location, hook, watcher, args, found, now_ms, stores)
-        if plan is not None and plan.idle:
-            cache.save()
-            return
-    else:
+    record_caller(state_dir, watcher)  # ssa manage and ssa mcp find this session so
+    conn = None if is_url else _open_peek(location)
+    try:
+        if conn is not None and peek.role(conn, watcher)[0] == "worker":
+            return  # a worker is never notified: nothing to adopt, watch or print
+        if conn is None and not is_url and not Path(location).exists():
+            return  # no signal log yet: no manager either
+        cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
+        stores: dict[str, list[StoreRow]] = {}
+        found = find_sessions(catalogs_for(hook.cwd), cache, stores)
         plan = None
+        if conn is not None:
+            plan = plan_from(conn, hook, watcher, agent=args.agent, scope=args.scope,
+                             found=found, stores=stores)
+            if plan.idle:
+                cache.save()
+                return
+    finally:
+        if conn is not None:
+            conn.close()
     # The warm path pulls in the engine: imported only when there is work (cold start).
     from actors.agents.hookwarm import work  # noqa: PLC0415 - scripts/bench_hook.py
 
@@ -180,16 +193,10 @@ def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
     exit_now()
 
 
-def _peek_plan(location: str, hook: HookInput, watcher: str, args: HookArgs,
-               found: list[Found], now_ms: int,
-               stores: dict[str, list[StoreRow]]) -> Plan | None:
-    """The plan from a cheap read, or ``None`` when the file cannot be peeked at."""
+def _open_peek(location: str) -> Any:
+    """A read-only connection for the cold path, or ``None`` when the file cannot be peeked
+    at (missing, or another schema version: the gateway makes or migrates it)."""
     try:
-        conn = peek.open_peek(location)
+        return peek.open_peek(location)
     except peek.PeekUnavailable:
-        return None  # no signal log yet (or another schema): the gateway makes it
-    try:
-        return plan_from(conn, hook, watcher, agent=args.agent, scope=args.scope, found=found,
-                         stores=stores)
-    finally:
-        conn.close()
+        return None

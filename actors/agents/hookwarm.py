@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
@@ -32,7 +32,7 @@ from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
 
-__all__ = ["LEASE_MS", "NEW_SESSION_SLACK_MS", "work"]
+__all__ = ["LEASE_MS", "NEW_SESSION_SLACK_MS", "watching_since", "work"]
 
 logger = get_logger(__name__)
 
@@ -82,6 +82,8 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
     with _one_at_a_time(location, watcher):
         gw = Gateway.open(location, config=config, monitor=False)
         try:
+            if gw.role(watcher)[0] == "worker":  # the file was just made or migrated
+                return
             if plan is None:  # no peek before (PostgreSQL, or a file made just now)
                 with gw.read_pool.connection() as conn:
                     plan = plan_from(conn, hook, watcher, agent=args.agent,
@@ -138,7 +140,7 @@ def _apply(gw: Gateway, hook: HookInput, watcher: str, plan: Plan) -> None:
     since: int | None = None
     if plan.adopt or plan.watch:
         with gw.read_pool.connection() as conn:
-            since = None if plan.first_run else peek.session_created_at(conn, watcher)
+            since = None if plan.first_run else watching_since(conn, watcher)
     requests = [AdoptRequest(
         key=t.key, source=t.found.source, path=t.found.path, thread_id=t.found.thread_id,
         from_start=since is not None and _is_new(t.found, since)) for t in plan.adopt]
@@ -158,6 +160,15 @@ def _apply(gw: Gateway, hook: HookInput, watcher: str, plan: Plan) -> None:
     scan = tuple(dict.fromkeys((*plan.scan, *fresh)))
     if scan:
         gw.scan_upstream(keys=scan)
+
+
+def watching_since(conn: Any, watcher: str) -> int | None:
+    """Since when ``watcher`` watches (epoch ms): the later of its session entry's creation
+    and its becoming a manager; ``None`` when it has no entry. Blocks on two reads."""
+    created = peek.session_created_at(conn, watcher)
+    if created is None:
+        return None
+    return max(created, peek.manager_since(conn, watcher) or 0)
 
 
 def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:

@@ -126,7 +126,18 @@ def _parser() -> argparse.ArgumentParser:
     watches.add_argument("watcher", nargs="?", metavar="WATCHER",
                          help="the watcher's key (list: optional)")
     watches.add_argument("targets", nargs="*", metavar="TARGET", help="session keys")
-    watches.add_argument("--db", type=_db_path, help=_DB_HELP)
+    watches.add_argument("--db", type=_db_path, help=db_help)
+    manage = sub.add_parser("manage", help="make the coding-agent session this runs in a "
+                            "manager (told and woken when others step into the sessions it "
+                            "watches), or with --off a worker again")
+    manage.add_argument("--off", action="store_true",
+                        help="make it a worker again: no notices, no wakes, watches dropped")
+    manage.add_argument("--no-wake", action="store_true",
+                        help="a manager that is told at its next prompt but never woken")
+    manage.add_argument("--session", metavar="KEY",
+                        help="the session's key (default: the session this command runs in, "
+                        "from its agent's shell tool)")
+    manage.add_argument("--db", type=_db_path, help=db_help)
     sub.add_parser("hook", add_help=False,
                    help="a coding agent's prompt hook: print the pending notices of its "
                    "session for its next turn (ssa hook --help)")
@@ -502,6 +513,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_watches(args.action, args.watcher, args.targets,
                                args.db if args.db is not None else default_state_path(),
                                sys.stdout)
+        if args.command == "manage":
+            from actors.agents.manage import run_manage  # noqa: PLC0415 -- keep others light
+
+            _check_new_location(args.db)
+            return run_manage(args.db if args.db is not None else default_state_path(),
+                              args.session, off=args.off, wake=not args.no_wake,
+                              out=sys.stdout)
         if args.command in ("install", "uninstall", "mcp"):
             from actors.agents.commands import run_command  # noqa: PLC0415
 

@@ -436,6 +436,14 @@ class AsyncGateway:
         return await self._call(self.gateway.watch, watcher_key, target_key, agent_id=agent_id,
                                 since=since)
 
+    async def set_role(self, key: str, role: str, *, wake: bool = True) -> bool:
+        """:meth:`Gateway.set_role`, awaited."""
+        return await self._call(self.gateway.set_role, key, role, wake=wake)
+
+    async def role(self, key: str) -> tuple[str, bool]:
+        """:meth:`Gateway.role`, awaited."""
+        return await self._read(self.gateway.role, key)
+
     async def unwatch(self, watcher_key: str, target_key: str, *,
                       agent_id: str | None = None) -> bool:
         """:meth:`Gateway.unwatch`, awaited."""

@@ -294,6 +294,14 @@ class Gateway:
               since: int | None = None) -> bool:
         return self._session_api.watch(watcher_key, target_key, agent_id=agent_id, since=since)
 
+    @_doc_of(SessionsApi.set_role)
+    def set_role(self, key: str, role: str, *, wake: bool = True) -> bool:
+        return self._session_api.set_role(key, role, wake=wake)
+
+    @_doc_of(SessionsApi.role)
+    def role(self, key: str) -> tuple[str, bool]:
+        return self._session_api.role(key)
+
     @_doc_of(SessionsApi.unwatch)
     def unwatch(self, watcher_key: str, target_key: str, *,
                 agent_id: str | None = None) -> bool:

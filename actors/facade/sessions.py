@@ -1,8 +1,8 @@
 """The sessions collaborator of :class:`actors.Gateway`: session entries, watches and reads.
 
 :class:`SessionsApi` owns ``create_session``, ``reset_session``,
-``delete_session``, ``watch``, ``unwatch``, ``session_status`` and
-``sessions_list``: their argument checks, the writes and actor requests
+``delete_session``, ``watch``, ``unwatch``, ``set_role``, ``role``,
+``session_status`` and ``sessions_list``: their argument checks, the writes and actor requests
 behind them, and the degraded answers of a read fault. ``Gateway`` delegates
 to it and shows these docstrings as its own.
 """
@@ -29,10 +29,12 @@ from persistence import (
     ReadPool,
     SessionRow,
     SessionStatus,
+    SetRole,
     StateChanges,
     Unwatch,
     UpsertSession,
     list_sessions,
+    peek,
     read_changes,
     read_version,
 )
@@ -204,6 +206,62 @@ class SessionsApi:
         if result is True:
             self._best_effort(partial(self._upstream.track_link, target_key, agent), "watch")
         return result is True
+
+    def set_role(self, key: str, role: str, *, wake: bool = True) -> bool:
+        """Make ``key`` a manager (watched sessions notify it; ``wake``: it is woken too),
+        or a worker again (it is never notified nor woken: its watches are dropped).
+
+        Sessions are workers until made managers. The prompt hooks of the coding
+        agents (``ssa hook``) and ``ssa manage`` read this role.
+
+        Args:
+            key: the session's key.
+            role: ``"manager"`` or ``"worker"``.
+            wake: for a manager, whether a notice that opens for it wakes it
+                (``ssa hook``'s push paths); ignored for a worker.
+
+        Returns:
+            Whether the role or the wake setting changed.
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+            InvalidArgument: ``role`` is neither ``"manager"`` nor ``"worker"``.
+            ArgumentTypeError: ``wake`` is not a bool.
+            StorageError: the write failed.
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on one write.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        if role not in ("manager", "worker"):
+            raise InvalidArgument("role must be 'manager' or 'worker'")
+        if not isinstance(wake, bool):
+            raise v.ArgumentTypeError(f"wake must be a bool, not {type(wake).__name__}")
+        changed = bool(self._write(SetRole(session_key=key, agent_id=agent_id_of(key),
+                                           role="manager" if role == "manager" else "worker",
+                                           wake=wake)))
+        if role == "worker":  # its cursors left the log; drop their actors too
+            self._cursors.discard_where(lambda k: k[0] == key)
+        return changed
+
+    def role(self, key: str) -> tuple[str, bool]:
+        """``key``'s role: ``("manager", wake)`` or ``("worker", False)``.
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+            StorageError: the read failed.
+            GatewayClosed: the gateway is closed.
+
+        Any thread; blocks on one read.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                return peek.role(conn, key)
+        except apsw.Error as exc:
+            raise StorageError(f"role: {exc}") from exc
 
     def unwatch(self, watcher_key: str, target_key: str, *,
                 agent_id: str | None = None) -> bool:

@@ -1,0 +1,155 @@
+"""Which coding-agent session a process runs inside: ``ssa manage`` and ``ssa mcp`` ask.
+
+A command the agent runs from its shell tool (``ssa manage``) or an MCP
+server the tool started (``ssa mcp``) is a descendant of the tool's process,
+but no tool tells it the session's id in one documented way. The prompt hook
+knows it (its input names the session), and it is a descendant of the same
+tool process. So each hook run records *tool process -> session key* in a
+small private file, and a later process finds its own tool process the same
+way and reads that record:
+
+* the tool process is the first ancestor that is not a shell (``sh``,
+  ``bash``, ...): hooks and shell commands run through one, plugins and
+  extensions spawn directly;
+* a record holds the session key and the process's start time (``/proc``'s
+  field 22), so a reused pid never matches an old record;
+* a tool process that serves several sessions (OpenCode) keeps the session
+  of its latest prompt, the one whose turn is running.
+
+Linux only (``/proc``); elsewhere nothing is recorded or found and the
+caller passes the key itself. Standard library only: the hook's cold path
+imports this module. Every function runs on the caller's thread, blocks on
+a few small file reads or writes, and never raises for a missing or odd
+``/proc`` entry or record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+__all__ = ["SHELLS", "find_caller", "record_caller", "records_dir", "tool_process"]
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env",
+                    "timeout", "nohup", "setsid", "script", "uv", "uvx"})
+"""Process names skipped on the way up to the tool process (shells and launchers)."""
+_MAX_DEPTH = 8
+"""Ancestors looked at: the tool is within a few; a deep chain is not a tool's child."""
+_MAX_RECORDS = 512
+"""Records kept; past this, those of processes that ended are removed."""
+
+
+def records_dir(state_dir: Path) -> Path:
+    """Where the records live: ``<state_dir>/hooks/callers`` (pure)."""
+    return state_dir / "hooks" / "callers"
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """``(name, parent pid, start time in clock ticks)`` of ``pid``, or ``None``."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    left, right = raw.find(b"("), raw.rfind(b")")
+    if left < 0 or right < left:
+        return None
+    fields = raw[right + 2:].split()
+    try:
+        return (raw[left + 1:right].decode("utf-8", "replace"), int(fields[1]),
+                int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def tool_process(start: int | None = None) -> tuple[int, int] | None:
+    """The first ancestor of ``start`` (default: this process) that is not a shell.
+
+    Returns:
+        ``(pid, start time)`` of that process, or ``None`` (no ``/proc``, or
+        the chain ends at init first).
+    """
+    pid = os.getpid() if start is None else start
+    first = _stat(pid)
+    if first is None:
+        return None
+    pid = first[1]
+    for _ in range(_MAX_DEPTH):
+        if pid <= 1:
+            return None
+        info = _stat(pid)
+        if info is None:
+            return None
+        name, parent, started = info
+        if name not in SHELLS:
+            return pid, started
+        pid = parent
+    return None
+
+
+def record_caller(state_dir: Path, session_key: str) -> None:
+    """Record that this process's tool process runs ``session_key`` (a hook calls it).
+
+    Writes ``<records_dir>/<pid>.json`` (0600, in a 0700 directory) only when
+    the state directory exists and the record changed. Never raises.
+    """
+    found = tool_process()
+    if found is None or not state_dir.is_dir():
+        return
+    pid, started = found
+    directory = records_dir(state_dir)
+    path = directory / f"{pid}.json"
+    text = json.dumps({"key": session_key, "started": started}, ensure_ascii=True)
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="ascii") == text:
+            return
+    try:
+        directory.parent.mkdir(mode=0o700, exist_ok=True)
+        directory.mkdir(mode=0o700, exist_ok=True)
+        temporary = directory / f".{pid}.{os.getpid()}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, text.encode("ascii"))
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError:
+        return
+    _prune(directory)
+
+
+def _prune(directory: Path) -> None:
+    """Past :data:`_MAX_RECORDS` records, remove those whose process ended."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    if len(names) <= _MAX_RECORDS:
+        return
+    for name in names:
+        pid = name.removesuffix(".json")
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                os.unlink(directory / name)
+
+
+def find_caller(state_dir: Path, start: int | None = None) -> str | None:
+    """The session key recorded for the tool process ``start`` (default: this one) runs in.
+
+    Returns:
+        The key, or ``None``: not inside a tool whose hook ran here, or the
+        record is of an earlier process with the same pid.
+    """
+    found = tool_process(start)
+    if found is None:
+        return None
+    pid, started = found
+    try:
+        record = json.loads((records_dir(state_dir) / f"{pid}.json").read_text("ascii"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("started") != started:
+        return None
+    key = record.get("key")
+    return key if isinstance(key, str) and key else None
