@@ -181,6 +181,8 @@ NAMING_A_SOURCE = {
     # the manager-side integrations: ssa hook/install per coding agent (not upstream sources)
     "actors.agents.commands", "actors.agents.hookinput", "actors.agents.install",
     "actors.agents.installplan", "actors.agents.installsetup",
+    # the registry of each coding agent's push path (ssa hook --wait)
+    "actors.agents.push",
     # the test kit's public builder names (ClaudeCodeTranscript, ...)
     "actors.testing",
     # a public setting of the contract (GatewayConfig.opencode_replay_window)
@@ -262,7 +264,8 @@ def test_the_command_line_kit_scripts_and_examples_touch_no_private_attribute() 
 _COLD_PATH = "start-up: ssa hook's cold path (scripts/bench_hook.py) or a light ssa command"
 _LIGHT = (
     ("actors.agents.commands", "actors.agents.install"),
-    ("actors.agents.hook", "actors.agents.hookwarm"),
+    ("actors.agents.hookrun", "actors.agents.hookwarm"),
+    ("actors.agents.hook", "actors.agents.hookwait"),
     ("actors.agents.hookargs", "argparse"),
     ("actors.agents.mcp_server", "actors"),
     ("actors.agents.sessions", "tempfile"),
@@ -292,6 +295,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("actors.agents._toml_edit", "tomlkit"): "start-up: only ssa install edits TOML",
     ("actors.monitors.catalogfeed", "watchfiles"): "start-up: a gateway without a monitor",
     ("actors.monitors.filefeed", "watchfiles"): "start-up: a gateway without a monitor",
+    ("actors.agents.waiter", "inotify_simple"): "optional: Linux only (ssa hook --wait)",
     **dict.fromkeys(_LIGHT, _COLD_PATH),
 }
 """Every deferred (in-function) import, with why it is deferred (goal: only optional

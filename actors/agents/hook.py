@@ -43,30 +43,22 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, TextIO
 
-from actors.agents.caller import record_caller
-from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of, parse, parse_slowly
+from actors.agents.hookargs import parse, parse_slowly
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
-from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, parse_hook_input
-from actors.agents.hookplan import plan_from
-from actors.agents.project import project_roots
-from actors.agents.sessions import CwdCache, StoreRow, find_sessions
-from actors.upstream.catalog import default_catalogs
-from persistence import peek
-from persistence.keys import key_problem
+from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
+from actors.agents.hookrun import catalogs_for, check, prepare
 from persistence.lazylog import get_logger
-from persistence.locations import default_state_path
 
-__all__ = ["main"]
+__all__ = ["catalogs_for", "main"]
 
 logger = get_logger(__name__)
 
 
 def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
          stdout: TextIO | None = None, stderr: TextIO | None = None,
-         exit_now: Callable[[], None] | None = None) -> int:
+         exit_now: Callable[[int], None] | None = None) -> int:
     """Run ``ssa hook`` with ``argv`` (the words after ``hook``).
 
     Args:
@@ -74,20 +66,24 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         stdin: the hook input (default: ``sys.stdin.buffer``).
         stdout: where the context goes (default: ``sys.stdout``).
         stderr: where the one line about a failure goes (default: ``sys.stderr``).
-        exit_now: ends the process at once (``ssa hook`` passes ``os._exit``):
-            called right after the notices printed were acknowledged, so a
-            tool that kills the hook then finds it gone, and by a watchdog
-            :data:`~actors.agents.hookbudget.HARD_STOP_S` after a budget
-            that a blocked call outlived.
+        exit_now: ``(code) -> None`` ends the process at once (``ssa hook``
+            passes ``os._exit``): called right after the notices printed were
+            acknowledged, so a tool that kills the hook then finds it gone,
+            and by a watchdog :data:`~actors.agents.hookbudget.HARD_STOP_S`
+            after a budget that a blocked call outlived.
             ``None`` (tests): return normally.
 
     Returns:
-        ``0`` always: also for a failure, and for a command line it does not
-        understand (a tool takes exit 2 as "block the prompt"); the reason
-        is one line on stderr. ``--help`` prints the usage.
+        ``0`` for a prompt hook: also for a failure, and for a command line
+        it does not understand (a tool takes exit 2 as "block the prompt");
+        the reason is one line on stderr. ``--help`` prints the usage. With
+        ``--wait``: the tool's push path's exit code after a delivery
+        (:mod:`actors.agents.push`; Claude Code: 2, which wakes the session),
+        else 0.
 
     Main thread (it arms SIGALRM for the budget); blocks for at most
-    ``--timeout`` seconds, plus :data:`~actors.agents.hookbudget.HARD_STOP_S` with ``exit_now``.
+    ``--timeout`` seconds, plus :data:`~actors.agents.hookbudget.HARD_STOP_S` with
+    ``exit_now``; with ``--wait`` until a delivery or the session's end.
     """
     if stdout is None:  # what the tool reads is UTF-8 JSON or text, whatever the locale
         with contextlib.suppress(AttributeError, ValueError):
@@ -100,13 +96,16 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         args = parse_slowly(list(argv), out, err)
         if args is None:
             return 0
+    if args.wait:
+        from actors.agents.hookwait import wait  # noqa: PLC0415 - the wait mode's own path
+
+        return wait(args, source, out, err, exit_now)
     timer = watchdog(args.timeout, err, exit_now)
     try:
         with deadline(args.timeout):
-            _run(args, source, out, exit_now)
-    except HookTimeout as exc:
-        say(err, str(exc))
-    except HookInputError as exc:
+            run = prepare(args, source.read(MAX_INPUT_BYTES + 1))
+            check(run, args, out, exit_now)
+    except (HookTimeout, HookInputError) as exc:
         say(err, str(exc))
     except Exception as exc:  # never in the person's way
         logger.debug("ssa hook failed", exc_info=True)
@@ -115,88 +114,3 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         if timer is not None:
             timer.cancel()
     return 0
-
-
-def _run(args: HookArgs, source: IO[bytes], out: TextIO,
-         exit_now: Callable[[], None] | None = None) -> None:
-    hook = parse_hook_input(args.tool, source.read(MAX_INPUT_BYTES + 1))
-    watcher = f"agent:{args.agent}:{hook.source}:{hook.session_id}"
-    problem = key_problem(watcher)
-    if problem is not None:
-        raise HookInputError(f"session id {hook.session_id!r} makes no session key: {problem}")
-    location = location_of(args)
-    is_url = location.startswith(URL_SCHEMES)
-    if args.db is not None and not is_url and not Path(location).parent.is_dir():
-        # As every ssa command: a --db file must be in a directory that exists.
-        raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
-    state_dir = Path(location).parent if not is_url else default_state_path().parent
-    record_caller(state_dir, watcher)  # ssa manage and ssa mcp find this session so
-    conn = None if is_url else _open_peek(location)
-    try:
-        if conn is not None and peek.role(conn, watcher)[0] == "worker":
-            return  # a worker is never notified: nothing to adopt, watch or print
-        if conn is None and not is_url and not Path(location).exists():
-            return  # no signal log yet: no manager either
-        cache = CwdCache(state_dir / "hook-cwd-cache.json")  # saved once the directory exists
-        stores: dict[str, list[StoreRow]] = {}
-        found = find_sessions(catalogs_for(hook.cwd), cache, stores)
-        plan = None
-        if conn is not None:
-            plan = plan_from(conn, hook, watcher, agent=args.agent, scope=args.scope,
-                             found=found, stores=stores)
-            if plan.idle:
-                cache.save()
-                return
-    finally:
-        if conn is not None:
-            conn.close()
-    # The warm path pulls in the engine: imported only when there is work (cold start).
-    from actors.agents.hookwarm import work  # noqa: PLC0415 - scripts/bench_hook.py
-
-    work(location, hook, watcher, args, found, stores, out, plan,
-         lambda: _finish(cache, exit_now))
-    cache.save()
-
-
-def catalogs_for(cwd: str) -> dict[str, list[Path]]:
-    """Where the hook looks for sessions, for a manager working in ``cwd``.
-
-    Every source's standard locations (:func:`~actors.upstream.catalog.default_catalogs`);
-    a source that has none (its sessions are files in the project: Aider's
-    history, Crush's store) is looked for in the manager's project,
-    :func:`~actors.agents.project.project_roots` of ``cwd`` (its discovery takes
-    a repository or a folder of repositories). Returns ``{source: [roots]}``.
-    Caller's thread; blocks on a few ``stat`` calls; never raises.
-    """
-    catalogs = default_catalogs()
-    if any(not roots for roots in catalogs.values()):
-        here = [Path(root) for root in project_roots(cwd)]
-        catalogs = {name: roots or here for name, roots in catalogs.items()}
-    return catalogs
-
-
-def _finish(cache: CwdCache, exit_now: Callable[[], None] | None) -> None:
-    """Right after the acknowledgement: save the cache and, from the CLI, end at once.
-
-    The tool reads the output when the process ends; ending right after the
-    acknowledgement committed leaves no gap in which a kill would throw away
-    output whose notices are acknowledged already. Nothing is lost by not
-    closing the gateway: its writes are committed, the presence lock is the
-    kernel's, and its scan leases lapse after the hook's short ``lease_ms``.
-    """
-    if exit_now is None:
-        return
-    cache.save()
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    exit_now()
-
-
-def _open_peek(location: str) -> Any:
-    """A read-only connection for the cold path, or ``None`` when the file cannot be peeked
-    at (missing, or another schema version: the gateway makes or migrates it)."""
-    try:
-        return peek.open_peek(location)
-    except peek.PeekUnavailable:
-        return None

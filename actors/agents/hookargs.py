@@ -8,6 +8,7 @@ in a few microseconds), :func:`parse_slowly` (argparse, imported only for
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, NamedTuple, TextIO
 
@@ -51,6 +52,10 @@ def _parser() -> Any:
                         "'ssa watches add'")
     parser.add_argument("--agent", default="main", help="agent id of the session keys "
                         "(default: main, as ssa watch)")
+    parser.add_argument("--wait", action="store_true",
+                        help="stay beside the idle session until it ends: deliver the first "
+                        "notice that opens for it through the tool's push path and exit "
+                        "with that path's code (run by the hooks ssa install writes)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
                         "0: none)")
@@ -58,9 +63,11 @@ def _parser() -> Any:
 
 
 class HookArgs(NamedTuple):
-    """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``, ``--timeout``.
+    """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``,
+    ``--timeout`` and ``--wait``.
 
-    ``timeout`` is in seconds (``0``: no budget).
+    ``timeout`` is in seconds (``0``: no budget); with ``wait`` it bounds each
+    check, not the wait.
     """
 
     tool: str
@@ -68,6 +75,7 @@ class HookArgs(NamedTuple):
     scope: str = "project"
     agent: str = "main"
     timeout: float = DEFAULT_TIMEOUT_S
+    wait: bool = False
 
 
 _OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
@@ -84,7 +92,9 @@ def parse(argv: list[str]) -> HookArgs | None:
     words = iter(argv)
     for word in words:
         name, eq, inline = word.partition("=")
-        if name in _OPTIONS:
+        if word == "--wait":
+            values["wait"] = True
+        elif name in _OPTIONS:
             value = inline if eq else next(words, None)
             if value is None:
                 return None
@@ -99,8 +109,8 @@ def parse(argv: list[str]) -> HookArgs | None:
         values["timeout"] = float(values.get("timeout", DEFAULT_TIMEOUT_S))
     except ValueError:
         return None
-    if not values["timeout"] >= 0:
-        return None
+    if not (math.isfinite(values["timeout"]) and values["timeout"] >= 0):
+        return None  # argparse's path says why
     return HookArgs(tool=tool, **values)
 
 
@@ -114,11 +124,11 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
     except _UsageError as exc:
         say(err, f"bad command line ({exc}): ssa hook {' '.join(argv)} (see ssa hook --help)")
         return None
-    if namespace.timeout < 0:
-        say(err, "--timeout must be >= 0")
+    if not (math.isfinite(namespace.timeout) and namespace.timeout >= 0):
+        say(err, "--timeout must be a number of seconds >= 0")
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
-                    agent=namespace.agent, timeout=namespace.timeout)
+                    agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait)
 
 
 def location_of(args: HookArgs) -> str:

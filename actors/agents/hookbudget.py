@@ -53,13 +53,13 @@ HARD_STOP_S = 1.0
 
 
 def watchdog(budget: float, err: TextIO,
-             exit_now: Callable[[], None] | None) -> threading.Timer | None:
+             exit_now: Callable[[int], None] | None) -> threading.Timer | None:
     """A started daemon timer that ends the process :data:`HARD_STOP_S` after the budget.
 
     Args:
         budget: the run's budget, in s (``0``: none, no timer).
         err: where the line about giving up goes.
-        exit_now: ends the process (``None``: no timer; tests).
+        exit_now: ``(code) -> None`` ends the process (``None``: no timer; tests).
 
     Returns:
         The timer (``cancel()`` it when the run ends), or ``None``. Never blocks.
@@ -69,7 +69,7 @@ def watchdog(budget: float, err: TextIO,
 
     def stop() -> None:
         say(err, f"gave up after {budget:g} s")
-        exit_now()
+        exit_now(0)
 
     timer = threading.Timer(budget + HARD_STOP_S, stop)
     timer.daemon = True

@@ -60,12 +60,13 @@ class HookInput(NamedTuple):
     transcript_path: str | None = None
 
 
-def parse_hook_input(tool: str, raw: bytes) -> HookInput:
+def parse_hook_input(tool: str, raw: bytes, *, event: str | None = None) -> HookInput:
     """Decode the stdin of ``ssa hook <tool>``.
 
     Args:
         tool: one of :data:`TOOLS`.
         raw: the bytes read from stdin (at most :data:`MAX_INPUT_BYTES`).
+        event: the event to answer as, instead of the input's ``hook_event_name``.
 
     Returns:
         The parsed input.
@@ -90,7 +91,7 @@ def parse_hook_input(tool: str, raw: bytes) -> HookInput:
     cwd = _required(data, "cwd")
     if "\x00" in session_id or "\x00" in cwd:
         raise HookInputError("session_id and cwd must not hold NUL characters")
-    event = _text(data, "hook_event_name") or _DEFAULT_EVENTS[tool]
+    event = event or _text(data, "hook_event_name") or _DEFAULT_EVENTS[tool]
     transcript = _text(data, "transcript_path") or _text(data, "session_file")
     return HookInput(tool=tool, source=TOOLS[tool], session_id=session_id, cwd=cwd,
                      event=event, transcript_path=transcript)

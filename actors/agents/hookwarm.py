@@ -56,7 +56,7 @@ def _is_new(found: Found, since_ms: int) -> bool:
 
 def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: list[Found],
          stores: dict[str, list[StoreRow]], out: TextIO, plan: Plan | None,
-         acknowledged: Callable[[], None]) -> None:
+         acknowledged: Callable[[], None]) -> bool:
     """The warm path: a gateway adopts, watches, scans, prints and acknowledges.
 
     Args:
@@ -69,6 +69,9 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
         out: where the tool's output goes.
         plan: the plan of the peek, or ``None`` (no peek: it is made here).
         acknowledged: called right after the printed notices were acknowledged.
+
+    Returns:
+        Whether notices were printed (and acknowledged).
 
     Raises:
         persistence.StorageError, actors.errors.GatewayClosed: the signal log failed
@@ -83,7 +86,7 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
         gw = Gateway.open(location, config=config, monitor=False)
         try:
             if gw.role(watcher)[0] == "worker":  # the file was just made or migrated
-                return
+                return False
             if plan is None:  # no peek before (PostgreSQL, or a file made just now)
                 with gw.read_pool.connection() as conn:
                     plan = plan_from(conn, hook, watcher, agent=args.agent,
@@ -94,6 +97,8 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
             gw.release_leases()
             if _deliver(gw, hook, watcher, out):
                 acknowledged()
+                return True
+            return False
         finally:
             gw.close(timeout=2.0)
 

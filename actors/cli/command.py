@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
 
-        return hook_main(args[1:], exit_now=lambda: os._exit(0))
+        return hook_main(args[1:], exit_now=os._exit)
     from actors.cli.app import main as cli_main  # noqa: PLC0415 - every other command
 
     return cli_main(args)

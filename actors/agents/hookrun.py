@@ -1,0 +1,176 @@
+"""One look of ``ssa hook``: prepare the run, then check (adopt, watch, scan, deliver).
+
+What lives here: :func:`prepare` (the hook input, the session's key, the
+signal log, the caller record) and :func:`check` (the cold path's peek,
+and the warm path only when there is work), shared by the prompt hook
+(:mod:`actors.agents.hook`) and the wait mode (:mod:`actors.agents.hookwait`).
+Cold path: the standard library, APSW and the light modules of this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, TextIO
+
+from actors.agents.caller import record_caller
+from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
+from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input
+from actors.agents.hookplan import plan_from
+from actors.agents.project import project_roots
+from actors.agents.sessions import CwdCache, StoreRow, find_sessions
+from actors.upstream.catalog import default_catalogs
+from persistence import peek
+from persistence.keys import key_problem
+from persistence.locations import default_state_path
+
+__all__ = ["Checked", "Run", "catalogs_for", "check", "prepare"]
+
+
+class Run(NamedTuple):
+    """What one hook process knows about its session (made once by :func:`prepare`).
+
+    Attributes:
+        hook: the parsed hook input.
+        watcher: the session's key.
+        location: the signal log (a SQLite path or a ``postgresql://`` URL).
+        is_url: whether ``location`` is a PostgreSQL URL.
+        state_dir: the directory of the hook's own files.
+    """
+
+    hook: HookInput
+    watcher: str
+    location: str
+    is_url: bool
+    state_dir: Path
+
+
+def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
+    """Parse the hook input and record which session the tool process runs.
+
+    ``event``: the hook event to answer as (the wait mode's push path), instead
+    of the input's.
+
+    Raises:
+        HookInputError: the input is not what the tool documents, its session
+            id makes no key, or ``--db`` names a file in a missing directory.
+
+    Caller's thread; blocks on a few small file reads and writes.
+    """
+    hook = parse_hook_input(args.tool, raw, event=event)
+    watcher = f"agent:{args.agent}:{hook.source}:{hook.session_id}"
+    problem = key_problem(watcher)
+    if problem is not None:
+        raise HookInputError(f"session id {hook.session_id!r} makes no session key: {problem}")
+    location = location_of(args)
+    is_url = location.startswith(URL_SCHEMES)
+    if args.db is not None and not is_url and not Path(location).parent.is_dir():
+        # As every ssa command: a --db file must be in a directory that exists.
+        raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
+    state_dir = Path(location).parent if not is_url else default_state_path().parent
+    record_caller(state_dir, watcher)  # ssa manage and ssa mcp find this session so
+    return Run(hook=hook, watcher=watcher, location=location, is_url=is_url,
+               state_dir=state_dir)
+
+
+Checked = Literal["delivered", "nothing", "worker", "no-wake"]
+"""What one :func:`check` did: delivered notices; found nothing to deliver; the session is
+a worker; it is a manager whose wakes are off."""
+
+
+def check(run: Run, args: HookArgs, out: TextIO,
+          exit_now: Callable[[int], None] | None = None, *, exit_code: int = 0) -> Checked:
+    """One look: adopt, watch and scan what the plan says, then deliver what is pending.
+
+    Args:
+        run: what :func:`prepare` made.
+        args: the command line.
+        out: where the notices go, in the tool's output form for ``run.hook.event``.
+        exit_now: called with ``exit_code`` right after printed notices were
+            acknowledged (``None``: return normally).
+
+    Returns:
+        What it did (see :data:`Checked`).
+
+    Raises:
+        persistence.StorageError, actors.errors.GatewayClosed: the signal log failed.
+
+    Main thread; blocks on the database and the transcripts.
+    """
+    hook, watcher, location = run.hook, run.watcher, run.location
+    conn = None if run.is_url else _open_peek(location)
+    try:
+        if conn is not None:
+            role, wake = peek.role(conn, watcher)
+            if role == "worker":
+                return "worker"  # never notified: nothing to adopt, watch or print
+            if args.wait and not wake:
+                return "no-wake"
+        if conn is None and not run.is_url and not Path(location).exists():
+            return "worker"  # no signal log yet: no manager either
+        cache = CwdCache(run.state_dir / "hook-cwd-cache.json")  # saved once the dir exists
+        stores: dict[str, list[StoreRow]] = {}
+        found = find_sessions(catalogs_for(hook.cwd), cache, stores)
+        plan = None
+        if conn is not None:
+            plan = plan_from(conn, hook, watcher, agent=args.agent, scope=args.scope,
+                             found=found, stores=stores)
+            if plan.idle:
+                cache.save()
+                return "nothing"
+    finally:
+        if conn is not None:
+            conn.close()
+    # The warm path pulls in the engine: imported only when there is work (cold start).
+    from actors.agents.hookwarm import work  # noqa: PLC0415 - scripts/bench_hook.py
+
+    delivered = work(location, hook, watcher, args, found, stores, out, plan,
+                     lambda: _finish(cache, exit_now, exit_code))
+    cache.save()
+    return "delivered" if delivered else "nothing"
+
+
+def catalogs_for(cwd: str) -> dict[str, list[Path]]:
+    """Where the hook looks for sessions, for a manager working in ``cwd``.
+
+    Every source's standard locations (:func:`~actors.upstream.catalog.default_catalogs`);
+    a source that has none (its sessions are files in the project: Aider's
+    history, Crush's store) is looked for in the manager's project,
+    :func:`~actors.agents.project.project_roots` of ``cwd`` (its discovery takes
+    a repository or a folder of repositories). Returns ``{source: [roots]}``.
+    Caller's thread; blocks on a few ``stat`` calls; never raises.
+    """
+    catalogs = default_catalogs()
+    if any(not roots for roots in catalogs.values()):
+        here = [Path(root) for root in project_roots(cwd)]
+        catalogs = {name: roots or here for name, roots in catalogs.items()}
+    return catalogs
+
+
+def _finish(cache: CwdCache, exit_now: Callable[[int], None] | None, code: int) -> None:
+    """Right after the acknowledgement: save the cache and, from the CLI, end at once.
+
+    The tool reads the output when the process ends; ending right after the
+    acknowledgement committed leaves no gap in which a kill would throw away
+    output whose notices are acknowledged already. Nothing is lost by not
+    closing the gateway: its writes are committed, the presence lock is the
+    kernel's, and its scan leases lapse after the hook's short ``lease_ms``.
+    """
+    if exit_now is None:
+        return
+    cache.save()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    exit_now(code)
+
+
+def _open_peek(location: str) -> Any:
+    """A read-only connection for the cold path, or ``None`` when the file cannot be peeked
+    at (missing, or another schema version: the gateway makes or migrates it)."""
+    try:
+        return peek.open_peek(location)
+    except peek.PeekUnavailable:
+        return None

@@ -1,0 +1,153 @@
+"""``ssa hook <tool> --wait``: stay beside an idle manager and wake it when a notice opens.
+
+The tool starts it when a turn ends (Claude Code: an ``asyncRewake`` Stop
+hook, :mod:`actors.agents.push`). It checks once, exactly as a prompt hook
+does (adopt, watch, scan what changed, deliver what is pending:
+:func:`actors.agents.hook.check`), then blocks in
+:class:`~actors.agents.waiter.ChangeWaiter` until the signal log or a
+watched transcript changes, and checks again. It costs nothing while
+nothing changes (no polling): each change pays one cheap peek, and the
+engine only when there is work. When ``ssa watch`` runs, it scans and this
+process only reads; without it, this process scans the manager's watched
+transcripts itself.
+
+It ends when it delivered (with the push path's exit code: Claude Code
+takes 2 as "wake"), when the session is a worker or its wakes are off,
+and when the tool process ends.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TextIO
+
+from actors.agents.caller import tool_process
+from actors.agents.hookargs import HookArgs
+from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
+from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
+from actors.agents.hookrun import Run, catalogs_for, check, prepare
+from actors.agents.push import PUSH
+from actors.agents.waiter import ChangeWaiter
+from persistence import peek
+from persistence.lazylog import get_logger
+
+__all__ = ["RECENT_S", "directories", "wait"]
+
+logger = get_logger(__name__)
+
+RECENT_S = 2 * 24 * 3600
+"""Catalog directories changed this recently (seconds) are watched for new sessions."""
+_MAX_DIRECTORIES = 256
+_DEPTH = 4
+
+
+def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
+         exit_now: Callable[[int], None] | None) -> int:
+    """Run the wait mode; returns the exit code (see the module docstring).
+
+    Args:
+        args: the command line (``args.wait`` is set).
+        source: the hook input.
+        out, err: the process's stdout and stderr.
+        exit_now: as :func:`actors.agents.hook.main`'s.
+
+    Main thread; blocks until a delivery or the session's end.
+    """
+    push = PUSH.get(args.tool)
+    if push is None:
+        say(err, f"--wait: {args.tool} sessions cannot be woken from a hook")
+        return 0
+    try:
+        with deadline(args.timeout):
+            run = prepare(args, source.read(MAX_INPUT_BYTES + 1), event=push.event)
+    except (HookTimeout, HookInputError) as exc:
+        say(err, str(exc))
+        return 0
+    stream = err if push.stream == "stderr" else out
+    found = tool_process()
+    with ChangeWaiter(found[0] if found is not None else None) as waiter:
+        while True:
+            waiter.watch(directories(run))
+            waiter.drain()  # the check below covers what changed so far
+            timer = watchdog(args.timeout, err, exit_now)
+            try:
+                with deadline(args.timeout):
+                    done = check(run, args, stream, exit_now, exit_code=push.exit_code or 0)
+            except HookTimeout as exc:
+                say(err, str(exc))
+                done = "nothing"
+            except Exception as exc:  # a failed check waits for the next change
+                logger.debug("ssa hook --wait: a check failed", exc_info=True)
+                say(err, f"{type(exc).__name__}: {exc}")
+                done = "nothing"
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if done == "delivered" and push.exit_code is not None:
+                return push.exit_code
+            if done in ("worker", "no-wake"):
+                return 0
+            if waiter.wait() == "ended":
+                return 0
+
+
+def directories(run: Run) -> list[Path]:
+    """The directories whose change may hold news for ``run``'s manager.
+
+    The signal log's (every commit lands in its ``-wal``), the manager's own
+    transcript's, each watched transcript's or store's, and the catalogs'
+    directories changed within :data:`RECENT_S` (where new sessions appear).
+    At most 256. Caller's thread; blocks on a few reads and ``stat`` calls.
+    """
+    found: dict[str, None] = {str(run.state_dir): None}
+    if run.hook.transcript_path:
+        found[str(Path(run.hook.transcript_path).parent)] = None
+    if not run.is_url:
+        try:
+            conn = peek.open_peek(run.location)
+        except peek.PeekUnavailable:
+            conn = None
+        if conn is not None:
+            try:
+                watched = peek.watched_targets(conn, run.watcher)
+                for link in peek.links(conn):
+                    if link.session_key in watched and link.path:
+                        found[str(Path(link.path).parent)] = None
+            finally:
+                conn.close()
+    now = time.time()
+    for roots in catalogs_for(run.hook.cwd).values():
+        for root in roots:
+            for directory in _recent(root, now):
+                found[directory] = None
+                if len(found) >= _MAX_DIRECTORIES:
+                    return [Path(d) for d in found]
+    return [Path(d) for d in found]
+
+
+def _recent(root: Path, now: float) -> Iterator[str]:
+    """``root`` and its directories (to :data:`_DEPTH` levels) changed within RECENT_S."""
+    if not root.is_dir():
+        return
+    yield str(root)
+    stack = [(str(root), 0)]
+    while stack:
+        path, depth = stack.pop()
+        if depth >= _DEPTH:
+            continue
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False) \
+                        or now - entry.stat(follow_symlinks=False).st_mtime > RECENT_S:
+                    continue
+            except OSError:
+                continue
+            yield entry.path
+            stack.append((entry.path, depth + 1))
