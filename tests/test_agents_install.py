@@ -378,10 +378,15 @@ def test_claude_plugin_directory(home: Path, ssa: str, tmp_path: Path,
     assert manifest["name"] == "ssa"
     assert isinstance(manifest["version"], str)
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart"}
-    for groups in hooks.values():
-        assert groups == [{"hooks": [{"type": "command", "command": f"{ssa} hook claude-code",
-                                      "timeout": 10}]}]
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    for event in ("UserPromptSubmit", "SessionStart"):
+        assert hooks[event] == [{"hooks": [{"type": "command",
+                                            "command": f"{ssa} hook claude-code",
+                                            "timeout": 10}]}]
+    # The waiting hook that wakes an idle manager (issue 35).
+    assert hooks["Stop"] == [{"hooks": [{"type": "command",
+                                         "command": f"{ssa} hook claude-code --wait",
+                                         "asyncRewake": True, "timeout": 2147483}]}]
     servers = json.loads((plugin / ".mcp.json").read_text())["mcpServers"]
     assert servers == {"ssa": {"command": ssa, "args": ["mcp"]}}
     assert not (home / ".claude").exists()
@@ -632,3 +637,17 @@ def test_a_settings_file_nested_too_deeply_is_refused_in_one_line(
     assert len(err.splitlines()) == 1
     assert "nested too deeply" in err
     assert settings.read_bytes() == before
+
+
+def test_claude_code_gets_the_waiting_stop_hook_unless_no_wake(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    stop = json.loads(settings.read_text())["hooks"]["Stop"]
+    assert stop == [{"hooks": [{"type": "command", "command": f"{ssa} hook claude-code --wait",
+                                "asyncRewake": True, "timeout": 2147483}]}]
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
+    assert "Stop" not in json.loads(settings.read_text())["hooks"]
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    assert run(capsys, "uninstall", "claude-code")[0] == 0
+    assert not settings.exists() or "ssa" not in settings.read_text()

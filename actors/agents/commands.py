@@ -40,6 +40,9 @@ def add_commands(sub: Any) -> None:
                                 help="the database the hooks and the MCP server use")
             parser.add_argument("--no-mcp", action="store_true",
                                 help="do not register the ssa MCP server")
+            parser.add_argument("--no-wake", action="store_true",
+                                help="do not install the waiting hook that wakes an idle "
+                                "manager (it is then told at its next prompt only)")
             parser.add_argument("--scope", choices=("project", "all", "list"),
                                 default="project",
                                 help="which sessions the manager watches (ssa hook --scope): "

@@ -18,7 +18,11 @@ and when the tool process ends.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -67,12 +71,20 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
         say(err, str(exc))
         return 0
     stream = err if push.stream == "stderr" else out
+    slot = _take_slot(run, args.timeout)
+    if slot is None:
+        say(err, "--wait: another waiting hook of this session would not end")
+        return 0
     found = tool_process()
-    with ChangeWaiter(found[0] if found is not None else None) as waiter:
+    with contextlib.closing(slot), ChangeWaiter(found[0] if found is not None else None) \
+            as waiter:
         while True:
             waiter.watch(directories(run))
             waiter.drain()  # the check below covers what changed so far
             timer = watchdog(args.timeout, err, exit_now)
+            # A newer waiting hook ends this one with SIGTERM: never between printing
+            # and acknowledging (or between acknowledging and exiting).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
             try:
                 with deadline(args.timeout):
                     done = check(run, args, stream, exit_now, exit_code=push.exit_code or 0)
@@ -86,12 +98,67 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
             finally:
                 if timer is not None:
                     timer.cancel()
+                if not (done == "delivered" and push.exit_code is not None):
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             if done == "delivered" and push.exit_code is not None:
                 return push.exit_code
             if done in ("worker", "no-wake"):
                 return 0
             if waiter.wait() == "ended":
                 return 0
+
+
+def _take_slot(run: Run, timeout_s: float) -> IO[bytes] | None:
+    """Become the one waiting hook of the session: end an older one, hold its lock.
+
+    A tool may start a waiting hook at every turn's end and keep the older
+    ones running (Claude Code does): the newest one takes over. The slot is
+    ``hooks/<hash>.wait`` beside the signal log (0600), ``flock``-ed for the
+    process's life and holding its pid; an older holder gets SIGTERM when its
+    command line is a waiting ``ssa hook``. Returns the open slot, or
+    ``None`` when the older one did not end within ``timeout_s`` (or 5 s).
+    Main thread (SIGALRM); blocks until the lock is free.
+    """
+    directory = run.state_dir / "hooks"
+    name = hashlib.sha256(run.watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(directory / f"{name}.wait", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        logger.debug("no waiting-hook slot: %s", exc)
+        return open(os.devnull, "rb")
+    slot = os.fdopen(fd, "r+b")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        _end_older(slot)
+        try:
+            with deadline(timeout_s if timeout_s > 0 else 5.0):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except (HookTimeout, OSError):
+            slot.close()
+            return None
+    slot.seek(0)
+    slot.truncate()
+    slot.write(str(os.getpid()).encode("ascii"))
+    slot.flush()
+    return slot
+
+
+def _end_older(slot: IO[bytes]) -> None:
+    """SIGTERM the waiting hook whose pid the slot holds (only if it is one)."""
+    slot.seek(0)
+    text = slot.read(32).decode("ascii", "replace").strip()
+    if not text.isdigit():
+        return
+    pid = int(text)
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if b"hook" in argv and b"--wait" in argv:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def directories(run: Run) -> list[Path]:

@@ -78,7 +78,8 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     mcp = install and not getattr(args, "no_mcp", False)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
                  home=Path.home(), env=os.environ, mcp=mcp,
-                 scope=getattr(args, "scope", None) or "project")
+                 scope=getattr(args, "scope", None) or "project",
+                 wake=not getattr(args, "no_wake", False))
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         notes: list[str] = []
         if install and setup.mcp and args.tool != "pi" and not mcp_available():
             setup = Setup(setup.ssa, setup.db, setup.project, setup.home, setup.env, mcp=False,
-                          scope=setup.scope)
+                          scope=setup.scope, wake=setup.wake)
             notes.append("MCP server not registered: it needs the mcp extra "
                          "(python -m pip install 'session-state-awareness[mcp]'), then run "
                          f"ssa install {args.tool} again.")

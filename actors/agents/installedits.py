@@ -24,9 +24,10 @@ from actors.agents import _toml_edit
 from actors.agents._files import ConfigRefused
 from actors.agents._json_ops import Doc
 from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
+from actors.agents.push import PUSH
 
 __all__ = [
-    "HOOK_EVENTS", "data_text", "has_marker", "hook_groups", "hooks_transform",
+    "HOOK_EVENTS", "data_text", "has_marker", "hook_events", "hook_groups", "hooks_transform",
     "is_our_hook", "is_our_hook_command", "is_our_mcp_entry", "mcp_json_transform",
     "owned_file_transform", "render_plugin", "toml_transform",
 ]
@@ -68,11 +69,34 @@ HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
 """Both tools: every prompt, and every session start (startup, resume, clear, compact)."""
 
 
+def _wait_event(tool: str) -> str | None:
+    push = PUSH.get(tool)
+    return push.hook_event if push is not None else None
+
+
+def hook_events(tool: str) -> tuple[str, ...]:
+    """Every event that may hold our handler for ``tool`` (uninstall looks at each)."""
+    wait = _wait_event(tool)
+    return HOOK_EVENTS if wait is None else (*HOOK_EVENTS, wait)
+
+
 def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
-    """The matcher group we put under each event (no matcher: every source)."""
+    """The matcher group we put under each event (no matcher: every source).
+
+    With ``setup.wake`` and a tool whose push path is a hook
+    (:mod:`actors.agents.push`), also its waiting hook: ``ssa hook <tool> --wait``
+    with the path's extra fields.
+    """
     handler = {"type": "command", "command": setup.hook_command(tool),
                "timeout": HOOK_TIMEOUT_S}
-    return {event: {"hooks": [dict(handler)]} for event in HOOK_EVENTS}
+    groups: dict[str, dict[str, Any]] = {event: {"hooks": [dict(handler)]}
+                                         for event in HOOK_EVENTS}
+    push = PUSH.get(tool)
+    if setup.wake and push is not None and push.hook_event is not None:
+        waiting = {"type": "command", "command": setup.hook_command(tool) + " --wait",
+                   **dict(push.hook_fields)}
+        groups[push.hook_event] = {"hooks": [waiting]}
+    return groups
 
 
 def is_our_hook(tool: str) -> Callable[[Any], bool]:
@@ -124,12 +148,14 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
         hooks = doc.node(["hooks"])
         if hooks is not None and hooks.kind != "object":
             raise ConfigRefused(f"{name}: \"hooks\" is not an object; not changed")
-        for event, group in hook_groups(setup, tool).items():
+        groups = hook_groups(setup, tool)
+        for event in hook_events(tool):
+            group = groups.get(event)
             present = _count_ours(doc, event, tool)
-            if install and present == [group]:
+            if install and group is not None and present == [group]:
                 continue  # already there, exactly
             _remove_hooks(doc, event, tool)
-            if install:
+            if install and group is not None:
                 doc.append(["hooks", event], group)
         if install and wrapper:
             for key, value in wrapper.items():

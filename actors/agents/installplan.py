@@ -132,7 +132,9 @@ def _plan_claude(setup: Setup, install: bool, plugin_dir: Path | None,
         settings = claude_dir(setup) / "settings.json"
         mcp_file, key_path = claude_state_file(setup), ["mcpServers"]
     ops.append(FileOp(settings, hooks_transform(setup, tool, str(settings), install=install),
-                      "UserPromptSubmit and SessionStart hooks"))
+                      "UserPromptSubmit and SessionStart hooks"
+                      + (", and the Stop hook that wakes an idle manager" if setup.wake
+                         else "")))
     if setup.mcp or not install:
         ops.append(FileOp(mcp_file, mcp_json_transform(
             setup, str(mcp_file), key_path, entry, install=install, strict=True),
@@ -195,7 +197,7 @@ def _plan_claude_plugin(setup: Setup, install: bool, root: Path, notes: list[str
         owned_json(plugin / ".claude-plugin" / "plugin.json", manifest, "plugin manifest",
                    named(PLUGIN_NAME)),
         owned_json(plugin / "hooks" / "hooks.json", hooks,
-                   "UserPromptSubmit and SessionStart hooks", has_our_hooks),
+                   "UserPromptSubmit, SessionStart (and waiting Stop) hooks", has_our_hooks),
     ]
     if setup.mcp or not install:
         ops.append(owned_json(plugin / ".mcp.json", mcp, f"MCP server {MCP_NAME}",

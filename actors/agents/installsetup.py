@@ -46,7 +46,8 @@ class Setup:
     ``ssa`` is the absolute path of the ``ssa`` script the hooks run; ``db``
     the ``--db`` to pass on (absolute, or a URL); ``project`` the directory
     for ``--project`` (else ``None``: the person's own configuration);
-    ``home`` and ``env`` stand for ``Path.home()`` and ``os.environ``.
+    ``home`` and ``env`` stand for ``Path.home()`` and ``os.environ``;
+    ``wake`` (``--no-wake``: ``False``) whether the waiting hook is installed.
     """
 
     ssa: str
@@ -56,6 +57,8 @@ class Setup:
     env: Mapping[str, str]
     mcp: bool = True
     scope: str = "project"
+    wake: bool = True
+    """Install the tool's waiting hook (:mod:`actors.agents.push`) so managers are woken."""
 
     def hook_command(self, tool: str) -> str:
         """The shell command line a tool's hook runs."""

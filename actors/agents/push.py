@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-__all__ = ["PUSH", "PushPath"]
+__all__ = ["PUSH", "WAIT_TIMEOUT_S", "PushPath"]
 
 
 class PushPath(NamedTuple):
@@ -32,9 +32,20 @@ class PushPath(NamedTuple):
     event: str
     stream: Literal["stdout", "stderr"]
     exit_code: int | None
+    hook_event: str | None = None
+    hook_fields: tuple[tuple[str, object], ...] = ()
+    """``hook_event``: the tool's hook event ``ssa install`` runs ``ssa hook <tool> --wait``
+    from (``None``: the tool's plugin or extension starts it); ``hook_fields``: the
+    extra fields of that hook handler."""
 
+
+WAIT_TIMEOUT_S = 2_147_483
+"""The waiting hook's ``timeout`` (seconds, about 24.8 days: the largest whose milliseconds
+fit a 32-bit timer). Claude Code kills a hook at its timeout, and re-arms it only at the
+next turn's end."""
 
 PUSH: dict[str, PushPath] = {
-    "claude-code": PushPath(event="Stop", stream="stderr", exit_code=2),
+    "claude-code": PushPath(event="Stop", stream="stderr", exit_code=2, hook_event="Stop",
+                            hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S))),
 }
 """The tools whose sessions ``ssa hook --wait`` can wake, by ``ssa hook`` tool name."""

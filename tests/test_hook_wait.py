@@ -1,0 +1,210 @@
+"""``ssa hook <tool> --wait`` (issue 35): an idle manager's waiting hook wakes it once.
+
+The waiting hook runs as the tool would run it (a child process whose stdin
+is the hook input); the worker's transcript is the test kit's. It must exit
+with the push path's code (Claude Code: 2) right after a person types into
+the worker, with the notice on stderr, and acknowledge it, so the next hook
+shows nothing; a worker's or a no-wake manager's waiting hook ends at once
+with 0; and it ends when its tool process ends.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from actors.agents.manage import run_manage
+from actors.testing import ClaudeCodeTranscript, CodexRollout, Reply, Typed
+
+WAIT_S = 20.0
+"""Longest a test waits for the waiting hook (shorter than pytest-timeout's 60 s)."""
+
+
+class Env:
+    """A throw-away home: a manager Claude Code session and a Codex worker of one project."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.project = root / "proj"
+        (self.project / ".git").mkdir(parents=True)
+        (root / "state").mkdir()
+        directory = root / ".claude" / "projects" / str(self.project).replace("/", "-")
+        directory.mkdir(parents=True)
+        self.manager = ClaudeCodeTranscript(directory / f"{uuid.uuid4()}.jsonl",
+                                            cwd=str(self.project))
+        self.manager.append(Typed("plan the work"), Reply("ok"))
+        thread = str(uuid.uuid4())
+        codex = root / ".codex" / "sessions" / "2026" / "12" / "06"
+        codex.mkdir(parents=True)
+        self.worker = CodexRollout(codex / f"rollout-2026-12-06T01-00-00-{thread}.jsonl",
+                                   thread_id=thread, cwd=str(self.project))
+        self.worker.append(Typed("an earlier prompt"), Reply("ok"))
+        self.key = f"agent:main:claude:{self.manager.session_id}"
+        self.worker_key = f"agent:main:codex:{thread}"
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("SSA_", "CLAUDE_", "CODEX_", "XDG_"))}
+        self.env.update({"HOME": str(root), "SSA_STATE_DIR": str(root / "state"),
+                         "PYTHONPATH": str(Path(__file__).parents[1])})
+
+    def manage(self, *, wake: bool = True) -> None:
+        run_manage(self.root / "state" / "state.sqlite", self.key, off=False, wake=wake,
+                   out=io.StringIO())
+
+    def hook_input(self, event: str = "Stop") -> bytes:
+        return json.dumps({"session_id": self.manager.session_id, "cwd": str(self.project),
+                           "hook_event_name": event, "stop_hook_active": False,
+                           "transcript_path": str(self.manager.path)}).encode()
+
+    def prompt_hook(self) -> str:
+        done = subprocess.run([sys.executable, "-m", "actors", "hook", "claude-code"],
+                              input=self.hook_input("UserPromptSubmit"), env=self.env,
+                              capture_output=True, timeout=WAIT_S, check=True)
+        return done.stdout.decode()
+
+    def start_wait(self, *extra: str) -> subprocess.Popen[bytes]:
+        source = self.root / "hook-input.json"
+        source.write_bytes(self.hook_input())
+        with source.open("rb") as stdin:
+            return subprocess.Popen(
+                [sys.executable, "-m", "actors", "hook", "claude-code", "--wait", *extra],
+                stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+
+
+def _finish(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    try:
+        _, err = process.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate(timeout=WAIT_S)
+        raise
+    return process.returncode, err.decode()
+
+
+def _still_waiting(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path / "home")
+
+
+def test_an_idle_manager_is_woken_once_by_a_typed_turn_in_a_worker(env: Env) -> None:
+    env.manage()
+    assert env.prompt_hook() == ""  # its first turn links what exists at its end
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.0)  # nothing happened: it waits
+        started = time.monotonic()
+        env.worker.append(Typed("a person typed into the worker"), Reply("done"))
+        code, err = _finish(waiting)
+        took = time.monotonic() - started
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait(timeout=WAIT_S)
+    assert code == 2, err
+    assert f'Session "{env.worker_key}" changed (other actor)' in err
+    assert "a person typed" not in err  # no message text
+    assert took < 5.0
+    assert env.prompt_hook() == ""  # acknowledged: the woken turn's next prompt has none
+    waiting = env.start_wait()  # armed again: the next typed turn wakes it once more
+    env.worker.append(Typed("typed again"), Reply("done"))
+    code, err = _finish(waiting)
+    assert code == 2
+    assert err.count("changed (other actor)") == 1
+
+
+def test_a_notice_pending_when_the_turn_ends_is_delivered_at_once(env: Env) -> None:
+    env.manage()
+    env.prompt_hook()
+    env.worker.append(Typed("typed during the manager's turn"), Reply("done"))
+    code, err = _finish(env.start_wait())
+    assert code == 2
+    assert env.worker_key in err
+
+
+@pytest.mark.parametrize("wake", [None, False], ids=["worker", "no-wake manager"])
+def test_a_worker_or_a_manager_without_wakes_does_not_wait(env: Env, wake: bool | None) -> None:
+    if wake is not None:
+        env.manage(wake=wake)
+    code, err = _finish(env.start_wait())
+    assert (code, err) == (0, "")
+
+
+def test_the_waiting_hook_ends_with_its_tool_process(env: Env) -> None:
+    """A stand-in tool (a Python process) starts the waiting hook, then is killed."""
+    env.manage()
+    env.prompt_hook()
+    script = ("import subprocess, sys; p = subprocess.Popen(sys.argv[1:], "
+              "stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+              f"p.stdin.write({env.hook_input()!r}); p.stdin.close(); print(p.pid, flush=True); "
+              "import time; time.sleep(600)")
+    tool = subprocess.Popen([sys.executable, "-c", script, sys.executable, "-m", "actors",
+                             "hook", "claude-code", "--wait"], stdout=subprocess.PIPE,
+                            env=env.env, start_new_session=True)
+    assert tool.stdout is not None
+    hook_pid = int(tool.stdout.readline())
+    try:
+        time.sleep(1.0)  # let it reach its wait (it checks once first)
+        assert Path(f"/proc/{hook_pid}").exists()
+        os.kill(tool.pid, signal.SIGKILL)
+        tool.wait(timeout=WAIT_S)
+        deadline = time.monotonic() + 5.0
+        while _alive(hook_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(hook_pid)
+    finally:
+        tool.stdout.close()
+        if _alive(hook_pid):
+            os.kill(hook_pid, signal.SIGKILL)
+        if tool.poll() is None:
+            tool.kill()
+            tool.wait(timeout=WAIT_S)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended and not yet reaped by init, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_newer_waiting_hook_ends_the_older_one_and_one_wakes(env: Env) -> None:
+    """A tool that starts a waiting hook at each turn's end keeps one, not a pile."""
+    env.manage()
+    env.prompt_hook()
+    older = env.start_wait()
+    newer = None
+    try:
+        assert _still_waiting(older, 1.0)
+        newer = env.start_wait()
+        assert older.wait(timeout=WAIT_S) == -signal.SIGTERM
+        assert _still_waiting(newer, 0.5)
+        env.worker.append(Typed("typed"), Reply("done"))
+        code, err = _finish(newer)
+        assert code == 2
+        assert err.count("changed (other actor)") == 1
+    finally:
+        for process in (older, newer):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(timeout=WAIT_S)
+        for process in (older, newer):
+            if process is not None:
+                process.communicate(timeout=WAIT_S)
