@@ -208,3 +208,25 @@ def test_a_newer_waiting_hook_ends_the_older_one_and_one_wakes(env: Env) -> None
         for process in (older, newer):
             if process is not None:
                 process.communicate(timeout=WAIT_S)
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_an_idle_waiting_hook_uses_no_cpu(env: Env) -> None:
+    """No polling, and its own reads of the signal log never wake it (a reader's open and
+    close make and remove the -wal and -shm files: before that was ignored, one idle
+    waiting hook spun at about 7 % of a core)."""
+    env.manage()
+    env.prompt_hook()
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.5)  # its first check done, now blocked
+        before = _cpu_ticks(waiting.pid)
+        assert _still_waiting(waiting, 2.0)
+        assert _cpu_ticks(waiting.pid) - before <= 2  # clock ticks (1/100 s) in 2 s
+    finally:
+        waiting.kill()
+        _finish(waiting)

@@ -70,6 +70,9 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
         # As every ssa command: a --db file must be in a directory that exists.
         raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
     state_dir = Path(location).parent if not is_url else default_state_path().parent
+    if args.db is None or is_url:  # the default location's directories are ours to make
+        with contextlib.suppress(OSError):
+            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     record_caller(state_dir, watcher)  # ssa manage and ssa mcp find this session so
     return Run(hook=hook, watcher=watcher, location=location, is_url=is_url,
                state_dir=state_dir)

@@ -39,6 +39,9 @@ Outcome = Literal["change", "ended", "timeout"]
 IGNORED_NAMES = frozenset({"hook-cwd-cache.json", "hooks"})
 """Names in the state directory that are the hook's own bookkeeping."""
 _IGNORED_PREFIXES = (".hook-cwd-",)
+_SQLITE_SIDE = ("-shm", "-journal")
+_MODIFY = 0x2
+"""inotify's ``IN_MODIFY``."""
 
 
 def _inotify() -> Any:
@@ -88,7 +91,8 @@ class ChangeWaiter:
             return
         from inotify_simple import flags  # noqa: PLC0415 - Linux only
 
-        mask = flags.MODIFY | flags.CREATE | flags.MOVED_TO | flags.DELETE | flags.CLOSE_WRITE
+        # No CLOSE_WRITE: a reader that opened a file read-write closes it so too.
+        mask = flags.MODIFY | flags.CREATE | flags.MOVED_TO | flags.DELETE
         for directory in directories:
             key = str(directory)
             if key in self._watched:
@@ -101,9 +105,15 @@ class ChangeWaiter:
             self._names[wd] = key
 
     def _relevant(self, events: Iterable[Any]) -> bool:
+        """Whether any event may be news: not the hook's own files, and of a SQLite
+        database only a write (a reader's open and close make and remove ``-wal`` and
+        ``-shm`` files, and write the ``-shm`` index: those are not news)."""
         for event in events:
             name = str(event.name)
-            if name in IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES):
+            if name in IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES) \
+                    or name.endswith(_SQLITE_SIDE):
+                continue
+            if name.endswith("-wal") and not event.mask & _MODIFY:
                 continue
             return True
         return False
