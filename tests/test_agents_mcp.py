@@ -1,4 +1,4 @@
-"""``ssa mcp``: the five tools in memory (``Client(server)``) and over real stdio (``ssa mcp``)."""
+"""``ssa mcp``: the six tools in memory (``Client(server)``) and over real stdio (``ssa mcp``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from actors import Gateway
+from actors.agents.caller import record_caller
 from actors.agents.mcp_server import MAX_PAGE, GatewayHolder, build_server
 
 mcp = pytest.importorskip("mcp")
@@ -59,13 +60,16 @@ def test_tools_are_listed_with_the_seeds_names(holder: GatewayHolder) -> None:
                 return await client.list_tools()
     tools = {tool.name: tool for tool in anyio.run(listing).tools}
     assert set(tools) == {"session_status", "sessions_list", "sessions_send",
-                          "pending_notices", "drain"}
+                          "pending_notices", "drain", "manage"}
     assert set(tools["session_status"].input_schema["properties"]) >= {"sessionKey",
                                                                        "changesSince"}
     assert tools["session_status"].input_schema["required"] == ["sessionKey"]
     assert set(tools["sessions_send"].input_schema["properties"]) == {
         "senderKey", "targetKey", "text", "watch"}
-    assert tools["drain"].input_schema["required"] == ["watcherKey"]
+    # The caller's own key is optional: the server works it out (issue 35).
+    assert "required" not in tools["drain"].input_schema or \
+        tools["drain"].input_schema["required"] == []
+    assert tools["sessions_send"].input_schema["required"] == ["targetKey", "text"]
 
 
 def test_notice_reconcile_drain(holder: GatewayHolder) -> None:
@@ -301,3 +305,28 @@ def test_the_largest_page_stays_under_claude_codes_warning(tmp_path: Path) -> No
 
     size = anyio.run(page)
     assert size < 40_000  # characters; about 4 per token
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_the_callers_own_key_is_worked_out_and_manage_makes_it_a_manager(
+        holder: GatewayHolder, tmp_path: Path) -> None:
+    """The server runs under the tool process whose prompt hook recorded its session: here
+    this test's process stands for both (the record is of its first non-shell ancestor)."""
+    gw = holder.get()
+    gw.create_session(WORKER)
+    (refused,) = call(build_server(holder), ("manage", {}))  # no record yet: a tool error
+    assert refused.is_error
+    assert "--session KEY" in refused.content[0].text
+    record_caller(tmp_path, WATCHER)
+    (managed,) = call(build_server(holder), ("manage", {}))
+    assert payload(managed) == {"sessionKey": WATCHER, "role": "manager", "wake": True,
+                                "changed": True}
+    assert gw.role(WATCHER) == ("manager", True)
+    assert gw.watch(WATCHER, WORKER)
+    gw.human_message(WORKER, channel="c")
+    (pending,) = call(build_server(holder), ("pending_notices", {}))
+    assert len(payload(pending)["notices"]) == 1
+    (drained,) = call(build_server(holder), ("drain", {}))
+    assert len(payload(drained)["notices"]) == 1
+    (off,) = call(build_server(holder), ("manage", {"on": False}))
+    assert payload(off)["role"] == "worker"

@@ -183,8 +183,10 @@ def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: 
     manager = harness.start(manager_tool, name="manager", home=home, project=project,
                             setup=setup, args=args)
     worker = harness.start(worker_tool, name="worker", home=home, project=project)
-    manager.script(Text(f"manager ready {nonce}"))
-    manager.prompt(f"manager first turn {nonce}")  # the hook links what exists now
+    # Sessions are workers until made managers: its agent runs `ssa manage` (issue 35).
+    manager.script_shell(f"{SSA} manage", then=f"manager ready {nonce}")
+    manager.prompt(f"manager first turn {nonce}")
+    assert "is now a manager" in manager.model.main_requests()[-1].text()
     manager_files = set(manager.transcripts())
     worker.script(Text(f"worker answer {nonce}"), Text(f"worker answer two {nonce}"))
     if before_typing is not None:

@@ -230,3 +230,24 @@ def test_an_idle_waiting_hook_uses_no_cpu(env: Env) -> None:
     finally:
         waiting.kill()
         _finish(waiting)
+
+
+def test_a_waiting_hook_under_a_headless_run_does_not_wait(env: Env) -> None:
+    """``claude -p`` waits for its async hooks: a waiting hook there delivers what is
+    pending and ends, instead of holding the run until its timeout."""
+    env.manage()
+    env.prompt_hook()
+    script = ("import subprocess, sys; args = sys.argv[sys.argv.index('--') + 1:]; "
+              "p = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE); "
+              f"_, err = p.communicate({env.hook_input()!r}, timeout=20); "
+              "sys.stdout.write(str(p.returncode)); sys.stdout.write(err.decode())")
+    done = subprocess.run([sys.executable, "-c", script, "-p", "--", sys.executable, "-m",
+                           "actors", "hook", "claude-code", "--wait"], capture_output=True,
+                          env=env.env, timeout=WAIT_S, check=True)
+    assert done.stdout.decode() == "0"  # ended at once, nothing pending
+    env.worker.append(Typed("typed"), Reply("done"))
+    done = subprocess.run([sys.executable, "-c", script, "-p", "--", sys.executable, "-m",
+                           "actors", "hook", "claude-code", "--wait"], capture_output=True,
+                          env=env.env, timeout=WAIT_S, check=True)
+    assert done.stdout.decode().startswith("2")  # pending: delivered, then ended
+    assert env.worker_key in done.stdout.decode()

@@ -102,10 +102,22 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             if done == "delivered" and push.exit_code is not None:
                 return push.exit_code
-            if done in ("worker", "no-wake"):
+            if done in ("worker", "no-wake") or _headless(found, push.headless):
                 return 0
             if waiter.wait() == "ended":
                 return 0
+
+
+def _headless(found: tuple[int, int] | None, flags: tuple[str, ...]) -> bool:
+    """Whether the tool process runs without a person (e.g. ``claude -p``): such a run
+    waits for its hooks, so a waiting hook would hold it up."""
+    if found is None or not flags:
+        return False
+    try:
+        argv = Path(f"/proc/{found[0]}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(flag.encode() in argv for flag in flags)
 
 
 def _take_slot(run: Run, timeout_s: float) -> IO[bytes] | None:

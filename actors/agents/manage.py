@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from actors.agents.caller import find_caller
 from actors.errors import InvalidArgument, SessionStateError
@@ -26,7 +26,7 @@ from actors.facade import validate as v
 from persistence import peek
 from persistence.locations import default_state_path
 
-__all__ = ["resolve_self", "run_manage", "state_dir_of"]
+__all__ = ["resolve_self", "run_manage", "set_role", "state_dir_of"]
 
 URL_SCHEMES = ("postgres://", "postgresql://")
 
@@ -67,6 +67,21 @@ def resolve_self(location: Path | str, session: str | None) -> str:
     return key
 
 
+def set_role(gw: Any, key: str, *, off: bool, wake: bool) -> bool:
+    """Make ``key`` a manager (its session entry made when missing, so its watches count
+    from now) or, with ``off``, a worker. Returns whether anything changed.
+
+    ``gw``: an open :class:`actors.Gateway`. Raises what
+    :meth:`actors.Gateway.set_role` raises. Caller's thread; blocks on a read and writes.
+    """
+    if not off:
+        with gw.read_pool.connection() as conn:
+            known = peek.session_created_at(conn, key) is not None
+        if not known:
+            gw.create_session(key)  # its hook adopts its transcript at the next run
+    return bool(gw.set_role(key, "worker" if off else "manager", wake=wake))
+
+
 def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bool,
                out: TextIO) -> int:
     """Run ``ssa manage``; returns the exit code (0).
@@ -90,12 +105,7 @@ def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bo
     if off and not wake:
         raise InvalidArgument("--no-wake goes with making a manager, not with --off")
     with Gateway.open(location, monitor=False) as gw:
-        if not off:
-            with gw.read_pool.connection() as conn:
-                known = peek.session_created_at(conn, key) is not None
-            if not known:
-                gw.create_session(key)  # its hook adopts its transcript at the next run
-        changed = gw.set_role(key, "worker" if off else "manager", wake=wake)
+        changed = set_role(gw, key, off=off, wake=wake)
     if off:
         out.write(f"{key} is a worker{' again' if changed else ''}: it is not notified "
                   "or woken, and its watches were dropped.\n")

@@ -7,12 +7,18 @@ Tools (arguments in camelCase, as the notice text names them):
   it; ``nextChangesSince`` says where to continue when more remain.
 * ``sessions_list(agentId?, cursor?, limit?)``: a page of sessions (default
   50, at most 200); ``nextCursor`` fetches the next page.
-* ``sessions_send(senderKey, targetKey, text, watch?)``: the gateway's
+* ``sessions_send(targetKey, text, watch?, senderKey?)``: the gateway's
   ``sessions_send`` with the default dispatcher (the text goes to the target's
-  inbox in this server's gateway; it is not typed into another tool), and
+  inbox in this server's gateway; it is not typed into another tool yet), and
   with ``watch`` the sender watches the target.
-* ``pending_notices(watcherKey)``: the watcher's queued notices, not consumed.
-* ``drain(watcherKey)``: consumes them and acknowledges the notices.
+* ``pending_notices(watcherKey?)``: the watcher's queued notices, not consumed.
+* ``drain(watcherKey?)``: consumes them and acknowledges the notices.
+* ``manage(on?, wake?)``: makes the calling session a manager (``on=false``: a
+  worker again), as ``ssa manage`` does.
+
+Where a tool takes the caller's own key (``senderKey``, ``watcherKey``) it is
+optional: the server works it out from the session its tool process runs
+(:mod:`actors.agents.caller`, the record the session's prompt hook keeps).
 
 Results are JSON text (and structured content), kept small: pages, and a
 watcher's queue holds at most ``GatewayConfig.queue_limit`` (20) entries. A
@@ -38,8 +44,10 @@ from typing import Any, TextIO
 
 import msgspec
 
+from actors.agents.manage import resolve_self, set_role
 from actors.errors import SessionStateError
 from persistence.errors import BackendNotInstalled, StorageError
+from persistence.locations import default_state_path
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "GatewayHolder", "build_server", "main"]
 
@@ -57,6 +65,15 @@ INSTRUCTIONS = (
     "times; never message text). drain(watcherKey) consumes and acknowledges your notices.")
 
 
+def _caller(holder: GatewayHolder, given: str | None) -> str:
+    """``given``, else the key of the session whose tool process runs this server.
+
+    Raises:
+        SessionStateError: not found (the message says to pass the key).
+    """
+    return resolve_self(holder.location or default_state_path(), given)
+
+
 class GatewayHolder:
     """Opens the gateway on first use (from any worker thread) and closes it once.
 
@@ -67,6 +84,8 @@ class GatewayHolder:
     """
 
     def __init__(self, location: str | None, opener: Any = None) -> None:
+        self.location = location
+        """The signal log named on the command line or by ``$SSA_DB`` (``None``: default)."""
         self._location = location
         self._opener = opener
         self._lock = threading.Lock()
@@ -122,7 +141,7 @@ def _cursor_offset(cursor: str | None) -> int:
 
 
 def build_server(holder: GatewayHolder) -> Any:
-    """The :class:`mcp.server.mcpserver.MCPServer` with the five tools, on ``holder``'s gateway.
+    """The :class:`mcp.server.mcpserver.MCPServer` with the six tools, on ``holder``'s gateway.
 
     Raises:
         ImportError: the ``mcp`` package is not installed.
@@ -173,21 +192,33 @@ def build_server(holder: GatewayHolder) -> Any:
 
     @server.tool(description="Send text from one session to another (the gateway's inbox "
                  "of the target); with watch, the sender becomes a watcher of the target.")
-    def sessions_send(senderKey: str, targetKey: str, text: str,  # noqa: N803
-                      watch: bool = False) -> dict[str, Any]:
+    def sessions_send(targetKey: str, text: str, watch: bool = False,  # noqa: N803
+                      senderKey: str | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
-            return dict(_plain(gw.sessions_send(senderKey, targetKey, text, watch=watch)))
+            sender = _caller(holder, senderKey)
+            return dict(_plain(gw.sessions_send(sender, targetKey, text, watch=watch)))
         return dict(call(run))
 
     @server.tool(description="The watcher's queued notices, oldest first, without "
                  "consuming them.")
-    def pending_notices(watcherKey: str) -> dict[str, Any]:  # noqa: N803
-        return {"notices": call(lambda gw: gw.pending_notices(watcherKey))}
+    def pending_notices(watcherKey: str | None = None) -> dict[str, Any]:  # noqa: N803
+        return {"notices": call(lambda gw: gw.pending_notices(_caller(holder, watcherKey)))}
 
     @server.tool(description="The watcher's turn: consume its queued notices and "
                  "acknowledge them (each is returned once).")
-    def drain(watcherKey: str) -> dict[str, Any]:  # noqa: N803
-        return {"notices": call(lambda gw: gw.drain(watcherKey))}
+    def drain(watcherKey: str | None = None) -> dict[str, Any]:  # noqa: N803
+        return {"notices": call(lambda gw: gw.drain(_caller(holder, watcherKey)))}
+
+    @server.tool(description="Make this session a manager: told (and, with wake, woken "
+                 "when idle) when someone else steps into the other sessions of its "
+                 "project; on=false makes it a worker again and drops its watches.")
+    def manage(on: bool = True, wake: bool = True) -> dict[str, Any]:
+        def run(gw: Any) -> dict[str, Any]:
+            key = _caller(holder, None)
+            changed = set_role(gw, key, off=not on, wake=wake)
+            role, woken = gw.role(key)
+            return {"sessionKey": key, "role": role, "wake": woken, "changed": changed}
+        return dict(call(run))
 
     return server
 

@@ -34,9 +34,12 @@ class PushPath(NamedTuple):
     exit_code: int | None
     hook_event: str | None = None
     hook_fields: tuple[tuple[str, object], ...] = ()
+    headless: tuple[str, ...] = ()
     """``hook_event``: the tool's hook event ``ssa install`` runs ``ssa hook <tool> --wait``
     from (``None``: the tool's plugin or extension starts it); ``hook_fields``: the
-    extra fields of that hook handler."""
+    extra fields of that hook handler; ``headless``: arguments of the tool process
+    that mark a run without a person (it waits for its hooks, so the waiting hook
+    delivers what is pending and never waits there)."""
 
 
 WAIT_TIMEOUT_S = 2_147_483
@@ -46,6 +49,7 @@ next turn's end."""
 
 PUSH: dict[str, PushPath] = {
     "claude-code": PushPath(event="Stop", stream="stderr", exit_code=2, hook_event="Stop",
-                            hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S))),
+                            hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S)),
+                            headless=("-p", "--print")),
 }
 """The tools whose sessions ``ssa hook --wait`` can wake, by ``ssa hook`` tool name."""
