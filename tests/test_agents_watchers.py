@@ -39,18 +39,19 @@ NOTICE_MARK = "changed (other actor). Reconcile before acting: session_status se
 SSA = str(Path(sys.executable).with_name("ssa"))
 
 
-def _ssa_install(tool: str, home: Home) -> None:
+def _ssa_install(tool: str, home: Home, *extra: str) -> None:
     """Run ``ssa install <tool>`` as the person would, in the agents' home."""
     env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "CODEX_HOME": str(home.root / ".codex")}
-    done = subprocess.run([SSA, "install", tool], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run([SSA, "install", tool, *extra], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _install_claude(home: Home, project: Path) -> None:
     del project
-    _ssa_install("claude-code", home)
+    # The next-prompt path (issue 21); waking an idle manager: test_agents_wake.py.
+    _ssa_install("claude-code", home, "--no-wake")
     # The person allows the MCP tool once (Claude Code asks before a tool's first use).
     settings = home.root / ".claude" / "settings.json"
     allow = json.loads(settings.read_text())["permissions"]["allow"]
