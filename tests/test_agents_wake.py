@@ -137,4 +137,4 @@ def test_a_person_typing_into_the_manager_notifies_no_worker(
     worker.prompt(f"worker second turn {nonce}")
     requests = worker.model.main_requests()
     assert len(requests) == before + 1  # no wake, and no notice in its turn
-    assert f'Session "agent:main:claude:' not in requests[-1].text()  # no notice line
+    assert 'Session "agent:main:claude:' not in requests[-1].text()  # no notice line
