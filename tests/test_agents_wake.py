@@ -36,12 +36,22 @@ SSA = str(Path(sys.executable).with_name("ssa"))
 WAKE_TIMEOUT_S = 30.0
 
 
-def _install_claude(home: Home, project: Path) -> None:
-    del project
-    env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    done = subprocess.run([SSA, "install", "claude-code"], env=env, capture_output=True,
+def _ssa_install(tool: str, home: Home) -> None:
+    env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "CODEX_HOME": str(home.root / ".codex")}
+    done = subprocess.run([SSA, "install", tool], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _install_codex(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("codex", home)
+
+
+def _install_claude(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("claude-code", home)
     settings = home.root / ".claude" / "settings.json"
     allow = json.loads(settings.read_text())["permissions"]["allow"]
     merge_json(settings, {"permissions": {"allow": [*allow, "mcp__ssa__session_status"]}})
@@ -60,15 +70,52 @@ def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     return f"agent:main:{source}:{stem}"
 
 
-def _manager(harness: Harness, home: Home, project: Path, nonce: str) -> Agent:
-    """A Claude Code session that made itself the manager with its Bash tool."""
-    manager = harness.start("claude", name="manager", home=home, project=project,
-                            setup=_install_claude)
+MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
+    "claude": (_install_claude, ()),
+    # A person trusts a new hook once, in Codex's /hooks; automation skips that.
+    "codex": (_install_codex, ("--dangerously-bypass-hook-trust",)),
+}
+
+
+def _manager(harness: Harness, home: Home, project: Path, nonce: str,
+             tool: str = "claude") -> Agent:
+    """A session that made itself the manager with its shell tool."""
+    setup, args = MANAGERS[tool]
+    manager = harness.start(tool, name="manager", home=home, project=project,
+                            setup=setup, args=args)
     manager.script_shell(f"{SSA} manage", then=f"I am the manager now {nonce}")
     manager.prompt(f"make yourself the manager {nonce}")
     request = manager.model.main_requests()[-1].text()
     assert "is now a manager" in request, request[-2000:]
     return manager
+
+
+def test_an_idle_codex_manager_is_woken_once_through_codex_queue(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    """Codex: its prompt hook (here the async PostToolUse after ``ssa manage``) starts the
+    waiting hook detached; it delivers with ``codex queue``, which the TUI runs at its
+    next 10 s tick."""
+    require_tool("codex")
+    require_tool("claude")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    manager = _manager(agent_harness, home, project, nonce, tool="codex")
+    manager_files = set(manager.transcripts())
+    worker = agent_harness.start("claude", name="worker", home=home, project=project)
+    worker.script(Text(f"worker answer {nonce}"))
+    manager.script(Text(f"noted {nonce}"))
+    before = len(manager.model.main_requests())
+    worker.prompt(f"a person typed into the worker {nonce}")
+    key = _worker_key(worker, manager_files, "claude")
+    request = manager.model.wait_main(before + 1, timeout_s=WAKE_TIMEOUT_S)
+    manager.wait_turn()
+    assert _notices(request.text(), key) == 1, request.text()[-3000:]
+    time.sleep(3.0)
+    assert len(manager.model.main_requests()) == before + 1  # once
+    for agent in (manager, worker):
+        result = compare(agent.decided_rows(), agent_harness.log.actions(tool=agent.tool.name))
+        assert (result.precision, result.recall) == (1.0, 1.0), result.report()
 
 
 def _woken(manager: Agent, before: int, started: float) -> tuple[str, float]:

@@ -269,6 +269,7 @@ _LIGHT = (
     ("actors.agents.hookargs", "argparse"),
     ("actors.agents.mcp_server", "actors"),
     ("actors.agents.sessions", "tempfile"),
+    ("actors.agents.spawn", "subprocess"),
     ("actors.agents.watches", "actors"),
     ("actors.agents.manage", "actors"),
     ("actors.cli", "actors.cli.app"),

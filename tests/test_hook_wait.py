@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -251,3 +252,31 @@ def test_a_waiting_hook_under_a_headless_run_does_not_wait(env: Env) -> None:
                           env=env.env, timeout=WAIT_S, check=True)
     assert done.stdout.decode().startswith("2")  # pending: delivered, then ended
     assert env.worker_key in done.stdout.decode()
+
+
+def test_a_worker_of_a_tool_never_used_before_wakes_the_manager(tmp_path: Path) -> None:
+    """The worker's tool has no folder yet when the waiting hook starts: the hook watches
+    the nearest folder that exists for the next one on the way, so the new session's
+    first typed turn still wakes the manager."""
+    env = Env(tmp_path / "home")
+    shutil.rmtree(env.root / ".codex")
+    env.manage()
+    env.prompt_hook()
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.5)
+        thread = str(uuid.uuid4())
+        codex = env.root / ".codex" / "sessions" / "2026" / "12" / "06"
+        codex.mkdir(parents=True)
+        now = time.time_ns() // 1_000_000  # a session started now, after the manager's
+        worker = CodexRollout(codex / f"rollout-2026-12-06T02-00-00-{thread}.jsonl",
+                              thread_id=thread, cwd=str(env.project),
+                              clock=lambda: now)
+        worker.append(Typed("the first prompt of a new worker"), Reply("ok"))
+        code, err = _finish(waiting)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            _finish(waiting)
+    assert code == 2, err
+    assert f'Session "agent:main:codex:{thread}" changed (other actor)' in err

@@ -30,7 +30,12 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["SHELLS", "find_caller", "record_caller", "records_dir", "tool_process"]
+__all__ = ["SHELLS", "TOOL_PID_ENV", "find_caller", "record_caller", "records_dir",
+           "tool_process"]
+
+TOOL_PID_ENV = "SSA_TOOL_PID"
+"""``<pid>:<start time>`` of the tool process, for a process started detached on its
+behalf (:mod:`actors.agents.spawn`): its own ancestors no longer lead there."""
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env",
                     "timeout", "nohup", "setsid", "script", "uv", "uvx"})
@@ -66,10 +71,17 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
 def tool_process(start: int | None = None) -> tuple[int, int] | None:
     """The first ancestor of ``start`` (default: this process) that is not a shell.
 
+    For this process, :data:`TOOL_PID_ENV` names it instead when set and still
+    running (a waiting hook started detached).
+
     Returns:
         ``(pid, start time)`` of that process, or ``None`` (no ``/proc``, or
         the chain ends at init first).
     """
+    if start is None and os.environ.get(TOOL_PID_ENV):
+        named = _named_tool()
+        if named is not None:
+            return named
     pid = os.getpid() if start is None else start
     first = _stat(pid)
     if first is None:
@@ -86,6 +98,17 @@ def tool_process(start: int | None = None) -> tuple[int, int] | None:
             return pid, started
         pid = parent
     return None
+
+
+def _named_tool() -> tuple[int, int] | None:
+    """The tool process :data:`TOOL_PID_ENV` names, when it still runs (same start time)."""
+    pid_text, _, started_text = os.environ.get(TOOL_PID_ENV, "").partition(":")
+    if not (pid_text.isdigit() and started_text.isdigit()):
+        return None
+    info = _stat(int(pid_text))
+    if info is None or info[2] != int(started_text):
+        return None
+    return int(pid_text), int(started_text)
 
 
 def record_caller(state_dir: Path, session_key: str) -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-__all__ = ["MAX_INPUT_BYTES", "TOOLS", "HookInput", "HookInputError", "parse_hook_input",
-           "render_output"]
+__all__ = ["MAX_INPUT_BYTES", "STREAM_EVENT", "TOOLS", "HookInput", "HookInputError",
+           "parse_hook_input", "render_output"]
 
 TOOLS: dict[str, str] = {"claude-code": "claude", "codex": "codex", "opencode": "opencode",
                          "pi": "pi"}
@@ -32,8 +32,12 @@ _DEFAULT_EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit
                    "opencode": "experimental.chat.system.transform",
                    "pi": "before_agent_start"}
 _JSON_OUTPUT = frozenset({"claude-code", "codex"})
-_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
-"""Events whose ``additionalContext`` Claude Code and Codex add to the model's context."""
+_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart", "PostToolUse"})
+"""Events whose ``additionalContext`` Claude Code and Codex add to the model's context
+(``PostToolUse``: to the next request of the same turn)."""
+STREAM_EVENT = "ssa-push"
+"""The waiting hook's stream form: one JSON line ``{"text": ...}`` per delivery, read by
+our OpenCode plugin and Pi extension (:data:`actors.agents.push.PUSH_EVENT`)."""
 
 
 class HookInputError(ValueError):
@@ -101,13 +105,16 @@ def render_output(hook: HookInput, context: str) -> str:
     """What ``ssa hook`` writes on stdout to put ``context`` into the tool's next request.
 
     Claude Code and Codex: their JSON ``hookSpecificOutput.additionalContext``
-    for ``UserPromptSubmit`` and ``SessionStart`` (plain text for any
-    other event, which those tools show only in their debug log); OpenCode
-    and Pi: the plain text. ``""`` for no context (nothing is printed).
+    for ``UserPromptSubmit``, ``SessionStart`` and ``PostToolUse`` (plain
+    text for any other event, e.g. a waiting hook's stderr); OpenCode and Pi:
+    the plain text; the waiting hook's stream (:data:`STREAM_EVENT`): one JSON
+    line ``{"text": ...}``. ``""`` for no context (nothing is printed).
     Pure; any thread.
     """
     if not context:
         return ""
+    if hook.event == STREAM_EVENT:
+        return json.dumps({"text": context}, ensure_ascii=True) + "\n"
     if hook.tool in _JSON_OUTPUT and hook.event in _CONTEXT_EVENTS:
         return json.dumps({"hookSpecificOutput": {
             "hookEventName": hook.event, "additionalContext": context}},

@@ -20,7 +20,9 @@ from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input
 from actors.agents.hookplan import plan_from
 from actors.agents.project import project_roots
+from actors.agents.push import PUSH
 from actors.agents.sessions import CwdCache, StoreRow, find_sessions
+from actors.agents.spawn import spawn_waiter, waiter_alive
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
@@ -111,6 +113,8 @@ def check(run: Run, args: HookArgs, out: TextIO,
                 return "worker"  # never notified: nothing to adopt, watch or print
             if args.wait and not wake:
                 return "no-wake"
+            if wake and not args.wait:
+                _start_waiter(run, args)
         if conn is None and not run.is_url and not Path(location).exists():
             return "worker"  # no signal log yet: no manager either
         cache = CwdCache(run.state_dir / "hook-cwd-cache.json")  # saved once the dir exists
@@ -168,6 +172,18 @@ def _finish(cache: CwdCache, exit_now: Callable[[int], None] | None, code: int) 
         sys.stdout.flush()
         sys.stderr.flush()
     exit_now(code)
+
+
+def _start_waiter(run: Run, args: HookArgs) -> None:
+    """For a tool whose waiting hook the prompt hook starts: start it when none runs."""
+    push = PUSH.get(args.tool)
+    if push is None or not push.spawn or waiter_alive(run.state_dir, run.watcher):
+        return
+    options = [*(["--db", args.db] if args.db else []), "--scope", args.scope,
+               "--agent", args.agent]
+    spawn_waiter(args.tool, options, {
+        "session_id": run.hook.session_id, "cwd": run.hook.cwd,
+        "transcript_path": run.hook.transcript_path, "hook_event_name": push.event})
 
 
 def _open_peek(location: str) -> Any:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
+import io
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,16 +33,19 @@ from actors.agents.caller import tool_process
 from actors.agents.hookargs import HookArgs
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
-from actors.agents.hookrun import Run, catalogs_for, check, prepare
+from actors.agents.hookrun import Checked, Run, catalogs_for, check, prepare
 from actors.agents.push import PUSH
+from actors.agents.spawn import slot_path
 from actors.agents.waiter import ChangeWaiter
 from persistence import peek
 from persistence.lazylog import get_logger
 
-__all__ = ["RECENT_S", "directories", "wait"]
+__all__ = ["COMMAND_TIMEOUT_S", "RECENT_S", "CommandOut", "directories", "wait"]
 
 logger = get_logger(__name__)
 
+COMMAND_TIMEOUT_S = 10.0
+"""Longest a push command may take (seconds)."""
 RECENT_S = 2 * 24 * 3600
 """Catalog directories changed this recently (seconds) are watched for new sessions."""
 _MAX_DIRECTORIES = 256
@@ -70,12 +74,18 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     except (HookTimeout, HookInputError) as exc:
         say(err, str(exc))
         return 0
-    stream = err if push.stream == "stderr" else out
     slot = _take_slot(run, args.timeout)
     if slot is None:
         say(err, "--wait: another waiting hook of this session would not end")
         return 0
     found = tool_process()
+    stream: TextIO = err if push.delivery == "exit" else out
+    if push.delivery == "command" and push.command is not None:
+        if found is None:
+            say(err, "--wait: the session's tool process is not known (no /proc?)")
+            return 0
+        stream = CommandOut(push.command, found[0], run.hook.session_id)
+    exits = push.delivery == "exit"
     with contextlib.closing(slot), ChangeWaiter(found[0] if found is not None else None) \
             as waiter:
         while True:
@@ -85,27 +95,66 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
             # A newer waiting hook ends this one with SIGTERM: never between printing
             # and acknowledging (or between acknowledging and exiting).
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            done: Checked = "nothing"
             try:
                 with deadline(args.timeout):
-                    done = check(run, args, stream, exit_now, exit_code=push.exit_code or 0)
+                    done = check(run, args, stream, exit_now if exits else None,
+                                 exit_code=push.exit_code)
             except HookTimeout as exc:
                 say(err, str(exc))
-                done = "nothing"
             except Exception as exc:  # a failed check waits for the next change
                 logger.debug("ssa hook --wait: a check failed", exc_info=True)
                 say(err, f"{type(exc).__name__}: {exc}")
-                done = "nothing"
             finally:
                 if timer is not None:
                     timer.cancel()
-                if not (done == "delivered" and push.exit_code is not None):
+                if not (done == "delivered" and exits):
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-            if done == "delivered" and push.exit_code is not None:
+            if done == "delivered" and exits:
                 return push.exit_code
             if done in ("worker", "no-wake") or _headless(found, push.headless):
                 return 0
             if waiter.wait() == "ended":
                 return 0
+
+
+class CommandOut(io.StringIO):
+    """Where a ``"command"`` push path's notices go: :meth:`flush` runs the command.
+
+    Args:
+        build: ``(tool pid, session id, text) -> argv``.
+        tool_pid: the session's tool process.
+        session_id: the session's id in its tool.
+
+    ``flush`` raises :class:`OSError` when the command fails or takes more than
+    :data:`COMMAND_TIMEOUT_S`, so the notices it carried are not acknowledged.
+    The waiting hook's main thread; blocks on the command.
+    """
+
+    def __init__(self, build: Callable[[int, str, str], list[str]], tool_pid: int,
+                 session_id: str) -> None:
+        super().__init__()
+        self._build = build
+        self._pid = tool_pid
+        self._session = session_id
+
+    def flush(self) -> None:
+        """Run the command with what was written since the last flush."""
+        text = self.getvalue()
+        if not text:
+            return
+        self.seek(0)
+        self.truncate()
+        try:
+            done = subprocess.run(  # noqa: S603 - argv of our own push path, no shell
+                self._build(self._pid, self._session, text.rstrip("\n")),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                timeout=COMMAND_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OSError(f"the push command failed: {exc}") from None
+        if done.returncode != 0:
+            raise OSError(f"the push command exited {done.returncode}: "
+                          f"{done.stderr.decode('utf-8', 'replace').strip()[:200]}")
 
 
 def _headless(found: tuple[int, int] | None, flags: tuple[str, ...]) -> bool:
@@ -131,11 +180,10 @@ def _take_slot(run: Run, timeout_s: float) -> IO[bytes] | None:
     ``None`` when the older one did not end within ``timeout_s`` (or 5 s).
     Main thread (SIGALRM); blocks until the lock is free.
     """
-    directory = run.state_dir / "hooks"
-    name = hashlib.sha256(run.watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    path = slot_path(run.state_dir, run.watcher)
     try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(directory / f"{name}.wait", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         logger.debug("no waiting-hook slot: %s", exc)
         return open(os.devnull, "rb")
@@ -178,7 +226,9 @@ def directories(run: Run) -> list[Path]:
 
     The signal log's (every commit lands in its ``-wal``), the manager's own
     transcript's, each watched transcript's or store's, and the catalogs'
-    directories changed within :data:`RECENT_S` (where new sessions appear).
+    directories changed within :data:`RECENT_S` (where new sessions appear); a
+    catalog root that does not exist yet is listed too (the waiter watches for
+    its creation).
     At most 256. Caller's thread; blocks on a few reads and ``stat`` calls.
     """
     found: dict[str, None] = {str(run.state_dir): None}
@@ -200,6 +250,9 @@ def directories(run: Run) -> list[Path]:
     now = time.time()
     for roots in catalogs_for(run.hook.cwd).values():
         for root in roots:
+            if not root.is_dir():  # watched for its creation (its ancestor, that name)
+                found[str(root)] = None
+                continue
             for directory in _recent(root, now):
                 found[directory] = None
                 if len(found) >= _MAX_DIRECTORIES:

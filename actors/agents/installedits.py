@@ -69,15 +69,12 @@ HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
 """Both tools: every prompt, and every session start (startup, resume, clear, compact)."""
 
 
-def _wait_event(tool: str) -> str | None:
-    push = PUSH.get(tool)
-    return push.hook_event if push is not None else None
-
-
 def hook_events(tool: str) -> tuple[str, ...]:
     """Every event that may hold our handler for ``tool`` (uninstall looks at each)."""
-    wait = _wait_event(tool)
-    return HOOK_EVENTS if wait is None else (*HOOK_EVENTS, wait)
+    push = PUSH.get(tool)
+    extra = () if push is None else tuple(e for e in (push.hook_event, push.mid_turn_event)
+                                          if e is not None)
+    return (*HOOK_EVENTS, *extra)
 
 
 def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
@@ -85,7 +82,8 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
 
     With ``setup.wake`` and a tool whose push path is a hook
     (:mod:`actors.agents.push`), also its waiting hook: ``ssa hook <tool> --wait``
-    with the path's extra fields.
+    with the path's extra fields; and for a tool with a mid-turn event, the
+    prompt hook under that event too.
     """
     handler = {"type": "command", "command": setup.hook_command(tool),
                "timeout": HOOK_TIMEOUT_S}
@@ -96,6 +94,8 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
         waiting = {"type": "command", "command": setup.hook_command(tool) + " --wait",
                    **dict(push.hook_fields)}
         groups[push.hook_event] = {"hooks": [waiting]}
+    if setup.wake and push is not None and push.mid_turn_event is not None:
+        groups[push.mid_turn_event] = {"hooks": [{**handler, **dict(push.mid_turn_fields)}]}
     return groups
 
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from actors.agents._files import ConfigRefused, FileOp
 from actors.agents.installedits import (
+    HOOK_EVENTS,
     data_text,
     has_marker,
+    hook_events,
     hook_groups,
     hooks_transform,
     is_our_hook,
@@ -74,14 +76,17 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
         base = setup.project / ".codex" if setup.project is not None else codex_home(setup)
         hooks = base / "hooks.json"
         ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install),
-                          "UserPromptSubmit and SessionStart hooks"))
+                          "UserPromptSubmit and SessionStart hooks"
+                          + (", and an async PostToolUse hook (mid-turn notices)"
+                             if setup.wake else "")))
         if setup.mcp or not install:
             config = base / "config.toml"
             ops.append(FileOp(config, toml_transform(setup, str(config), install=install),
                               f"MCP server [mcp_servers.{MCP_NAME}]"))
         if install:
+            events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
             notes.append("Codex asks you to trust new hooks: start codex, run /hooks, and "
-                         "trust the two ssa hooks (UserPromptSubmit, SessionStart).")
+                         f"trust the ssa hooks ({events}).")
             if setup.project is not None:
                 notes.append("Project hooks and config load only in a project Codex trusts.")
     elif tool == "opencode":

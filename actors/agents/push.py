@@ -1,21 +1,40 @@
 """How ``ssa hook <tool> --wait`` hands a notice to a running session: one entry per tool.
 
 A tool whose session can be woken from outside has a :class:`PushPath` here;
-the generic wait loop (:mod:`actors.agents.hookwait`) names no tool. Adding
-a tool's push path is one entry.
+the generic wait loop (:mod:`actors.agents.hookwait`), the prompt hook and
+``ssa install`` name no tool. Adding a tool's push path is one entry.
+``docs/push.md`` has what each tool was measured to allow.
 
 * **Claude Code** runs ``ssa hook claude-code --wait`` as a ``Stop`` command
   hook with ``"asyncRewake": true``: it runs in the background once a turn
   ends; when it exits 2, Claude Code shows its stderr to the model as a
-  system notification and starts a turn, even when the session is idle.
-  It is armed again at the end of that turn.
+  system notification and starts a turn, even when the session is idle (a
+  busy one gets it before its next model request). It is armed again at the
+  end of that turn.
+* **Codex** has no hook that can start a turn. The prompt hook of a manager
+  starts the waiting hook detached (once per session); it delivers with
+  ``codex queue --thread ID --message TEXT`` (the message enters as queued
+  input, which the TUI runs at its next 10 s tick). Mid-turn, an async
+  ``PostToolUse`` hook puts pending notices into the next request.
+* **OpenCode** and **Pi**: their plugin and extension (package data) start the
+  waiting hook for each session they serve and read one JSON line per
+  delivery from its stdout; they inject it themselves (OpenCode:
+  ``session.promptAsync`` with a synthetic part; Pi: ``pi.sendMessage`` with
+  ``triggerTurn``).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-__all__ = ["PUSH", "WAIT_TIMEOUT_S", "PushPath"]
+from actors.agents.hookinput import STREAM_EVENT
+
+__all__ = ["PUSH", "PUSH_EVENT", "WAIT_TIMEOUT_S", "PushPath"]
+
+PUSH_EVENT = STREAM_EVENT
+"""The event whose output form is one JSON line ``{"text": ...}`` (stream delivery)."""
 
 
 class PushPath(NamedTuple):
@@ -24,22 +43,36 @@ class PushPath(NamedTuple):
     Attributes:
         event: the hook event whose output form the notices take
             (:func:`actors.agents.hookinput.render_output`).
-        stream: where the notices are written.
-        exit_code: the process exits with this code right after a delivery
-            was acknowledged (``None``: it keeps waiting for the next one).
+        delivery: ``"exit"``: write the notices to stderr and exit with
+            ``exit_code`` (the tool starts the turn); ``"stream"``: write one
+            JSON line to stdout per delivery and keep waiting (the tool's
+            plugin injects it); ``"command"``: run ``command`` with the text
+            and keep waiting.
+        exit_code: the exit code of an ``"exit"`` delivery.
+        hook_event: the tool's hook event ``ssa install`` runs ``ssa hook <tool>
+            --wait`` from (``None``: something else starts it).
+        hook_fields: the extra fields of that hook handler.
+        headless: arguments of the tool process that mark a run without a
+            person (it waits for its hooks): the waiting hook delivers what is
+            pending there and never waits.
+        spawn: the prompt hook of a manager starts the waiting hook, detached,
+            when the session has none.
+        mid_turn_event: a hook event ``ssa install`` also runs the prompt hook
+            from, whose context reaches the model mid-turn; with
+            ``mid_turn_fields`` as its extra fields.
+        command: ``(tool pid, session id, text) -> argv`` for ``"command"``.
     """
 
     event: str
-    stream: Literal["stdout", "stderr"]
-    exit_code: int | None
+    delivery: Literal["exit", "stream", "command"]
+    exit_code: int = 0
     hook_event: str | None = None
     hook_fields: tuple[tuple[str, object], ...] = ()
     headless: tuple[str, ...] = ()
-    """``hook_event``: the tool's hook event ``ssa install`` runs ``ssa hook <tool> --wait``
-    from (``None``: the tool's plugin or extension starts it); ``hook_fields``: the
-    extra fields of that hook handler; ``headless``: arguments of the tool process
-    that mark a run without a person (it waits for its hooks, so the waiting hook
-    delivers what is pending and never waits there)."""
+    spawn: bool = False
+    mid_turn_event: str | None = None
+    mid_turn_fields: tuple[tuple[str, object], ...] = ()
+    command: Callable[[int, str, str], list[str]] | None = None
 
 
 WAIT_TIMEOUT_S = 2_147_483
@@ -47,9 +80,21 @@ WAIT_TIMEOUT_S = 2_147_483
 fit a 32-bit timer). Claude Code kills a hook at its timeout, and re-arms it only at the
 next turn's end."""
 
+
+def _codex_queue(tool_pid: int, session_id: str, text: str) -> list[str]:
+    """``codex queue`` run by the very binary of the session's Codex process."""
+    return [os.readlink(f"/proc/{tool_pid}/exe"), "queue", "--thread", session_id,
+            "--message", text]
+
+
 PUSH: dict[str, PushPath] = {
-    "claude-code": PushPath(event="Stop", stream="stderr", exit_code=2, hook_event="Stop",
+    "claude-code": PushPath(event="Stop", delivery="exit", exit_code=2, hook_event="Stop",
                             hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S)),
                             headless=("-p", "--print")),
+    "codex": PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
+                      mid_turn_event="PostToolUse", mid_turn_fields=(("async", True),),
+                      command=_codex_queue),
+    "opencode": PushPath(event=PUSH_EVENT, delivery="stream", headless=("run",)),
+    "pi": PushPath(event=PUSH_EVENT, delivery="stream", headless=("-p", "--print")),
 }
 """The tools whose sessions ``ssa hook --wait`` can wake, by ``ssa hook`` tool name."""

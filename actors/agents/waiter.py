@@ -71,6 +71,8 @@ class ChangeWaiter:
         self._fallback_s = fallback_s
         self._watched: dict[str, int] = {}
         self._names: dict[int, str] = {}
+        self._only: dict[int, set[str]] = {}
+        """Watches of a missing directory's ancestor: the names that count there."""
         self._pidfd: int | None = None
         self._poll = select.poll()
         if tool_pid is not None:
@@ -86,23 +88,55 @@ class ChangeWaiter:
         return self._inotify is not None
 
     def watch(self, directories: Iterable[Path]) -> None:
-        """Watch these directories too (idempotent; a missing one is skipped). Non-blocking."""
+        """Watch these directories too (idempotent).
+
+        A missing one is waited for: its nearest existing ancestor is watched
+        for the creation of the next directory on the way (only that name
+        counts there), and the caller watches again after each change.
+        Non-blocking.
+        """
         if self._inotify is None:
             return
+        wanted: list[Path] = []
+        for directory in directories:
+            if directory.is_dir():
+                wanted.append(directory)
+                continue
+            child, parent = directory, directory.parent
+            while parent != child and not parent.is_dir():
+                child, parent = parent, parent.parent
+            if parent == child:
+                continue
+            self._add(parent, only=child.name)
+        self._add_all(wanted)
+
+    def _add(self, directory: Path, *, only: str | None = None) -> None:
+        """Watch ``directory`` (``only``: just for that name, unless watched whole)."""
         from inotify_simple import flags  # noqa: PLC0415 - Linux only
 
-        # No CLOSE_WRITE: a reader that opened a file read-write closes it so too.
+        key = str(directory)
+        if key in self._watched:
+            wd = self._watched[key]
+            if only is not None and wd in self._only:
+                self._only[wd].add(only)
+            elif only is None:
+                self._only.pop(wd, None)  # wanted whole now
+            return
         mask = flags.MODIFY | flags.CREATE | flags.MOVED_TO | flags.DELETE
+        try:
+            wd = self._inotify.add_watch(key, mask)
+        except OSError:
+            return
+        self._watched[key] = wd
+        self._names[wd] = key
+        if only is not None:
+            self._only[wd] = {only}
+
+    def _add_all(self, directories: Iterable[Path]) -> None:
+        """Watch each of ``directories`` whole."""
+        # No CLOSE_WRITE: a reader that opened a file read-write closes it so too.
         for directory in directories:
-            key = str(directory)
-            if key in self._watched:
-                continue
-            try:
-                wd = self._inotify.add_watch(key, mask)
-            except OSError:
-                continue
-            self._watched[key] = wd
-            self._names[wd] = key
+            self._add(directory)
 
     def _relevant(self, events: Iterable[Any]) -> bool:
         """Whether any event may be news: not the hook's own files, and of a SQLite
@@ -110,6 +144,9 @@ class ChangeWaiter:
         ``-shm`` files, and write the ``-shm`` index: those are not news)."""
         for event in events:
             name = str(event.name)
+            only = self._only.get(event.wd)
+            if only is not None and name not in only:
+                continue
             if name in IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES) \
                     or name.endswith(_SQLITE_SIDE):
                 continue
