@@ -554,8 +554,10 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
             "fails": "echo partial; exit 3\n",
             "missing": "",
             "slow": "sleep 30 & wait\n"}[hook]
-    if hook != "missing":
-        fake.write_text("#!/bin/sh\n" + body)
+    waited = tmp_path / "wait.json"
+    if hook != "missing":  # the waiting hook (--wait, issue 35) records its input and ends
+        fake.write_text(f'#!/bin/sh\ncase "$*" in *--wait*) cat > {waited}; exit 0;; esac\n'
+                        + body)
         fake.chmod(0o755)
     setup = Setup(ssa=str(fake), db=None, project=None, home=tmp_path, env={})
     source = render_plugin(_data_text("opencode_plugin.js"), setup, "opencode")
@@ -574,6 +576,9 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
         assert json.loads(seen.read_text()) == {
             "session_id": "s1", "cwd": "/proj",
             "hook_event_name": "experimental.chat.system.transform"}
+        # The session's waiting hook was started too, for the push path's stream form.
+        assert json.loads(waited.read_text()) == {
+            "session_id": "s1", "cwd": "/proj", "hook_event_name": "ssa-push"}
     else:
         assert result == {"main": ["base"], "title": [], "other": [], "after": []}
 

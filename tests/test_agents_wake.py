@@ -70,8 +70,20 @@ def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     return f"agent:main:{source}:{stem}"
 
 
+def _install_opencode(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("opencode", home)
+
+
+def _install_pi(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("pi", home)
+
+
 MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
     "claude": (_install_claude, ()),
+    "opencode": (_install_opencode, ()),
+    "pi": (_install_pi, ()),
     # A person trusts a new hook once, in Codex's /hooks; automation skips that.
     "codex": (_install_codex, ("--dangerously-bypass-hook-trust",)),
 }
@@ -126,15 +138,17 @@ def _woken(manager: Agent, before: int, started: float) -> tuple[str, float]:
     return request.text(), took
 
 
-@pytest.mark.parametrize("worker_tool", ["codex", "claude"])
-def test_an_idle_claude_code_manager_is_woken_once_by_a_typed_turn_in_a_worker(
-        agent_harness: Harness, require_tool: Callable[[str], None], worker_tool: str) -> None:
-    require_tool("claude")
+@pytest.mark.parametrize(("manager_tool", "worker_tool"), [
+    ("claude", "codex"), ("claude", "claude"), ("opencode", "codex"), ("pi", "codex")])
+def test_an_idle_manager_is_woken_once_by_a_typed_turn_in_a_worker(
+        agent_harness: Harness, require_tool: Callable[[str], None], manager_tool: str,
+        worker_tool: str) -> None:
+    require_tool(manager_tool)
     require_tool(worker_tool)
     nonce = os.urandom(4).hex()
     home = agent_harness.home()
     project = agent_harness.project(git=True)
-    manager = _manager(agent_harness, home, project, nonce)
+    manager = _manager(agent_harness, home, project, nonce, tool=manager_tool)
     manager_files = set(manager.transcripts())
     worker = agent_harness.start(worker_tool, name="worker", home=home, project=project)
     worker.script(Text(f"worker answer {nonce}"), Text(f"worker answer two {nonce}"))
@@ -145,7 +159,8 @@ def test_an_idle_claude_code_manager_is_woken_once_by_a_typed_turn_in_a_worker(
     key = _worker_key(worker, manager_files, worker_tool)
     text, took = _woken(manager, before, started)
     assert _notices(text, key) == 1, text[-3000:]
-    assert "SYSTEM NOTIFICATION - NOT USER INPUT" in text
+    if manager_tool == "claude":
+        assert "SYSTEM NOTIFICATION - NOT USER INPUT" in text
     assert took < WAKE_TIMEOUT_S
     print(f"wake latency (typed in the worker -> the manager's request): {took:.2f} s")
     # Nothing more: no second wake within a few seconds, and the next prompt has no notice.

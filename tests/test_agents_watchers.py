@@ -50,7 +50,6 @@ def _ssa_install(tool: str, home: Home, *extra: str) -> None:
 
 def _install_claude(home: Home, project: Path) -> None:
     del project
-    # The next-prompt path (issue 21); waking an idle manager: test_agents_wake.py.
     _ssa_install("claude-code", home, "--no-wake")
     # The person allows the MCP tool once (Claude Code asks before a tool's first use).
     settings = home.root / ".claude" / "settings.json"
@@ -60,19 +59,21 @@ def _install_claude(home: Home, project: Path) -> None:
 
 def _install_codex(home: Home, project: Path) -> None:
     del project
-    _ssa_install("codex", home)
+    _ssa_install("codex", home, "--no-wake")
 
 
 def _install_opencode(home: Home, project: Path) -> None:
     del project
-    _ssa_install("opencode", home)
+    _ssa_install("opencode", home, "--no-wake")
 
 
 def _install_pi(home: Home, project: Path) -> None:
     del project
-    _ssa_install("pi", home)
+    _ssa_install("pi", home, "--no-wake")
 
 
+# Each manager is installed with --no-wake: these scenarios check the next-prompt path
+# (issue 21); waking an idle manager is test_agents_wake.py's.
 MANAGERS: dict[str, tuple[Callable[[Home, Path], None], tuple[str, ...]]] = {
     "claude": (_install_claude, ()),
     # A person trusts a new hook once, in Codex's /hooks; automation skips that.

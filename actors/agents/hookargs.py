@@ -56,6 +56,9 @@ def _parser() -> Any:
                         help="stay beside the idle session until it ends: deliver the first "
                         "notice that opens for it through the tool's push path and exit "
                         "with that path's code (run by the hooks ssa install writes)")
+    parser.add_argument("--no-wake", action="store_true",
+                        help="never wait beside the session nor start a waiting hook "
+                        "(ssa install --no-wake)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
                         "0: none)")
@@ -64,7 +67,7 @@ def _parser() -> Any:
 
 class HookArgs(NamedTuple):
     """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``,
-    ``--timeout`` and ``--wait``.
+    ``--timeout``, ``--wait`` and ``--no-wake``.
 
     ``timeout`` is in seconds (``0``: no budget); with ``wait`` it bounds each
     check, not the wait.
@@ -76,6 +79,7 @@ class HookArgs(NamedTuple):
     agent: str = "main"
     timeout: float = DEFAULT_TIMEOUT_S
     wait: bool = False
+    no_wake: bool = False
 
 
 _OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
@@ -94,6 +98,8 @@ def parse(argv: list[str]) -> HookArgs | None:
         name, eq, inline = word.partition("=")
         if word == "--wait":
             values["wait"] = True
+        elif word == "--no-wake":
+            values["no_wake"] = True
         elif name in _OPTIONS:
             value = inline if eq else next(words, None)
             if value is None:
@@ -128,7 +134,8 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
         say(err, "--timeout must be a number of seconds >= 0")
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
-                    agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait)
+                    agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait,
+                    no_wake=namespace.no_wake)
 
 
 def location_of(args: HookArgs) -> str:

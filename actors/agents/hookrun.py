@@ -177,7 +177,8 @@ def _finish(cache: CwdCache, exit_now: Callable[[int], None] | None, code: int) 
 def _start_waiter(run: Run, args: HookArgs) -> None:
     """For a tool whose waiting hook the prompt hook starts: start it when none runs."""
     push = PUSH.get(args.tool)
-    if push is None or not push.spawn or waiter_alive(run.state_dir, run.watcher):
+    if args.no_wake or push is None or not push.spawn \
+            or waiter_alive(run.state_dir, run.watcher):
         return
     options = [*(["--db", args.db] if args.db else []), "--scope", args.scope,
                "--agent", args.agent]

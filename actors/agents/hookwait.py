@@ -65,6 +65,8 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     Main thread; blocks until a delivery or the session's end.
     """
     push = PUSH.get(args.tool)
+    if args.no_wake:
+        return 0  # installed with --no-wake: a plugin may still start it
     if push is None:
         say(err, f"--wait: {args.tool} sessions cannot be woken from a hook")
         return 0

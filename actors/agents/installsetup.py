@@ -67,7 +67,8 @@ class Setup:
     def hook_argv(self, tool: str) -> list[str]:
         """The same as an argument vector (for the plugin and the extension)."""
         scope = [] if self.scope == "project" else ["--scope", self.scope]
-        return [self.ssa, "hook", tool, *self.db_args(), *scope]
+        wake = [] if self.wake else ["--no-wake"]
+        return [self.ssa, "hook", tool, *self.db_args(), *scope, *wake]
 
     def mcp_args(self) -> list[str]:
         """The arguments of ``ssa`` that start the MCP server."""

@@ -8,6 +8,13 @@
 // (and acknowledged by the hook) once per turn and no side request can use it up. The
 // text is dropped when the session goes idle. Any failure: nothing is added, nothing
 // thrown.
+//
+// Wake (issue 35): for each top-level session it serves it keeps one waiting hook,
+// `ssa hook opencode --wait`, started at the session's prompt and when it goes idle. The
+// waiting hook ends at once for a worker; for a manager it stays until OpenCode exits and
+// prints one JSON line {"text"} per notice that opens for it, which the plugin sends into
+// the session with `session.promptAsync` as a synthetic part: an idle session takes a turn,
+// a busy one gets it at its next model request. ssa never counts a synthetic part as typed.
 import { spawn } from "node:child_process"
 
 const HOOK_ARGV = ["__SSA_HOOK_ARGV__"]
@@ -56,6 +63,45 @@ function runHook(input) {
   })
 }
 
+function startWaiter(waiters, client, sessionID, directory) {
+  if (waiters.has(sessionID) || HOOK_ARGV.includes("--no-wake")) return
+  let child
+  try {
+    child = spawn(HOOK_ARGV[0], [...HOOK_ARGV.slice(1), "--wait"], { stdio: ["pipe", "pipe", "ignore"] })
+  } catch {
+    return
+  }
+  waiters.set(sessionID, child)
+  let pending = ""
+  child.on("error", () => waiters.delete(sessionID))
+  child.on("close", () => {
+    if (waiters.get(sessionID) === child) waiters.delete(sessionID)
+  })
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (chunk) => {
+    pending += chunk
+    if (pending.length > MAX_OUTPUT_CHARS * 4) pending = ""
+    let end
+    while ((end = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, end)
+      pending = pending.slice(end + 1)
+      let text
+      try {
+        text = JSON.parse(line)?.text
+      } catch {
+        continue
+      }
+      if (typeof text !== "string" || !text) continue
+      Promise.resolve(client?.session?.promptAsync?.({
+        path: { id: sessionID },
+        body: { parts: [{ type: "text", text, synthetic: true }] },
+      })).catch(() => {})
+    }
+  })
+  child.stdin.on("error", () => {})
+  child.stdin.end(JSON.stringify({ session_id: sessionID, cwd: directory, hook_event_name: "ssa-push" }))
+}
+
 async function isSubSession(client, sessionID) {
   try {
     const got = await client?.session?.get?.({ path: { id: sessionID } })
@@ -67,6 +113,7 @@ async function isSubSession(client, sessionID) {
 
 export const SsaNotices = async ({ client, directory }) => {
   const turns = new Map() // sessionID -> text of this turn's notices
+  const waiters = new Map() // sessionID -> its waiting hook (a child process)
   return {
     "chat.message": async (input, _output) => {
       try {
@@ -80,6 +127,7 @@ export const SsaNotices = async ({ client, directory }) => {
           hook_event_name: "experimental.chat.system.transform",
         })).trim()
         if (text) turns.set(sessionID, text)
+        startWaiter(waiters, client, sessionID, directory)
       } catch {}
     },
     "experimental.chat.system.transform": async (input, output) => {
@@ -90,7 +138,13 @@ export const SsaNotices = async ({ client, directory }) => {
     },
     event: async ({ event }) => {
       try {
-        if (event?.type === "session.idle") turns.delete(event.properties?.sessionID)
+        if (event?.type === "session.idle") {
+          const sessionID = event.properties?.sessionID
+          turns.delete(sessionID)
+          if (sessionID && !(await isSubSession(client, sessionID))) {
+            startWaiter(waiters, client, sessionID, directory)
+          }
+        }
       } catch {}
     },
   }

@@ -11,6 +11,13 @@
 // message, where `source` is the `input` event's source ("interactive", "rpc",
 // "extension"; null if no input event was seen) and `ui` is `ctx.hasUI` (false in
 // print mode `pi -p` and SDK runs). `ssa` decides a prompt a program sent as not typed.
+//
+// Wake (issue 35): it keeps one waiting hook, `ssa hook pi --wait`, for the session, started
+// when the session starts, at each prompt and at each run's end. It ends at once for a
+// worker; for a manager it stays until Pi exits and prints one JSON line {"text"} per notice
+// that opens for it, which the extension sends with `pi.sendMessage` (a custom message, shown,
+// triggering a turn when Pi is idle, steering the running one otherwise). ssa never counts a
+// custom message as typed.
 import { spawn } from "node:child_process";
 
 const HOOK_ARGV: string[] = ["__SSA_HOOK_ARGV__"];
@@ -103,8 +110,64 @@ function recordInputSources(pi: any) {
   });
 }
 
+function startWaiter(pi: any, waiters: Map<string, any>, ctx: any) {
+  const sessions = ctx?.sessionManager;
+  const sessionId = sessions?.getSessionId?.();
+  if (!sessionId || waiters.has(sessionId) || HOOK_ARGV.includes("--no-wake")) return;
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(HOOK_ARGV[0], [...HOOK_ARGV.slice(1), "--wait"], { stdio: ["pipe", "pipe", "ignore"] });
+  } catch {
+    return;
+  }
+  waiters.set(sessionId, child);
+  let pending = "";
+  child.on("error", () => waiters.delete(sessionId));
+  child.on("close", () => {
+    if (waiters.get(sessionId) === child) waiters.delete(sessionId);
+  });
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (chunk: string) => {
+    pending += chunk;
+    if (pending.length > MAX_OUTPUT_CHARS * 4) pending = "";
+    let end: number;
+    while ((end = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, end);
+      pending = pending.slice(end + 1);
+      let text: unknown;
+      try {
+        text = JSON.parse(line)?.text;
+      } catch {
+        continue;
+      }
+      if (typeof text !== "string" || !text) continue;
+      try {
+        const idle = ctx?.isIdle?.() !== false;
+        pi.sendMessage({ customType: "ssa-notice", content: text, display: true },
+          { triggerTurn: true, deliverAs: idle ? "followUp" : "steer" });
+      } catch {}
+    }
+  });
+  child.stdin?.on("error", () => {});
+  child.stdin?.end(JSON.stringify({
+    session_id: sessionId,
+    session_file: sessions?.getSessionFile?.() ?? null,
+    cwd: ctx?.cwd ?? process.cwd(),
+    hook_event_name: "ssa-push",
+  }));
+}
+
 export default function ssaNotices(pi: any) {
   recordInputSources(pi);
+  const waiters = new Map<string, any>();
+  for (const event of ["session_start", "agent_end"]) {
+    pi.on(event, (_event: any, ctx: any) => {
+      try {
+        startWaiter(pi, waiters, ctx);
+      } catch {}
+      return undefined;
+    });
+  }
   pi.on("before_agent_start", async (_event: any, ctx: any) => {
     try {
       const sessions = ctx?.sessionManager;
@@ -116,6 +179,7 @@ export default function ssaNotices(pi: any) {
         cwd: ctx?.cwd ?? process.cwd(),
         hook_event_name: "before_agent_start",
       })).trim();
+      startWaiter(pi, waiters, ctx);
       if (!text) return undefined;
       return { message: { customType: "ssa-notice", content: text, display: false } };
     } catch {
