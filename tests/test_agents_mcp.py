@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from actors import Gateway
+from actors.agents import inbox
 from actors.agents.caller import record_caller
 from actors.agents.mcp_server import MAX_PAGE, GatewayHolder, build_server
 
@@ -148,27 +149,44 @@ def test_sessions_list_pages(holder: GatewayHolder) -> None:
     assert bad.is_error
 
 
-def test_sessions_send_with_watch(holder: GatewayHolder) -> None:
+def test_sessions_send_into_a_running_session_with_watch(holder: GatewayHolder,
+                                                         tmp_path: Path) -> None:
+    """The text goes into the target's inbox, where its waiting hook takes it (here: the
+    inbox itself, no hook runs); the sender watches the target (issue 35)."""
     gw = holder.get()
-    gw.create_session(WORKER)
+    target = "agent:main:claude:target-session"
+    gw.create_session(target)
+    record_caller(tmp_path, target)  # the target's tool process runs (this process)
     sent, pending = call(
         build_server(holder),
-        ("sessions_send", {"senderKey": WATCHER, "targetKey": WORKER, "text": "do it",
+        ("sessions_send", {"senderKey": WATCHER, "targetKey": target, "text": "do it",
                            "watch": True}),
         ("pending_notices", {"watcherKey": WATCHER}))
-    assert payload(sent) == {"accepted": True, "watched": True}
-    assert gw.take_messages(WORKER) == ["do it"]
-    gw.human_message(WORKER, channel="tui")
+    result = payload(sent)
+    assert result["delivery"] == "queued"  # no waiting hook took it yet: never "delivered"
+    assert (result["accepted"], result["watched"]) == (True, True)
+    assert [m.text for m in inbox.pending(tmp_path, target)] == ["do it"]
+    gw.human_message(target, channel="tui")
     (after,) = call(build_server(holder), ("pending_notices", {"watcherKey": WATCHER}))
     assert payload(pending)["notices"] == []
     assert len(payload(after)["notices"]) == 1
+    # Nowhere to deliver: said so, nothing kept, not watched.
+    (ghost,) = call(build_server(holder), ("sessions_send", {
+        "senderKey": WATCHER, "targetKey": "agent:main:claude:gone", "text": "x",
+        "watch": True}))
+    assert payload(ghost) == {"accepted": False, "delivery": "no_live_session",
+                              "detail": "no running process of that session was found",
+                              "watched": False}
+    (other,) = call(build_server(holder), ("sessions_send", {
+        "senderKey": WATCHER, "targetKey": WORKER, "text": "x"}))
+    assert payload(other)["delivery"] == "refused"
 
 
 @pytest.mark.parametrize(("name", "arguments", "message"), [
     ("session_status", {"sessionKey": ""}, "must not be empty"),
     ("session_status", {"sessionKey": WORKER, "changesSince": -1}, "changes_since"),
     ("drain", {"watcherKey": "bad\nkey"}, "control"),
-    ("sessions_send", {"senderKey": WATCHER, "targetKey": "", "text": "x"}, "target_key"),
+    ("sessions_send", {"senderKey": WATCHER, "targetKey": "", "text": "x"}, "targetKey"),
 ])
 def test_bad_arguments_are_tool_errors(holder: GatewayHolder, name: str,
                                        arguments: dict[str, Any], message: str) -> None:

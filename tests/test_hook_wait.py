@@ -139,11 +139,21 @@ def test_a_notice_pending_when_the_turn_ends_is_delivered_at_once(env: Env) -> N
 
 
 @pytest.mark.parametrize("wake", [None, False], ids=["worker", "no-wake manager"])
-def test_a_worker_or_a_manager_without_wakes_does_not_wait(env: Env, wake: bool | None) -> None:
+def test_a_worker_or_a_manager_without_wakes_is_never_woken_by_a_notice(
+        env: Env, wake: bool | None) -> None:
+    """It stays only to take messages sent to it (ssa send); a typed turn wakes nothing."""
     if wake is not None:
         env.manage(wake=wake)
-    code, err = _finish(env.start_wait())
-    assert (code, err) == (0, "")
+    env.prompt_hook()
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.0)
+        env.worker.append(Typed("a person typed into the other session"), Reply("done"))
+        assert _still_waiting(waiting, 2.0)  # no wake
+    finally:
+        waiting.kill()
+        _, err = _finish(waiting)
+    assert "changed (other actor)" not in err
 
 
 def test_the_waiting_hook_ends_with_its_tool_process(env: Env) -> None:

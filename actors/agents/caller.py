@@ -30,8 +30,8 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["SHELLS", "TOOL_PID_ENV", "find_caller", "record_caller", "records_dir",
-           "tool_process"]
+__all__ = ["SHELLS", "TOOL_PID_ENV", "find_caller", "live_tool_process", "record_caller",
+           "records_dir", "tool_process"]
 
 TOOL_PID_ENV = "SSA_TOOL_PID"
 """``<pid>:<start time>`` of the tool process, for a process started detached on its
@@ -155,6 +155,32 @@ def _prune(directory: Path) -> None:
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             with contextlib.suppress(OSError):
                 os.unlink(directory / name)
+
+
+def live_tool_process(state_dir: Path, session_key: str) -> int | None:
+    """The running tool process whose latest recorded session is ``session_key``, or ``None``.
+
+    Reads every record (at most a few hundred small files) and checks each
+    match's start time, so an ended process (or a reused pid) never counts.
+    """
+    try:
+        names = os.listdir(records_dir(state_dir))
+    except OSError:
+        return None
+    for name in names:
+        pid = name.removesuffix(".json")
+        if not pid.isdigit() or pid == name:
+            continue
+        try:
+            record = json.loads((records_dir(state_dir) / name).read_text("ascii"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("key") != session_key:
+            continue
+        info = _stat(int(pid))
+        if info is not None and info[2] == record.get("started"):
+            return int(pid)
+    return None
 
 
 def find_caller(state_dir: Path, start: int | None = None) -> str | None:

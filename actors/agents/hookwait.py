@@ -29,10 +29,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
+from actors.agents import inbox
 from actors.agents.caller import tool_process
 from actors.agents.hookargs import HookArgs
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
-from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
+from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, render_output
 from actors.agents.hookrun import Checked, Run, catalogs_for, check, prepare
 from actors.agents.push import PUSH
 from actors.agents.spawn import slot_path
@@ -88,36 +89,79 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
             return 0
         stream = CommandOut(push.command, found[0], run.hook.session_id)
     exits = push.delivery == "exit"
+    mailbox = inbox.inbox_dir(run.state_dir, run.watcher)
+    with contextlib.suppress(OSError):
+        for folder in (mailbox.parent, mailbox):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    done: Checked = "nothing"
     with contextlib.closing(slot), ChangeWaiter(found[0] if found is not None else None) \
             as waiter:
         while True:
-            waiter.watch(directories(run))
-            waiter.drain()  # the check below covers what changed so far
-            timer = watchdog(args.timeout, err, exit_now)
-            # A newer waiting hook ends this one with SIGTERM: never between printing
-            # and acknowledging (or between acknowledging and exiting).
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            done: Checked = "nothing"
-            try:
-                with deadline(args.timeout):
-                    done = check(run, args, stream, exit_now if exits else None,
-                                 exit_code=push.exit_code)
-            except HookTimeout as exc:
-                say(err, str(exc))
-            except Exception as exc:  # a failed check waits for the next change
-                logger.debug("ssa hook --wait: a check failed", exc_info=True)
-                say(err, f"{type(exc).__name__}: {exc}")
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                if not (done == "delivered" and exits):
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-            if done == "delivered" and exits:
+            listening = done in ("worker", "no-wake")  # messages only, no notices
+            waiter.watch([mailbox, run.state_dir] if listening else
+                         [mailbox, *directories(run)])
+            waiter.drain()  # the checks below cover what changed so far
+            delivered, done = _round(run, args, stream, err, exit_now, push.exit_code if exits
+                                     else None, done)
+            if delivered and exits:
+                if exit_now is not None:
+                    exit_now(push.exit_code)
                 return push.exit_code
-            if done in ("worker", "no-wake") or _headless(found, push.headless):
-                return 0
+            if _headless(found, push.headless) or (push.spawn and done == "worker"):
+                return 0  # a spawned waiter serves a manager only (a sender queues itself)
             if waiter.wait() == "ended":
                 return 0
+
+
+def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
+           exit_now: Callable[[int], None] | None, exit_code: int | None,
+           done: Checked) -> tuple[bool, Checked]:
+    """One look: deliver waiting messages, then (unless that ended the process) notices.
+
+    ``exit_code``: the exit delivery's code (``None``: the path keeps waiting).
+    Returns ``(whether something was delivered, what the notice check did)``;
+    a failure is one line on ``err`` and waits for the next change.
+    """
+    exits = exit_code is not None
+    timer = watchdog(args.timeout, err, exit_now)
+    # A newer waiting hook ends this one with SIGTERM: never between printing and
+    # acknowledging (or between acknowledging and exiting).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    delivered = False
+    try:
+        with deadline(args.timeout):
+            delivered = _deliver_messages(run, stream)
+            if not (delivered and exits):
+                done = check(run, args, stream, exit_now if exits else None,
+                             exit_code=exit_code or 0)
+                delivered = delivered or done == "delivered"
+    except HookTimeout as exc:
+        say(err, str(exc))
+    except Exception as exc:  # a failed check waits for the next change
+        logger.debug("ssa hook --wait: a check failed", exc_info=True)
+        say(err, f"{type(exc).__name__}: {exc}")
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if not (delivered and exits):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    return delivered, done
+
+
+def _deliver_messages(run: Run, out: TextIO) -> bool:
+    """Hand the session's waiting messages to its tool, then remove them.
+
+    Written in the push path's form (:func:`~actors.agents.hookinput.render_output`
+    for ``run.hook``'s event) and flushed first: a failed write leaves them for
+    the next try. Returns whether any were delivered.
+    """
+    messages = inbox.pending(run.state_dir, run.watcher)
+    if not messages:
+        return False
+    out.write(render_output(run.hook, inbox.render(messages)))
+    out.flush()
+    inbox.remove(messages)
+    return True
 
 
 class CommandOut(io.StringIO):

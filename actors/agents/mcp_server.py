@@ -7,10 +7,11 @@ Tools (arguments in camelCase, as the notice text names them):
   it; ``nextChangesSince`` says where to continue when more remain.
 * ``sessions_list(agentId?, cursor?, limit?)``: a page of sessions (default
   50, at most 200); ``nextCursor`` fetches the next page.
-* ``sessions_send(targetKey, text, watch?, senderKey?)``: the gateway's
-  ``sessions_send`` with the default dispatcher (the text goes to the target's
-  inbox in this server's gateway; it is not typed into another tool yet), and
-  with ``watch`` the sender watches the target.
+* ``sessions_send(targetKey, text, watch?, senderKey?)``: delivers the text
+  into the target's running session through its tool's push path
+  (:mod:`actors.agents.send`); the result keeps the seed's ``accepted`` and
+  ``watched`` and adds ``delivery`` (``delivered``, ``queued``, ``refused``,
+  ``no_live_session``); with ``watch`` the sender watches the target.
 * ``pending_notices(watcherKey?)``: the watcher's queued notices, not consumed.
 * ``drain(watcherKey?)``: consumes them and acknowledges the notices.
 * ``manage(on?, wake?)``: makes the calling session a manager (``on=false``: a
@@ -44,7 +45,8 @@ from typing import Any, TextIO
 
 import msgspec
 
-from actors.agents.manage import resolve_self, set_role
+from actors.agents.manage import resolve_self, set_role, state_dir_of
+from actors.agents.send import send
 from actors.errors import SessionStateError
 from persistence.errors import BackendNotInstalled, StorageError
 from persistence.locations import default_state_path
@@ -190,13 +192,16 @@ def build_server(holder: GatewayHolder) -> Any:
                     "nextCursor": str(following) if following < len(rows) else None}
         return dict(call(run))
 
-    @server.tool(description="Send text from one session to another (the gateway's inbox "
-                 "of the target); with watch, the sender becomes a watcher of the target.")
+    @server.tool(description="Send text into another running coding-agent session: an idle "
+                 "one takes a turn with it, a busy one gets it at its next turn. delivery "
+                 "says what happened (delivered, queued, refused, "
+                 "no_live_session); with watch, you watch the session that received it.")
     def sessions_send(targetKey: str, text: str, watch: bool = False,  # noqa: N803
                       senderKey: str | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
             sender = _caller(holder, senderKey)
-            return dict(_plain(gw.sessions_send(sender, targetKey, text, watch=watch)))
+            return send(gw, state_dir_of(holder.location or default_state_path()), sender,
+                        targetKey, text, watch=watch)
         return dict(call(run))
 
     @server.tool(description="The watcher's queued notices, oldest first, without "

@@ -127,17 +127,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="the watcher's key (list: optional)")
     watches.add_argument("targets", nargs="*", metavar="TARGET", help="session keys")
     watches.add_argument("--db", type=_db_path, help=db_help)
-    manage = sub.add_parser("manage", help="make the coding-agent session this runs in a "
-                            "manager (told and woken when others step into the sessions it "
-                            "watches), or with --off a worker again")
-    manage.add_argument("--off", action="store_true",
-                        help="make it a worker again: no notices, no wakes, watches dropped")
-    manage.add_argument("--no-wake", action="store_true",
-                        help="a manager that is told at its next prompt but never woken")
-    manage.add_argument("--session", metavar="KEY",
-                        help="the session's key (default: the session this command runs in, "
-                        "from its agent's shell tool)")
-    manage.add_argument("--db", type=_db_path, help=db_help)
+    _add_push_commands(sub, db_help)
     sub.add_parser("hook", add_help=False,
                    help="a coding agent's prompt hook: print the pending notices of its "
                    "session for its next turn (ssa hook --help)")
@@ -174,6 +164,30 @@ _DB_HELP = ("SQLite file or postgresql:// URL (default: $SSA_DB when set, else {
             "PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or SSA_DB")
 DB_ENV = "SSA_DB"
 """The environment variable that names the database when ``--db`` is not given."""
+
+
+def _add_push_commands(sub: Any, db_help: str) -> None:
+    """``ssa manage`` and ``ssa send`` (issue 35) on ``sub``, the subparsers."""
+    manage = sub.add_parser("manage", help="make the coding-agent session this runs in a "
+                            "manager (told and woken when others step into the sessions it "
+                            "watches), or with --off a worker again")
+    manage.add_argument("--off", action="store_true",
+                        help="make it a worker again: no notices, no wakes, watches dropped")
+    manage.add_argument("--no-wake", action="store_true",
+                        help="a manager that is told at its next prompt but never woken")
+    manage.add_argument("--session", metavar="KEY",
+                        help="the session's key (default: the session this command runs in, "
+                        "from its agent's shell tool)")
+    manage.add_argument("--db", type=_db_path, help=db_help)
+    sending = sub.add_parser("send", help="deliver text into another running coding-agent "
+                             "session (an idle one takes a turn with it)")
+    sending.add_argument("target", metavar="TARGET", help="the receiving session's key")
+    sending.add_argument("text", metavar="TEXT", help="the message")
+    sending.add_argument("--watch", action="store_true",
+                         help="then watch the session that received it")
+    sending.add_argument("--from", dest="sender", metavar="KEY",
+                         help="the sending session's key (default: the session this runs in)")
+    sending.add_argument("--db", type=_db_path, help=db_help)
 
 
 def _db_path(value: str) -> Path | str:
@@ -520,6 +534,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_manage(args.db if args.db is not None else default_state_path(),
                               args.session, off=args.off, wake=not args.no_wake,
                               out=sys.stdout)
+        if args.command == "send":
+            from actors.agents.send import run_send  # noqa: PLC0415 -- keep others light
+
+            _check_new_location(args.db)
+            return run_send(args.db if args.db is not None else default_state_path(),
+                            args.target, args.text, sender=args.sender, watch=args.watch,
+                            out=sys.stdout)
         if args.command in ("install", "uninstall", "mcp"):
             from actors.agents.commands import run_command  # noqa: PLC0415
 

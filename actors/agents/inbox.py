@@ -1,0 +1,116 @@
+"""A session's inbox: texts other sessions sent it, until its waiting hook delivers them.
+
+``ssa send`` and the MCP ``sessions_send`` put a message here
+(:func:`put`); the target session's waiting hook
+(:mod:`actors.agents.hookwait`) watches the folder, takes every message
+(:func:`pending`), delivers them through its tool's push path and only then
+removes them (:func:`remove`). A message is one private file
+(``<state>/hooks/inbox/<hash of the key>/<time>-<random>.json``, 0600 in 0700
+folders) holding the sender's key and the text: the signal log never holds
+message text, and neither do the logs. Bounded: :data:`MAX_TEXT_BYTES` per
+message, :data:`MAX_MESSAGES` waiting per session.
+
+Standard library only; the caller's thread; blocks on a few small file
+operations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = ["MAX_MESSAGES", "MAX_TEXT_BYTES", "InboxFull", "Message", "inbox_dir", "pending",
+           "put", "remove", "render"]
+
+MAX_TEXT_BYTES = 256 * 1024
+"""Largest text one message carries (UTF-8 bytes); a longer one is refused."""
+MAX_MESSAGES = 50
+"""Messages that may wait for one session; a further one is refused."""
+
+
+class InboxFull(ValueError):
+    """The message is refused: too long, or too many wait for that session already."""
+
+
+class Message(NamedTuple):
+    """One waiting message: its file, the sender's key and the text."""
+
+    path: Path
+    sender: str
+    text: str
+
+
+def inbox_dir(state_dir: Path, key: str) -> Path:
+    """The folder of ``key``'s messages (pure)."""
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return state_dir / "hooks" / "inbox" / name
+
+
+def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
+    """Leave ``text`` from ``sender`` in ``target``'s inbox; returns the message's file.
+
+    Raises:
+        InboxFull: the text is longer than :data:`MAX_TEXT_BYTES`, or
+            :data:`MAX_MESSAGES` wait already.
+        OSError: the folder or the file could not be written.
+    """
+    data = json.dumps({"v": 1, "from": sender, "text": text}, ensure_ascii=False)
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise InboxFull(f"the text is longer than {MAX_TEXT_BYTES} bytes")
+    directory = inbox_dir(state_dir, target)
+    for folder in (state_dir / "hooks", state_dir / "hooks" / "inbox", directory):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    if sum(1 for name in os.listdir(directory) if name.endswith(".json")) >= MAX_MESSAGES:
+        raise InboxFull(f"{MAX_MESSAGES} messages wait for {target} already")
+    name = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
+    temporary = directory / f".{name}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data.encode("utf-8", "surrogatepass"))
+    finally:
+        os.close(fd)
+    final = directory / f"{name}.json"
+    os.replace(temporary, final)
+    return final
+
+
+def pending(state_dir: Path, key: str) -> list[Message]:
+    """``key``'s waiting messages, oldest first (an unreadable one is skipped)."""
+    directory = inbox_dir(state_dir, key)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError:
+        return []
+    found = []
+    for name in names[:MAX_MESSAGES]:
+        path = directory / name
+        try:
+            value = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("text"), str) \
+                and isinstance(value.get("from"), str):
+            found.append(Message(path=path, sender=value["from"], text=value["text"]))
+    return found
+
+
+def remove(messages: list[Message]) -> None:
+    """Remove delivered messages (one already gone is fine)."""
+    for message in messages:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(message.path)
+
+
+def render(messages: list[Message]) -> str:
+    """The text a session is given for its messages (each names its sender). Pure."""
+    parts = []
+    for message in messages:
+        parts.append(f"Message from session {message.sender} (sent with ssa sessions_send; "
+                     f"not typed by a person):\n{message.text}")
+    return "\n\n".join(parts)
