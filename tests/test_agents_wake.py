@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -67,6 +68,8 @@ def _worker_key(worker: Agent, managers: set[Path], source: str) -> str:
     stem = transcripts[0].stem
     if source == "codex":
         return f"agent:main:codex:{stem[-36:]}"
+    if source == "pi":
+        return f"agent:main:pi:{stem.rsplit('_', 1)[-1]}"
     return f"agent:main:{source}:{stem}"
 
 
@@ -200,3 +203,125 @@ def test_a_person_typing_into_the_manager_notifies_no_worker(
     requests = worker.model.main_requests()
     assert len(requests) == before + 1  # no wake, and no notice in its turn
     assert 'Session "agent:main:claude:' not in requests[-1].text()  # no notice line
+
+
+WORKER_INSTALLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "claude": ("claude-code", ()),
+    "codex": ("codex", ("--dangerously-bypass-hook-trust",)),
+    "opencode": ("opencode", ()),
+    "pi": ("pi", ()),
+}
+
+
+def _session_key(agent: Agent, source: str) -> str:
+    if source == "opencode":
+        sessions = {r.session for r in agent.decided_rows() if r.session is not None}
+        assert len(sessions) == 1, sessions
+        return f"agent:main:opencode:{sessions.pop()}"
+    return _worker_key(agent, set(), source)
+
+
+@pytest.mark.parametrize("worker_tool", ["claude", "codex", "opencode", "pi"])
+def test_sessions_send_into_an_idle_worker_is_delivered_not_typed_and_watched(
+        agent_harness: Harness, require_tool: Callable[[str], None], worker_tool: str) -> None:
+    """``ssa send --watch`` from a manager's key into a worker of each tool: the worker's
+    model gets the text without anyone typing, its reader does not count it as typed, and
+    the sender watches the worker."""
+    require_tool(worker_tool)
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    tool, args = WORKER_INSTALLS[worker_tool]
+    worker = agent_harness.start(worker_tool, name="worker", home=home, project=project,
+                                 setup=lambda h, p: _ssa_install(tool, h), args=args)
+    worker.script(Text(f"worker ready {nonce}"))
+    worker.prompt(f"worker first turn {nonce}")
+    key = _session_key(worker, worker_tool)
+    sender = "agent:main:claude:the-manager"
+    worker.script(Text(f"got the message {nonce}"))
+    before = len(worker.model.main_requests())
+    env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "CODEX_HOME": str(home.root / ".codex")}
+    text = f"please run the tests {nonce}"
+    started = time.monotonic()
+    done = subprocess.run([SSA, "send", key, text, "--from", sender, "--watch"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = "queued" if worker_tool == "codex" else "delivered"
+    assert done.stdout.startswith(f"{expected}: "), done.stdout
+    assert "watching it" in done.stdout
+    request = worker.model.wait_main(before + 1, timeout_s=WAKE_TIMEOUT_S)
+    took = time.monotonic() - started
+    worker.wait_turn()
+    assert text in request.text()
+    print(f"sessions_send -> {worker_tool} request: {took:.2f} s")
+    result = compare(worker.decided_rows(), agent_harness.log.actions(tool=worker.tool.name))
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+    listed = subprocess.run([SSA, "watches", "list", sender], env=env, capture_output=True,
+                            text=True, timeout=60, check=True)
+    assert key in listed.stdout
+
+
+def test_two_managers_that_watch_each_other_give_one_wake_and_no_more(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    """A person types into manager A; manager B, idle, is woken once. B's woken turn is
+    not typed by a person, so A is told nothing, and nothing wakes anyone for 60 s."""
+    require_tool("claude")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    first = _manager(agent_harness, home, project, nonce)
+    (first_file,) = first.transcripts()
+    first_key = f"agent:main:claude:{first_file.stem}"
+    second = agent_harness.start("claude", name="second", home=home, project=project,
+                                 setup=None)
+    second.script_shell(f"{SSA} manage", then=f"second is a manager {nonce}")
+    second.prompt(f"make yourself a manager too {nonce}")
+    second.script(Text(f"noted {nonce}"))
+    first.script(Text(f"answer {nonce}"))
+    before_first = len(first.model.main_requests())
+    before_second = len(second.model.main_requests())
+    first.prompt(f"a person typed into the first manager {nonce}")
+    request = second.model.wait_main(before_second + 1, timeout_s=WAKE_TIMEOUT_S)
+    second.wait_turn()
+    assert _notices(request.text(), first_key) == 1, request.text()[-3000:]
+    time.sleep(60.0)
+    assert len(first.model.main_requests()) == before_first + 1  # its typed turn only
+    assert len(second.model.main_requests()) == before_second + 1  # one wake
+
+
+def _our_waiting_hooks(home: Home) -> list[int]:
+    """Pids of waiting hooks (``ssa hook ... --wait``) whose HOME is ``home``'s."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--wait" in argv and b"hook" in argv \
+                and f"HOME={home.root}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_killing_a_managers_session_leaves_no_process_of_ours(
+        agent_harness: Harness, require_tool: Callable[[str], None], how: str) -> None:
+    require_tool("claude")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    manager = _manager(agent_harness, home, project, nonce)
+    deadline = time.monotonic() + 10.0
+    while not _our_waiting_hooks(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _our_waiting_hooks(home), "the waiting hook did not start"
+    pid = manager.pane.pid()
+    os.kill(pid, getattr(signal, how))
+    deadline = time.monotonic() + 5.0
+    while _our_waiting_hooks(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _our_waiting_hooks(home) == []  # within 5 s of the session's end
