@@ -120,7 +120,8 @@ def test_a_person_typing_the_same_words_later_is_still_reported(env: Env) -> Non
         with Gateway.open(_state(env) / "state.sqlite", monitor=False) as gw:
             # What the MCP tool runs (it used to note the text as the worker's own, which
             # hid the person's "continue" below: 3 of 3 in the test).
-            result = send(gw, _state(env), SENDER, env.worker_key, "continue", watch=False)
+            result = send(gw.watch, _state(env), SENDER, env.worker_key, "continue",
+                          watch=False)
         assert result["delivery"] in ("no_live_session", "queued")
         env.worker.append(Typed("continue"), Reply("ok"))
         code, err = _finish(waiting)

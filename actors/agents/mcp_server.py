@@ -200,8 +200,8 @@ def build_server(holder: GatewayHolder) -> Any:
                       senderKey: str | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
             sender = _caller(holder, senderKey)
-            return send(gw, state_dir_of(holder.location or default_state_path()), sender,
-                        targetKey, text, watch=watch)
+            return send(gw.watch, state_dir_of(holder.location or default_state_path()),
+                        sender, targetKey, text, watch=watch)
         return dict(call(run))
 
     @server.tool(description="The watcher's queued notices, oldest first, without "

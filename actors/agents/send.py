@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -102,12 +103,13 @@ def deliver(state_dir: Path, sender: str, target: str, text: str) -> tuple[Deliv
     return "queued", "the session is busy; its next waiting hook delivers it"
 
 
-def send(gw: Any, state_dir: Path, sender: str, target: str, text: str, *,
-         watch: bool) -> dict[str, Any]:
+def send(start_watch: Callable[[str, str], bool], state_dir: Path, sender: str, target: str,
+         text: str, *, watch: bool) -> dict[str, Any]:
     """The seed's ``sessions_send`` over :func:`deliver`, as the MCP tool and ``ssa send`` answer.
 
     Args:
-        gw: an open :class:`actors.Gateway` (for the watch).
+        start_watch: ``(watcher, target) -> bool``, e.g. an open gateway's
+            :meth:`actors.Gateway.watch` (called only when a watch is due).
         state_dir, sender, target, text: as :func:`deliver`.
         watch: after a delivery (or a queued one), make ``sender`` watch the
             session that received the text, from its current state version.
@@ -132,7 +134,7 @@ def send(gw: Any, state_dir: Path, sender: str, target: str, text: str, *,
     accepted = status in ("delivered", "queued")
     result: dict[str, Any] = {"accepted": accepted, "delivery": status, "detail": detail}
     if watch:
-        result["watched"] = bool(accepted and gw.watch(sender, target))
+        result["watched"] = bool(accepted and start_watch(sender, target))
     return result
 
 
@@ -160,8 +162,12 @@ def run_send(location: Path | str, target: str, text: str, *, sender: str | None
     from actors.agents.manage import resolve_self, state_dir_of  # noqa: PLC0415
 
     who = resolve_self(location, sender)
-    with Gateway.open(location, monitor=False) as gw:
-        result = send(gw, state_dir_of(location), who, target, text, watch=watch)
+    def start_watch(watcher: str, watched: str) -> bool:
+        with Gateway.open(location, monitor=False) as gw:
+            return gw.watch(watcher, watched)
+
+    # The text goes in first; the engine is imported only for a watch (start-up cost).
+    result = send(start_watch, state_dir_of(location), who, target, text, watch=watch)
     watched = "" if "watched" not in result else (
         "; watching it" if result["watched"] else "; not watching it")
     out.write(f"{result['delivery']}: {result['detail']}{watched}\n")
