@@ -422,12 +422,20 @@ def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
     assert home.context("--scope", "list") == ""
     listing = io.StringIO()
     assert run_watches("list", manager_key, [], home.db, listing) == 0
-    assert listing.getvalue() == "WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n"
+    assert listing.getvalue().split() == ["WATCHER", "TARGET", "SINCE", "PENDING",
+                                          "WATCHER_KEY", "TARGET_KEY"]
     added = io.StringIO()
     assert run_watches("add", manager_key, [worker_key], home.db, added) == 0
     assert added.getvalue() == (f"watching {worker_key} (no such session yet: a typo? ssa list "
                                 "shows them)\n")  # scope list adopted nothing on its own
     home.context("--scope", "list")  # the hook links the worker at its end now
+    listing = io.StringIO()
+    assert run_watches("list", manager_key, [], home.db, listing) == 0
+    header, row = listing.getvalue().splitlines()
+    assert row.startswith(f"Claude Code {home.manager.session_id[:8]} in proj (manager)  "
+                          f"Codex {home.worker.thread_id[:8]} in proj  ")  # readable names
+    assert row.split()[-2:] == [manager_key, worker_key]  # then the keys to copy
+    assert header.index("TARGET_KEY") == row.index(worker_key)  # aligned
     home.worker.append(Typed("typed after it was added"), Reply("ok"))
     assert _notice_targets(home.context("--scope", "list")) == [worker_key]
     removed = io.StringIO()

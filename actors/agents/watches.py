@@ -1,5 +1,8 @@
 """``ssa watches``: list, add and remove the watches of a watcher (e.g. a manager agent).
 
+``list`` shows who watches whom by readable names (:mod:`actors.agents.names`:
+tool, session, project, role), then the keys to copy.
+
 ``ssa hook --scope list`` watches exactly what is added here; under the
 default ``--scope project`` the hook also adds the project's other sessions
 on its own (and adds back one removed here while it is in the project).
@@ -7,14 +10,35 @@ on its own (and adds back one removed here while it is in the project).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TextIO
 
+from actors.agents.hookrun import catalogs_for
+from actors.agents.names import session_name
+from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
 from actors.errors import InvalidArgument
 from actors.facade import validate as v
 from persistence import peek
 
 __all__ = ["run_watches"]
+
+
+def _table(rows: list[tuple[str, str, int, int]], managers: dict[str, bool]) -> str:
+    """The watches as an aligned table: readable names first, then the keys to copy."""
+    found: dict[str, Found] = {}
+    if rows:
+        stores: dict[str, list[StoreRow]] = {}
+        for session in find_sessions(catalogs_for(os.getcwd()), CwdCache(None), stores):
+            found.setdefault(f"agent:main:{session.source}:{session.thread_id}", session)
+    header = ("WATCHER", "TARGET", "SINCE", "PENDING", "WATCHER_KEY", "TARGET_KEY")
+    lines = [header] + [
+        (session_name(w, found, managers), session_name(t, found, managers), str(ls),
+         "yes" if mt > ls else "no", w, t) for w, t, ls, mt in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return "".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths,
+                                                                       strict=False))
+                   + "  " + line[-1] + "\n" for line in lines)
 
 
 def run_watches(action: str, watcher: str | None, targets: list[str], location: Path | str,
@@ -50,8 +74,8 @@ def run_watches(action: str, watcher: str | None, targets: list[str], location: 
         if action == "list":
             with gw.read_pool.connection() as conn:
                 rows = peek.watches(conn, watcher)
-            out.write("WATCHER\tTARGET\tCHANGES_SINCE\tPENDING\n" + "".join(
-                f"{w}\t{t}\t{ls}\t{'yes' if mt > ls else 'no'}\n" for w, t, ls, mt in rows))
+                managers = peek.roles(conn)
+            out.write(_table(rows, managers))
             return 0
         assert watcher is not None
         failed = 0
