@@ -6,7 +6,8 @@ Codex worker of the same project, both written by the test kit; no
 
 * **wake latency**: a typed turn appended to the worker's transcript -> the
   waiting hook exits with the push path's code (2) having printed the
-  notice; p50 and p95 over ``--runs`` runs. The real tool adds its own start
+  notice; p50 and p95 over ``--runs`` runs; again while ``ssa watch`` runs
+  in the home (it scans; the waiting hook only reads). The real tool adds its own start
   of the woken turn (Claude Code: about 0.15 s, measured in the README).
 * **baseline**: one prompt hook with nothing pending (``ssa hook claude-code``,
   the cold path), timed in the same run: the ratio says how many cold hook
@@ -123,6 +124,23 @@ def wake_latency(home: Home, runs: int) -> list[float]:
     return took
 
 
+def with_watch(home: Home, runs: int) -> list[float]:
+    """Wake latency while ``ssa watch`` runs in the home: it scans, the waiting hook reads."""
+    watch = subprocess.Popen([sys.executable, "-m", "actors", "watch", "--interval", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=home.env, start_new_session=True)
+    try:
+        time.sleep(3.0)  # it adopted the home's sessions
+        return wake_latency(home, runs)
+    finally:
+        watch.terminate()
+        try:
+            watch.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            watch.wait(timeout=TIMEOUT_S)
+
+
 def baseline(home: Home, runs: int) -> list[float]:
     """Seconds of one prompt hook with nothing pending (the cold path)."""
     took = []
@@ -167,6 +185,7 @@ def main() -> int:
         home = Home(Path(tmp) / "one")
         base = baseline(home, max(5, args.runs // 2))
         wake = wake_latency(home, args.runs)
+        watched = sorted(with_watch(Home(Path(tmp) / "watched"), args.runs))
         one_cpu, one_rss = idle_cost([home], args.idle)
         ten = [Home(Path(tmp) / f"h{i}") for i in range(10)]
         ten_cpu, ten_rss = idle_cost(ten, args.idle)
@@ -174,6 +193,8 @@ def main() -> int:
     figures = {
         "wake_p50_s": statistics.median(wake),
         "wake_p95_s": wake[min(len(wake) - 1, int(0.95 * len(wake)))],
+        "wake_with_ssa_watch_p50_s": statistics.median(watched),
+        "wake_with_ssa_watch_p95_s": watched[min(len(watched) - 1, int(0.95 * len(watched)))],
         "baseline_cold_hook_p50_s": statistics.median(base),
         "wake_p50_over_cold_hook": statistics.median(wake) / statistics.median(base),
         "idle_one_core_share": one_cpu,

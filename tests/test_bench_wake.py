@@ -21,7 +21,8 @@ def test_a_quick_run_prints_every_figure_within_the_goals() -> None:
                           timeout=100, check=True, cwd=ROOT)
     figures = json.loads(done.stdout)
     assert set(figures) == {
-        "wake_p50_s", "wake_p95_s", "baseline_cold_hook_p50_s", "wake_p50_over_cold_hook",
+        "wake_p50_s", "wake_p95_s", "wake_with_ssa_watch_p50_s", "wake_with_ssa_watch_p95_s",
+        "baseline_cold_hook_p50_s", "wake_p50_over_cold_hook",
         "idle_one_core_share", "idle_one_rss_mib", "idle_ten_core_share",
         "idle_ten_max_rss_mib"}
     assert 0 < figures["wake_p50_s"] < 1.0

@@ -290,3 +290,28 @@ def test_a_worker_of_a_tool_never_used_before_wakes_the_manager(tmp_path: Path) 
             _finish(waiting)
     assert code == 2, err
     assert f'Session "agent:main:codex:{thread}" changed (other actor)' in err
+
+
+def test_many_waiting_hooks_started_at_once_settle_on_one_at_once(env: Env) -> None:
+    """Review finding: of eight started together, the losers used to block for the whole
+    budget (8 s) before giving up. Now a contender that sees a newer holder ends at once,
+    an older holder is ended, and one waiting hook is left within a few seconds."""
+    env.manage()
+    env.prompt_hook()
+    started = [env.start_wait() for _ in range(8)]
+    try:
+        deadline = time.monotonic() + 4.0
+        while sum(p.poll() is None for p in started) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = [p for p in started if p.poll() is None]
+        assert len(alive) == 1
+        assert all(p.returncode in (0, -signal.SIGTERM) for p in started if p not in alive)
+        env.worker.append(Typed("typed"), Reply("done"))
+        code, err = _finish(alive[0])
+        assert code == 2
+        assert err.count("changed (other actor)") == 1
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+            _finish(process)

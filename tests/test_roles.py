@@ -185,3 +185,16 @@ def test_the_manage_command_line(home: Path) -> None:
                           timeout=SUBPROCESS_TIMEOUT_S, check=False)
     assert done.returncode == 1
     assert "--no-wake" in done.stderr
+
+
+def test_manage_refuses_a_key_that_is_no_sessions_and_notes_an_unknown_one(home: Path) -> None:
+    """Review finding: `ssa manage --session bogus` said "bogus is now a manager"."""
+    with pytest.raises(InvalidArgument, match="not a coding-agent session's key"):
+        run_manage(_db(home), "bogus", off=False, wake=True, out=io.StringIO())
+    with pytest.raises(InvalidArgument):
+        run_manage(_db(home), "agent:main:nosuchtool:x", off=False, wake=True,
+                   out=io.StringIO())
+    out, err = io.StringIO(), io.StringIO()
+    assert run_manage(_db(home), "agent:main:claude:not-yet-seen", off=False, wake=True,
+                      out=out, err=err) == 0
+    assert "no session agent:main:claude:not-yet-seen is known yet" in err.getvalue()

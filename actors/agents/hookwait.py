@@ -77,9 +77,8 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     except (HookTimeout, HookInputError) as exc:
         say(err, str(exc))
         return 0
-    slot = _take_slot(run, args.timeout)
-    if slot is None:
-        say(err, "--wait: another waiting hook of this session would not end")
+    slot = _take_slot(run)
+    if slot is None:  # a newer waiting hook serves the session (or an older one hangs)
         return 0
     found = tool_process()
     stream: TextIO = err if push.delivery == "exit" else out
@@ -215,16 +214,23 @@ def _headless(found: tuple[int, int] | None, flags: tuple[str, ...]) -> bool:
     return any(flag.encode() in argv for flag in flags)
 
 
-def _take_slot(run: Run, timeout_s: float) -> IO[bytes] | None:
+_SLOT_TRY_S = 1.0
+"""How long one try to take a slot from an older waiting hook blocks (seconds)."""
+_SLOT_TRIES = 5
+
+
+def _take_slot(run: Run) -> IO[bytes] | None:
     """Become the one waiting hook of the session: end an older one, hold its lock.
 
     A tool may start a waiting hook at every turn's end and keep the older
     ones running (Claude Code does): the newest one takes over. The slot is
     ``hooks/<hash>.wait`` beside the signal log (0600), ``flock``-ed for the
-    process's life and holding its pid; an older holder gets SIGTERM when its
-    command line is a waiting ``ssa hook``. Returns the open slot, or
-    ``None`` when the older one did not end within ``timeout_s`` (or 5 s).
-    Main thread (SIGALRM); blocks until the lock is free.
+    process's life and holding ``<pid>:<start time>``. An older holder gets
+    SIGTERM (when its command line is a waiting ``ssa hook``); a holder that
+    started after this process makes it give up at once, so of several
+    started together the newest stays. Returns the open slot, or ``None``
+    (a newer one serves, or an older one would not end). Main thread
+    (SIGALRM); blocks at most about five seconds.
     """
     path = slot_path(run.state_dir, run.watcher)
     try:
@@ -234,30 +240,54 @@ def _take_slot(run: Run, timeout_s: float) -> IO[bytes] | None:
         logger.debug("no waiting-hook slot: %s", exc)
         return open(os.devnull, "rb")
     slot = os.fdopen(fd, "r+b")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        _end_older(slot)
+    me = (_started(os.getpid()), os.getpid())
+    for _ in range(_SLOT_TRIES):
         try:
-            with deadline(timeout_s if timeout_s > 0 else 5.0):
-                fcntl.flock(fd, fcntl.LOCK_EX)
-        except (HookTimeout, OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            pass
+        holder = _holder(slot)
+        if holder is not None and holder[1:] > me:
             slot.close()
-            return None
+            return None  # a newer waiting hook serves the session
+        if holder is not None:
+            _end(holder[0])
+        try:
+            with deadline(_SLOT_TRY_S):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            break
+        except (HookTimeout, OSError):
+            continue
+    else:
+        slot.close()
+        return None
     slot.seek(0)
     slot.truncate()
-    slot.write(str(os.getpid()).encode("ascii"))
+    slot.write(f"{me[1]}:{me[0]}".encode("ascii"))
     slot.flush()
     return slot
 
 
-def _end_older(slot: IO[bytes]) -> None:
-    """SIGTERM the waiting hook whose pid the slot holds (only if it is one)."""
+def _started(pid: int) -> int:
+    """A process's start time in clock ticks (0 when unknown)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _holder(slot: IO[bytes]) -> tuple[int, int, int] | None:
+    """``(pid, start time, pid)`` of the slot's holder as it wrote itself, or ``None``."""
     slot.seek(0)
-    text = slot.read(32).decode("ascii", "replace").strip()
-    if not text.isdigit():
-        return
-    pid = int(text)
+    pid_text, _, started_text = slot.read(64).decode("ascii", "replace").strip().partition(":")
+    if not pid_text.isdigit():
+        return None
+    return int(pid_text), int(started_text) if started_text.isdigit() else 0, int(pid_text)
+
+
+def _end(pid: int) -> None:
+    """SIGTERM ``pid`` when it is a waiting ``ssa hook``."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:

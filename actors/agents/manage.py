@@ -17,12 +17,14 @@ with wakes on (the default), a notice that opens for it wakes it.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from actors.agents.caller import find_caller
 from actors.errors import InvalidArgument, SessionStateError
 from actors.facade import validate as v
+from actors.upstream.sources import find_source
 from persistence import peek
 from persistence.locations import default_state_path
 
@@ -83,7 +85,7 @@ def set_role(gw: Any, key: str, *, off: bool, wake: bool) -> bool:
 
 
 def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bool,
-               out: TextIO) -> int:
+               out: TextIO, err: TextIO | None = None) -> int:
     """Run ``ssa manage``; returns the exit code (0).
 
     Args:
@@ -92,6 +94,7 @@ def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bo
         off: make it a worker again.
         wake: for a manager, whether notices wake it (``--no-wake``: ``False``).
         out: where the one result line goes.
+        err: where a note goes (an unknown session); default ``sys.stderr``.
 
     Raises:
         SessionStateError, InvalidSessionKey, StorageError: as :func:`resolve_self`
@@ -101,11 +104,21 @@ def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bo
     """
     from actors import Gateway  # noqa: PLC0415 - a command's own import (start-up cost)
 
+    err = err if err is not None else sys.stderr
     key = resolve_self(location, session)
+    parts = key.split(":", 3)
+    if len(parts) < 4 or parts[0] != "agent" or find_source(parts[2]) is None:
+        raise InvalidArgument(f"--session {key!r} is not a coding-agent session's key "
+                              "(agent:<agent id>:<tool>:<session id>; ssa list shows the keys)")
     if off and not wake:
         raise InvalidArgument("--no-wake goes with making a manager, not with --off")
     with Gateway.open(location, monitor=False) as gw:
+        with gw.read_pool.connection() as conn:
+            known = peek.session_created_at(conn, key) is not None
         changed = set_role(gw, key, off=off, wake=wake)
+    if not known:
+        err.write(f"ssa: note: no session {key} is known yet (ssa list shows the known "
+                  "ones: a typo?); it takes this role from its next prompt\n")
     if off:
         out.write(f"{key} is a worker{' again' if changed else ''}: it is not notified "
                   "or woken, and its watches were dropped.\n")
