@@ -198,3 +198,57 @@ def test_manage_refuses_a_key_that_is_no_sessions_and_notes_an_unknown_one(home:
     assert run_manage(_db(home), "agent:main:claude:not-yet-seen", off=False, wake=True,
                       out=out, err=err) == 0
     assert "no session agent:main:claude:not-yet-seen is known yet" in err.getvalue()
+
+
+_TOOL = '''
+import json, subprocess, sys
+role, python, hook_input_path, child_input_path = sys.argv[1:5]
+# As a tool runs its hook: through a shell, the hook input on stdin.
+with open(hook_input_path, "rb") as stdin:
+    subprocess.run(["sh", "-c", python + " -m actors hook claude-code"], stdin=stdin,
+                   check=True, timeout=20)
+if role == "manager":
+    # Its agent runs another session from its shell tool (say, a tool's headless mode).
+    subprocess.run(["bash", "-c", " ".join([python, sys.argv[0], "child", python,
+                                            child_input_path, "-"])], check=True, timeout=40)
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_a_session_a_manager_spawns_from_its_shell_tool_is_watched_from_its_start(
+        home: Path) -> None:
+    """A spawn edge: the child's hook finds the manager's record on its tool process's
+    ancestors; the manager watches the child from state version 0, wherever it runs."""
+    manager = _claude(home)
+    elsewhere = home / "elsewhere"
+    elsewhere.mkdir()
+    directory = home / ".claude" / "projects" / str(elsewhere).replace("/", "-")
+    directory.mkdir(parents=True)
+    child = ClaudeCodeTranscript(directory / f"{uuid.uuid4()}.jsonl", cwd=str(elsewhere))
+    child.append(Typed("the task the manager gave"), Reply("working"))
+    manager_key = f"agent:main:claude:{manager.session_id}"
+    child_key = f"agent:main:claude:{child.session_id}"
+    run_manage(_db(home), manager_key, off=False, wake=True, out=io.StringIO())
+    inputs = {}
+    for name, session, cwd in (("manager", manager, home / "proj"),
+                               ("child", child, elsewhere)):
+        inputs[name] = home / f"{name}-input.json"
+        inputs[name].write_text(json.dumps({
+            "session_id": session.session_id, "cwd": str(cwd),
+            "hook_event_name": "UserPromptSubmit", "transcript_path": str(session.path)}))
+    script = home / "tool.py"
+    script.write_text(_TOOL)
+    env = {**os.environ, "HOME": str(home), "SSA_STATE_DIR": str(home / "state"),
+           "PYTHONPATH": str(Path(__file__).parents[1])}
+    subprocess.run([sys.executable, str(script), "manager", sys.executable,
+                    str(inputs["manager"]), str(inputs["child"])], env=env, check=True,
+                   timeout=SUBPROCESS_TIMEOUT_S)
+    conn = peek.open_peek(str(_db(home)))
+    try:
+        assert child_key in peek.watched_targets(conn, manager_key)  # another project
+        assert peek.role(conn, child_key) == ("worker", False)  # still a worker
+        assert peek.watched_targets(conn, child_key) == set()
+    finally:
+        conn.close()
+    child.append(Typed("a person typed into the spawned session"), Reply("ok"))
+    assert child_key in _hook("claude-code", manager.session_id, home, manager.path)

@@ -111,22 +111,30 @@ def _named_tool() -> tuple[int, int] | None:
     return int(pid_text), int(started_text)
 
 
-def record_caller(state_dir: Path, session_key: str) -> None:
+def record_caller(state_dir: Path, session_key: str) -> str | None:
     """Record that this process's tool process runs ``session_key`` (a hook calls it).
 
     Writes ``<records_dir>/<pid>.json`` (0600, in a 0700 directory) only when
-    the state directory exists and the record changed. Never raises.
+    the state directory exists and the record changed. The record also names
+    the session that *spawned* this one: the nearest ancestor of the tool
+    process that has a record of its own (a manager that ran ``claude -p`` or
+    ``codex exec`` from its shell tool).
+
+    Returns:
+        The spawning session's key, or ``None``. Never raises.
     """
     found = tool_process()
     if found is None or not state_dir.is_dir():
-        return
+        return None
     pid, started = found
+    parent = _spawner(state_dir, pid)
     directory = records_dir(state_dir)
     path = directory / f"{pid}.json"
-    text = json.dumps({"key": session_key, "started": started}, ensure_ascii=True)
+    text = json.dumps({"key": session_key, "started": started, "parent": parent},
+                      ensure_ascii=True)
     with contextlib.suppress(OSError):
         if path.read_text(encoding="ascii") == text:
-            return
+            return parent
     try:
         directory.parent.mkdir(mode=0o700, exist_ok=True)
         directory.mkdir(mode=0o700, exist_ok=True)
@@ -138,8 +146,39 @@ def record_caller(state_dir: Path, session_key: str) -> None:
             os.close(fd)
         os.replace(temporary, path)
     except OSError:
-        return
+        return parent
     _prune(directory)
+    return parent
+
+
+def _record(state_dir: Path, pid: int, started: int) -> dict[str, object] | None:
+    """The record of process ``pid`` when it is that process's (same start time)."""
+    try:
+        value = json.loads((records_dir(state_dir) / f"{pid}.json").read_text("ascii"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict) or value.get("started") != started:
+        return None
+    return value
+
+
+def _spawner(state_dir: Path, tool_pid: int) -> str | None:
+    """The session of the nearest ancestor of ``tool_pid`` that has a record, or ``None``."""
+    info = _stat(tool_pid)
+    pid = info[1] if info is not None else 0
+    for _ in range(_MAX_DEPTH):
+        if pid <= 1:
+            return None
+        info = _stat(pid)
+        if info is None:
+            return None
+        name, parent, started = info
+        if name not in SHELLS:
+            record = _record(state_dir, pid, started)
+            if record is not None and isinstance(record.get("key"), str):
+                return str(record["key"])
+        pid = parent
+    return None
 
 
 def _prune(directory: Path) -> None:
@@ -194,11 +233,8 @@ def find_caller(state_dir: Path, start: int | None = None) -> str | None:
     if found is None:
         return None
     pid, started = found
-    try:
-        record = json.loads((records_dir(state_dir) / f"{pid}.json").read_text("ascii"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("started") != started:
+    record = _record(state_dir, pid, started)
+    if record is None:
         return None
     key = record.get("key")
     return key if isinstance(key, str) and key else None

@@ -40,6 +40,9 @@ class Run(NamedTuple):
         location: the signal log (a SQLite path or a ``postgresql://`` URL).
         is_url: whether ``location`` is a PostgreSQL URL.
         state_dir: the directory of the hook's own files.
+        parent: the session that spawned this one (its tool process is an
+            ancestor of this one's: :func:`actors.agents.caller.record_caller`),
+            or ``None``.
     """
 
     hook: HookInput
@@ -47,6 +50,7 @@ class Run(NamedTuple):
     location: str
     is_url: bool
     state_dir: Path
+    parent: str | None = None
 
 
 def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
@@ -75,9 +79,9 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
     if args.db is None or is_url:  # the default location's directories are ours to make
         with contextlib.suppress(OSError):
             state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    record_caller(state_dir, watcher)  # ssa manage and ssa mcp find this session so
+    parent = record_caller(state_dir, watcher)  # ssa manage and ssa mcp find it so
     return Run(hook=hook, watcher=watcher, location=location, is_url=is_url,
-               state_dir=state_dir)
+               state_dir=state_dir, parent=parent if parent != watcher else None)
 
 
 Checked = Literal["delivered", "nothing", "worker", "no-wake"]
@@ -110,6 +114,10 @@ def check(run: Run, args: HookArgs, out: TextIO,
         if conn is not None:
             role, wake = peek.role(conn, watcher)
             if role == "worker":
+                if _unwatched_spawn(conn, run):
+                    from actors.agents.hookwarm import watch_spawned  # noqa: PLC0415
+
+                    watch_spawned(run, args)
                 return "worker"  # never notified: nothing to adopt, watch or print
             if args.wait and not wake:
                 return "no-wake"
@@ -172,6 +180,12 @@ def _finish(cache: CwdCache, exit_now: Callable[[int], None] | None, code: int) 
         sys.stdout.flush()
         sys.stderr.flush()
     exit_now(code)
+
+
+def _unwatched_spawn(conn: Any, run: Run) -> bool:
+    """Whether a manager spawned this session and does not watch it yet (a spawn edge)."""
+    return (run.parent is not None and peek.role(conn, run.parent)[0] == "manager"
+            and run.watcher not in peek.watched_targets(conn, run.parent))
 
 
 def _start_waiter(run: Run, args: HookArgs) -> None:

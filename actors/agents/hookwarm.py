@@ -32,7 +32,7 @@ from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
 
-__all__ = ["LEASE_MS", "NEW_SESSION_SLACK_MS", "watching_since", "work"]
+__all__ = ["LEASE_MS", "NEW_SESSION_SLACK_MS", "watch_spawned", "watching_since", "work"]
 
 logger = get_logger(__name__)
 
@@ -165,6 +165,35 @@ def _apply(gw: Gateway, hook: HookInput, watcher: str, plan: Plan) -> None:
     scan = tuple(dict.fromkeys((*plan.scan, *fresh)))
     if scan:
         gw.scan_upstream(keys=scan)
+
+
+def watch_spawned(run: Any, args: HookArgs) -> None:
+    """A spawn edge: the manager that spawned ``run``'s session watches it from its start.
+
+    The session (a worker) is adopted from its transcript's start when the
+    tool names one (its typed turns since it began count), or registered;
+    then ``run.parent`` watches it from state version 0 and it is scanned.
+
+    Raises:
+        persistence.StorageError: the signal log failed (the hook says so and exits 0).
+
+    Main thread; blocks on the database and the transcript, within the budget.
+    """
+    hook, key, parent = run.hook, run.watcher, run.parent
+    assert parent is not None
+    config = GatewayConfig(ask_timeout_s=min(3.0, max(0.5, args.timeout / 3)),
+                           busy_timeout_ms=int(min(2000, max(200, args.timeout * 250))),
+                           lease_ms=LEASE_MS, missing_threshold=1)
+    with Gateway.open(run.location, config=config, monitor=False) as gw:
+        path = hook.transcript_path
+        if path is not None and os.path.isfile(path):
+            gw.adopt_many([AdoptRequest(key=key, source=hook.source, path=path,
+                                        thread_id=hook.session_id, from_start=True)])
+        else:
+            gw.create_session(key)
+        gw.watch(parent, key, since=0)
+        gw.scan_upstream(keys=(key,))
+        gw.release_leases()
 
 
 def watching_since(conn: Any, watcher: str) -> int | None:
