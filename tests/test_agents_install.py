@@ -560,7 +560,8 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
                         + body)
         fake.chmod(0o755)
     setup = Setup(ssa=str(fake), db=None, project=None, home=tmp_path, env={})
-    source = render_plugin(_data_text("opencode_plugin.js"), setup, "opencode")
+    source = render_plugin(_data_text("actors.agents.tools.opencode", "plugin.js"), setup,
+                           "opencode")
     if hook == "slow":
         source = source.replace("const TIMEOUT_MS = 10000", "const TIMEOUT_MS = 300")
     (tmp_path / "plugin.mjs").write_text(source)
@@ -586,8 +587,9 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
 def test_package_data_ships_the_templates() -> None:
     from actors.agents.installedits import data_text as _data_text
 
-    for name in ("opencode_plugin.js", "pi_extension.ts"):
-        text = _data_text(name)
+    for package, name in (("actors.agents.tools.opencode", "plugin.js"),
+                          ("actors.agents.tools.pi", "extension.ts")):
+        text = _data_text(package, name)
         assert '["__SSA_HOOK_ARGV__"]' in text
         assert "__SSA_HOOK_TIMEOUT_MS__" in text
 

@@ -31,7 +31,8 @@ def add_commands(sub: Any) -> None:
         parser.add_argument("--dry-run", action="store_true",
                             help="print each change as a unified diff and write nothing")
         parser.add_argument("--plugin", metavar="DIR", type=Path,
-                            help="claude-code: a plugin (in a marketplace directory) instead "
+                            help="for a tool that takes plugins: a plugin (in a marketplace "
+                            "directory) instead "
                             "of settings")
         if name == "install":
             parser.add_argument("--ssa", metavar="PATH",

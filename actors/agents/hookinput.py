@@ -1,5 +1,7 @@
 """What each coding agent hands its prompt hook, and how the hook answers it (pure).
 
+Each tool's defaults come from its package (:mod:`actors.agents.tools`).
+
 * Claude Code and Codex run ``ssa hook claude-code|codex`` as a command
   hook (``UserPromptSubmit``, ``SessionStart``) and write their documented
   JSON on stdin: ``session_id``, ``transcript_path``, ``cwd``,
@@ -18,24 +20,24 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
+from actors.agents.push import PUSH_EVENT
+from actors.agents.tools import TOOLS as _REGISTRY
+
 __all__ = ["MAX_INPUT_BYTES", "STREAM_EVENT", "TOOLS", "HookInput", "HookInputError",
            "parse_hook_input", "render_output"]
 
-TOOLS: dict[str, str] = {"claude-code": "claude", "codex": "codex", "opencode": "opencode",
-                         "pi": "pi"}
+TOOLS: dict[str, str] = {name: tool.source for name, tool in _REGISTRY.items()}
 """``ssa hook`` tool names and the upstream source each one's sessions are read as."""
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 """Largest hook input read (a prompt may be long; more is refused, not buffered)."""
 
-_DEFAULT_EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit",
-                   "opencode": "experimental.chat.system.transform",
-                   "pi": "before_agent_start"}
-_JSON_OUTPUT = frozenset({"claude-code", "codex"})
+_DEFAULT_EVENTS = {name: tool.default_event for name, tool in _REGISTRY.items()}
+_JSON_OUTPUT = frozenset(name for name, tool in _REGISTRY.items() if tool.json_output)
 _CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart", "PostToolUse"})
 """Events whose ``additionalContext`` Claude Code and Codex add to the model's context
 (``PostToolUse``: to the next request of the same turn)."""
-STREAM_EVENT = "ssa-push"
+STREAM_EVENT = PUSH_EVENT
 """The waiting hook's stream form: one JSON line ``{"text": ...}`` per delivery, read by
 our OpenCode plugin and Pi extension (:data:`actors.agents.push.PUSH_EVENT`)."""
 

@@ -20,9 +20,9 @@ from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input
 from actors.agents.hookplan import plan_from
 from actors.agents.project import project_roots
-from actors.agents.push import PUSH
 from actors.agents.sessions import CwdCache, StoreRow, find_sessions
 from actors.agents.spawn import spawn_waiter, waiter_alive
+from actors.agents.tools import tool_named
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
@@ -190,7 +190,8 @@ def _unwatched_spawn(conn: Any, run: Run) -> bool:
 
 def _start_waiter(run: Run, args: HookArgs) -> None:
     """For a tool whose waiting hook the prompt hook starts: start it when none runs."""
-    push = PUSH.get(args.tool)
+    found_tool = tool_named(args.tool)
+    push = found_tool.push if found_tool is not None else None
     if args.no_wake or push is None or not push.spawn \
             or waiter_alive(run.state_dir, run.watcher):
         return

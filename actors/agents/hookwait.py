@@ -35,8 +35,8 @@ from actors.agents.hookargs import HookArgs
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, render_output
 from actors.agents.hookrun import Checked, Run, catalogs_for, check, prepare
-from actors.agents.push import PUSH
 from actors.agents.spawn import slot_path
+from actors.agents.tools import tool_named
 from actors.agents.waiter import ChangeWaiter
 from persistence import peek
 from persistence.lazylog import get_logger
@@ -65,7 +65,8 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
 
     Main thread; blocks until a delivery or the session's end.
     """
-    push = PUSH.get(args.tool)
+    found_tool = tool_named(args.tool)
+    push = found_tool.push if found_tool is not None else None
     if args.no_wake:
         return 0  # installed with --no-wake: a plugin may still start it
     if push is None:

@@ -1,21 +1,10 @@
 """``ssa install/uninstall <tool>``: put ``ssa hook`` and ``ssa mcp`` where each tool reads them.
 
-What each install writes (``docs/agents-install.md`` has the full text):
-
-* ``claude-code``: a ``UserPromptSubmit`` and a ``SessionStart`` command
-  hook in ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR/settings.json``;
-  ``--project``: ``.claude/settings.json``) and ``mcpServers.ssa`` in
-  ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``; ``--project``:
-  ``.mcp.json``); ``--plugin DIR`` writes a plugin and a one-plugin
-  marketplace instead.
-* ``codex``: the two hooks in ``$CODEX_HOME/hooks.json`` (``~/.codex``;
-  ``--project``: ``.codex/hooks.json``) and ``[mcp_servers.ssa]`` in
-  ``config.toml`` beside it.
-* ``opencode``: the plugin ``ssa.js`` in ``$XDG_CONFIG_HOME/opencode/plugins``
-  (``--project``: ``.opencode/plugins``) and ``mcp.ssa`` in the global
-  ``opencode.json`` (``--project``: the project's).
-* ``pi``: the extension ``ssa.ts`` in ``$PI_CODING_AGENT_DIR/extensions``
-  (``~/.pi/agent``; ``--project``: ``.pi/extensions``). Pi has no MCP client.
+What each install writes is each tool's package's ``install`` module
+(:mod:`actors.agents.tools`; ``docs/agents-install.md`` has the full text):
+the prompt hooks and, for managers' wakes, the waiting hook (or a plugin or
+extension that runs them), and the MCP server where the tool has an MCP
+client.
 
 Our entries are recognised by what they run, never by position: a hook whose
 command is ``<path>/ssa hook <tool>``, an MCP server named ``ssa`` that runs
@@ -42,6 +31,7 @@ from typing import TextIO
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, apply_changes, diff
 from actors.agents.installplan import mcp_available, plan
 from actors.agents.installsetup import Setup
+from actors.agents.tools import tool_named
 
 __all__ = ["resolve_ssa", "run"]
 
@@ -93,7 +83,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         setup = _setup_from(args, install)
         notes: list[str] = []
-        if install and setup.mcp and args.tool != "pi" and not mcp_available():
+        found = tool_named(args.tool)
+        if install and setup.mcp and found is not None and found.mcp and not mcp_available():
             setup = Setup(setup.ssa, setup.db, setup.project, setup.home, setup.env, mcp=False,
                           scope=setup.scope, wake=setup.wake)
             notes.append("MCP server not registered: it needs the mcp extra "

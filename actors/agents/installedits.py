@@ -24,7 +24,8 @@ from actors.agents import _toml_edit
 from actors.agents._files import ConfigRefused
 from actors.agents._json_ops import Doc
 from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
-from actors.agents.push import PUSH
+from actors.agents.push import PushPath
+from actors.agents.tools import tool_named
 
 __all__ = [
     "HOOK_EVENTS", "data_text", "has_marker", "hook_events", "hook_groups", "hooks_transform",
@@ -69,9 +70,14 @@ HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
 """Both tools: every prompt, and every session start (startup, resume, clear, compact)."""
 
 
+def _push(tool: str) -> PushPath | None:
+    found = tool_named(tool)
+    return found.push if found is not None else None
+
+
 def hook_events(tool: str) -> tuple[str, ...]:
     """Every event that may hold our handler for ``tool`` (uninstall looks at each)."""
-    push = PUSH.get(tool)
+    push = _push(tool)
     extra = () if push is None else tuple(e for e in (push.hook_event, push.mid_turn_event)
                                           if e is not None)
     return (*HOOK_EVENTS, *extra)
@@ -89,7 +95,7 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
                "timeout": HOOK_TIMEOUT_S}
     groups: dict[str, dict[str, Any]] = {event: {"hooks": [dict(handler)]}
                                          for event in HOOK_EVENTS}
-    push = PUSH.get(tool)
+    push = _push(tool)
     if setup.wake and push is not None and push.hook_event is not None:
         waiting = {"type": "command", "command": setup.hook_command(tool) + " --wait",
                    **dict(push.hook_fields)}
@@ -241,9 +247,9 @@ def has_marker(text: str) -> bool:
     return text.startswith(MARKER)
 
 
-def data_text(name: str) -> str:
-    """The text of the packaged template ``actors/agents/data/<name>`` (UTF-8)."""
-    return importlib.resources.files("actors.agents").joinpath("data", name).read_text("utf-8")
+def data_text(package: str, name: str) -> str:
+    """The text of the template ``name`` shipped in ``package`` (a tool's package; UTF-8)."""
+    return importlib.resources.files(package).joinpath(name).read_text("utf-8")
 
 
 def render_plugin(template: str, setup: Setup, tool: str) -> str:

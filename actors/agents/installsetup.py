@@ -19,8 +19,6 @@ from actors.agents.hookinput import TOOLS as _HOOK_TOOLS
 
 __all__ = [
     "HOOK_TIMEOUT_S", "MARKER", "MARKETPLACE_NAME", "MCP_NAME", "PLUGIN_NAME", "TOOLS", "Setup",
-    "claude_dir", "claude_state_file", "codex_home", "opencode_config_dir",
-    "opencode_config_file", "pi_agent_dir",
 ]
 
 TOOLS = tuple(_HOOK_TOOLS)
@@ -85,44 +83,3 @@ class Setup:
 
 
 # --- where each tool reads its configuration ----------------------------------------
-
-def claude_dir(setup: Setup) -> Path:
-    """``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
-    return setup.env_dir("CLAUDE_CONFIG_DIR", setup.home / ".claude")
-
-
-def claude_state_file(setup: Setup) -> Path:
-    """User-scope MCP servers: ``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json``."""
-    if setup.env.get("CLAUDE_CONFIG_DIR"):
-        return claude_dir(setup) / ".claude.json"
-    return setup.home / ".claude.json"
-
-
-def codex_home(setup: Setup) -> Path:
-    """``$CODEX_HOME`` or ``~/.codex``."""
-    return setup.env_dir("CODEX_HOME", setup.home / ".codex")
-
-
-def opencode_config_dir(setup: Setup) -> Path:
-    """``$XDG_CONFIG_HOME/opencode`` or ``~/.config/opencode``."""
-    return setup.env_dir("XDG_CONFIG_HOME", setup.home / ".config") / "opencode"
-
-
-def opencode_config_file(setup: Setup) -> Path:
-    """The ``opencode.json`` to edit: the first that exists in OpenCode's own order, else
-    ``opencode.json`` (global: ``opencode.jsonc``, ``opencode.json``, ``config.json``;
-    project: ``opencode.json``, ``opencode.jsonc``, ``.opencode/opencode.json(c)``)."""
-    if setup.project is not None:
-        candidates = [setup.project / n for n in ("opencode.json", "opencode.jsonc")] + [
-            setup.project / ".opencode" / n for n in ("opencode.json", "opencode.jsonc")]
-        default = setup.project / "opencode.json"
-    else:
-        base = opencode_config_dir(setup)
-        candidates = [base / n for n in ("opencode.jsonc", "opencode.json", "config.json")]
-        default = base / "opencode.json"
-    return next((c for c in candidates if c.is_file()), default)
-
-
-def pi_agent_dir(setup: Setup) -> Path:
-    """``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``."""
-    return setup.env_dir("PI_CODING_AGENT_DIR", setup.home / ".pi" / "agent")

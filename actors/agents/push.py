@@ -1,9 +1,10 @@
-"""How ``ssa hook <tool> --wait`` hands a notice to a running session: one entry per tool.
+"""How ``ssa hook <tool> --wait`` hands a notice to a running session: :class:`PushPath`.
 
-A tool whose session can be woken from outside has a :class:`PushPath` here;
-the generic wait loop (:mod:`actors.agents.hookwait`), the prompt hook and
-``ssa install`` name no tool. Adding a tool's push path is one entry.
-``docs/push.md`` has what each tool was measured to allow.
+A tool whose sessions can be woken from outside names its push path in its
+package (:mod:`actors.agents.tools`, ``AgentTool.push``); the generic wait
+loop (:mod:`actors.agents.hookwait`), the prompt hook and ``ssa install``
+read it and name no tool. ``docs/push.md`` has what each tool was measured to
+allow. In short:
 
 * **Claude Code** runs ``ssa hook claude-code --wait`` as a ``Stop`` command
   hook with ``"asyncRewake": true``: it runs in the background once a turn
@@ -25,16 +26,14 @@ the generic wait loop (:mod:`actors.agents.hookwait`), the prompt hook and
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from actors.agents.hookinput import STREAM_EVENT
+__all__ = ["PUSH_EVENT", "WAIT_TIMEOUT_S", "PushPath"]
 
-__all__ = ["PUSH", "PUSH_EVENT", "WAIT_TIMEOUT_S", "PushPath"]
-
-PUSH_EVENT = STREAM_EVENT
-"""The event whose output form is one JSON line ``{"text": ...}`` (stream delivery)."""
+PUSH_EVENT = "ssa-push"
+"""The event whose output form is one JSON line ``{"text": ...}`` (stream delivery): what our
+OpenCode plugin and Pi extension read from their waiting hook."""
 
 
 class PushPath(NamedTuple):
@@ -79,22 +78,3 @@ WAIT_TIMEOUT_S = 2_147_483
 """The waiting hook's ``timeout`` (seconds, about 24.8 days: the largest whose milliseconds
 fit a 32-bit timer). Claude Code kills a hook at its timeout, and re-arms it only at the
 next turn's end."""
-
-
-def _codex_queue(tool_pid: int, session_id: str, text: str) -> list[str]:
-    """``codex queue`` run by the very binary of the session's Codex process."""
-    return [os.readlink(f"/proc/{tool_pid}/exe"), "queue", "--thread", session_id,
-            "--message", text]
-
-
-PUSH: dict[str, PushPath] = {
-    "claude-code": PushPath(event="Stop", delivery="exit", exit_code=2, hook_event="Stop",
-                            hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S)),
-                            headless=("-p", "--print")),
-    "codex": PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
-                      mid_turn_event="PostToolUse", mid_turn_fields=(("async", True),),
-                      command=_codex_queue),
-    "opencode": PushPath(event=PUSH_EVENT, delivery="stream", headless=("run",)),
-    "pi": PushPath(event=PUSH_EVENT, delivery="stream", headless=("-p", "--print")),
-}
-"""The tools whose sessions ``ssa hook --wait`` can wake, by ``ssa hook`` tool name."""

@@ -31,9 +31,9 @@ from typing import Any, Literal, TextIO
 
 from actors.agents import inbox
 from actors.agents.caller import live_tool_process
-from actors.agents.hookinput import TOOLS
-from actors.agents.push import PUSH
+from actors.agents.push import PushPath
 from actors.agents.spawn import waiter_alive
+from actors.agents.tools import tool_of_source
 from actors.facade import validate as v
 
 __all__ = ["DELIVER_WAIT_S", "Delivery", "deliver", "run_send", "send"]
@@ -44,12 +44,13 @@ DELIVER_WAIT_S = 5.0
 _COMMAND_TIMEOUT_S = 10.0
 
 
-def _tool_of(key: str) -> str | None:
-    """The ``ssa hook`` tool name of a session key ``agent:<id>:<source>:<rest>``."""
+def _push_of(key: str) -> PushPath | None:
+    """The push path of the tool of a session key ``agent:<id>:<source>:<rest>``."""
     parts = key.split(":", 3)
     if len(parts) < 4 or parts[0] != "agent":
         return None
-    return next((tool for tool, source in TOOLS.items() if source == parts[2]), None)
+    tool = tool_of_source(parts[2])
+    return tool.push if tool is not None else None
 
 
 def deliver(state_dir: Path, sender: str, target: str, text: str) -> tuple[Delivery, str]:
@@ -66,8 +67,7 @@ def deliver(state_dir: Path, sender: str, target: str, text: str) -> tuple[Deliv
 
     Caller's thread; blocks up to :data:`DELIVER_WAIT_S` (or the command's 10 s).
     """
-    tool = _tool_of(target)
-    push = PUSH.get(tool) if tool is not None else None
+    push = _push_of(target)
     if push is None:
         return "refused", "the target is not a session of a tool ssa can push into"
     pid = live_tool_process(state_dir, target)

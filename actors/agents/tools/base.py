@@ -1,0 +1,42 @@
+"""What ``ssa`` knows of one coding agent it integrates with (the light half of a tool).
+
+Each tool is a package of :mod:`actors.agents.tools` holding an
+:class:`AgentTool` in its ``__init__`` (read at every prompt by ``ssa hook``:
+standard library only) and its install plan in ``install`` (imported only by
+``ssa install``/``uninstall``). The generic hook, install and wake code reads
+these fields and names no tool.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from actors.agents.push import PushPath
+
+__all__ = ["AgentTool"]
+
+
+class AgentTool(NamedTuple):
+    """One coding agent as ``ssa hook``, ``ssa install`` and the waiting hook see it.
+
+    Attributes:
+        name: its ``ssa hook``/``ssa install`` name (``"claude-code"``, ...).
+        source: the upstream source its sessions are read as (``"claude"``, ...).
+        default_event: the hook event a hook input without ``hook_event_name`` is.
+        json_output: whether its command hooks answer context events in the
+            ``hookSpecificOutput.additionalContext`` JSON (else plain text).
+        install: the module whose ``plan(setup, *, install, plugin_dir)`` gives
+            the files ``ssa install``/``uninstall`` change.
+        push: how its sessions are woken (:mod:`actors.agents.push`), or ``None``.
+        plugin_dir: whether ``ssa install --plugin DIR`` applies.
+        mcp: whether the tool has an MCP client (``ssa install`` registers ``ssa mcp``).
+    """
+
+    name: str
+    source: str
+    default_event: str
+    json_output: bool
+    install: str
+    push: PushPath | None = None
+    plugin_dir: bool = False
+    mcp: bool = True

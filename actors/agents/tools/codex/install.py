@@ -1,0 +1,44 @@
+"""``ssa install codex``: hooks in ``hooks.json`` and the MCP server in ``config.toml``
+(``$CODEX_HOME``, or the project's ``.codex``). Writes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actors.agents._files import FileOp
+from actors.agents.installedits import HOOK_EVENTS, hook_events, hooks_transform, toml_transform
+from actors.agents.installplan import Plan
+from actors.agents.installsetup import MCP_NAME, Setup
+
+__all__ = ["codex_home", "plan"]
+
+
+def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan:
+    """The file operations of ``ssa install``/``uninstall codex`` (writes nothing)."""
+    del plugin_dir
+    tool = "codex"
+    notes: list[str] = []
+    ops: list[FileOp] = []
+    base = setup.project / ".codex" if setup.project is not None else codex_home(setup)
+    hooks = base / "hooks.json"
+    ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install),
+                      "UserPromptSubmit and SessionStart hooks"
+                      + (", and an async PostToolUse hook (mid-turn notices)"
+                         if setup.wake else "")))
+    if setup.mcp or not install:
+        config = base / "config.toml"
+        ops.append(FileOp(config, toml_transform(setup, str(config), install=install),
+                          f"MCP server [mcp_servers.{MCP_NAME}]"))
+    if install:
+        events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
+        notes.append("Codex asks you to trust new hooks: start codex, run /hooks, and "
+                     f"trust the ssa hooks ({events}).")
+        if setup.project is not None:
+            notes.append("Project hooks and config load only in a project Codex trusts.")
+    return Plan(ops, notes)
+
+
+def codex_home(setup: Setup) -> Path:
+    """``$CODEX_HOME`` or ``~/.codex``."""
+    return setup.env_dir("CODEX_HOME", setup.home / ".codex")
