@@ -33,8 +33,8 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 """Largest hook input read (a prompt may be long; more is refused, not buffered)."""
 
 _DEFAULT_EVENTS = {name: tool.default_event for name, tool in _REGISTRY.items()}
-_JSON_OUTPUT = frozenset(name for name, tool in _REGISTRY.items() if tool.json_output)
-_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart", "PostToolUse"})
+_CONTEXT_EVENTS = {name: frozenset(tool.context_events) for name, tool in _REGISTRY.items()
+                   if tool.json_output}
 """Events whose ``additionalContext`` Claude Code and Codex add to the model's context
 (``PostToolUse``: to the next request of the same turn)."""
 STREAM_EVENT = PUSH_EVENT
@@ -117,7 +117,7 @@ def render_output(hook: HookInput, context: str) -> str:
         return ""
     if hook.event == STREAM_EVENT:
         return json.dumps({"text": context}, ensure_ascii=True) + "\n"
-    if hook.tool in _JSON_OUTPUT and hook.event in _CONTEXT_EVENTS:
+    if hook.event in _CONTEXT_EVENTS.get(hook.tool, ()):
         return json.dumps({"hookSpecificOutput": {
             "hookEventName": hook.event, "additionalContext": context}},
             ensure_ascii=False) + "\n"

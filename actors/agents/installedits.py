@@ -67,7 +67,8 @@ def is_our_mcp_entry(entry: object) -> bool:
 # --- hooks in Claude Code / Codex JSON --------------------------------------------
 
 HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
-"""Both tools: every prompt, and every session start (startup, resume, clear, compact)."""
+"""The usual prompt-hook events: every prompt, and every session start (startup, resume,
+clear, compact); a tool names its own (``AgentTool.hook_events``)."""
 
 
 def _push(tool: str) -> PushPath | None:
@@ -80,7 +81,19 @@ def hook_events(tool: str) -> tuple[str, ...]:
     push = _push(tool)
     extra = () if push is None else tuple(e for e in (push.hook_event, push.mid_turn_event)
                                           if e is not None)
-    return (*HOOK_EVENTS, *extra)
+    return (*_prompt_events(tool), *extra)
+
+
+def _prompt_events(tool: str) -> tuple[str, ...]:
+    found = tool_named(tool)
+    return found.hook_events if found is not None and found.hook_events else HOOK_EVENTS
+
+
+def _timeout(tool: str) -> int:
+    """The prompt hook's ``timeout`` in the tool's unit."""
+    found = tool_named(tool)
+    return HOOK_TIMEOUT_S * 1000 if found is not None and found.timeout_unit_ms \
+        else HOOK_TIMEOUT_S
 
 
 def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
@@ -92,9 +105,9 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
     prompt hook under that event too.
     """
     handler = {"type": "command", "command": setup.hook_command(tool),
-               "timeout": HOOK_TIMEOUT_S}
+               "timeout": _timeout(tool)}
     groups: dict[str, dict[str, Any]] = {event: {"hooks": [dict(handler)]}
-                                         for event in HOOK_EVENTS}
+                                         for event in _prompt_events(tool)}
     push = _push(tool)
     if setup.wake and push is not None and push.hook_event is not None:
         waiting = {"type": "command", "command": setup.hook_command(tool) + " --wait",

@@ -25,6 +25,12 @@ class AgentTool(NamedTuple):
         default_event: the hook event a hook input without ``hook_event_name`` is.
         json_output: whether its command hooks answer context events in the
             ``hookSpecificOutput.additionalContext`` JSON (else plain text).
+        context_events: the hook events whose ``additionalContext`` reaches the
+            model (with ``json_output``).
+        hook_events: the events ``ssa install`` runs the prompt hook from, in a
+            settings file of hook groups (none: a plugin or extension runs it).
+        timeout_unit_ms: whether the tool's hook ``timeout`` is in milliseconds
+            (else seconds).
         install: the module whose ``plan(setup, *, install, plugin_dir)`` gives
             the files ``ssa install``/``uninstall`` change.
         push: how its sessions are woken (:mod:`actors.agents.push`), or ``None``.
@@ -40,3 +46,6 @@ class AgentTool(NamedTuple):
     push: PushPath | None = None
     plugin_dir: bool = False
     mcp: bool = True
+    context_events: tuple[str, ...] = ()
+    hook_events: tuple[str, ...] = ()
+    timeout_unit_ms: bool = False

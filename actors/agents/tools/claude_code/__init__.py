@@ -19,6 +19,8 @@ __all__ = ["TOOL"]
 
 TOOL = AgentTool(
     name="claude-code", source="claude", default_event="UserPromptSubmit", json_output=True,
+    context_events=("UserPromptSubmit", "SessionStart", "PostToolUse"),
+    hook_events=("UserPromptSubmit", "SessionStart"),
     install="actors.agents.tools.claude_code.install", plugin_dir=True,
     push=PushPath(event="Stop", delivery="exit", exit_code=2, hook_event="Stop",
                   hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S)),

@@ -27,6 +27,8 @@ def _codex_queue(tool_pid: int, session_id: str, text: str) -> list[str]:
 
 TOOL = AgentTool(
     name="codex", source="codex", default_event="UserPromptSubmit", json_output=True,
+    context_events=("UserPromptSubmit", "SessionStart", "PostToolUse"),
+    hook_events=("UserPromptSubmit", "SessionStart"),
     install="actors.agents.tools.codex.install",
     push=PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
                   mid_turn_event="PostToolUse", mid_turn_fields=(("async", True),),
