@@ -87,6 +87,10 @@ def test_output_forms() -> None:
         "SessionStart")
     pi = parse_hook_input("pi", b'{"session_id": "a", "cwd": "/w"}')
     assert render_output(pi, "plain") == "plain\n"
+    gemini = parse_hook_input("gemini", b'{"session_id": "a", "cwd": "/w"}')  # issue 35
+    assert (gemini.source, gemini.event) == ("gemini", "BeforeAgent")
+    assert json.loads(render_output(gemini, "g")) == {"hookSpecificOutput": {
+        "hookEventName": "BeforeAgent", "additionalContext": "g"}}
     assert render_output(base, "") == ""
 
 

@@ -80,6 +80,3 @@ class Setup:
         """``$name`` when set and non-empty, else ``default``."""
         value = self.env.get(name, "")
         return Path(value).expanduser() if value else default
-
-
-# --- where each tool reads its configuration ----------------------------------------

@@ -10,7 +10,7 @@ prompt.
 
 from __future__ import annotations
 
-from actors.agents.tools import claude_code, codex, opencode, pi
+from actors.agents.tools import claude_code, codex, gemini, opencode, pi
 from actors.agents.tools.base import AgentTool
 
 __all__ = ["TOOLS", "AgentTool", "tool_named", "tool_of_source"]
@@ -21,6 +21,7 @@ TOOLS: dict[str, AgentTool] = {
         codex.TOOL,
         opencode.TOOL,
         pi.TOOL,
+        gemini.TOOL,
     )
 }
 """Every tool, by ``ssa hook``/``ssa install`` name."""
