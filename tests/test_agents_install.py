@@ -660,27 +660,33 @@ def test_claude_code_gets_the_waiting_stop_hook_unless_no_wake(
     assert not settings.exists() or "ssa" not in settings.read_text()
 
 
-def test_gemini_gets_its_prompt_hooks_and_the_mcp_server_in_one_file(
+@pytest.mark.parametrize(("tool", "folder", "events", "timeout"), [
+    ("gemini", ".gemini", ("BeforeAgent", "SessionStart"), 10000),  # milliseconds
+    ("qwen", ".qwen", ("UserPromptSubmit", "SessionStart"), 10),  # seconds
+])
+def test_gemini_and_qwen_get_their_prompt_hooks_and_the_mcp_server_in_one_file(
         home: Path, ssa: str, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 35: Gemini CLI as a manager (told at its next prompt: it cannot be woken)."""
-    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
-    settings = home / ".gemini" / "settings.json"
+        monkeypatch: pytest.MonkeyPatch, tool: str, folder: str, events: tuple[str, ...],
+        timeout: int) -> None:
+    """Issue 35: Gemini CLI and Qwen Code as managers."""
+    for name in ("GEMINI_CLI_HOME", "QWEN_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    settings = home / folder / "settings.json"
     settings.parent.mkdir(parents=True)
     settings.write_text('{"theme": "Dracula", "hooks": {"AfterAgent": [{"hooks": []}]}}\n')
-    code, out, _ = run(capsys, "install", "gemini", "--ssa", ssa)
+    code, out, _ = run(capsys, "install", tool, "--ssa", ssa)
     assert code == 0
-    assert "told at its next prompt" in out
+    assert ("told at its next prompt" if tool == "gemini" else "messaging socket") in out
     value = json.loads(settings.read_text())
     assert value["theme"] == "Dracula"  # the person's settings stay
     assert value["hooks"]["AfterAgent"] == [{"hooks": []}]
-    for event in ("BeforeAgent", "SessionStart"):  # timeouts in milliseconds
+    for event in events:
         assert value["hooks"][event] == [{"hooks": [{"type": "command",
-                                                     "command": f"{ssa} hook gemini",
-                                                     "timeout": 10000}]}]
+                                                     "command": f"{ssa} hook {tool}",
+                                                     "timeout": timeout}]}]
     assert value["mcpServers"]["ssa"] == {"command": ssa, "args": ["mcp"]}
-    assert run(capsys, "install", "gemini", "--ssa", ssa)[0] == 0  # twice: no change
+    assert run(capsys, "install", tool, "--ssa", ssa)[0] == 0  # twice: no change
     assert json.loads(settings.read_text()) == value
-    assert run(capsys, "uninstall", "gemini")[0] == 0
+    assert run(capsys, "uninstall", tool)[0] == 0
     assert json.loads(settings.read_text()) == {"theme": "Dracula",
                                                 "hooks": {"AfterAgent": [{"hooks": []}]}}

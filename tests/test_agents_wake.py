@@ -359,3 +359,32 @@ def test_a_gemini_manager_is_told_once_at_its_next_prompt(
     assert _notices(manager.model.main_requests()[-1].text(), key) == 1  # history only
     result = compare(manager.decided_rows(), agent_harness.log.actions(tool="gemini"))
     assert (result.precision, result.recall) == (1.0, 1.0), result.report()
+
+
+@pytest.mark.parametrize("manager_tool", ["claude", "opencode", "pi"])
+def test_a_busy_manager_sees_the_notice_before_its_next_model_request(
+        agent_harness: Harness, require_tool: Callable[[str], None], manager_tool: str) -> None:
+    """Mid-turn: the manager runs a slow shell command when a person types into a worker;
+    the request that follows the command's result already carries the notice (Claude Code
+    absorbs the waiting hook's exit mid-turn, OpenCode's synthetic part and Pi's steer join
+    the next request), and no further turn follows for it."""
+    require_tool(manager_tool)
+    require_tool("codex")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    manager = _manager(agent_harness, home, project, nonce, tool=manager_tool)
+    worker = agent_harness.start("codex", name="worker", home=home, project=project)
+    worker.script(Text(f"worker answer {nonce}"))
+    time.sleep(1.0)  # the manager's waiting hook is in place
+    manager.script_shell("sleep 10", then=f"slept {nonce}")
+    before = len(manager.model.main_requests())
+    manager.type(f"run the slow command {nonce}")
+    manager.wait_request(f"run the slow command {nonce}", after=before)
+    worker.prompt(f"a person typed into the worker {nonce}")
+    key = _worker_key(worker, set(), "codex")
+    follow_up = manager.model.wait_main(before + 2, timeout_s=WAKE_TIMEOUT_S)
+    manager.wait_turn()
+    assert _notices(follow_up.text(), key) == 1, follow_up.text()[-3000:]
+    time.sleep(3.0)
+    assert len(manager.model.main_requests()) == before + 2  # no extra turn for it

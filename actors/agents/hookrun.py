@@ -114,6 +114,8 @@ def check(run: Run, args: HookArgs, out: TextIO,
         if conn is not None:
             role, wake = peek.role(conn, watcher)
             if role == "worker":
+                if not args.wait:
+                    _start_waiter(run, args, worker=True)
                 if _unwatched_spawn(conn, run):
                     from actors.agents.hookwarm import watch_spawned  # noqa: PLC0415
 
@@ -188,11 +190,13 @@ def _unwatched_spawn(conn: Any, run: Run) -> bool:
             and run.watcher not in peek.watched_targets(conn, run.parent))
 
 
-def _start_waiter(run: Run, args: HookArgs) -> None:
-    """For a tool whose waiting hook the prompt hook starts: start it when none runs."""
+def _start_waiter(run: Run, args: HookArgs, *, worker: bool = False) -> None:
+    """For a tool whose waiting hook the prompt hook starts: start it when none runs
+    (for a worker only where it waits for sent messages)."""
     found_tool = tool_named(args.tool)
     push = found_tool.push if found_tool is not None else None
     if args.no_wake or push is None or not push.spawn \
+            or (worker and not push.spawn_for_workers) \
             or waiter_alive(run.state_dir, run.watcher):
         return
     options = [*(["--db", args.db] if args.db else []), "--scope", args.scope,

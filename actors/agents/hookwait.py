@@ -107,8 +107,9 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
                 if exit_now is not None:
                     exit_now(push.exit_code)
                 return push.exit_code
-            if _headless(found, push.headless) or (push.spawn and done == "worker"):
-                return 0  # a spawned waiter serves a manager only (a sender queues itself)
+            if _headless(found, push.headless) or (
+                    push.spawn and not push.spawn_for_workers and done == "worker"):
+                return 0  # this spawned waiter serves a manager only (a sender queues itself)
             if waiter.wait() == "ended":
                 return 0
 
@@ -172,7 +173,8 @@ class CommandOut(io.StringIO):
         tool_pid: the session's tool process.
         session_id: the session's id in its tool.
 
-    ``flush`` raises :class:`OSError` when the command fails or takes more than
+    The command gets the text in its arguments (where ``build`` puts it) and on
+    its stdin. ``flush`` raises :class:`OSError` when the command fails or takes more than
     :data:`COMMAND_TIMEOUT_S`, so the notices it carried are not acknowledged.
     The waiting hook's main thread; blocks on the command.
     """
@@ -194,7 +196,8 @@ class CommandOut(io.StringIO):
         try:
             done = subprocess.run(  # noqa: S603 - argv of our own push path, no shell
                 self._build(self._pid, self._session, text.rstrip("\n")),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                input=text.rstrip("\n").encode("utf-8", "surrogatepass"),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 timeout=COMMAND_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise OSError(f"the push command failed: {exc}") from None

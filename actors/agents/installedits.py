@@ -30,7 +30,7 @@ from actors.agents.tools import tool_named
 __all__ = [
     "HOOK_EVENTS", "data_text", "has_marker", "hook_events", "hook_groups", "hooks_transform",
     "is_our_hook", "is_our_hook_command", "is_our_mcp_entry", "mcp_json_transform",
-    "owned_file_transform", "render_plugin", "toml_transform",
+    "owned_file_transform", "render_plugin", "settings_transform", "toml_transform",
 ]
 
 
@@ -183,6 +183,21 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
             return old
         return doc.result() if not install else doc.text
     return transform
+
+
+def settings_transform(setup: Setup, tool: str, name: str, *, install: bool
+                       ) -> Callable[[str | None], str | None]:
+    """A ``settings.json`` holding both the hook groups and ``mcpServers`` (Gemini CLI, Qwen
+    Code): our hooks, and with ``setup.mcp`` (or on uninstall) our MCP server, in one write."""
+    hooks = hooks_transform(setup, tool, name, install=install)
+    entry = {"command": setup.ssa, "args": setup.mcp_args()}
+    mcp = (mcp_json_transform(setup, name, ["mcpServers"], entry, install=install, strict=False)
+           if setup.mcp or not install else None)
+
+    def both(old: str | None) -> str | None:
+        new = hooks(old)
+        return mcp(new) if mcp is not None else new
+    return both
 
 
 # --- MCP server entries -------------------------------------------------------------

@@ -56,6 +56,11 @@ class PushPath(NamedTuple):
             pending there and never waits.
         spawn: the prompt hook of a manager starts the waiting hook, detached,
             when the session has none.
+        spawn_for_workers: with ``spawn``, a worker's prompt hook starts one too
+            (it waits for sent messages only).
+        inbox_sends: ``ssa send`` leaves messages in the inbox for the waiting
+            hook (the command needs the session's own environment), instead of
+            running ``command`` itself.
         mid_turn_event: a hook event ``ssa install`` also runs the prompt hook
             from, whose context reaches the model mid-turn; with
             ``mid_turn_fields`` as its extra fields.
@@ -69,6 +74,8 @@ class PushPath(NamedTuple):
     hook_fields: tuple[tuple[str, object], ...] = ()
     headless: tuple[str, ...] = ()
     spawn: bool = False
+    spawn_for_workers: bool = False
+    inbox_sends: bool = False
     mid_turn_event: str | None = None
     mid_turn_fields: tuple[tuple[str, object], ...] = ()
     command: Callable[[int, str, str], list[str]] | None = None

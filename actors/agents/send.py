@@ -71,14 +71,14 @@ def deliver(state_dir: Path, sender: str, target: str, text: str) -> tuple[Deliv
     if push is None:
         return "refused", "the target is not a session of a tool ssa can push into"
     pid = live_tool_process(state_dir, target)
-    if push.delivery == "command" and push.command is not None:
+    if push.delivery == "command" and push.command is not None and not push.inbox_sends:
         if pid is None:
             return "no_live_session", "no running process of that session was found"
         message = inbox.render([inbox.Message(Path(), sender, text)])
         try:
             done = subprocess.run(  # noqa: S603 - our own push path's argv, no shell
                 push.command(pid, target.split(":", 3)[3], message),
-                stdin=subprocess.DEVNULL, capture_output=True,
+                input=message.encode("utf-8", "surrogatepass"), capture_output=True,
                 timeout=_COMMAND_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return "refused", f"the push command failed: {exc}"

@@ -10,7 +10,7 @@ prompt.
 
 from __future__ import annotations
 
-from actors.agents.tools import claude_code, codex, gemini, opencode, pi
+from actors.agents.tools import claude_code, codex, gemini, opencode, pi, qwen
 from actors.agents.tools.base import AgentTool
 
 __all__ = ["TOOLS", "AgentTool", "tool_named", "tool_of_source"]
@@ -22,6 +22,7 @@ TOOLS: dict[str, AgentTool] = {
         opencode.TOOL,
         pi.TOOL,
         gemini.TOOL,
+        qwen.TOOL,
     )
 }
 """Every tool, by ``ssa hook``/``ssa install`` name."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.agents._files import FileOp
-from actors.agents.installedits import hooks_transform, mcp_json_transform
+from actors.agents.installedits import settings_transform
 from actors.agents.installplan import Plan
 from actors.agents.installsetup import MCP_NAME, Setup
 
@@ -29,15 +29,6 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     tool = "gemini"
     base = setup.project / ".gemini" if setup.project is not None else gemini_dir(setup)
     settings = base / "settings.json"
-    hooks = hooks_transform(setup, tool, str(settings), install=install)
-    entry = {"command": setup.ssa, "args": setup.mcp_args()}
-    mcp = mcp_json_transform(setup, str(settings), ["mcpServers"], entry, install=install,
-                             strict=False) if setup.mcp or not install else None
-
-    def both(old: str | None) -> str | None:
-        new = hooks(old)
-        return mcp(new) if mcp is not None else new
-
     notes = []
     if install:
         notes.append("Gemini CLI cannot be woken from outside: a Gemini manager is told at "
@@ -45,5 +36,6 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
         if setup.project is not None:
             notes.append("Gemini CLI runs a project's hooks only in a trusted folder.")
     what = "BeforeAgent and SessionStart hooks" + (f", MCP server mcpServers.{MCP_NAME}"
-                                                   if mcp is not None else "")
-    return Plan([FileOp(settings, both, what)], notes)
+                                                   if setup.mcp else "")
+    return Plan([FileOp(settings, settings_transform(setup, tool, str(settings),
+                                                     install=install), what)], notes)

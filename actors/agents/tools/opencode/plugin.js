@@ -65,6 +65,8 @@ function runHook(input) {
 
 function startWaiter(waiters, client, sessionID, directory) {
   if (waiters.has(sessionID) || HOOK_ARGV.includes("--no-wake")) return
+  // `opencode run` ends after its prompt: no waiting hook there.
+  if (process.argv.includes("run")) return
   let child
   try {
     child = spawn(HOOK_ARGV[0], [...HOOK_ARGV.slice(1), "--wait"], { stdio: ["pipe", "pipe", "ignore"] })
@@ -72,6 +74,12 @@ function startWaiter(waiters, client, sessionID, directory) {
     return
   }
   waiters.set(sessionID, child)
+  // Never keep OpenCode running for the waiting hook's sake (it ends with OpenCode by itself).
+  try {
+    child.unref()
+    child.stdout?.unref?.()
+    child.stdin?.unref?.()
+  } catch {}
   let pending = ""
   child.on("error", () => waiters.delete(sessionID))
   child.on("close", () => {

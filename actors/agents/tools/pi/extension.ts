@@ -113,7 +113,9 @@ function recordInputSources(pi: any) {
 function startWaiter(pi: any, waiters: Map<string, any>, ctx: any) {
   const sessions = ctx?.sessionManager;
   const sessionId = sessions?.getSessionId?.();
+  // Print mode (`pi -p`) has no UI and ends after its run: no waiting hook there.
   if (!sessionId || waiters.has(sessionId) || HOOK_ARGV.includes("--no-wake")) return;
+  if (ctx?.hasUI === false) return;
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(HOOK_ARGV[0], [...HOOK_ARGV.slice(1), "--wait"], { stdio: ["pipe", "pipe", "ignore"] });
@@ -121,6 +123,12 @@ function startWaiter(pi: any, waiters: Map<string, any>, ctx: any) {
     return;
   }
   waiters.set(sessionId, child);
+  // Never keep Pi running for the waiting hook's sake (it ends with Pi by itself).
+  try {
+    child.unref();
+    (child.stdout as any)?.unref?.();
+    (child.stdin as any)?.unref?.();
+  } catch {}
   let pending = "";
   child.on("error", () => waiters.delete(sessionId));
   child.on("close", () => {
