@@ -221,7 +221,7 @@ def _session_key(agent: Agent, source: str) -> str:
     return _worker_key(agent, set(), source)
 
 
-@pytest.mark.parametrize("worker_tool", ["claude", "codex", "opencode", "pi"])
+@pytest.mark.parametrize("worker_tool", ["claude", "codex", "opencode", "pi", "qwen"])
 def test_sessions_send_into_an_idle_worker_is_delivered_not_typed_and_watched(
         agent_harness: Harness, require_tool: Callable[[str], None], worker_tool: str) -> None:
     """``ssa send --watch`` from a manager's key into a worker of each tool: the worker's
@@ -388,3 +388,37 @@ def test_a_busy_manager_sees_the_notice_before_its_next_model_request(
     assert _notices(follow_up.text(), key) == 1, follow_up.text()[-3000:]
     time.sleep(3.0)
     assert len(manager.model.main_requests()) == before + 2  # no extra turn for it
+
+
+def _install_qwen(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("qwen", home)
+
+
+MANAGERS["qwen"] = (_install_qwen, ())
+WORKER_INSTALLS["qwen"] = ("qwen", ())
+
+
+def test_an_idle_qwen_manager_is_woken_once_through_its_messaging_socket(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    """Qwen Code: the prompt hook starts the waiting hook detached; it writes the notice to
+    the session's cross-session messaging socket, and Qwen Code starts a turn with it."""
+    require_tool("qwen")
+    require_tool("codex")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    manager = _manager(agent_harness, home, project, nonce, tool="qwen")
+    worker = agent_harness.start("codex", name="worker", home=home, project=project)
+    worker.script(Text(f"worker answer {nonce}"))
+    manager.script(Text(f"noted {nonce}"))
+    before = len(manager.model.main_requests())
+    worker.prompt(f"a person typed into the worker {nonce}")
+    key = _worker_key(worker, set(), "codex")
+    request = manager.model.wait_main(before + 1, timeout_s=WAKE_TIMEOUT_S)
+    manager.wait_turn()
+    assert _notices(request.text(), key) == 1, request.text()[-3000:]
+    time.sleep(3.0)
+    assert len(manager.model.main_requests()) == before + 1
+    result = compare(manager.decided_rows(), agent_harness.log.actions(tool="qwen"))
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()

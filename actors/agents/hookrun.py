@@ -126,6 +126,8 @@ def check(run: Run, args: HookArgs, out: TextIO,
             if wake and not args.wait:
                 _start_waiter(run, args)
         if conn is None and not run.is_url and not Path(location).exists():
+            if not args.wait:
+                _start_waiter(run, args, worker=True)  # for sent messages, where it must
             return "worker"  # no signal log yet: no manager either
         cache = CwdCache(run.state_dir / "hook-cwd-cache.json")  # saved once the dir exists
         stores: dict[str, list[StoreRow]] = {}
