@@ -307,58 +307,29 @@ def _our_waiting_hooks(home: Home) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize(("tool", "how"), [
+    ("claude", "SIGKILL"), ("claude", "SIGTERM"), ("codex", "SIGKILL"), ("opencode", "SIGKILL"),
+    ("pi", "SIGKILL"), ("qwen", "SIGKILL")])
 def test_killing_a_managers_session_leaves_no_process_of_ours(
-        agent_harness: Harness, require_tool: Callable[[str], None], how: str) -> None:
-    require_tool("claude")
+        agent_harness: Harness, require_tool: Callable[[str], None], tool: str,
+        how: str) -> None:
+    """The tool's processes are killed (its process group, as a closed terminal does; the
+    waiting hooks Codex and Qwen Code get are in sessions of their own): nothing of ours
+    runs 5 s later (each waiting hook watches a pidfd of its tool process)."""
+    require_tool(tool)
     nonce = os.urandom(4).hex()
     home = agent_harness.home()
     project = agent_harness.project(git=True)
-    manager = _manager(agent_harness, home, project, nonce)
+    manager = _manager(agent_harness, home, project, nonce, tool=tool)
     deadline = time.monotonic() + 10.0
     while not _our_waiting_hooks(home) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _our_waiting_hooks(home), "the waiting hook did not start"
-    pid = manager.pane.pid()
-    os.kill(pid, getattr(signal, how))
+    os.killpg(os.getpgid(manager.pane.pid()), getattr(signal, how))
     deadline = time.monotonic() + 5.0
     while _our_waiting_hooks(home) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _our_waiting_hooks(home) == []  # within 5 s of the session's end
-
-
-def _install_gemini(home: Home, project: Path) -> None:
-    del project
-    _ssa_install("gemini", home)
-
-
-MANAGERS["gemini"] = (_install_gemini, ())
-
-
-def test_a_gemini_manager_is_told_once_at_its_next_prompt(
-        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
-    """Gemini CLI offers no way in from outside, so no wake: its BeforeAgent hook carries the
-    notice into the next prompt's request, once."""
-    require_tool("gemini")
-    require_tool("codex")
-    nonce = os.urandom(4).hex()
-    home = agent_harness.home()
-    project = agent_harness.project(git=True)
-    manager = _manager(agent_harness, home, project, nonce, tool="gemini")
-    worker = agent_harness.start("codex", name="worker", home=home, project=project)
-    worker.script(Text(f"worker answer {nonce}"))
-    before = len(manager.model.main_requests())
-    worker.prompt(f"a person typed into the worker {nonce}")
-    key = _worker_key(worker, set(), "codex")
-    time.sleep(3.0)
-    assert len(manager.model.main_requests()) == before  # no wake
-    manager.script(Text(f"noted {nonce}"), Text(f"nothing new {nonce}"))
-    manager.prompt(f"manager next turn {nonce}", answers_left=1)
-    assert _notices(manager.model.main_requests()[-1].text(), key) == 1
-    manager.prompt(f"manager turn after {nonce}")
-    assert _notices(manager.model.main_requests()[-1].text(), key) == 1  # history only
-    result = compare(manager.decided_rows(), agent_harness.log.actions(tool="gemini"))
-    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
 
 
 @pytest.mark.parametrize("manager_tool", ["claude", "opencode", "pi"])

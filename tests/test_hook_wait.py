@@ -315,3 +315,118 @@ def test_many_waiting_hooks_started_at_once_settle_on_one_at_once(env: Env) -> N
             if process.poll() is None:
                 process.kill()
             _finish(process)
+
+
+def test_twenty_rapid_changes_give_one_wake_and_at_most_one_follow_up(env: Env) -> None:
+    """The seed's rules on the wake path: one wake for a burst, one more at most for work
+    that landed while the first was shown, then nothing pending."""
+    env.manage()
+    env.prompt_hook()
+    first = env.start_wait()
+    try:
+        assert _still_waiting(first, 1.0)
+        for i in range(20):
+            env.worker.append(Typed(f"rapid change {i}"), Reply("ok"))
+        code, err = _finish(first)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            _finish(first)
+    assert code == 2
+    assert err.count("changed (other actor)") == 1
+    follow_up = env.start_wait()  # what the tool starts at the woken turn's end
+    try:
+        if not _still_waiting(follow_up, 2.0):
+            code, err = _finish(follow_up)
+            assert code == 2
+            assert err.count("changed (other actor)") == 1  # the interleaved work, once
+            follow_up = env.start_wait()
+            assert _still_waiting(follow_up, 2.0)  # and then nothing more
+    finally:
+        follow_up.kill()
+        _finish(follow_up)
+    assert env.prompt_hook() == ""  # nothing left pending
+
+
+def test_a_corrupt_signal_log_under_a_waiting_hook_is_one_line_not_a_traceback(
+        env: Env) -> None:
+    """Review finding: the waiting hook died with a traceback (exit 1) when the database
+    became unreadable; now it says one line and keeps waiting, as the prompt hook does."""
+    env.manage()
+    env.prompt_hook()
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.0)
+        db = env.root / "state" / "state.sqlite"
+        with db.open("r+b") as file:
+            file.write(b"garbage!" * 512)
+        env.worker.append(Typed("typed"), Reply("ok"))
+        assert _still_waiting(waiting, 2.0)
+    finally:
+        waiting.kill()
+        _, err = _finish(waiting)
+    assert "Traceback" not in err
+    assert "ssa hook:" in err
+
+
+def test_a_change_that_lands_while_the_signal_log_is_locked_still_wakes(env: Env) -> None:
+    """Review finding: a check that failed on a lock held 3 s went back to waiting with
+    the work unchecked (no wake until the next prompt). Now it is tried again."""
+    import apsw
+
+    env.manage()
+    env.prompt_hook()
+    waiting = env.start_wait()
+    locker = apsw.Connection(str(env.root / "state" / "state.sqlite"))
+    try:
+        assert _still_waiting(waiting, 1.0)
+        locker.execute("BEGIN EXCLUSIVE")
+        env.worker.append(Typed("typed while locked"), Reply("ok"))
+        assert _still_waiting(waiting, 3.5)  # the check failed on the lock
+        locker.execute("ROLLBACK")  # released without a write: no change to notice
+        code, err = _finish(waiting)
+    finally:
+        locker.close()
+        if waiting.poll() is None:
+            waiting.kill()
+            _finish(waiting)
+    assert code == 2
+    assert env.worker_key in err
+
+
+def test_a_waiting_hook_whose_state_folder_was_removed_ends(env: Env) -> None:
+    """Review finding: after the state folder was removed and made again, two waiting
+    hooks of one session stayed alive. The old one ends when its slot is gone."""
+    env.manage()
+    env.prompt_hook()
+    waiting = env.start_wait()
+    try:
+        assert _still_waiting(waiting, 1.0)
+        shutil.rmtree(env.root / "state")
+        code, _ = _finish(waiting)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            _finish(waiting)
+    assert code == 0
+
+
+def test_without_room_for_more_watches_the_waiting_hook_checks_periodically(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review finding: with the inotify watch limit reached, the waiting hook sat deaf.
+    Now a folder it cannot watch makes it check every ``fallback_s``."""
+    from actors.agents import waiter as waiter_mod
+
+    with waiter_mod.ChangeWaiter(None, fallback_s=0.2) as watcher:
+        assert watcher.notified
+        inotify = watcher._inotify
+        assert inotify is not None
+
+        def full(path: str, mask: int) -> int:
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(inotify, "add_watch", full)
+        watcher.watch([tmp_path])
+        assert watcher.degraded
+        started = time.monotonic()
+        assert watcher.wait(None) == "timeout"
+        assert time.monotonic() - started < 2.0

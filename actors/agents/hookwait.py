@@ -45,6 +45,8 @@ __all__ = ["COMMAND_TIMEOUT_S", "RECENT_S", "CommandOut", "directories", "wait"]
 
 logger = get_logger(__name__)
 
+MAX_BACKOFF_S = 60.0
+"""Longest pause before a failed check is tried again (seconds)."""
 COMMAND_TIMEOUT_S = 10.0
 """Longest a push command may take (seconds)."""
 RECENT_S = 2 * 24 * 3600
@@ -94,15 +96,27 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
         for folder in (mailbox.parent, mailbox):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     done: Checked = "nothing"
+    backoff = 0.0
+    warned = False
     with contextlib.closing(slot), ChangeWaiter(found[0] if found is not None else None) \
             as waiter:
         while True:
+            if _slot_gone(slot):
+                return 0  # its state folder was removed: a new waiting hook takes over
             listening = done in ("worker", "no-wake")  # messages only, no notices
-            waiter.watch([mailbox, run.state_dir] if listening else
-                         [mailbox, *directories(run)])
+            try:
+                waiter.watch([mailbox, run.state_dir] if listening else
+                             [mailbox, *directories(run)])
+            except Exception as exc:  # an unreadable signal log: the round says so too
+                logger.debug("ssa hook --wait: what to watch", exc_info=True)
+                say(err, f"{type(exc).__name__}: {exc}")
+            if waiter.degraded and not warned:
+                warned = True
+                say(err, "file notifications are unavailable here (inotify limits?): "
+                         f"checking every {waiter.fallback_s:g} s instead")
             waiter.drain()  # the checks below cover what changed so far
-            delivered, done = _round(run, args, stream, err, exit_now, push.exit_code if exits
-                                     else None, done)
+            delivered, done, failed = _round(run, args, stream, err, exit_now,
+                                             push.exit_code if exits else None, done)
             if delivered and exits:
                 if exit_now is not None:
                     exit_now(push.exit_code)
@@ -110,18 +124,29 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
             if _headless(found, push.headless) or (
                     push.spawn and not push.spawn_for_workers and done == "worker"):
                 return 0  # this spawned waiter serves a manager only (a sender queues itself)
-            if waiter.wait() == "ended":
+            # A failed check (a locked or unreadable signal log) is tried again after 1,
+            # 2, 4 ... 60 s even if nothing changes: never back to a wait with work unchecked.
+            backoff = min(MAX_BACKOFF_S, max(1.0, backoff * 2)) if failed else 0.0
+            if waiter.wait(backoff or None) == "ended":
                 return 0
+
+
+def _slot_gone(slot: IO[bytes]) -> bool:
+    """Whether the slot file was removed (its state folder deleted) under this process."""
+    try:
+        return os.fstat(slot.fileno()).st_nlink == 0
+    except OSError:
+        return True
 
 
 def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
            exit_now: Callable[[int], None] | None, exit_code: int | None,
-           done: Checked) -> tuple[bool, Checked]:
+           done: Checked) -> tuple[bool, Checked, bool]:
     """One look: deliver waiting messages, then (unless that ended the process) notices.
 
     ``exit_code``: the exit delivery's code (``None``: the path keeps waiting).
-    Returns ``(whether something was delivered, what the notice check did)``;
-    a failure is one line on ``err`` and waits for the next change.
+    Returns ``(whether something was delivered, what the notice check did, whether
+    it failed)``; a failure is one line on ``err``.
     """
     exits = exit_code is not None
     timer = watchdog(args.timeout, err, exit_now)
@@ -129,6 +154,7 @@ def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
     # acknowledging (or between acknowledging and exiting).
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     delivered = False
+    failed = False
     try:
         with deadline(args.timeout):
             delivered = _deliver_messages(run, stream)
@@ -137,8 +163,10 @@ def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
                              exit_code=exit_code or 0)
                 delivered = delivered or done == "delivered"
     except HookTimeout as exc:
+        failed = True
         say(err, str(exc))
-    except Exception as exc:  # a failed check waits for the next change
+    except Exception as exc:  # a failed check is tried again (the caller backs off)
+        failed = True
         logger.debug("ssa hook --wait: a check failed", exc_info=True)
         say(err, f"{type(exc).__name__}: {exc}")
     finally:
@@ -146,7 +174,7 @@ def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
             timer.cancel()
         if not (delivered and exits):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    return delivered, done
+    return delivered, done, failed
 
 
 def _deliver_messages(run: Run, out: TextIO) -> bool:
@@ -317,7 +345,7 @@ def directories(run: Run) -> list[Path]:
     if not run.is_url:
         try:
             conn = peek.open_peek(run.location)
-        except peek.PeekUnavailable:
+        except Exception:  # missing, locked, corrupt: the check says why
             conn = None
         if conn is not None:
             try:

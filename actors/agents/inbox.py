@@ -25,11 +25,15 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["MAX_MESSAGES", "MAX_TEXT_BYTES", "InboxFull", "Message", "inbox_dir", "pending",
-           "put", "remove", "render"]
+__all__ = ["MAX_DELIVERY_BYTES", "MAX_MESSAGES", "MAX_TEXT_BYTES", "InboxFull", "Message",
+           "inbox_dir", "pending", "put", "remove", "render", "text_problem"]
 
-MAX_TEXT_BYTES = 256 * 1024
-"""Largest text one message carries (UTF-8 bytes); a longer one is refused."""
+MAX_TEXT_BYTES = 16 * 1024
+"""Largest text one message carries (UTF-8 bytes); a longer one is refused up front. A
+delivery goes through a pipe and into the tool's context: kept well under a pipe's 64 KiB
+and a hook output's usual caps."""
+MAX_DELIVERY_BYTES = 32 * 1024
+"""Messages handed over in one delivery, at most (the rest come with the next)."""
 MAX_MESSAGES = 50
 """Messages that may wait for one session; a further one is refused."""
 
@@ -46,6 +50,16 @@ class Message(NamedTuple):
     text: str
 
 
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be sent (empty, or longer than :data:`MAX_TEXT_BYTES`), or
+    ``None``. Pure."""
+    if not text.strip():
+        return "the text is empty"
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        return f"the text is longer than {MAX_TEXT_BYTES} bytes"
+    return None
+
+
 def inbox_dir(state_dir: Path, key: str) -> Path:
     """The folder of ``key``'s messages (pure)."""
     name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
@@ -56,13 +70,14 @@ def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
     """Leave ``text`` from ``sender`` in ``target``'s inbox; returns the message's file.
 
     Raises:
-        InboxFull: the text is longer than :data:`MAX_TEXT_BYTES`, or
+        InboxFull: the text is empty or longer than :data:`MAX_TEXT_BYTES`, or
             :data:`MAX_MESSAGES` wait already.
         OSError: the folder or the file could not be written.
     """
     data = json.dumps({"v": 1, "from": sender, "text": text}, ensure_ascii=False)
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise InboxFull(f"the text is longer than {MAX_TEXT_BYTES} bytes")
+    problem = text_problem(text)
+    if problem is not None:
+        raise InboxFull(problem)
     directory = inbox_dir(state_dir, target)
     for folder in (state_dir / "hooks", state_dir / "hooks" / "inbox", directory):
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -81,7 +96,8 @@ def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
 
 
 def pending(state_dir: Path, key: str) -> list[Message]:
-    """``key``'s waiting messages, oldest first (an unreadable one is skipped)."""
+    """``key``'s waiting messages, oldest first, as many as one delivery carries
+    (:data:`MAX_DELIVERY_BYTES`, at least one); an unreadable one is skipped."""
     directory = inbox_dir(state_dir, key)
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
@@ -97,6 +113,10 @@ def pending(state_dir: Path, key: str) -> list[Message]:
         if isinstance(value, dict) and isinstance(value.get("text"), str) \
                 and isinstance(value.get("from"), str):
             found.append(Message(path=path, sender=value["from"], text=value["text"]))
+            if len(render(found).encode("utf-8", "surrogatepass")) > MAX_DELIVERY_BYTES \
+                    and len(found) > 1:
+                found.pop()
+                break
     return found
 
 
@@ -107,10 +127,19 @@ def remove(messages: list[Message]) -> None:
             os.unlink(message.path)
 
 
+def _quoted(text: str) -> str:
+    """The body as quoted lines (``> ``), control characters but tab escaped, so a body
+    can never look like another message's header or a notice."""
+    cleaned = "".join(ch if ch in "\n\t" or (ch.isprintable() and not 0xD800 <= ord(ch)
+                                                   <= 0xDFFF) else f"\\u{ord(ch):04x}"
+                      for ch in text)
+    return "\n".join("> " + line for line in cleaned.split("\n"))
+
+
 def render(messages: list[Message]) -> str:
     """The text a session is given for its messages (each names its sender). Pure."""
     parts = []
     for message in messages:
         parts.append(f"Message from session {message.sender} (sent with ssa sessions_send; "
-                     f"not typed by a person):\n{message.text}")
+                     f"not typed by a person):\n{_quoted(message.text)}")
     return "\n\n".join(parts)

@@ -60,13 +60,16 @@ def deliver(state_dir: Path, sender: str, target: str, text: str) -> tuple[Deliv
         state_dir: the folder of the hooks' files (beside the signal log).
         sender: the sending session's key (named to the target).
         target: the receiving session's key.
-        text: the message (at most :data:`actors.agents.inbox.MAX_TEXT_BYTES`).
+        text: the message (not empty; at most :data:`actors.agents.inbox.MAX_TEXT_BYTES`).
 
     Returns:
         ``(status, why)``: see the module docstring; ``why`` is one sentence.
 
     Caller's thread; blocks up to :data:`DELIVER_WAIT_S` (or the command's 10 s).
     """
+    problem = inbox.text_problem(text)
+    if problem is not None:
+        return "refused", problem
     push = _push_of(target)
     if push is None:
         return "refused", "the target is not a session of a tool ssa can push into"

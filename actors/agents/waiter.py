@@ -68,7 +68,11 @@ class ChangeWaiter:
 
     def __init__(self, tool_pid: int | None, *, fallback_s: float = 1.0) -> None:
         self._inotify = _inotify()
-        self._fallback_s = fallback_s
+        self.fallback_s = fallback_s
+        """Seconds between checks when changes are not (all) notified."""
+        self.degraded = self._inotify is None
+        """Whether some folder could not be watched (no inotify, or its limits): then
+        :meth:`wait` returns after :attr:`fallback_s` at the latest."""
         self._watched: dict[str, int] = {}
         self._names: dict[int, str] = {}
         self._only: dict[int, set[str]] = {}
@@ -125,7 +129,10 @@ class ChangeWaiter:
         mask = flags.MODIFY | flags.CREATE | flags.MOVED_TO | flags.DELETE
         try:
             wd = self._inotify.add_watch(key, mask)
-        except OSError:
+        except FileNotFoundError:
+            return
+        except OSError:  # ENOSPC: the user's inotify watch limit; check periodically
+            self.degraded = True
             return
         self._watched[key] = wd
         self._names[wd] = key
@@ -172,11 +179,14 @@ class ChangeWaiter:
 
         The calling thread; blocks.
         """
+        if self.degraded and self._inotify is not None:
+            timeout_s = self.fallback_s if timeout_s is None else min(timeout_s,
+                                                                      self.fallback_s)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self._inotify is None:
-                left = self._fallback_s if deadline is None else min(
-                    self._fallback_s, max(0.0, deadline - time.monotonic()))
+                left = self.fallback_s if deadline is None else min(
+                    self.fallback_s, max(0.0, deadline - time.monotonic()))
                 ended = self._poll.poll(left * 1000) if self._pidfd is not None else None
                 if ended:
                     return "ended"
