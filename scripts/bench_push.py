@@ -13,7 +13,8 @@ The baseline, in the same run: the waiting hook alone (``bench_wake.py``'s
 wake latency, no tool), so ``tool share = figure - baseline`` is what the
 tool adds (Claude Code's turn start, Codex's 10 s queue tick).
 
-Usage: ``python scripts/bench_push.py [--runs 5] [--tools claude,opencode,pi,codex]``.
+Usage: ``python scripts/bench_push.py [--runs 5] [--tools claude,opencode,pi,qwen,codex]
+[--with-watch]`` (``--with-watch``: each tool again while ``ssa watch`` runs).
 Needs the pinned CLIs (``python -m tests.harness.install``) and tmux. Main
 thread; a few minutes.
 """
@@ -42,7 +43,7 @@ from tests.harness.install import install  # noqa: E402
 SSA = str(Path(sys.executable).with_name("ssa"))
 TIMEOUT_S = 40.0
 INSTALL = {"claude": ("claude-code", ()), "opencode": ("opencode", ()), "pi": ("pi", ()),
-           "codex": ("codex", ("--dangerously-bypass-hook-trust",))}
+           "qwen": ("qwen", ()), "codex": ("codex", ("--dangerously-bypass-hook-trust",))}
 
 
 def _setup(tool: str) -> Callable[[Home, Path], None]:
@@ -75,12 +76,15 @@ def _manager_key(agent: Agent, tool: str) -> str:
         return f"agent:main:codex:{stem[-36:]}"
     if tool == "pi":
         return f"agent:main:pi:{stem.rsplit('_', 1)[-1]}"
-    return f"agent:main:claude:{stem}"
+    return f"agent:main:{tool}:{stem}"
 
 
-def measure(tool: str, runs: int, root: Path) -> tuple[list[float], list[float]]:
-    """(wake seconds, send seconds) for one manager tool."""
+def measure(tool: str, runs: int, root: Path, *, with_watch: bool = False
+            ) -> tuple[list[float], list[float]]:
+    """(wake seconds, send seconds) for one manager tool (``with_watch``: while ``ssa
+    watch`` runs in the home, scanning; the waiting hook then only reads)."""
     harness = Harness(root, install())
+    watch: subprocess.Popen[bytes] | None = None
     try:
         home = harness.home()
         project = harness.project(git=True)
@@ -96,10 +100,14 @@ def measure(tool: str, runs: int, root: Path) -> tuple[list[float], list[float]]
         worker = CodexRollout(day / f"rollout-2026-12-06T03-00-00-{thread}.jsonl",
                               thread_id=thread, cwd=str(project))
         worker.append(Typed("an earlier prompt"), Reply("ok"))
-        time.sleep(2.0)  # the manager's waiting hook links the worker at its end
-        wakes, sends = [], []
         env = {**home.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "CODEX_HOME": str(home.root / ".codex")}
+        if with_watch:
+            watch = subprocess.Popen([SSA, "watch", "--interval", "1"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        time.sleep(2.0)  # the manager's waiting hook links the worker at its end
+        wakes, sends = [], []
         for i in range(runs):
             manager.script(Text(f"noted {i}"))
             before = len(manager.model.main_requests())
@@ -120,6 +128,13 @@ def measure(tool: str, runs: int, root: Path) -> tuple[list[float], list[float]]
             time.sleep(1.0)
         return wakes, sends
     finally:
+        if watch is not None:
+            watch.terminate()
+            try:
+                watch.wait(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                watch.kill()
+                watch.wait(timeout=TIMEOUT_S)
         harness.close()
 
 
@@ -132,7 +147,9 @@ def main() -> int:
     """Run the benchmark; prints one line per tool and the baseline. Returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--tools", default="claude,opencode,pi,codex")
+    parser.add_argument("--tools", default="claude,opencode,pi,qwen,codex")
+    parser.add_argument("--with-watch", action="store_true",
+                        help="also measure while ssa watch runs in the home")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base_home = bench_wake.Home(Path(tmp) / "baseline")
@@ -140,11 +157,16 @@ def main() -> int:
         base = statistics.median(baseline)
         sys.stdout.write(f"baseline (waiting hook alone) p50: {base:.3f} s\n")
         for tool in args.tools.split(","):
-            wakes, sends = measure(tool, args.runs, Path(tmp) / tool)
-            sys.stdout.write(
-                f"{tool}: wake p50 {statistics.median(wakes):.3f} s p95 {_p(wakes, 0.95):.3f} s"
-                f" (tool share p50 {statistics.median(wakes) - base:.3f} s);"
-                f" send p50 {statistics.median(sends):.3f} s p95 {_p(sends, 0.95):.3f} s\n")
+            for watched in (False, True) if args.with_watch else (False,):
+                wakes, sends = measure(tool, args.runs, Path(tmp) / f"{tool}-{watched}",
+                                       with_watch=watched)
+                label = f"{tool} (with ssa watch)" if watched else tool
+                sys.stdout.write(
+                    f"{label}: wake p50 {statistics.median(wakes):.3f} s"
+                    f" p95 {_p(wakes, 0.95):.3f} s"
+                    f" (tool share p50 {statistics.median(wakes) - base:.3f} s);"
+                    f" send p50 {statistics.median(sends):.3f} s"
+                    f" p95 {_p(sends, 0.95):.3f} s\n")
     return 0
 
 
