@@ -23,11 +23,13 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from actors.testing import CodexRollout, Reply, Typed
 from tests.harness import Agent, Harness, Home, Text, compare, merge_json
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(300)]
@@ -142,7 +144,8 @@ def _woken(manager: Agent, before: int, started: float) -> tuple[str, float]:
 
 
 @pytest.mark.parametrize(("manager_tool", "worker_tool"), [
-    ("claude", "codex"), ("claude", "claude"), ("opencode", "codex"), ("pi", "codex")])
+    ("claude", "codex"), ("claude", "claude"), ("opencode", "codex"), ("pi", "codex"),
+    ("codex", "claude"), ("qwen", "codex")])
 def test_an_idle_manager_is_woken_once_by_a_typed_turn_in_a_worker(
         agent_harness: Harness, require_tool: Callable[[str], None], manager_tool: str,
         worker_tool: str) -> None:
@@ -335,30 +338,68 @@ def test_killing_a_managers_session_leaves_no_process_of_ours(
 @pytest.mark.parametrize("manager_tool", ["claude", "opencode", "pi"])
 def test_a_busy_manager_sees_the_notice_before_its_next_model_request(
         agent_harness: Harness, require_tool: Callable[[str], None], manager_tool: str) -> None:
-    """Mid-turn: the manager runs a slow shell command when a person types into a worker;
+    """Mid-turn: the manager runs a slow shell command when a person's turn lands in a
+    worker (a Codex rollout the test kit writes, so no second TUI's timing is involved);
     the request that follows the command's result already carries the notice (Claude Code
     absorbs the waiting hook's exit mid-turn, OpenCode's synthetic part and Pi's steer join
     the next request), and no further turn follows for it."""
     require_tool(manager_tool)
-    require_tool("codex")
     nonce = os.urandom(4).hex()
     home = agent_harness.home()
     project = agent_harness.project(git=True)
     manager = _manager(agent_harness, home, project, nonce, tool=manager_tool)
-    worker = agent_harness.start("codex", name="worker", home=home, project=project)
-    worker.script(Text(f"worker answer {nonce}"))
-    time.sleep(1.0)  # the manager's waiting hook is in place
-    manager.script_shell("sleep 10", then=f"slept {nonce}")
+    thread = str(uuid.uuid4())
+    day = home.root / ".codex" / "sessions" / "2026" / "12" / "06"
+    day.mkdir(parents=True, exist_ok=True)
+    worker = CodexRollout(day / f"rollout-2026-12-06T04-00-00-{thread}.jsonl",
+                          thread_id=thread, cwd=str(project))
+    worker.append(Typed("an earlier prompt"), Reply("ok"))
+    key = f"agent:main:codex:{thread}"
+    time.sleep(2.0)  # the manager's waiting hook links the worker at its end
+    manager.script_shell("sleep 6", then=f"slept {nonce}")
     before = len(manager.model.main_requests())
     manager.type(f"run the slow command {nonce}")
     manager.wait_request(f"run the slow command {nonce}", after=before)
-    worker.prompt(f"a person typed into the worker {nonce}")
-    key = _worker_key(worker, set(), "codex")
+    worker.append(Typed(f"a person typed into the worker {nonce}"), Reply("ok"))
     follow_up = manager.model.wait_main(before + 2, timeout_s=WAKE_TIMEOUT_S)
     manager.wait_turn()
     assert _notices(follow_up.text(), key) == 1, follow_up.text()[-3000:]
     time.sleep(3.0)
     assert len(manager.model.main_requests()) == before + 2  # no extra turn for it
+
+
+def _install_gemini(home: Home, project: Path) -> None:
+    del project
+    _ssa_install("gemini", home)
+
+
+MANAGERS["gemini"] = (_install_gemini, ())
+
+
+def test_a_gemini_manager_is_told_once_at_its_next_prompt(
+        agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
+    """Gemini CLI offers no way in from outside, so no wake: its BeforeAgent hook carries the
+    notice into the next prompt's request, once."""
+    require_tool("gemini")
+    require_tool("codex")
+    nonce = os.urandom(4).hex()
+    home = agent_harness.home()
+    project = agent_harness.project(git=True)
+    manager = _manager(agent_harness, home, project, nonce, tool="gemini")
+    worker = agent_harness.start("codex", name="worker", home=home, project=project)
+    worker.script(Text(f"worker answer {nonce}"))
+    before = len(manager.model.main_requests())
+    worker.prompt(f"a person typed into the worker {nonce}")
+    key = _worker_key(worker, set(), "codex")
+    time.sleep(3.0)
+    assert len(manager.model.main_requests()) == before  # no wake
+    manager.script(Text(f"noted {nonce}"), Text(f"nothing new {nonce}"))
+    manager.prompt(f"manager next turn {nonce}", answers_left=1)
+    assert _notices(manager.model.main_requests()[-1].text(), key) == 1
+    manager.prompt(f"manager turn after {nonce}")
+    assert _notices(manager.model.main_requests()[-1].text(), key) == 1  # history only
+    result = compare(manager.decided_rows(), agent_harness.log.actions(tool="gemini"))
+    assert (result.precision, result.recall) == (1.0, 1.0), result.report()
 
 
 def _install_qwen(home: Home, project: Path) -> None:
