@@ -286,7 +286,7 @@ _LIGHT = (
     ("actors.cli.app", "actors.cli.demo"),
     ("actors.cli.app", "actors.agents.watches"),
     ("actors.cli.app", "actors.agents.manage"),
-    ("actors.cli.app", "actors.agents.send"),
+    ("actors.cli.command", "actors.agents.sendcli"),
     ("actors.cli.command", "os"),
     ("actors.cli.command", "actors.agents.hook"),
     ("actors.cli.command", "actors.cli.app"),

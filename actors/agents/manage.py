@@ -116,7 +116,7 @@ def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bo
         with gw.read_pool.connection() as conn:
             known = peek.session_created_at(conn, key) is not None
         changed = set_role(gw, key, off=off, wake=wake)
-    if not known:
+    if not known and session is not None:  # a key typed by hand: a typo?
         err.write(f"ssa: note: no session {key} is known yet (ssa list shows the known "
                   "ones: a typo?); it takes this role from its next prompt\n")
     if off:

@@ -34,7 +34,8 @@ from actors.agents.caller import live_tool_process
 from actors.agents.push import PushPath
 from actors.agents.spawn import waiter_alive
 from actors.agents.tools import tool_of_source
-from actors.facade import validate as v
+from actors.errors import ArgumentTypeError, InvalidSessionKey
+from persistence.keys import key_problem
 
 __all__ = ["DELIVER_WAIT_S", "Delivery", "deliver", "run_send", "send"]
 
@@ -125,10 +126,12 @@ def send(start_watch: Callable[[str, str], bool], state_dir: Path, sender: str, 
 
     Caller's thread; blocks as :func:`deliver` and on one write.
     """
-    v.check_key(sender, "senderKey")
-    v.check_key(target, "targetKey")
+    for key, name in ((sender, "senderKey"), (target, "targetKey")):
+        problem = key_problem(key, what=name)
+        if problem is not None:
+            raise InvalidSessionKey(problem)
     if not isinstance(text, str):
-        raise v.ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
+        raise ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
     if sender == target:
         status: Delivery = "refused"
         detail = "a session does not send to itself"

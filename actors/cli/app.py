@@ -179,15 +179,9 @@ def _add_push_commands(sub: Any, db_help: str) -> None:
                         help="the session's key (default: the session this command runs in, "
                         "from its agent's shell tool)")
     manage.add_argument("--db", type=_db_path, help=db_help)
-    sending = sub.add_parser("send", help="deliver text into another running coding-agent "
-                             "session (an idle one takes a turn with it)")
-    sending.add_argument("target", metavar="TARGET", help="the receiving session's key")
-    sending.add_argument("text", metavar="TEXT", help="the message")
-    sending.add_argument("--watch", action="store_true",
-                         help="then watch the session that received it")
-    sending.add_argument("--from", dest="sender", metavar="KEY",
-                         help="the sending session's key (default: the session this runs in)")
-    sending.add_argument("--db", type=_db_path, help=db_help)
+    # Its own light path (actors.agents.sendcli); listed here for ssa --help.
+    sub.add_parser("send", add_help=False, help="deliver text into another running "
+                   "coding-agent session; an idle one takes a turn with it (ssa send --help)")
 
 
 def _db_path(value: str) -> Path | str:
@@ -534,13 +528,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_manage(args.db if args.db is not None else default_state_path(),
                               args.session, off=args.off, wake=not args.no_wake,
                               out=sys.stdout)
-        if args.command == "send":
-            from actors.agents.send import run_send  # noqa: PLC0415 -- keep others light
-
-            _check_new_location(args.db)
-            return run_send(args.db if args.db is not None else default_state_path(),
-                            args.target, args.text, sender=args.sender, watch=args.watch,
-                            out=sys.stdout)
         if args.command in ("install", "uninstall", "mcp"):
             from actors.agents.commands import run_command  # noqa: PLC0415
 

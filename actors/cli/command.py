@@ -3,7 +3,8 @@
 A prompt hook runs at every prompt a person submits, so ``ssa hook`` must
 not pay for importing the command line's other commands (the gateway, the
 actor runtime, msgspec): it is dispatched here, before :mod:`actors.cli.app` is
-imported. Every other command goes to :func:`actors.cli.app.main`.
+imported; so is ``ssa send``, whose latency a waiting session feels. Every
+other command goes to :func:`actors.cli.app.main`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
 
         return hook_main(args[1:], exit_now=os._exit)
+    if args[:1] == ["send"]:
+        from actors.agents.sendcli import main as send_main  # noqa: PLC0415 - light path
+
+        return send_main(args[1:])
     from actors.cli.app import main as cli_main  # noqa: PLC0415 - every other command
 
     return cli_main(args)
