@@ -556,8 +556,8 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
             "slow": "sleep 30 & wait\n"}[hook]
     waited = tmp_path / "wait.json"
     if hook != "missing":  # the waiting hook (--wait, issue 35) records its input and ends
-        fake.write_text(f'#!/bin/sh\ncase "$*" in *--wait*) cat > {waited}; exit 0;; esac\n'
-                        + body)
+        fake.write_text(f'#!/bin/sh\ncase "$*" in *--wait*) head -n 1 > {waited}; exit 0;; '
+                        'esac\n' + body)
         fake.chmod(0o755)
     setup = Setup(ssa=str(fake), db=None, project=None, home=tmp_path, env={})
     source = render_plugin(_data_text("actors.agents.tools.opencode", "plugin.js"), setup,

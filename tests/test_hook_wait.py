@@ -430,3 +430,44 @@ def test_without_room_for_more_watches_the_waiting_hook_checks_periodically(
         started = time.monotonic()
         assert watcher.wait(None) == "timeout"
         assert time.monotonic() - started < 2.0
+
+
+def test_the_turn_gate_holds_notices_until_the_turn_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review finding: a waiting hook that stays (OpenCode, Pi, Codex, Qwen Code) pushed one
+    turn per change (19 for 20 changes 0.1 s apart). After a delivery the next notice now
+    waits for the turn it started: an ``idle`` line from the plugin (stream paths), or the
+    session's transcript changing and going quiet (command paths)."""
+    from actors.agents import hookwait
+
+    read, write = os.pipe()
+    with os.fdopen(read, "rb", buffering=0) as plugin, os.fdopen(write, "wb") as pipe:
+        gate = hookwait.TurnGate(None, stdin=plugin)
+        assert gate.fd == read
+        assert gate.open()
+        gate.close()
+        assert not gate.open()  # a change now waits
+        pipe.write(b"noise\n")
+        pipe.flush()
+        gate.read_input()
+        assert not gate.open()
+        pipe.write(b"idle\n")
+        pipe.flush()
+        gate.read_input()
+        assert gate.open()  # the turn ended: the follow-up may go
+    monkeypatch.setattr(hookwait, "QUIET_S", 0.2)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("a\n")
+    gate = hookwait.TurnGate(str(transcript), stdin=None)
+    gate.close()
+    assert not gate.open()
+    time.sleep(0.05)
+    transcript.write_text("a\nthe woken turn\n")
+    os.utime(transcript, (time.time() + 1, time.time() + 1))
+    assert not gate.open()  # the turn runs
+    time.sleep(0.3)
+    assert gate.open()  # and went quiet
+    monkeypatch.setattr(hookwait, "GATE_MAX_S", 0.1)
+    gate.close()
+    time.sleep(0.15)
+    assert gate.open()  # at the latest after GATE_MAX_S

@@ -9,6 +9,7 @@ signal log; nothing is kept for a session with no running process.
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import uuid
@@ -150,7 +151,7 @@ def test_the_largest_message_and_the_next_are_delivered(env: Env) -> None:
     waiting = env.start_wait()
     try:
         assert _still_waiting(waiting, 1.0)
-        big = "Z" * inbox.MAX_TEXT_BYTES
+        big = "Z" * (inbox.MAX_TEXT_BYTES - 2)  # delivered as one quoted line: "> " + text
         assert deliver(_state(env), SENDER, env.key, big)[0] == "delivered"
         code, err = _finish(waiting)
     finally:
@@ -158,7 +159,7 @@ def test_the_largest_message_and_the_next_are_delivered(env: Env) -> None:
             waiting.kill()
             _finish(waiting)
     assert code == 2
-    assert err.count("Z") == inbox.MAX_TEXT_BYTES
+    assert err.count("Z") == inbox.MAX_TEXT_BYTES - 2
     waiting = env.start_wait()
     try:
         assert _still_waiting(waiting, 1.0)
@@ -183,3 +184,17 @@ def test_a_message_cannot_pass_for_another_sender_or_a_notice() -> None:
     assert "\x1b" not in text
     assert "\x07" not in text
     assert "\\u001b[2J\\u0007" in text
+
+
+def test_control_characters_count_as_delivered_and_odd_files_never_block(env: Env) -> None:
+    """Review findings: 16,000 control characters became a 96 KB message that blocked the
+    inbox for good; a FIFO or a huge file in the inbox blocked every message after it."""
+    assert deliver(_state(env), SENDER, env.key, "\x01" * 16000)[0] == "refused"
+    env.prompt_hook()
+    folder = inbox.inbox_dir(_state(env), env.key)
+    inbox.put(_state(env), SENDER, env.key, "first real message")
+    os.mkfifo(folder / "00000000000000000000-fifo.json")
+    (folder / "00000000000000000001-huge.json").write_bytes(b"x" * (inbox.MAX_FILE_BYTES + 1))
+    assert [m.text for m in inbox.pending(_state(env), env.key)] == ["first real message"]
+    assert not (folder / "00000000000000000000-fifo.json").exists()
+    assert not (folder / "00000000000000000001-huge.json").exists()

@@ -23,6 +23,7 @@ import fcntl
 import io
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ from actors.agents.hookargs import HookArgs
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, render_output
 from actors.agents.hookrun import Checked, Run, catalogs_for, check, prepare
+from actors.agents.push import PushPath
 from actors.agents.spawn import slot_path
 from actors.agents.tools import tool_named
 from actors.agents.waiter import ChangeWaiter
@@ -45,6 +47,11 @@ __all__ = ["COMMAND_TIMEOUT_S", "RECENT_S", "CommandOut", "directories", "wait"]
 
 logger = get_logger(__name__)
 
+QUIET_S = 3.0
+"""A command path's session is done with its turn when its transcript stayed this long
+unchanged (seconds) after changing."""
+GATE_MAX_S = 120.0
+"""A closed :class:`TurnGate` opens after this long at the latest (seconds)."""
 MAX_BACKOFF_S = 60.0
 """Longest pause before a failed check is tried again (seconds)."""
 COMMAND_TIMEOUT_S = 10.0
@@ -74,9 +81,13 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     if push is None:
         say(err, f"--wait: {args.tool} sessions cannot be woken from a hook")
         return 0
+    streams = push.delivery == "stream"
     try:
         with deadline(args.timeout):
-            run = prepare(args, source.read(MAX_INPUT_BYTES + 1), event=push.event)
+            # A stream's plugin keeps stdin open after the input's line, for turn ends.
+            raw = source.readline(MAX_INPUT_BYTES + 1) if streams \
+                else source.read(MAX_INPUT_BYTES + 1)
+            run = prepare(args, raw, event=push.event)
     except (HookTimeout, HookInputError) as exc:
         say(err, str(exc))
         return 0
@@ -90,6 +101,18 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
             say(err, "--wait: the session's tool process is not known (no /proc?)")
             return 0
         stream = CommandOut(push.command, found[0], run.hook.session_id)
+    return _serve(run, args, push, stream, slot, found, source if streams else None, err,
+                  exit_now)
+
+
+def _serve(run: Run, args: HookArgs, push: PushPath, stream: TextIO, slot: IO[bytes],
+           found: tuple[int, int] | None, plugin: IO[bytes] | None, err: TextIO,
+           exit_now: Callable[[int], None] | None) -> int:
+    """The waiting hook's loop (see :func:`wait`): deliver, then wait for the next change.
+
+    ``plugin``: the stream plugin's stdin (``idle`` lines), or ``None``. Returns the
+    exit code. Main thread; blocks until a delivery that ends it or the session's end.
+    """
     exits = push.delivery == "exit"
     mailbox = inbox.inbox_dir(run.state_dir, run.watcher)
     with contextlib.suppress(OSError):
@@ -98,8 +121,11 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     done: Checked = "nothing"
     backoff = 0.0
     warned = False
+    gate = TurnGate(run.hook.transcript_path, stdin=plugin)
     with contextlib.closing(slot), ChangeWaiter(found[0] if found is not None else None) \
             as waiter:
+        if gate.fd is not None:
+            waiter.watch_fd(gate.fd)
         while True:
             if _slot_gone(slot):
                 return 0  # its state folder was removed: a new waiting hook takes over
@@ -116,19 +142,117 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
                          f"checking every {waiter.fallback_s:g} s instead")
             waiter.drain()  # the checks below cover what changed so far
             delivered, done, failed = _round(run, args, stream, err, exit_now,
-                                             push.exit_code if exits else None, done)
+                                             push.exit_code if exits else None, done,
+                                             notices=gate.open())
             if delivered and exits:
                 if exit_now is not None:
                     exit_now(push.exit_code)
                 return push.exit_code
+            if delivered:
+                gate.close()  # the next notice waits for the turn this one starts
             if _headless(found, push.headless) or (
                     push.spawn and not push.spawn_for_workers and done == "worker"):
                 return 0  # this spawned waiter serves a manager only (a sender queues itself)
             # A failed check (a locked or unreadable signal log) is tried again after 1,
             # 2, 4 ... 60 s even if nothing changes: never back to a wait with work unchecked.
             backoff = min(MAX_BACKOFF_S, max(1.0, backoff * 2)) if failed else 0.0
-            if waiter.wait(backoff or None) == "ended":
+            timeout = min(t for t in (backoff or None, gate.recheck_s()) if t is not None) \
+                if backoff or gate.recheck_s() is not None else None
+            outcome = waiter.wait(timeout)
+            if outcome == "ended":
                 return 0
+            if outcome == "input":
+                gate.read_input()
+
+
+class TurnGate:
+    """One push per notice: after a delivery, the next waits for the turn it started.
+
+    The seed's notices are acknowledged when the watcher's turn takes them; a
+    waiting hook that stays (stream and command push paths) hands a notice over
+    and acknowledges it at once, so without a gate every change after that would
+    push another turn. Closed by a delivery, the gate opens again when the
+    session's turn ended: the plugin or extension writes ``idle`` on stdin
+    (stream paths), or the session's transcript changed after the delivery and
+    then stayed quiet for :data:`QUIET_S` (command paths); at the latest after
+    :data:`GATE_MAX_S`. What changed meanwhile is one follow-up notice.
+
+    Args:
+        transcript: the session's transcript (quiet detection), or ``None``.
+        stdin: the stream plugin's pipe (``idle`` lines), or ``None``.
+    """
+
+    def __init__(self, transcript: str | None, *, stdin: IO[bytes] | None) -> None:
+        self._transcript = transcript
+        self._stdin = stdin
+        self.fd = stdin.fileno() if stdin is not None and _is_pipe(stdin) else None
+        """The descriptor the waiter polls for ``idle`` lines, or ``None``."""
+        self._closed_at: float | None = None
+        self._mtime: float | None = None
+        self._turn_seen = False
+        self._quiet_since = 0.0
+
+    def close(self) -> None:
+        """A delivery happened: notices wait for the turn's end (non-blocking)."""
+        self._closed_at = time.monotonic()
+        self._mtime = self._modified()
+        self._turn_seen = False
+
+    def open(self) -> bool:
+        """Whether notices may be delivered now (non-blocking but for one ``stat``)."""
+        if self._closed_at is None:
+            return True
+        now = time.monotonic()
+        if now - self._closed_at >= GATE_MAX_S:
+            self._closed_at = None
+            return True
+        if self.fd is None:  # command paths: the transcript moved, then went quiet
+            modified = self._modified()
+            if modified is not None and modified != self._mtime:
+                self._turn_seen = True
+                self._mtime = modified
+                self._quiet_since = now
+            if self._turn_seen and now - self._quiet_since >= QUIET_S:
+                self._closed_at = None
+                return True
+        return False
+
+    def recheck_s(self) -> float | None:
+        """How soon :meth:`open` should be asked again while nothing else happens."""
+        if self._closed_at is None:
+            return None
+        left = GATE_MAX_S - (time.monotonic() - self._closed_at)
+        return max(0.05, min(left, QUIET_S if self.fd is None else left))
+
+    def read_input(self) -> None:
+        """Read what the plugin wrote; an ``idle`` line (its turn ended) opens the gate."""
+        if self._stdin is None:
+            return
+        try:
+            line = self._stdin.readline(4096)
+        except OSError:
+            line = b""
+        if not line:  # the plugin went away: no more turn ends will come
+            self.fd = None
+            self._stdin = None
+            self._closed_at = None
+        elif line.strip() == b"idle":
+            self._closed_at = None
+
+    def _modified(self) -> float | None:
+        if self._transcript is None:
+            return None
+        try:
+            return os.stat(self._transcript).st_mtime
+        except OSError:
+            return None
+
+
+def _is_pipe(stream: IO[bytes]) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
 
 
 def _slot_gone(slot: IO[bytes]) -> bool:
@@ -141,10 +265,11 @@ def _slot_gone(slot: IO[bytes]) -> bool:
 
 def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
            exit_now: Callable[[int], None] | None, exit_code: int | None,
-           done: Checked) -> tuple[bool, Checked, bool]:
+           done: Checked, *, notices: bool = True) -> tuple[bool, Checked, bool]:
     """One look: deliver waiting messages, then (unless that ended the process) notices.
 
-    ``exit_code``: the exit delivery's code (``None``: the path keeps waiting).
+    ``exit_code``: the exit delivery's code (``None``: the path keeps waiting);
+    ``notices``: whether notices may be delivered now (:class:`TurnGate`).
     Returns ``(whether something was delivered, what the notice check did, whether
     it failed)``; a failure is one line on ``err``.
     """
@@ -158,7 +283,7 @@ def _round(run: Run, args: HookArgs, stream: TextIO, err: TextIO,
     try:
         with deadline(args.timeout):
             delivered = _deliver_messages(run, stream)
-            if not (delivered and exits):
+            if notices and not (delivered and exits):
                 done = check(run, args, stream, exit_now if exits else None,
                              exit_code=exit_code or 0)
                 delivered = delivered or done == "delivered"

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -32,6 +33,8 @@ MAX_TEXT_BYTES = 16 * 1024
 """Largest text one message carries (UTF-8 bytes); a longer one is refused up front. A
 delivery goes through a pipe and into the tool's context: kept well under a pipe's 64 KiB
 and a hook output's usual caps."""
+MAX_FILE_BYTES = 8 * MAX_TEXT_BYTES
+"""A file in an inbox larger than this is no message of ours: it is removed unread."""
 MAX_DELIVERY_BYTES = 32 * 1024
 """Messages handed over in one delivery, at most (the rest come with the next)."""
 MAX_MESSAGES = 50
@@ -55,8 +58,9 @@ def text_problem(text: str) -> str | None:
     ``None``. Pure."""
     if not text.strip():
         return "the text is empty"
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        return f"the text is longer than {MAX_TEXT_BYTES} bytes"
+    if len(_quoted(text).encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        return (f"the text is longer than {MAX_TEXT_BYTES} bytes (as delivered: control "
+                "characters count as their escapes)")
     return None
 
 
@@ -107,6 +111,10 @@ def pending(state_dir: Path, key: str) -> list[Message]:
     for name in names[:MAX_MESSAGES]:
         path = directory / name
         try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+                os.unlink(path)  # no message of ours: never let it block the ones after
+                continue
             value = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
         except (OSError, ValueError):
             continue

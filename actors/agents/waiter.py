@@ -35,7 +35,7 @@ __all__ = ["IGNORED_NAMES", "ChangeWaiter", "Outcome"]
 
 logger = get_logger(__name__)
 
-Outcome = Literal["change", "ended", "timeout"]
+Outcome = Literal["change", "ended", "timeout", "input"]
 IGNORED_NAMES = frozenset({"hook-cwd-cache.json", "hooks"})
 """Names in the state directory that are the hook's own bookkeeping."""
 _IGNORED_PREFIXES = (".hook-cwd-",)
@@ -78,6 +78,7 @@ class ChangeWaiter:
         self._only: dict[int, set[str]] = {}
         """Watches of a missing directory's ancestor: the names that count there."""
         self._pidfd: int | None = None
+        self._input: int | None = None
         self._poll = select.poll()
         if tool_pid is not None:
             with contextlib.suppress(OSError, AttributeError):
@@ -85,6 +86,11 @@ class ChangeWaiter:
                 self._poll.register(self._pidfd, select.POLLIN)
         if self._inotify is not None:
             self._poll.register(self._inotify.fileno(), select.POLLIN)
+
+    def watch_fd(self, fd: int) -> None:
+        """Also wake when ``fd`` is readable (:meth:`wait` returns ``"input"``). Non-blocking."""
+        self._input = fd
+        self._poll.register(fd, select.POLLIN | select.POLLHUP)
 
     @property
     def notified(self) -> bool:
@@ -175,7 +181,8 @@ class ChangeWaiter:
         burst of writes (a reply being appended) makes one check.
 
         Returns:
-            ``"change"``, ``"ended"`` (the tool process is gone) or ``"timeout"``.
+            ``"change"``, ``"ended"`` (the tool process is gone), ``"input"`` (the
+            descriptor of :meth:`watch_fd` is readable) or ``"timeout"``.
 
         The calling thread; blocks.
         """
@@ -202,6 +209,8 @@ class ChangeWaiter:
             fds = {fd for fd, _ in ready}
             if self._pidfd is not None and self._pidfd in fds:
                 return "ended"
+            if self._input is not None and self._input in fds:
+                return "input"
             try:
                 events = self._inotify.read(timeout=0)
             except (OSError, BlockingIOError):

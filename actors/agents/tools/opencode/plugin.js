@@ -107,7 +107,15 @@ function startWaiter(waiters, client, sessionID, directory) {
     }
   })
   child.stdin.on("error", () => {})
-  child.stdin.end(JSON.stringify({ session_id: sessionID, cwd: directory, hook_event_name: "ssa-push" }))
+  // The input's line, then the pipe stays open: "idle" at each turn's end lets the waiting
+  // hook hand over the next notice (one push per notice, not one per change).
+  child.stdin.write(JSON.stringify({ session_id: sessionID, cwd: directory, hook_event_name: "ssa-push" }) + "\n")
+}
+
+function turnEnded(waiters, sessionID) {
+  try {
+    waiters.get(sessionID)?.stdin?.write("idle\n")
+  } catch {}
 }
 
 async function isSubSession(client, sessionID) {
@@ -150,6 +158,7 @@ export const SsaNotices = async ({ client, directory }) => {
           const sessionID = event.properties?.sessionID
           turns.delete(sessionID)
           if (sessionID && !(await isSubSession(client, sessionID))) {
+            turnEnded(waiters, sessionID)
             startWaiter(waiters, client, sessionID, directory)
           }
         }

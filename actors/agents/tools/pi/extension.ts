@@ -157,12 +157,21 @@ function startWaiter(pi: any, waiters: Map<string, any>, ctx: any) {
     }
   });
   child.stdin?.on("error", () => {});
-  child.stdin?.end(JSON.stringify({
+  // The input's line, then the pipe stays open: "idle" at each run's end lets the waiting
+  // hook hand over the next notice (one push per notice, not one per change).
+  child.stdin?.write(JSON.stringify({
     session_id: sessionId,
     session_file: sessions?.getSessionFile?.() ?? null,
     cwd: ctx?.cwd ?? process.cwd(),
     hook_event_name: "ssa-push",
-  }));
+  }) + "\n");
+}
+
+function turnEnded(waiters: Map<string, any>, ctx: any) {
+  try {
+    const sessionId = ctx?.sessionManager?.getSessionId?.();
+    if (sessionId) waiters.get(sessionId)?.stdin?.write("idle\n");
+  } catch {}
 }
 
 export default function ssaNotices(pi: any) {
@@ -171,6 +180,7 @@ export default function ssaNotices(pi: any) {
   for (const event of ["session_start", "agent_end"]) {
     pi.on(event, (_event: any, ctx: any) => {
       try {
+        if (event === "agent_end") turnEnded(waiters, ctx);
         startWaiter(pi, waiters, ctx);
       } catch {}
       return undefined;
