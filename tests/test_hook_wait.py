@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -455,6 +456,9 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
         pipe.flush()
         gate.read_input()
         assert gate.open()  # the turn ended: the follow-up may go
+    left, right = socket.socketpair()  # Bun gives its children socket pairs, not pipes
+    with left, right, left.makefile("rb", buffering=0) as plugin_end:
+        assert hookwait.TurnGate(None, stdin=plugin_end).fd is not None
     monkeypatch.setattr(hookwait, "QUIET_S", 0.2)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("a\n")

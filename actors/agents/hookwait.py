@@ -163,6 +163,8 @@ def _serve(run: Run, args: HookArgs, push: PushPath, stream: TextIO, slot: IO[by
                 return 0
             if outcome == "input":
                 gate.read_input()
+                if gate.fd is None:  # the plugin closed the pipe: stop polling it
+                    waiter.unwatch_fd()
 
 
 class TurnGate:
@@ -249,8 +251,10 @@ class TurnGate:
 
 
 def _is_pipe(stream: IO[bytes]) -> bool:
+    """Whether ``stream`` is a pipe or a socket (Bun gives its children socket pairs)."""
     try:
-        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+        mode = os.fstat(stream.fileno()).st_mode
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
     except (OSError, ValueError, io.UnsupportedOperation):
         return False
 

@@ -92,6 +92,13 @@ class ChangeWaiter:
         self._input = fd
         self._poll.register(fd, select.POLLIN | select.POLLHUP)
 
+    def unwatch_fd(self) -> None:
+        """Stop polling the descriptor of :meth:`watch_fd` (it reached its end)."""
+        if self._input is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._poll.unregister(self._input)
+            self._input = None
+
     @property
     def notified(self) -> bool:
         """Whether changes are notified (inotify); otherwise :meth:`wait` sleeps."""
