@@ -475,3 +475,37 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
     gate.close()
     time.sleep(0.15)
     assert gate.open()  # at the latest after GATE_MAX_S
+
+
+def test_the_turn_gate_reads_whole_lines_without_blocking(tmp_path: Path) -> None:
+    """Second review: an ``idle`` waiting before a delivery reopened the gate at once; a
+    half-written line blocked the waiting hook; a second line in one write was left in a
+    buffer; a long line's tail counted as ``idle``."""
+    from actors.agents import hookwait
+
+    read, write = os.pipe()
+    with os.fdopen(read, "rb", buffering=0) as plugin, os.fdopen(write, "wb") as pipe:
+        gate = hookwait.TurnGate(None, stdin=plugin)
+
+        def say(data: bytes) -> None:
+            pipe.write(data)
+            pipe.flush()
+            gate.read_input()
+
+        pipe.write(b"idle\n")  # the turn before's end, still in the pipe
+        pipe.flush()
+        gate.close()
+        gate.read_input()
+        assert not gate.open()
+        say(b"idl")  # half a line: read without blocking, not yet a line
+        assert not gate.open()
+        say(b"e\n")
+        assert gate.open()
+        gate.close()
+        say(b"hello garbage\nidle\n")  # two lines in one write: both seen
+        assert gate.open()
+        gate.close()
+        say(b"y" * 4096 + b"idle\n")  # one long line is no idle
+        assert not gate.open()
+        say(b"idle\n")
+        assert gate.open()

@@ -84,8 +84,9 @@ def wait(args: HookArgs, source: IO[bytes], out: TextIO, err: TextIO,
     streams = push.delivery == "stream"
     try:
         with deadline(args.timeout):
-            # A stream's plugin keeps stdin open after the input's line, for turn ends.
-            raw = source.readline(MAX_INPUT_BYTES + 1) if streams \
+            # A stream's plugin keeps stdin open after the input's line, for turn ends:
+            # read that line from the descriptor itself, nothing beyond it buffered.
+            raw = _first_line(source, MAX_INPUT_BYTES + 1) if streams \
                 else source.read(MAX_INPUT_BYTES + 1)
             run = prepare(args, raw, event=push.event)
     except (HookTimeout, HookInputError) as exc:
@@ -158,13 +159,18 @@ def _serve(run: Run, args: HookArgs, push: PushPath, stream: TextIO, slot: IO[by
             backoff = min(MAX_BACKOFF_S, max(1.0, backoff * 2)) if failed else 0.0
             timeout = min(t for t in (backoff or None, gate.recheck_s()) if t is not None) \
                 if backoff or gate.recheck_s() is not None else None
-            outcome = waiter.wait(timeout)
-            if outcome == "ended":
-                return 0
-            if outcome == "input":
+            while True:  # the plugin's input alone runs no round unless it opened the gate
+                outcome = waiter.wait(timeout)
+                if outcome == "ended":
+                    return 0
+                if outcome != "input":
+                    break
                 gate.read_input()
                 if gate.fd is None:  # the plugin closed the pipe: stop polling it
                     waiter.unwatch_fd()
+                if gate.open():
+                    break
+                timeout = gate.recheck_s()
 
 
 class TurnGate:
@@ -174,21 +180,31 @@ class TurnGate:
     waiting hook that stays (stream and command push paths) hands a notice over
     and acknowledges it at once, so without a gate every change after that would
     push another turn. Closed by a delivery, the gate opens again when the
-    session's turn ended: the plugin or extension writes ``idle`` on stdin
-    (stream paths), or the session's transcript changed after the delivery and
-    then stayed quiet for :data:`QUIET_S` (command paths); at the latest after
-    :data:`GATE_MAX_S`. What changed meanwhile is one follow-up notice.
+    session's turn ended: the plugin or extension writes an ``idle`` line on
+    stdin (stream paths), or the session's transcript changed after the
+    delivery and then stayed quiet for :data:`QUIET_S` (command paths); at the
+    latest after :data:`GATE_MAX_S`. What changed meanwhile is one follow-up
+    notice. Input is read without blocking, whole lines only: an ``idle`` that
+    was waiting when a delivery closed the gate is for the turn before, and is
+    dropped; a line longer than :attr:`MAX_LINE` is no ``idle``.
 
     Args:
         transcript: the session's transcript (quiet detection), or ``None``.
         stdin: the stream plugin's pipe (``idle`` lines), or ``None``.
     """
 
+    MAX_LINE = 64
+    """Longest input line looked at (bytes); longer ones are dropped whole."""
+
     def __init__(self, transcript: str | None, *, stdin: IO[bytes] | None) -> None:
         self._transcript = transcript
-        self._stdin = stdin
-        self.fd = stdin.fileno() if stdin is not None and _is_pipe(stdin) else None
+        self.fd: int | None = None
         """The descriptor the waiter polls for ``idle`` lines, or ``None``."""
+        if stdin is not None and _is_pipe(stdin):
+            self.fd = stdin.fileno()
+            os.set_blocking(self.fd, False)
+        self._pending = b""
+        self._overlong = False
         self._closed_at: float | None = None
         self._mtime: float | None = None
         self._turn_seen = False
@@ -196,6 +212,7 @@ class TurnGate:
 
     def close(self) -> None:
         """A delivery happened: notices wait for the turn's end (non-blocking)."""
+        self._lines()  # what was waiting is about the turn before: dropped
         self._closed_at = time.monotonic()
         self._mtime = self._modified()
         self._turn_seen = False
@@ -227,19 +244,36 @@ class TurnGate:
         return max(0.05, min(left, QUIET_S if self.fd is None else left))
 
     def read_input(self) -> None:
-        """Read what the plugin wrote; an ``idle`` line (its turn ended) opens the gate."""
-        if self._stdin is None:
-            return
+        """Read what the plugin wrote (never blocks); an ``idle`` line opens a closed gate."""
+        lines = self._lines()
+        if self._closed_at is not None and b"idle" in lines:
+            self._closed_at = None
+
+    def _lines(self) -> list[bytes]:
+        """The whole lines written since the last call (at most 64 KiB read per call)."""
+        if self.fd is None:
+            return []
         try:
-            line = self._stdin.readline(4096)
+            chunk = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return []
         except OSError:
-            line = b""
-        if not line:  # the plugin went away: no more turn ends will come
+            chunk = b""
+        if not chunk:  # the plugin went away: no more turn ends will come
             self.fd = None
-            self._stdin = None
             self._closed_at = None
-        elif line.strip() == b"idle":
-            self._closed_at = None
+            return []
+        *whole, self._pending = (self._pending + chunk).split(b"\n")
+        found = []
+        for line in whole:
+            if self._overlong:
+                self._overlong = False  # the end of a line too long to matter
+                continue
+            found.append(line.strip())
+        if len(self._pending) > self.MAX_LINE:
+            self._pending = b""
+            self._overlong = True
+        return found
 
     def _modified(self) -> float | None:
         if self._transcript is None:
@@ -248,6 +282,22 @@ class TurnGate:
             return os.stat(self._transcript).st_mtime
         except OSError:
             return None
+
+
+def _first_line(source: IO[bytes], limit: int) -> bytes:
+    """The input's first line, read from the descriptor one byte at a time (nothing after
+    the newline is taken, so later ``idle`` lines stay in the pipe for the gate)."""
+    try:
+        fd = source.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return source.readline(limit)
+    data = bytearray()
+    while len(data) < limit:
+        byte = os.read(fd, 1)
+        if not byte or byte == b"\n":
+            break
+        data += byte
+    return bytes(data)
 
 
 def _is_pipe(stream: IO[bytes]) -> bool:
