@@ -439,11 +439,11 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
     turn per change (19 for 20 changes 0.1 s apart). After a delivery the next notice now
     waits for the turn it started: an ``idle`` line from the plugin (stream paths), or the
     session's transcript changing and going quiet (command paths)."""
-    from actors.agents import hookwait
+    from actors.agents import turngate
 
     read, write = os.pipe()
     with os.fdopen(read, "rb", buffering=0) as plugin, os.fdopen(write, "wb") as pipe:
-        gate = hookwait.TurnGate(None, stdin=plugin)
+        gate = turngate.TurnGate(None, stdin=plugin)
         assert gate.fd == read
         assert gate.open()
         gate.close()
@@ -458,11 +458,11 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
         assert gate.open()  # the turn ended: the follow-up may go
     left, right = socket.socketpair()  # Bun gives its children socket pairs, not pipes
     with left, right, left.makefile("rb", buffering=0) as plugin_end:
-        assert hookwait.TurnGate(None, stdin=plugin_end).fd is not None
-    monkeypatch.setattr(hookwait, "QUIET_S", 0.2)
+        assert turngate.TurnGate(None, stdin=plugin_end).fd is not None
+    monkeypatch.setattr(turngate, "QUIET_S", 0.2)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("a\n")
-    gate = hookwait.TurnGate(str(transcript), stdin=None)
+    gate = turngate.TurnGate(str(transcript), stdin=None)
     gate.close()
     assert not gate.open()
     time.sleep(0.05)
@@ -471,7 +471,7 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
     assert not gate.open()  # the turn runs
     time.sleep(0.3)
     assert gate.open()  # and went quiet
-    monkeypatch.setattr(hookwait, "GATE_MAX_S", 0.1)
+    monkeypatch.setattr(turngate, "GATE_MAX_S", 0.1)
     gate.close()
     time.sleep(0.15)
     assert gate.open()  # at the latest after GATE_MAX_S
@@ -481,11 +481,11 @@ def test_the_turn_gate_reads_whole_lines_without_blocking(tmp_path: Path) -> Non
     """Second review: an ``idle`` waiting before a delivery reopened the gate at once; a
     half-written line blocked the waiting hook; a second line in one write was left in a
     buffer; a long line's tail counted as ``idle``."""
-    from actors.agents import hookwait
+    from actors.agents import turngate
 
     read, write = os.pipe()
     with os.fdopen(read, "rb", buffering=0) as plugin, os.fdopen(write, "wb") as pipe:
-        gate = hookwait.TurnGate(None, stdin=plugin)
+        gate = turngate.TurnGate(None, stdin=plugin)
 
         def say(data: bytes) -> None:
             pipe.write(data)
