@@ -1,19 +1,27 @@
-"""``ssa hook <tool> --wait``: stay beside an idle manager and wake it when a notice opens.
+"""``ssa hook <tool> --wait``: the waiting hook beside a session (wakes, sent messages).
 
-The tool starts it when a turn ends (Claude Code: an ``asyncRewake`` Stop
-hook, :mod:`actors.agents.push`). It checks once, exactly as a prompt hook
-does (adopt, watch, scan what changed, deliver what is pending:
-:func:`actors.agents.hook.check`), then blocks in
-:class:`~actors.agents.waiter.ChangeWaiter` until the signal log or a
-watched transcript changes, and checks again. It costs nothing while
-nothing changes (no polling): each change pays one cheap peek, and the
-engine only when there is work. When ``ssa watch`` runs, it scans and this
-process only reads; without it, this process scans the manager's watched
-transcripts itself.
+Who starts it is the tool's push path (:mod:`actors.agents.push`, named in
+each tool's package): Claude Code runs it as an ``asyncRewake`` Stop hook;
+OpenCode's plugin and Pi's extension keep one per session; for Codex and
+Qwen Code the prompt hook starts it detached. It checks once, exactly as a
+prompt hook does (adopt, watch, scan what changed, deliver what is pending:
+:func:`actors.agents.hookrun.check`), and hands over the messages other
+sessions sent (:mod:`actors.agents.inbox`); then it blocks in
+:class:`~actors.agents.waiter.ChangeWaiter` until the signal log, a watched
+transcript or its inbox changes, and checks again. It costs nothing while
+nothing changes (no polling): each change pays one cheap peek, and the engine
+only when there is work. When ``ssa watch`` runs, it scans and this process
+only reads.
 
-It ends when it delivered (with the push path's exit code: Claude Code
-takes 2 as "wake"), when the session is a worker or its wakes are off,
-and when the tool process ends.
+A delivery goes out by exit (Claude Code: stderr, exit 2, which wakes the
+session), by stream (a JSON line the plugin injects) or by command (``codex
+queue``, Qwen Code's socket); the last two keep waiting, behind a
+:class:`~actors.agents.turngate.TurnGate` so that one notice makes one push.
+A worker's (or a manager without wakes) waits for messages only. A check
+that fails (a locked or unreadable signal log) is tried again after 1, 2 ...
+60 s. It ends after an exit delivery, when a newer waiting hook of the
+session takes over, when its state folder is removed, and when the tool
+process ends.
 """
 
 from __future__ import annotations
