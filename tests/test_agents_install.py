@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -540,6 +541,10 @@ console.log(JSON.stringify({ main: main.system, title: title.system, other: othe
 """
 
 
+WAITER_INPUT_TIMEOUT_S = 10.0
+"""Longest the plugin test waits for the waiting hook's input line (seconds)."""
+
+
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize("hook", ["prints", "fails", "missing", "slow"])
 def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
@@ -556,8 +561,8 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
             "slow": "sleep 30 & wait\n"}[hook]
     waited = tmp_path / "wait.json"
     if hook != "missing":  # the waiting hook (--wait, issue 35) records its input and ends
-        fake.write_text(f'#!/bin/sh\ncase "$*" in *--wait*) head -n 1 > {waited}; exit 0;; '
-                        'esac\n' + body)
+        fake.write_text(f'#!/bin/sh\ncase "$*" in *--wait*) head -n 1 > {waited}.tmp && '
+                        f'mv {waited}.tmp {waited}; exit 0;; esac\n' + body)
         fake.chmod(0o755)
     setup = Setup(ssa=str(fake), db=None, project=None, home=tmp_path, env={})
     source = render_plugin(_data_text("actors.agents.tools.opencode", "plugin.js"), setup,
@@ -577,7 +582,12 @@ def test_opencode_plugin_under_node(tmp_path: Path, hook: str) -> None:
         assert json.loads(seen.read_text()) == {
             "session_id": "s1", "cwd": "/proj",
             "hook_event_name": "experimental.chat.system.transform"}
-        # The session's waiting hook was started too, for the push path's stream form.
+        # The session's waiting hook was started too, for the push path's stream form; the
+        # plugin does not wait for it (it never keeps OpenCode running), so neither does
+        # node: its input line lands a moment later (atomically, by rename).
+        deadline = time.monotonic() + WAITER_INPUT_TIMEOUT_S
+        while not waited.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert json.loads(waited.read_text()) == {
             "session_id": "s1", "cwd": "/proj", "hook_event_name": "ssa-push"}
     else:
