@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["SHELLS", "TOOL_PID_ENV", "find_caller", "live_tool_process", "record_caller",
@@ -82,22 +83,24 @@ def tool_process(start: int | None = None) -> tuple[int, int] | None:
         named = _named_tool()
         if named is not None:
             return named
-    pid = os.getpid() if start is None else start
-    first = _stat(pid)
-    if first is None:
-        return None
-    pid = first[1]
+    return next(_non_shell_ancestors(os.getpid() if start is None else start), None)
+
+
+def _non_shell_ancestors(pid: int) -> Iterator[tuple[int, int]]:
+    """``(pid, start time)`` of each ancestor of ``pid`` that is not a shell, nearest first
+    (at most :data:`_MAX_DEPTH` levels; the walk stops at init or a vanished process)."""
+    info = _stat(pid)
+    pid = info[1] if info is not None else 0
     for _ in range(_MAX_DEPTH):
         if pid <= 1:
-            return None
+            return
         info = _stat(pid)
         if info is None:
-            return None
+            return
         name, parent, started = info
         if name not in SHELLS:
-            return pid, started
+            yield pid, started
         pid = parent
-    return None
 
 
 def _named_tool() -> tuple[int, int] | None:
@@ -164,20 +167,10 @@ def _record(state_dir: Path, pid: int, started: int) -> dict[str, object] | None
 
 def _spawner(state_dir: Path, tool_pid: int) -> str | None:
     """The session of the nearest ancestor of ``tool_pid`` that has a record, or ``None``."""
-    info = _stat(tool_pid)
-    pid = info[1] if info is not None else 0
-    for _ in range(_MAX_DEPTH):
-        if pid <= 1:
-            return None
-        info = _stat(pid)
-        if info is None:
-            return None
-        name, parent, started = info
-        if name not in SHELLS:
-            record = _record(state_dir, pid, started)
-            if record is not None and isinstance(record.get("key"), str):
-                return str(record["key"])
-        pid = parent
+    for pid, started in _non_shell_ancestors(tool_pid):
+        record = _record(state_dir, pid, started)
+        if record is not None and isinstance(record.get("key"), str):
+            return str(record["key"])
     return None
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actors.agents.caller import find_caller
+from actors.agents.hookargs import URL_SCHEMES
 from actors.errors import InvalidArgument, SessionStateError
 from actors.facade import validate as v
 from actors.upstream.sources import find_source
@@ -30,7 +31,6 @@ from persistence.locations import default_state_path
 
 __all__ = ["resolve_self", "run_manage", "set_role", "state_dir_of"]
 
-URL_SCHEMES = ("postgres://", "postgresql://")
 
 
 def state_dir_of(location: Path | str) -> Path:

@@ -74,7 +74,6 @@ class ChangeWaiter:
         """Whether some folder could not be watched (no inotify, or its limits): then
         :meth:`wait` returns after :attr:`fallback_s` at the latest."""
         self._watched: dict[str, int] = {}
-        self._names: dict[int, str] = {}
         self._only: dict[int, set[str]] = {}
         """Watches of a missing directory's ancestor: the names that count there."""
         self._pidfd: int | None = None
@@ -125,7 +124,8 @@ class ChangeWaiter:
             if parent == child:
                 continue
             self._add(parent, only=child.name)
-        self._add_all(wanted)
+        for directory in wanted:
+            self._add(directory)
 
     def _add(self, directory: Path, *, only: str | None = None) -> None:
         """Watch ``directory`` (``only``: just for that name, unless watched whole)."""
@@ -139,6 +139,7 @@ class ChangeWaiter:
             elif only is None:
                 self._only.pop(wd, None)  # wanted whole now
             return
+        # No CLOSE_WRITE: a reader that opened a file read-write closes it so too.
         mask = flags.MODIFY | flags.CREATE | flags.MOVED_TO | flags.DELETE
         try:
             wd = self._inotify.add_watch(key, mask)
@@ -148,15 +149,8 @@ class ChangeWaiter:
             self.degraded = True
             return
         self._watched[key] = wd
-        self._names[wd] = key
         if only is not None:
             self._only[wd] = {only}
-
-    def _add_all(self, directories: Iterable[Path]) -> None:
-        """Watch each of ``directories`` whole."""
-        # No CLOSE_WRITE: a reader that opened a file read-write closes it so too.
-        for directory in directories:
-            self._add(directory)
 
     def _relevant(self, events: Iterable[Any]) -> bool:
         """Whether any event may be news: not the hook's own files, and of a SQLite
