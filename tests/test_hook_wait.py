@@ -434,7 +434,7 @@ def test_without_room_for_more_watches_the_waiting_hook_checks_periodically(
 
 
 def test_the_turn_gate_holds_notices_until_the_turn_ended(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     """Review finding: a waiting hook that stays (OpenCode, Pi, Codex, Qwen Code) pushed one
     turn per change (19 for 20 changes 0.1 s apart). After a delivery the next notice now
     waits for the turn it started: an ``idle`` line from the plugin (stream paths), or the
@@ -459,21 +459,25 @@ def test_the_turn_gate_holds_notices_until_the_turn_ended(
     left, right = socket.socketpair()  # Bun gives its children socket pairs, not pipes
     with left, right, left.makefile("rb", buffering=0) as plugin_end:
         assert turngate.TurnGate(None, stdin=plugin_end).fd is not None
-    monkeypatch.setattr(turngate, "QUIET_S", 0.2)
+    now = [1000.0]  # an injected clock: no sleeping
+
+    def clock() -> float:
+        return now[0]
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("a\n")
-    gate = turngate.TurnGate(str(transcript), stdin=None)
+    os.utime(transcript, (1, 1))
+    gate = turngate.TurnGate(str(transcript), stdin=None, clock=clock)
     gate.close()
     assert not gate.open()
-    time.sleep(0.05)
-    transcript.write_text("a\nthe woken turn\n")
-    os.utime(transcript, (time.time() + 1, time.time() + 1))
+    now[0] += 1.0
+    os.utime(transcript, (2, 2))  # the woken turn writes
     assert not gate.open()  # the turn runs
-    time.sleep(0.3)
+    now[0] += turngate.QUIET_S - 0.1
+    assert not gate.open()  # not quiet long enough yet
+    now[0] += 0.2
     assert gate.open()  # and went quiet
-    monkeypatch.setattr(turngate, "GATE_MAX_S", 0.1)
     gate.close()
-    time.sleep(0.15)
+    now[0] += turngate.GATE_MAX_S + 0.1
     assert gate.open()  # at the latest after GATE_MAX_S
 
 

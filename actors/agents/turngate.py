@@ -11,6 +11,7 @@ import io
 import os
 import stat
 import time
+from collections.abc import Callable
 from typing import IO
 
 __all__ = ["GATE_MAX_S", "QUIET_S", "TurnGate", "first_line"]
@@ -40,12 +41,17 @@ class TurnGate:
     Args:
         transcript: the session's transcript (quiet detection), or ``None``.
         stdin: the stream plugin's pipe (``idle`` lines), or ``None``.
+        clock: seconds, monotonic (tests inject one).
+
+    The waiting hook's main thread; no method blocks.
     """
 
     MAX_LINE = 64
     """Longest input line looked at (bytes); longer ones are dropped whole."""
 
-    def __init__(self, transcript: str | None, *, stdin: IO[bytes] | None) -> None:
+    def __init__(self, transcript: str | None, *, stdin: IO[bytes] | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._transcript = transcript
         self.fd: int | None = None
         """The descriptor the waiter polls for ``idle`` lines, or ``None``."""
@@ -62,7 +68,7 @@ class TurnGate:
     def close(self) -> None:
         """A delivery happened: notices wait for the turn's end (non-blocking)."""
         self._lines()  # what was waiting is about the turn before: dropped
-        self._closed_at = time.monotonic()
+        self._closed_at = self._clock()
         self._mtime = self._modified()
         self._turn_seen = False
 
@@ -70,7 +76,7 @@ class TurnGate:
         """Whether notices may be delivered now (non-blocking but for one ``stat``)."""
         if self._closed_at is None:
             return True
-        now = time.monotonic()
+        now = self._clock()
         if now - self._closed_at >= GATE_MAX_S:
             self._closed_at = None
             return True
@@ -89,7 +95,7 @@ class TurnGate:
         """How soon :meth:`open` should be asked again while nothing else happens."""
         if self._closed_at is None:
             return None
-        left = GATE_MAX_S - (time.monotonic() - self._closed_at)
+        left = GATE_MAX_S - (self._clock() - self._closed_at)
         return max(0.05, min(left, QUIET_S if self.fd is None else left))
 
     def read_input(self) -> None:
