@@ -21,6 +21,7 @@ Run: ``python -m scripts.bench_hook [--runs 20] [--sessions 2000]``;
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from actors.agents.hookplan import MAX_ADOPT_PER_RUN  # noqa: E402 - after the path set-up
+from actors.agents.manage import run_manage  # noqa: E402 - after the path set-up
 from actors.testing import (  # noqa: E402 - after the path set-up
     ClaudeCodeTranscript,
     CodexRollout,
@@ -89,6 +91,11 @@ def _home(root: Path, sessions: int) -> tuple[dict[str, str], bytes]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SSA_", "CLAUDE_", "CODEX_", "XDG_", "PI_", "OPENCODE_"))}
     env["HOME"] = str(root)
+    # The session must be a manager (ssa manage): a worker's hook stops after one peek.
+    state = root / ".local" / "state" / "ssa"
+    state.mkdir(parents=True, exist_ok=True)
+    run_manage(state / "state.sqlite", f"agent:main:claude:{manager.session_id}", off=False,
+               wake=True, out=io.StringIO(), err=io.StringIO())
     stdin = json.dumps({"session_id": manager.session_id, "cwd": cwd,
                         "hook_event_name": "UserPromptSubmit",
                         "transcript_path": str(manager.path), "prompt": "p"}).encode()
