@@ -50,8 +50,8 @@ def source_word(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def source_module(names: tuple[str, ...]) -> re.Pattern[str]:
-    """A source's own modules, by their last name part: ``claude.py``, ``claude_source.py``,
-    ``opencode_rows.py``, ``kit/claude.py`` (the test kit's writer of its shapes)."""
+    """A part of a source's own module's name: its folder (``actors.upstream.claude``,
+    ``actors.agents.tools.claude_code``) or a module named after it (``claude_node``)."""
     return re.compile(r"^_?(" + "|".join(map(re.escape, names)) + r")(_[a-z_]*)?$")
 
 
@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     naming = [
         m
         for m, p in mods.items()
-        if not module_pattern.search(m.rsplit(".", 1)[-1]) and m != REGISTRY
+        if not any(module_pattern.search(part) for part in m.split(".")[2:])
+        and m not in (REGISTRY, "actors.agents.tools")
         and code_names_a_source(p, word)
     ]
     sizes = sorted(

@@ -32,8 +32,8 @@ from actors.testing import (
     Reply,
     Typed,
 )
-from actors.upstream.aider_paths import history_thread_id
-from actors.upstream.kit.gemini import type_turn as gemini_type_turn
+from actors.upstream.aider.paths import history_thread_id
+from actors.upstream.gemini.kit import type_turn as gemini_type_turn
 from actors.upstream.reading import Reading
 from actors.upstream.sources import find_source
 from tests._upstream_rows import claude_assistant, claude_user, codex_paginated_user

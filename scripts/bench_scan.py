@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from actors.upstream.opencode import classify_messages, load_messages, open_opencode_db  # noqa: E402
+from actors.upstream.opencode.store import classify_messages, load_messages, open_opencode_db  # noqa: E402
 from actors.upstream.scan import line_classifier  # noqa: E402
 
 DIRS = {"claude": "claude-code", "codex": "codex", "pi": "pi"}

@@ -1,7 +1,7 @@
 """Aider 0.86.2 end to end: the real CLI in tmux against the fake Chat Completions server.
 
 What the harness did (the action log) is the ground truth for how
-:func:`actors.upstream.aider.classify_aider_history` decides every block the
+:func:`actors.upstream.aider.classify.classify_aider_history` decides every block the
 real tool wrote into ``.aider.chat.history.md``: typed prompts, ``/ask`` with a
 question, a shell command the model proposed (two of them: the first answered
 "skip all", so Aider writes the second question and its answer as user
@@ -18,7 +18,7 @@ import secrets
 
 import pytest
 
-from actors.upstream.aider import aider_sessions
+from actors.upstream.aider.classify import aider_sessions
 from tests.harness import Agent, Aider, Harness, Text, compare
 from tests.harness import actions as act
 from tests.harness.fixtures import REQUIRED

@@ -7,7 +7,7 @@ class 4), decided through ``ssa classify``'s code path and through ``ssa watch -
   runs a turn on it once the thread is idle, and deletes the queue row. The turn's
   ``task_started`` says ``turn_attribution.turn_trigger: "queue"`` (a typed prompt's
   says ``"user"``): the message is ``queued_message``
-  (:mod:`actors.upstream.codex_turns`). The action log records it as a
+  (:mod:`actors.upstream.codex.turns`). The action log records it as a
   ``program_run``: no person typed it. The composer's history
   (``$CODEX_HOME/history.jsonl``) holds the typed prompts and not the queued one;
   with ``[history] persistence = "none"`` there is no such file, and the decision

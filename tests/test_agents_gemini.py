@@ -1,7 +1,7 @@
 """Gemini CLI 0.61.0 end to end: the real TUI in tmux against the fake Gemini API server.
 
 What the harness did (the action log) is the ground truth for how
-:mod:`actors.upstream.gemini` decides every row the real tool wrote.
+:mod:`actors.upstream.gemini.classify` decides every row the real tool wrote.
 """
 
 from __future__ import annotations

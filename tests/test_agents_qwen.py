@@ -1,7 +1,7 @@
 """Qwen Code 0.24.4 end to end: the real TUI in tmux against the fake Chat Completions server.
 
 What the harness did (the action log) is the ground truth for how
-:mod:`actors.upstream.qwen` decides every row the real tool wrote, through
+:mod:`actors.upstream.qwen.classify` decides every row the real tool wrote, through
 ``ssa classify``'s code path and through ``ssa watch --json`` run beside the
 TUI: one ``human_direct_message`` per typed turn (each waited for before the
 next action, so each is its own burst) and none for anything else.

@@ -306,11 +306,12 @@ DEFERRED: dict[tuple[str, str], str] = {
 }
 """Every deferred (in-function) import, with why it is deferred (goal: only optional
 dependencies and measured start-up cost). Besides these, each source's light half
-(``<tool>_source``) loads its heavy half (``<tool>_reading``) on first use."""
+(``actors.upstream.<source>.source``) loads its heavy half (``….reading``) on first use."""
 
 
 def _is_heavy_half(module: str, imported: str) -> bool:
-    return module.endswith("_source") and imported == module.removesuffix("_source") + "_reading"
+    return (module.startswith("actors.upstream.") and module.endswith(".source")
+            and imported == module.removesuffix(".source") + ".reading")
 
 
 def test_deferred_imports_are_only_the_listed_ones() -> None:

@@ -15,7 +15,7 @@ from actors.agents import hook as hook_mod
 from actors.agents.manage import run_manage
 from actors.agents.project import project_roots
 from actors.testing import AiderChatHistory, ClaudeCodeTranscript, CrushTranscript, Reply, Typed
-from actors.upstream.aider_paths import history_thread_id
+from actors.upstream.aider.paths import history_thread_id
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.upstream import gemini as g
-from actors.upstream.crush import CrushMessage, classify_crush_message
+from actors.upstream.crush.classify import CrushMessage, classify_crush_message
+from actors.upstream.gemini import classify as g
 from actors.upstream.kindlog import MAX_LOGGED_KINDS, log_unknown_kind
 
 _LOGGER = logging.getLogger("tests.kindlog")
@@ -41,7 +41,7 @@ def test_a_value_that_is_no_name_is_unprintable_and_the_count_is_capped(
 def test_gemini_unknown_message_type_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     kind = f"surprise{secrets.token_hex(4)}"
     line = b'{"id":"x%d","type":"' + kind.encode() + b'","content":"hello private"}\n'
-    with caplog.at_level(logging.INFO, logger="actors.upstream.gemini"):
+    with caplog.at_level(logging.INFO, logger="actors.upstream.gemini.classify"):
         for n in range(3):
             scan = g.read_gemini_rows(line.replace(b"%d", str(n).encode()))
             assert [(r.typed, r.reason) for r in scan.rows] == [(False, "unknown_kind")]
@@ -54,7 +54,7 @@ def test_gemini_unknown_message_type_is_logged_once(caplog: pytest.LogCaptureFix
 def test_crush_unknown_role_and_part_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     role, part = f"role{secrets.token_hex(4)}", f"part{secrets.token_hex(4)}"
     parts = '[{"type": "text", "data": {"text": "private words"}}, {"type": "%s", "data": {}}]'
-    with caplog.at_level(logging.INFO, logger="actors.upstream.crush"):
+    with caplog.at_level(logging.INFO, logger="actors.upstream.crush.classify"):
         for rowid in (1, 2):
             odd_role = CrushMessage(rowid=rowid, id="m", session_id="s", role=role,
                                     parts="[]", created_ms=0)

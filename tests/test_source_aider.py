@@ -25,10 +25,10 @@ from actors.testing import (
     ToolResult,
     Typed,
 )
-from actors.upstream.aider import PAGE_BYTES
-from actors.upstream.aider_paths import history_thread_id
+from actors.upstream.aider.classify import PAGE_BYTES
+from actors.upstream.aider.kit import type_turn
+from actors.upstream.aider.paths import history_thread_id
 from actors.upstream.catalog import default_catalogs, discover
-from actors.upstream.kit.aider import type_turn
 from actors.upstream.source import Candidate
 from tests.conftest import WATCHER, Wakes
 
@@ -158,7 +158,7 @@ def test_a_reply_line_longer_than_the_scan_cap_does_not_stop_the_history(
 
 
 def test_a_block_longer_than_the_window_is_skipped_a_header_waited_for() -> None:
-    from actors.upstream.aider import AiderCursor, past_long_line
+    from actors.upstream.aider.classify import AiderCursor, past_long_line
 
     cursor = AiderCursor(offset=10)
     typed = past_long_line(b"#### " + b"x" * 100, cursor)  # a person's line: oversized
@@ -207,7 +207,7 @@ def test_a_session_begun_further_back_than_the_tail_is_still_known(
         program: bool, one_line: bool) -> None:
     """Review finding: with the last session header more than ``TAIL_BYTES`` before the
     end at adoption, every later typed block was ``no_session`` (dropped)."""
-    from actors.upstream import aider_reading
+    from actors.upstream.aider import reading as aider_reading
 
     monkeypatch.setattr(aider_reading, "TAIL_BYTES", 64 << 10)
     monkeypatch.setattr(aider_reading, "SEARCH_PIECE", 4 << 10)

@@ -15,8 +15,8 @@ from actors.cli.watch import run_watch
 from actors.monitors.where import project_of
 from actors.testing import CrushTranscript, Reply, SubagentRow, ToolCall, ToolResult, Typed
 from actors.upstream.catalog import default_catalogs, discover
-from actors.upstream.crush_source import store_rows
-from actors.upstream.kit.crush import type_turn
+from actors.upstream.crush.kit import type_turn
+from actors.upstream.crush.source import store_rows
 from actors.upstream.source import Candidate
 from tests.conftest import WATCHER
 
@@ -105,7 +105,7 @@ def test_a_file_that_is_not_a_crush_store_is_named_in_a_users_words(
     assert cli.main(["classify", "--source", "crush", "--session", SID, str(text)]) == 1
     assert capsys.readouterr().err == (
         f"ssa: cannot read {text}: not a SQLite database (give Crush's .crush/crush.db)\n")
-    with caplog.at_level("WARNING", logger="actors.upstream.crush_source"):
+    with caplog.at_level("WARNING", logger="actors.upstream.crush.source"):
         assert list(discover("crush", text)) == []
     assert "NotADBError" not in caplog.text
     assert "not a SQLite database" in caplog.text

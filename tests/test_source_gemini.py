@@ -17,7 +17,7 @@ from actors.cli.watch import run_watch
 from actors.monitors.where import project_of
 from actors.testing import GeminiSession, Reply, ToolCall, ToolResult, Typed
 from actors.upstream.catalog import default_catalogs, discover
-from actors.upstream.kit.gemini import type_turn
+from actors.upstream.gemini.kit import type_turn
 from actors.upstream.source import Candidate
 from tests.conftest import WATCHER
 
@@ -169,7 +169,7 @@ def _grow_logs(chats: Path, megabytes: int) -> None:
 def test_a_logs_json_over_its_parse_limit_still_lets_the_sessions_count(
         gateway: Gateway, tmp_path: Path) -> None:
     """Review finding: over 16 MiB the project's every session went unmonitored."""
-    from actors.upstream.gemini_reading import LOGS_LIMIT
+    from actors.upstream.gemini.reading import LOGS_LIMIT
 
     chats = _project(tmp_path / ".gemini" / "tmp")
     path = _interactive(chats)
@@ -189,7 +189,7 @@ def test_a_logs_json_over_its_parse_limit_still_lets_the_sessions_count(
 def test_a_session_found_while_logs_json_is_rewritten_is_adopted_once_it_is_whole(
         tmp_path: Path) -> None:
     """Review finding: adopted never again in that ssa watch run."""
-    from actors.upstream.gemini_source import GEMINI
+    from actors.upstream.gemini.source import GEMINI
 
     chats = _project(tmp_path)
     path = _interactive(chats)

@@ -26,7 +26,7 @@ from actors.testing import (
     Typed,
 )
 from actors.upstream.catalog import default_catalogs, discover
-from actors.upstream.kit.qwen import type_turn
+from actors.upstream.qwen.kit import type_turn
 from actors.upstream.source import Candidate
 from tests.conftest import WATCHER
 

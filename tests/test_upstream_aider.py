@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from actors.testing import Interrupt, Reply, SlashCommand, ToolCall, ToolResult, Typed
-from actors.upstream.aider import (
+from actors.upstream.aider.classify import (
     ATOMIC_WRITE_BYTES,
     PAGE_BYTES,
     AiderCursor,
@@ -21,7 +21,7 @@ from actors.upstream.aider import (
     classify_aider_history,
     read_aider_history,
 )
-from actors.upstream.kit.aider import AiderChatHistory
+from actors.upstream.aider.kit import AiderChatHistory
 
 HEADER = b"\n# aider chat started at 2026-12-02 03:47:39\n\n"
 ARGV = b"> /opt/aider/bin/aider --model openai/harness-model --edit-format diff  \n"

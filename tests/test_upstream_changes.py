@@ -431,7 +431,7 @@ def test_an_event_for_an_opencode_store_our_own_read_touched_queues_no_scan(
     nothing; a turn a person typed changes the fingerprint and still notifies.
     """
     from actors.testing import OpenCodeTranscript, Reply, Typed
-    from actors.upstream.opencode import open_opencode_db, read_sequences
+    from actors.upstream.opencode.store import open_opencode_db, read_sequences
 
     store = tmp_path / "opencode" / "opencode.db"
     store.parent.mkdir()

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
-from actors.upstream.claude import classify_claude_line, classify_claude_message
+from actors.upstream.claude.classify import classify_claude_line, classify_claude_message
 from tests import conftest
 from tests._upstream_rows import claude_user
 

@@ -19,7 +19,11 @@ import pytest
 
 from actors.testing import ClaudeCodeTranscript, Reply, Typed
 from actors.upstream.classify import classify_units
-from actors.upstream.claude import KNOWN_ROW_KINDS, classify_claude_line, classify_claude_message
+from actors.upstream.claude.classify import (
+    KNOWN_ROW_KINDS,
+    classify_claude_line,
+    classify_claude_message,
+)
 
 
 def _reasons(path: Path) -> list[tuple[bool, str]]:
@@ -201,7 +205,7 @@ def test_the_newest_attachments_are_not_typed(attachment: str) -> None:
 
 def test_an_unknown_kind_is_not_typed_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     row = {"type": "brand-new-kind-7f3a", "message": {"role": "user", "content": "hello"}}
-    with caplog.at_level(logging.INFO, logger="actors.upstream.claude"):
+    with caplog.at_level(logging.INFO, logger="actors.upstream.claude.classify"):
         for _ in range(3):
             assert _both(row) == (False, "unknown_kind")
     logged = [r for r in caplog.records if "brand-new-kind-7f3a" in r.getMessage()]
@@ -212,7 +216,7 @@ def test_an_unknown_kind_is_not_typed_and_logged_once(caplog: pytest.LogCaptureF
 # -- class 4 in Pi and Codex: our own hook's context ------------------------------------------
 
 def test_pi_custom_messages_and_our_notice_never_count() -> None:
-    from actors.upstream.pi import classify_pi_line
+    from actors.upstream.pi.classify import classify_pi_line
 
     for custom_type in ("ssa-notice", "some-extension"):
         line = json.dumps({"type": "custom_message", "id": "c1", "parentId": None,
@@ -223,7 +227,7 @@ def test_pi_custom_messages_and_our_notice_never_count() -> None:
 
 
 def test_codex_developer_context_never_counts() -> None:
-    from actors.upstream.codex import classify_codex_line
+    from actors.upstream.codex.classify import classify_codex_line
 
     line = json.dumps({"timestamp": "2026-12-02T01:00:00.000Z", "type": "response_item",
                        "payload": {"type": "message", "role": "developer", "content": [

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text
-from actors.upstream.codex import (
+from actors.upstream.codex.classify import (
     CodexThread,
     classify_codex_line,
     codex_link_refusal,

@@ -1,6 +1,6 @@
 """Codex 0.169.0 turns another program started (issue 22, class 4): ``codex queue``.
 
-Rows are built by the test kit (:class:`~actors.upstream.kit.codex.CodexRollout` with
+Rows are built by the test kit (:class:`~actors.upstream.codex.kit.CodexRollout` with
 ``paginated=True``, the rows the real 0.169.0 TUI wrote under the harness,
 ``tests/test_agents_codex_queue.py``) and decided through ``ssa classify``'s code path.
 """
@@ -14,7 +14,8 @@ import pytest
 
 from actors.testing import Reply, Typed
 from actors.upstream.classify import classify_units
-from actors.upstream.codex_turns import (
+from actors.upstream.codex.kit import CodexRollout, HookContinuation, QueuedMessage, Steer
+from actors.upstream.codex.turns import (
     QUEUE_TRIGGER,
     TurnStart,
     UserItem,
@@ -24,7 +25,6 @@ from actors.upstream.codex_turns import (
     turn_start,
     user_item,
 )
-from actors.upstream.kit.codex import CodexRollout, HookContinuation, QueuedMessage, Steer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -177,7 +177,7 @@ def test_a_turn_whose_start_is_not_found_keeps_its_decision(tmp_path: Path) -> N
 
 def test_chunked_lookback_joins_lines_across_pieces(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors.upstream import codex_turns
+    from actors.upstream.codex import turns as codex_turns
 
     monkeypatch.setattr(codex_turns, "_CHUNK", 97)  # lines cut at every piece boundary
     rollout = _rollout(tmp_path)
@@ -190,7 +190,7 @@ def test_chunked_lookback_joins_lines_across_pieces(tmp_path: Path,
 
 def test_lookups_are_bounded_per_classifier(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors.upstream import codex_turns
+    from actors.upstream.codex import turns as codex_turns
 
     calls: list[str] = []
     real = codex_turns.find_turn

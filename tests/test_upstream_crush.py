@@ -1,6 +1,6 @@
 """Crush's crush.db: every message kind decided as Crush's source writes it.
 
-The store is built by :class:`actors.upstream.kit.crush.CrushTranscript` in the
+The store is built by :class:`actors.upstream.crush.kit.CrushTranscript` in the
 shape of Crush's migrations (docs/upstream-crush.md). The real CLI cannot be
 driven here: see ``test_real_crush_cannot_be_installed_here``.
 """
@@ -26,7 +26,7 @@ from actors.testing import (
     ToolResult,
     Typed,
 )
-from actors.upstream.crush import (
+from actors.upstream.crush.classify import (
     SUMMARY_CONTINUATION,
     CrushMessage,
     classify_crush_message,
@@ -37,7 +37,7 @@ from actors.upstream.crush import (
     read_crush_messages,
     read_crush_sessions,
 )
-from actors.upstream.kit.crush import CrushTranscript
+from actors.upstream.crush.kit import CrushTranscript
 
 
 @pytest.fixture

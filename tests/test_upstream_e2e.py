@@ -132,7 +132,7 @@ def test_opencode_run_sessions_get_no_link_while_interactive_ones_do(
 def test_an_opencode_store_without_session_permissions_still_reads(tmp_path: Path) -> None:
     import apsw
 
-    from actors.upstream import opencode as oc
+    from actors.upstream.opencode import store as oc
 
     db = _copy(tmp_path, "opencode/opencode-1.18.33-generated.db")
     writable = apsw.Connection(str(db))

@@ -2,10 +2,10 @@
 
 * Pi 0.73.1 ``pi --fork FILE`` / ``/fork``: a new file whose header names
   ``parentSession`` and is stamped at the copy, then the parent's entries
-  unchanged (:mod:`actors.upstream.pi_copies`).
+  unchanged (:mod:`actors.upstream.pi.copies`).
 * OpenCode 1.18.33 ``--fork``: a new session with every message copied under a
-  new id and its original ``time.created`` (:mod:`actors.upstream.opencode_copies`).
-* Pi prompts our extension marked with ``ssaInput`` (:mod:`actors.upstream.pi_input`).
+  new id and its original ``time.created`` (:mod:`actors.upstream.opencode.copies`).
+* Pi prompts our extension marked with ``ssaInput`` (:mod:`actors.upstream.pi.inputs`).
 
 Rows are built with the test kit in the shapes the real tools wrote under the
 harness (tests/test_agents_pi_actions.py, tests/test_agents_opencode_actions.py).
@@ -22,13 +22,13 @@ import pytest
 
 from actors.testing import OpenCodeTranscript, PiSession, Reply, SlashCommand, Typed
 from actors.upstream.classify import classify_units
-from actors.upstream.opencode import classify_db_session, open_opencode_db, read_sequences
-from actors.upstream.opencode_copies import fork_time as opencode_fork_time
-from actors.upstream.opencode_copies import is_copy
-from actors.upstream.opencode_reading import scan_opencode
-from actors.upstream.pi import _classify_mapping, classify_pi_line
-from actors.upstream.pi_copies import fork_time
-from actors.upstream.pi_input import input_source_reason
+from actors.upstream.opencode.copies import fork_time as opencode_fork_time
+from actors.upstream.opencode.copies import is_copy
+from actors.upstream.opencode.reading import scan_opencode
+from actors.upstream.opencode.store import classify_db_session, open_opencode_db, read_sequences
+from actors.upstream.pi.classify import _classify_mapping, classify_pi_line
+from actors.upstream.pi.copies import fork_time
+from actors.upstream.pi.inputs import input_source_reason
 from actors.upstream.scan import StoreHint, line_classifier, scan_jsonl
 
 
@@ -266,7 +266,7 @@ def test_a_fifo_in_place_of_a_pi_session_is_no_fork_and_does_not_block(tmp_path:
 def test_a_fifo_beside_a_claude_transcript_is_skipped_without_blocking(tmp_path: Path) -> None:
     import os
 
-    from actors.upstream.claude_copies import copied_from_elsewhere
+    from actors.upstream.claude.copies import copied_from_elsewhere
 
     own = tmp_path / "own.jsonl"
     own.write_text('{"type":"user","uuid":"u-1"}\n')

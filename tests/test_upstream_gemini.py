@@ -1,4 +1,4 @@
-"""actors.upstream.gemini on rows in Gemini CLI 0.61.0's shapes (the test kit's GeminiSession)."""
+"""actors.upstream.gemini.classify on rows in Gemini CLI 0.61.0's shapes (the kit's builder)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from actors.testing import (
     ToolResult,
     Typed,
 )
-from actors.upstream import gemini as g
-from actors.upstream.kit.gemini import GeminiSession, gemini_logs_json
+from actors.upstream.gemini import classify as g
+from actors.upstream.gemini.kit import GeminiSession, gemini_logs_json
 
 
 def _decided(path: Path) -> list[tuple[str, bool, str]]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from actors import Gateway
-from actors.upstream.claude_node import NODE_SCAN_LIMIT, scan_node
+from actors.upstream.claude.node import NODE_SCAN_LIMIT, scan_node
 from tests._upstream_rows import claude_assistant, claude_user
 from tests.conftest import WATCHER
 

@@ -1,4 +1,4 @@
-"""The OpenCode SQLite reader and classifier (``actors.upstream.opencode``).
+"""The OpenCode SQLite reader and classifier (``actors.upstream.opencode.store``).
 
 Three kinds of test:
 
@@ -33,8 +33,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
-from actors.upstream import opencode as oc
-from actors.upstream.opencode import (
+from actors.upstream.opencode import store as oc
+from actors.upstream.opencode.store import (
     SHELL_SENTINEL,
     OpenCodeMarker,
     OpenCodeMessage,

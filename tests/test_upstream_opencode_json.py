@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from actors.cli.app import main
-from actors.upstream.opencode_json import classify_json_session, load_json_messages
+from actors.upstream.opencode.legacy_json import classify_json_session, load_json_messages
 from tests import conftest
 
 STORE = conftest.FIXTURES / "opencode" / "opencode-1.1.65-storage"

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.upstream import Unit, normalize_text, text_hash
-from actors.upstream.pi import _classify_mapping, classify_pi_line, pi_header_version
+from actors.upstream.pi.classify import _classify_mapping, classify_pi_line, pi_header_version
 from tests import conftest
 
 FIXTURES = conftest.FIXTURES / "pi"

@@ -1,4 +1,4 @@
-"""actors.upstream.qwen on records in Qwen Code 0.24.4's shapes (the test kit's QwenSession)."""
+"""actors.upstream.qwen.classify on records in Qwen Code 0.24.4's shapes (the kit's QwenSession)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from actors.testing import Compaction, Reply, SlashCommand, SubagentRow, ToolCall, ToolResult, Typed
-from actors.upstream import qwen as q
 from actors.upstream.common import Unit
-from actors.upstream.kit.qwen import QwenSession
-from actors.upstream.qwen_reading import classify_qwen_line
+from actors.upstream.qwen import classify as q
+from actors.upstream.qwen.kit import QwenSession
+from actors.upstream.qwen.reading import classify_qwen_line
 
 
 def test_typed_tool_slash_compaction_notification(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_user_subtypes_the_cli_writes_and_unknown_ones() -> None:
 def test_an_unknown_kind_is_logged_once_by_name(caplog: pytest.LogCaptureFixture) -> None:
     line = b'{"type":"brand-new-kind-9c1d","message":{"parts":[{"text":"secret words"}]}}'
     sub = b'{"type":"user","subtype":"odd-sub-9c1d","message":{"parts":[{"text":"secret"}]}}'
-    with caplog.at_level(logging.INFO, logger="actors.upstream.qwen"):
+    with caplog.at_level(logging.INFO, logger="actors.upstream.qwen.classify"):
         for _ in range(3):
             assert classify_qwen_line(line) == Unit(human=False, reason="unknown_kind")
             assert classify_qwen_line(sub) == Unit(human=False, reason="unknown_kind")

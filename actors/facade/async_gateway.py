@@ -41,7 +41,7 @@ from actors.facade.callthreads import CallThreads, in_thread
 from actors.facade.gateway import Clock, DeliverFn, Gateway
 from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.adoption import AdoptRequest
-from actors.upstream.claude_node import NodeTranscriptReader
+from actors.upstream.claude.node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 
 __all__ = ["AsyncGateway", "OnWake"]

@@ -35,7 +35,7 @@ from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.adoption import AdoptRequest
 from actors.monitors.filefeed import ChangeFeed
 from actors.monitors.service import UpstreamService
-from actors.upstream.claude_node import NodeTranscriptReader
+from actors.upstream.claude.node import NodeTranscriptReader
 from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
 from persistence.lazylog import quiet_package
 from persistence.locations import default_state_path

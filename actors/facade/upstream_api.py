@@ -26,7 +26,7 @@ from actors.facade import validate as v
 from actors.monitors.adoption import AdoptRequest
 from actors.monitors.filefeed import ChangeFeed
 from actors.monitors.service import UpstreamService
-from actors.upstream.claude_node import NodeTranscriptReader
+from actors.upstream.claude.node import NodeTranscriptReader
 from actors.upstream.sources import find_source, source_names
 from persistence import (
     SessionStateEvent,
@@ -177,7 +177,7 @@ class UpstreamApi:
         """Adopt a Claude Code thread that lives on a paired node.
 
         The host supplies ``reader`` (see
-        :class:`~actors.upstream.claude_node.NodeTranscriptReader`); each scan
+        :class:`~actors.upstream.claude.node.NodeTranscriptReader`); each scan
         classifies the latest 50 items against the newest uuid seen. Such
         links never report ``upstream_missing`` (a remote read cannot prove a
         deletion). After a restart, call :meth:`register_node_reader` again;

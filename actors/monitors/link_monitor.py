@@ -14,7 +14,7 @@ import pykka
 
 from actors.engine.base import GatewayActor
 from actors.monitors.changes import Fingerprint, fingerprint
-from actors.upstream.claude_node import NodeTranscriptReader, ReaderPool, scan_node
+from actors.upstream.claude.node import NodeTranscriptReader, ReaderPool, scan_node
 from actors.upstream.reading import ScanContext
 from actors.upstream.scan import PendingLine, ScanResult, StoreHint
 from actors.upstream.source import Source

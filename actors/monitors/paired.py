@@ -1,7 +1,7 @@
 """The paired-node path: Claude Code threads read through a node's transcript reader.
 
 What lives here: :class:`PairedNodes`, owned by the upstream service. It
-keeps the registered :class:`~actors.upstream.claude_node.NodeTranscriptReader`
+keeps the registered :class:`~actors.upstream.claude.node.NodeTranscriptReader`
 of each paired node (the monitors look theirs up), the bounded pool their
 reads run on, and adopts a thread on a node (anchor §3.17).
 """
@@ -17,7 +17,7 @@ import msgspec
 import pykka
 
 from actors.upstream.baseline import source_key_of
-from actors.upstream.claude_node import (
+from actors.upstream.claude.node import (
     NODE_SOURCE,
     NodeTranscriptReader,
     ReaderPool,

@@ -28,7 +28,7 @@ from actors.monitors.leases import SETTLE_MS, LeaseKeeper
 from actors.monitors.link_monitor import LinkMemory, MonitorSettings, SoonSet, UpstreamMonitor
 from actors.monitors.paired import PairedNodes
 from actors.monitors.scanning import BACKLOG_ROUNDS, ScanDriver
-from actors.upstream.claude_node import NodeTranscriptReader
+from actors.upstream.claude.node import NodeTranscriptReader
 from actors.upstream.common import text_hash
 from persistence import (
     NoteOwnText,

@@ -51,15 +51,12 @@ this marker pytest warns that it cannot rewrite it; the kit reports with
 from __future__ import annotations
 
 from actors.testing._leaks import LeakCheck, running_actors
-from actors.upstream.kit.aider import AiderChatHistory
-from actors.upstream.kit.claude import ClaudeCodeTranscript
+from actors.upstream.aider.kit import AiderChatHistory
+from actors.upstream.claude.kit import ClaudeCodeTranscript
+from actors.upstream.codex.kit import CodexRollout, HookContinuation, QueuedMessage, Steer
+from actors.upstream.crush.kit import CrushTranscript
+from actors.upstream.gemini.kit import GeminiSession, gemini_logs_json
 from actors.upstream.kit.clock import DEFAULT_START_MS, ManualClock
-from actors.upstream.kit.codex import CodexRollout, HookContinuation, QueuedMessage, Steer
-from actors.upstream.kit.crush import CrushTranscript
-from actors.upstream.kit.gemini import GeminiSession, gemini_logs_json
-from actors.upstream.kit.opencode import OpenCodeTranscript
-from actors.upstream.kit.pi import PiSession
-from actors.upstream.kit.qwen import QwenSession
 from actors.upstream.kit.turns import (
     Compaction,
     ImageOnly,
@@ -72,6 +69,9 @@ from actors.upstream.kit.turns import (
     Turn,
     Typed,
 )
+from actors.upstream.opencode.kit import OpenCodeTranscript
+from actors.upstream.pi.kit import PiSession
+from actors.upstream.qwen.kit import QwenSession
 
 __all__ = ["DEFAULT_START_MS", "AiderChatHistory", "ClaudeCodeTranscript", "CodexRollout",
            "Compaction", "CrushTranscript", "GeminiSession", "HookContinuation", "ImageOnly",

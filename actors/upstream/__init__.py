@@ -1,13 +1,14 @@
 """Readers and classifiers for adopted upstream sessions: pure (no actors, no database).
 
-Each source is one :class:`~actors.upstream.source.Source` in its own module
-(``<tool>_source``: the light half; ``<tool>_reading``: the heavy half,
-loaded on first use; the tool's readers and classifiers beside them), listed
-once in the registry :mod:`actors.upstream.sources`. Every classifier
+Each source is one package, ``actors.upstream.<source>``, holding its
+:class:`~actors.upstream.source.Source` (``<source>.source``: the light half;
+``<source>.reading``: the heavy half, loaded on first use), its readers,
+decisions and copies, and its test-kit builder (``<source>.kit``); it is
+listed once in the registry :mod:`actors.upstream.sources`. Every classifier
 decides units of its tool's real on-disk format conservatively: only turns
 a person typed count as human. The generic modules (``catalog``, ``scan``,
-``baseline``, ``classify``) name no source; ``kit`` writes each tool's shapes
-for the test kit and the samples. May import the standard library, msgspec,
+``baseline``, ``classify``) name no source; ``kit`` holds what every
+source's test-kit builder shares. May import the standard library, msgspec,
 APSW, ``actors.errors`` and ``persistence``'s pure parts only (see
 pyproject.toml's import contracts); see docs/sources.md.
 """

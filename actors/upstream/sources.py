@@ -1,8 +1,8 @@
 """The registry of upstream sources: the one place that lists them.
 
-Adding a source is one new module defining its
-:class:`~actors.upstream.source.Source` (plus its tests) and one line in
-:data:`BUILT_IN`. Everything else (``ssa watch``'s options, discovery,
+Adding a source is one new package, ``actors/upstream/<source>/``, whose
+``source`` module defines its :class:`~actors.upstream.source.Source` (plus
+its tests), and one line in :data:`BUILT_IN`. Everything else (``ssa watch``'s options, discovery,
 adoption, scans, ``ssa classify``, the hook, the samples) reads this list.
 
 Light (the sources' light halves only): ``ssa hook`` imports it at every
@@ -15,14 +15,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from actors.upstream.aider_source import AIDER
-from actors.upstream.claude_source import CLAUDE
-from actors.upstream.codex_source import CODEX
-from actors.upstream.crush_source import CRUSH
-from actors.upstream.gemini_source import GEMINI
-from actors.upstream.opencode_source import OPENCODE
-from actors.upstream.pi_source import PI
-from actors.upstream.qwen_source import QWEN
+from actors.upstream.aider.source import AIDER
+from actors.upstream.claude.source import CLAUDE
+from actors.upstream.codex.source import CODEX
+from actors.upstream.crush.source import CRUSH
+from actors.upstream.gemini.source import GEMINI
+from actors.upstream.opencode.source import OPENCODE
+from actors.upstream.pi.source import PI
+from actors.upstream.qwen.source import QWEN
 from actors.upstream.source import Source
 
 __all__ = ["BUILT_IN", "all_sources", "find_source", "registered", "source_named",

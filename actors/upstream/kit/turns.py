@@ -1,6 +1,6 @@
 """The turns a transcript builder can append, shared by every source.
 
-Each is a frozen value; a builder (:mod:`actors.upstream.kit.claude` …) turns it
+Each is a frozen value; a builder (:mod:`actors.upstream.claude.kit` …) turns it
 into the rows its tool writes. What each turn means:
 
 * :class:`Typed`: a person typed ``text`` into the session (counts).

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from actors.upstream.aider import classify_aider_history
+from actors.upstream.aider.classify import classify_aider_history
 from tests.harness.home import Home
 from tests.harness.install import AgentInstall
 from tests.harness.models import MODEL_ID, FakeModelServer

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from actors.upstream import gemini as up
+from actors.upstream.gemini import classify as up
 from tests.harness.home import Home, merge_json
 from tests.harness.install import AgentInstall
 from tests.harness.models import GEMINI_MODEL, FakeModelServer
@@ -121,8 +121,8 @@ class GeminiCli(AgentTool):
         return found
 
     def decide(self, path: Path, project: Path | None = None) -> list[DecidedRow]:
-        """Every line decided by :func:`actors.upstream.gemini.decide_rows`, with the
-        session's refusal (:func:`~actors.upstream.gemini.gemini_refusal`, from the
+        """Every line decided by :func:`actors.upstream.gemini.classify.decide_rows`, with the
+        session's refusal (:func:`~actors.upstream.gemini.classify.gemini_refusal`, from the
         project's ``logs.json``) applied as ``ssa classify`` does:
         ``not_monitored: <why> (<reason>)``."""
         return decide_jsonl(self.name, path, up.decide_rows, _interactive_ids(path))
@@ -135,7 +135,7 @@ class GeminiCli(AgentTool):
 def decide_jsonl(tool: str, path: Path, decide: Any, interactive: frozenset[str] | None
                  ) -> list[DecidedRow]:
     """Decide every line of ``path`` with ``decide(data: bytes) -> GeminiScan`` and apply
-    :func:`~actors.upstream.gemini.gemini_refusal`; blocks on the read."""
+    :func:`~actors.upstream.gemini.classify.gemini_refusal`; blocks on the read."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     out: list[DecidedRow] = []

@@ -40,7 +40,7 @@ import apsw
 import msgspec
 
 from actors.upstream.classify import classify_units
-from actors.upstream.opencode import open_opencode_db
+from actors.upstream.opencode.store import open_opencode_db
 from tests.harness.home import Home, merge_json
 from tests.harness.install import AgentInstall
 from tests.harness.models import MODEL_ID, FakeModelServer

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from actors.upstream import qwen as up
+from actors.upstream.qwen import classify as up
 from tests.harness.home import Home, merge_json
 from tests.harness.install import AgentInstall
 from tests.harness.models import MODEL_ID, FakeModelServer
@@ -130,7 +130,7 @@ class QwenCode(AgentTool):
         return found
 
     def decide(self, path: Path, project: Path | None = None) -> list[DecidedRow]:
-        """Every line decided by :func:`actors.upstream.qwen.read_qwen_rows`, with the
+        """Every line decided by :func:`actors.upstream.qwen.classify.read_qwen_rows`, with the
         session's refusal applied as ``ssa classify`` does."""
         data = path.read_bytes()
         lines = data.split(b"\n")

@@ -1,0 +1,56 @@
+"""Codex as an upstream source: rollout JSONL files (upstream-formats.md §3).
+
+The light half (locations, discovery) is here; the line classifier and the
+``session_meta`` header's verdict are :mod:`actors.upstream.codex.classify`, its
+sample writer :mod:`actors.upstream.codex.kit`.
+
+Its heavy half is :data:`actors.upstream.codex.reading.READING`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actors.upstream.source import Candidate, Source, glob_sessions
+
+if TYPE_CHECKING:
+    from actors.upstream.reading import Reading
+
+__all__ = ["CODEX"]
+
+NAME = "codex"
+_UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
+
+
+def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions`` (pure)."""
+    root = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+    return [root / "sessions"]
+
+
+def _thread_of(stem: str) -> str:
+    match = _UUID_TAIL.search(stem)
+    return match.group(1) if match else stem
+
+
+def discover(root: Path) -> Iterator[Candidate]:
+    """``<root>/**/rollout-*.jsonl``; the thread id is the UUID ending the name."""
+    return glob_sessions(NAME, root, "**/rollout-*.jsonl", _thread_of)
+
+
+@functools.cache
+def reading() -> Reading:
+    """Codex's heavy half (loaded once, on first use; any thread)."""
+    from actors.upstream.codex.reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
+
+    return READING
+
+
+CODEX = Source(name=NAME, title="Codex", flag=NAME, metavar="DIR", holds="file",
+               locations=locations, discover=discover,
+               no_link="Codex thread not started by a user", reading=reading)
+"""Codex: the ``session_meta`` line decides the thread id and whether it may be linked."""

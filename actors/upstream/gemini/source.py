@@ -1,0 +1,71 @@
+"""Gemini CLI as an upstream source: session JSONL files (docs/upstream-gemini.md).
+
+The light half (locations, discovery, the change files, the hook's head) is
+here; the rows' decisions are :mod:`actors.upstream.gemini.classify`, its sample
+writer :mod:`actors.upstream.gemini.kit`.
+
+Its heavy half is :data:`actors.upstream.gemini.reading.READING`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actors.upstream.gemini.paths import logs_file, project_root_of
+from actors.upstream.source import Candidate, Source, glob_sessions, json_head
+
+if TYPE_CHECKING:
+    from actors.upstream.reading import Reading
+
+__all__ = ["GEMINI"]
+
+NAME = "gemini"
+
+
+def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+    """``$GEMINI_CLI_HOME/.gemini/tmp``, else ``~/.gemini/tmp`` (pure).
+
+    Gemini CLI 0.61.0 takes ``GEMINI_CLI_HOME`` in place of the home
+    directory (``homedir()``, ``packages/core/src/utils/paths.ts``); the
+    project temp dirs ``<id>/chats/`` are under ``.gemini/tmp``.
+    """
+    base = Path(env["GEMINI_CLI_HOME"]).expanduser() if env.get("GEMINI_CLI_HOME") else home
+    return [base / ".gemini" / "tmp"]
+
+
+def discover(root: Path) -> Iterator[Candidate]:
+    """``<root>/<project id>/chats/session-*.jsonl``; a ``chats`` directory itself may be
+    given. The id is the file's name without ``.jsonl``; sub-agent files
+    (``chats/<parent id>/*.jsonl``) are not sessions of their own."""
+    pattern = "session-*.jsonl" if root.name == "chats" else "*/chats/session-*.jsonl"
+    return glob_sessions(NAME, root, pattern, str)
+
+
+def watch_files(path: str) -> tuple[str, ...]:
+    """The session file and its project's ``logs.json`` (a query is logged there first)."""
+    return (path, logs_file(path))
+
+
+def head(path: str) -> tuple[str | None, int | None]:
+    """``(project root, started_ms)`` for the hook: ``.project_root`` and the first
+    ``timestamp`` (never raises)."""
+    _, started = json_head(path)
+    return project_root_of(path), started
+
+
+@functools.cache
+def reading() -> Reading:
+    """Gemini CLI's heavy half (loaded once, on first use; any thread)."""
+    from actors.upstream.gemini.reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
+
+    return READING
+
+
+GEMINI = Source(name=NAME, title="Gemini CLI", flag=NAME, metavar="DIR", holds="file",
+                locations=locations, discover=discover,
+                no_link="program-driven or sub-agent Gemini CLI session",
+                reading=reading, watch_files=watch_files, head=head)
+"""Gemini CLI: only interactive sessions (their queries logged in ``logs.json``) are linked."""

@@ -1,0 +1,50 @@
+"""Pi as an upstream source: v3 session JSONL files (upstream-formats.md §5).
+
+The light half (locations, discovery) is here; the line classifier and the
+header's verdict are :mod:`actors.upstream.pi.classify`, its sample writer
+:mod:`actors.upstream.pi.kit`.
+
+Its heavy half is :data:`actors.upstream.pi.reading.READING`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actors.upstream.source import Candidate, Source, glob_sessions
+
+if TYPE_CHECKING:
+    from actors.upstream.reading import Reading
+
+__all__ = ["PI"]
+
+NAME = "pi"
+
+
+def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+    """``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions`` (pure)."""
+    root = (Path(env["PI_CODING_AGENT_DIR"]).expanduser() if env.get("PI_CODING_AGENT_DIR")
+            else home / ".pi" / "agent")
+    return [root / "sessions"]
+
+
+def discover(root: Path) -> Iterator[Candidate]:
+    """``<root>/<dir>/<timestamp>_<id>.jsonl``; the id follows the last ``_``."""
+    return glob_sessions(NAME, root, "*/*.jsonl", lambda stem: stem.rsplit("_", 1)[-1])
+
+
+@functools.cache
+def reading() -> Reading:
+    """Pi's heavy half (loaded once, on first use; any thread)."""
+    from actors.upstream.pi.reading import READING  # noqa: PLC0415 - ssa hook's cold path (bench_hook) loads only the light half
+
+    return READING
+
+
+PI = Source(name=NAME, title="Pi", flag=NAME, metavar="DIR", holds="file",
+            locations=locations, discover=discover, no_link="legacy Pi format",
+            reading=reading)
+"""Pi: the session header's version decides whether it may be linked (v3 only)."""
