@@ -27,6 +27,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         upstream_initial_delay_s: seconds before the first upstream scan.
         scan_cap_bytes: most bytes one upstream scan reads per transcript.
         own_text_window: own texts remembered for self-echo detection.
+        own_text_ttl_ms: how long an own text may wait for the upstream row
+            that echoes it, in ms; unmatched after this, it hides nothing. A
+            row matching an own text uses it up.
+        own_text_skew_ms: how much earlier than the gateway noted an own text
+            the upstream tool's clock may date its echo, in ms; a row dated
+            before that is a person's.
         opencode_replay_window: earlier OpenCode user messages that suppress replays.
         missing_threshold: consecutive missing scans before ``upstream_missing``.
         synchronous: SQLite ``synchronous`` (``"FULL"`` or ``"NORMAL"``).
@@ -81,6 +87,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     upstream_initial_delay_s: float = 15.0
     scan_cap_bytes: int = 1_048_576
     own_text_window: int = 10
+    own_text_ttl_ms: int = 900_000
+    own_text_skew_ms: int = 30_000
     opencode_replay_window: int = 50
     missing_threshold: int = 3
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
@@ -120,7 +128,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         for name in ("retention_days", "max_rows", "queue_limit", "max_cursor_actors",
                      "max_monitor_actors", "max_session_actors",
                      "read_connections", "worker_threads", "async_call_threads",
-                     "own_text_window",
+                     "own_text_window", "own_text_ttl_ms",
                      "opencode_replay_window",
                      "missing_threshold", "scan_cap_bytes", "lease_ms",
                      "probe_interval_ms"):
@@ -130,7 +138,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         limits = {"retention_days": 36_500, "max_rows": 100_000_000, "queue_limit": 10_000,
                   "scan_cap_bytes": 1 << 30, "read_connections": 64,
                   "worker_threads": 64, "async_call_threads": 256, "lease_ms": 86_400_000,
-                  "probe_interval_ms": 60_000}
+                  "probe_interval_ms": 60_000, "own_text_ttl_ms": 86_400_000}
         for name, limit in limits.items():
             if getattr(self, name) > limit:
                 raise InvalidArgument(f"{name} must be at most {limit}")
@@ -146,5 +154,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
             # A lease must outlive several probe periods (the idle ones are three
             # periods long), or a live host keeps losing it between renewals.
             raise InvalidArgument("lease_ms must be at least 10 times probe_interval_ms")
+        if not isinstance(self.own_text_skew_ms, int) or isinstance(self.own_text_skew_ms, bool) \
+                or not 0 <= self.own_text_skew_ms <= 3_600_000:
+            raise InvalidArgument("own_text_skew_ms must be an integer from 0 to 3600000")
         if min(self.upstream_initial_delay_s, self.busy_timeout_ms, self.prune_interval_ms) < 0:
             raise InvalidArgument("delays and timeouts must not be negative")

@@ -74,13 +74,13 @@ if TYPE_CHECKING:
         open_connection,
         prepare_path,
     )
-    from persistence._secret import OwnHashes, keyed_hash, read_secret
+    from persistence._secret import keyed_hash, read_secret
     from persistence._submit import collect, send_many, submit, submit_many
     from persistence._upstream import (
         list_links,
         list_watched_links,
         read_link,
-        read_own_hashes,
+        read_own_texts,
     )
     from persistence._writer import PersistenceActor, Ping, is_epoch_ms
     from persistence._writes import sweep_cursors
@@ -96,7 +96,6 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "APPLICATION_ID": "persistence._schema",
     "Command": "persistence._messages",
-    "OwnHashes": "persistence._secret",
     "Presence": "persistence._backend",
     "Reply": "persistence._reply",
     "WakeSignal": "persistence._backend",
@@ -163,7 +162,7 @@ _EXPORTS: dict[str, str] = {
     "read_changes": "persistence._reads",
     "read_entry": "persistence._reads",
     "read_link": "persistence._upstream",
-    "read_own_hashes": "persistence._upstream",
+    "read_own_texts": "persistence._upstream",
     "read_version": "persistence._reads",
     "read_versions": "persistence._reads",
     "send_many": "persistence._submit",
@@ -205,7 +204,6 @@ __all__ = [
     "LinkOutcome",
     "NoteOwnText",
     "NoticeDescriptor",
-    "OwnHashes",
     "PersistenceActor",
     "Ping",
     "Presence",
@@ -253,7 +251,7 @@ __all__ = [
     "read_changes",
     "read_entry",
     "read_link",
-    "read_own_hashes",
+    "read_own_texts",
     "read_secret",
     "read_version",
     "read_versions",

@@ -88,5 +88,5 @@ def apply_command(conn: Any, command: Command, now: int, version: int, *,
         case ReleaseLeases(host_id=host_id):
             return _leases.release_leases(conn, host_id)
         case NoteOwnText():
-            return _upstream.note_own_text(conn, command)
+            return _upstream.note_own_text(conn, command, now)
     raise ValueError(f"unknown command {type(command).__name__}")

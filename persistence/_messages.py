@@ -187,6 +187,11 @@ class CommitScan(_Message, frozen=True, tag="commit-scan"):
     lease_owner: str | None = None
     """Renew this owner's scan lease to ``lease_expires_at`` with the marker."""
     lease_expires_at: int = 0
+    own_texts_used: tuple[int, ...] = ()
+    """Positions of the session's own texts the scanned rows matched: deleted with the
+    marker's move (a record is used up by the row it matches)."""
+    own_texts_expired_before: int | None = None
+    """Own texts noted before this time (epoch ms) expired unmatched: deleted too."""
 
 
 class HostWatchers(_Message, frozen=True, tag="host"):

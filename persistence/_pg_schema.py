@@ -232,6 +232,8 @@ def migrate(conn: Any, schema: str) -> None:
         _to_v4(conn, schema)
     if version < 5:
         _to_v5(conn, schema)
+    if version < 6:
+        _to_v6(conn, schema)
 
 
 _SCHEMA_V4 = """
@@ -274,6 +276,20 @@ def _to_v5(conn: Any, schema: str) -> None:
     logger.info("migrated signal-log schema %r to version 5 (session roles)", schema)
 
 
+_SCHEMA_V6 = """
+ALTER TABLE session_own_texts ADD COLUMN noted_at BIGINT NOT NULL DEFAULT 0;
+"""
+"""Version 6: when each own text was noted (persistence._schema's version 6)."""
+
+
+def _to_v6(conn: Any, schema: str) -> None:
+    """Add the own texts' noted times (one transaction)."""
+    conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(
+        pgsql.Identifier(schema)).as_string() + ";" + _SCHEMA_V6)
+    conn.execute("UPDATE ssa_schema SET version = ?", (6,))
+    logger.info("migrated signal-log schema %r to version 6 (own texts' times)", schema)
+
+
 def _create(conn: Any, schema: str) -> None:
     identifier = pgsql.Identifier(schema)
     conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(identifier).as_string()
@@ -283,6 +299,7 @@ def _create(conn: Any, schema: str) -> None:
         function=function, channel=pgsql.Literal(f"{schema}_wakes")).as_string())
     conn.script(_SCHEMA_V4)
     conn.script(_SCHEMA_V5)
+    conn.script(_SCHEMA_V6)
     make_secret(conn)
     conn.execute("INSERT INTO ssa_schema (application, version) VALUES (?, ?)",
                  (APPLICATION, SCHEMA_VERSION))

@@ -21,7 +21,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connecti
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -154,8 +154,16 @@ CREATE TABLE session_roles (
 """Version 5 (issue 35): which sessions are managers (a session without a row is a
 worker: never notified, never woken), and whether a manager is woken."""
 
+_SCHEMA_V6 = """
+ALTER TABLE session_own_texts ADD COLUMN noted_at INTEGER NOT NULL DEFAULT 0;
+"""
+"""Version 6 (issue 34 item 1): when each own text was noted, so a record matches only
+a row written after it and expires unmatched; a record is consumed by the row it
+matches. Records kept before have ``noted_at`` 0, "unknown": they match as before
+(no time check, no expiry) until a row uses them up or newer texts push them out."""
+
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4,
-                               5: _SCHEMA_V5}
+                               5: _SCHEMA_V5, 6: _SCHEMA_V6}
 
 
 def _after_v4(conn: apsw.Connection) -> None:

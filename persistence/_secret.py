@@ -24,10 +24,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["OWN_TEXT_SECRET", "OwnHashes", "keyed_hash", "make_secret", "read_secret",
+__all__ = ["OWN_TEXT_SECRET", "keyed_hash", "make_secret", "read_secret",
            "rekey_own_texts"]
 
 OWN_TEXT_SECRET = "own_text_hmac"  # noqa: S105 - the row's name, not a secret
@@ -39,30 +38,6 @@ def keyed_hash(secret: bytes, digest: str) -> str:
     if not secret:
         return digest
     return hmac.new(secret, digest.encode("ascii", "replace"), hashlib.sha256).hexdigest()
-
-
-class OwnHashes:
-    """The stored (keyed) own-text hashes of a session, asked with plain SHA-256 hex digests.
-
-    ``digest in own`` is true when ``keyed_hash(secret, digest)`` is stored, so
-    the scanners keep comparing ``text_hash(text)`` as before. Immutable;
-    any thread.
-    """
-
-    __slots__ = ("_secret", "_stored")
-
-    def __init__(self, secret: bytes, stored: Iterable[str]) -> None:
-        self._secret = secret
-        self._stored = frozenset(stored)
-
-    def __contains__(self, digest: object) -> bool:
-        return isinstance(digest, str) and keyed_hash(self._secret, digest) in self._stored
-
-    def __len__(self) -> int:
-        return len(self._stored)
-
-    def __bool__(self) -> bool:
-        return bool(self._stored)
 
 
 def read_secret(conn: Any) -> bytes:

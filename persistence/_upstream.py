@@ -25,7 +25,7 @@ __all__ = [
     "list_watched_links",
     "note_own_text",
     "read_link",
-    "read_own_hashes",
+    "read_own_texts",
     "upsert_link",
 ]
 
@@ -93,13 +93,15 @@ def list_watched_links(conn: Any) -> tuple[list[UpstreamLink], list[str]]:
     return links, sorted(ambiguous)
 
 
-def read_own_hashes(conn: Any, key: str, agent_id: str) -> frozenset[str]:
-    """Hashes of the session's most recent own texts (see :func:`note_own_text`)."""
-    return frozenset(
-        str(h) for (h,) in conn.execute(
-            "SELECT text_hash FROM session_own_texts WHERE session_key = ? AND agent_id = ?",
+def read_own_texts(conn: Any, key: str, agent_id: str) -> list[tuple[int, str, int]]:
+    """The session's own texts (see :func:`note_own_text`): ``(position, stored hash,
+    noted_at epoch ms)`` in the order they were noted. Caller's thread; one query."""
+    return [
+        (int(position), str(digest), int(noted_at)) for position, digest, noted_at in conn.execute(
+            "SELECT position, text_hash, noted_at FROM session_own_texts"
+            " WHERE session_key = ? AND agent_id = ? ORDER BY position",
             (key, agent_id))
-    )
+    ]
 
 
 def upsert_link(conn: Any, cmd: UpsertLink, now: int, version: int, *,
@@ -175,6 +177,7 @@ def commit_scan(conn: Any, cmd: CommitScan, now: int, version: int, *,
             cmd.expected_updated_at, cmd.source_key):
         return ScanOutcome(applied=False)
     recorded = record_event(conn, cmd.record, now, version, host=host) if cmd.record else None
+    _use_own_texts(conn, cmd)
     if cmd.drop_link:
         conn.execute(
             "DELETE FROM session_upstream_links WHERE session_key = ? AND agent_id = ?",
@@ -198,8 +201,21 @@ def commit_scan(conn: Any, cmd: CommitScan, now: int, version: int, *,
     return ScanOutcome(applied=True, record=recorded)
 
 
-def note_own_text(conn: Any, cmd: NoteOwnText) -> None:
-    """Keep the hash among the session's last ``cmd.window`` own texts."""
+def _use_own_texts(conn: Any, cmd: CommitScan) -> None:
+    """Delete the own texts the scan's rows used up, and those expired unused."""
+    for position in cmd.own_texts_used:
+        conn.execute(
+            "DELETE FROM session_own_texts WHERE session_key = ? AND agent_id = ? AND position = ?",
+            (cmd.session_key, cmd.agent_id, position))
+    if cmd.own_texts_expired_before is not None:
+        conn.execute(
+            "DELETE FROM session_own_texts WHERE session_key = ? AND agent_id = ?"
+            " AND noted_at > 0 AND noted_at < ?",
+            (cmd.session_key, cmd.agent_id, cmd.own_texts_expired_before))
+
+
+def note_own_text(conn: Any, cmd: NoteOwnText, now: int) -> None:
+    """Keep the hash among the session's last ``cmd.window`` own texts, noted at ``now``."""
     top = conn.execute(
         "SELECT coalesce(max(position), 0) FROM session_own_texts"
         " WHERE session_key = ? AND agent_id = ?",
@@ -207,9 +223,9 @@ def note_own_text(conn: Any, cmd: NoteOwnText) -> None:
     ).get
     position = int(top) + 1
     conn.execute(
-        "INSERT INTO session_own_texts (session_key, agent_id, position, text_hash)"
-        " VALUES (?, ?, ?, ?)",
-        (cmd.session_key, cmd.agent_id, position, cmd.text_hash),
+        "INSERT INTO session_own_texts (session_key, agent_id, position, text_hash, noted_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (cmd.session_key, cmd.agent_id, position, cmd.text_hash, now),
     )
     conn.execute(
         "DELETE FROM session_own_texts WHERE session_key = ? AND agent_id = ? AND position <= ?",

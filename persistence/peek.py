@@ -40,7 +40,7 @@ __all__ = [
 
 APPLICATION_ID = 0x53534131
 """``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from actors.upstream import longline as _longline
 from actors.upstream import longline_tokens as _longline_tokens
-from actors.upstream.common import Unit, text_hash
+from actors.upstream.common import OwnTextClaims, Unit, text_hash
 from actors.upstream.longline import LineReducer
 from actors.upstream.longline_reduced import ReducedLine, reduced_unit
 from actors.upstream.scan import classify_long_line, count_turns, line_classifier
@@ -199,8 +199,8 @@ def test_a_long_typed_text_carries_its_whole_hash_for_self_echo() -> None:
         assert unit.human, source
         assert unit.echo_hash == text_hash(text), source
         assert len(unit.text or "") < 2 * _longline.KEEP_CHARS + 40
-        assert count_turns([unit], frozenset({text_hash(text)})) == (0, None)
-        assert count_turns([unit], frozenset({text_hash("other")}))[0] == 1
+        assert count_turns([unit], OwnTextClaims.of(text_hash(text))) == (0, None)
+        assert count_turns([unit], OwnTextClaims.of(text_hash("other")))[0] == 1
 
 
 def test_a_marker_a_person_typed_is_not_taken_for_an_elision() -> None:

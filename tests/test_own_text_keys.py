@@ -97,13 +97,14 @@ def test_a_database_of_the_previous_schema_is_rekeyed_and_keeps_its_own_texts(
     with _raw(db) as conn:  # back to schema 3: no secret, the unsalted hash stored
         conn.execute("DROP TABLE ssa_secrets")
         conn.execute("DROP TABLE session_roles")  # schema 5's
+        conn.execute("ALTER TABLE session_own_texts DROP COLUMN noted_at")  # schema 6's
         conn.execute("UPDATE session_own_texts SET text_hash = ?", (_sha(TEXT),))
         if db.name == "sqlite":
             conn.pragma("user_version", 3)
         else:
             conn.execute("UPDATE ssa_schema SET version = 3")
     assert _stored(db) == [_sha(TEXT)]
-    gw = open_gateway()  # migrates to 4, then 5
+    gw = open_gateway()  # migrates to 4, 5 and 6
     [stored] = _stored(db)
     assert stored != _sha(TEXT)
     _append(transcript, claude_user(TEXT))
@@ -111,4 +112,4 @@ def test_a_database_of_the_previous_schema_is_rekeyed_and_keeps_its_own_texts(
     with _raw(db) as conn:
         version = (conn.pragma("user_version") if db.name == "sqlite"
                    else conn.execute("SELECT version FROM ssa_schema").get)
-    assert int(version) == 5
+    assert int(version) == 6

@@ -135,6 +135,7 @@ def test_message_text_reaches_neither_the_database_nor_the_logs(
     # Every text the API accepts as message content carries the marker.
     worker = "agent:main:worker"
     gw.note_own_text(keys["claude"], text("own text noted"))
+    gw.note_own_text(keys["claude"], text("own text never echoed"))  # kept: nothing used it
     assert gw.sessions_send(WATCHER, keys["claude"], text("sent into adopted"),
                             watch=True).accepted
     assert gw.sessions_send(WATCHER, worker, text("sent to inbox")).accepted
@@ -188,8 +189,8 @@ def test_message_text_reaches_neither_the_database_nor_the_logs(
     gw2.close()
     read += assert_no_marker_on_disk(db_path, "after the second close")
 
-    # Own texts are stored only as 64-hex-digit hashes.
-    assert len(hashes) >= 2
+    # Own texts are stored only as 64-hex-digit hashes (the echoed ones were used up).
+    assert len(hashes) == 1
     assert all(len(h) == 64 and set(h) <= set("0123456789abcdef") for h in hashes), hashes
 
     # No log record holds the marker, formatted or with its traceback.

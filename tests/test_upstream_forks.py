@@ -22,6 +22,7 @@ import pytest
 
 from actors.testing import OpenCodeTranscript, PiSession, Reply, SlashCommand, Typed
 from actors.upstream.classify import classify_units
+from actors.upstream.common import NO_OWN_TEXTS
 from actors.upstream.opencode.copies import fork_time as opencode_fork_time
 from actors.upstream.opencode.copies import is_copy
 from actors.upstream.opencode.reading import scan_opencode
@@ -62,7 +63,7 @@ def test_pi_fork_counts_only_its_own_prompt_in_a_monitor_scan(tmp_path: Path) ->
     path = str(fork.path)
     result = scan_jsonl(path, {"offset": 0, "inode": fork.path.stat().st_ino, "epoch": 0,
                                "check": ""}, classify=line_classifier("pi", path),
-                        cap=1 << 20, own_hashes=frozenset())
+                        cap=1 << 20, own_texts=NO_OWN_TEXTS)
     assert (result.kind, result.human_turns) == ("activity", 1)
 
 
@@ -204,7 +205,7 @@ def test_opencode_fork_counts_only_its_own_prompt_in_a_monitor_scan(tmp_path: Pa
         conn.close()
     result = scan_opencode(str(fork.path), fork.session_id,
                            {"seq": 0, "lastHumanMessageId": None},
-                           StoreHint(state="ok", seq=seq), own_hashes=frozenset(),
+                           StoreHint(state="ok", seq=seq), own_texts=NO_OWN_TEXTS,
                            replay_window=50)
     assert (result.kind, result.human_turns) == ("activity", 1)
 

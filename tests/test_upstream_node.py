@@ -8,6 +8,7 @@ from typing import Any
 
 from actors import Gateway
 from actors.upstream.claude.node import NODE_SCAN_LIMIT, scan_node
+from actors.upstream.common import NO_OWN_TEXTS
 from tests._upstream_rows import claude_assistant, claude_user
 from tests.conftest import WATCHER
 
@@ -44,19 +45,19 @@ def test_items_newer_than_the_marker_are_classified_and_the_marker_moves() -> No
                   _row(claude_user("native prompt", timestamp="2026-07-13T10:07:00.000Z"),
                        "item-2"),
                   _row(claude_assistant("answer"), "item-3")]
-    result = scan_node(node, "thread-1", {"uuid": "item-1"}, own_hashes=frozenset(), now=5)
+    result = scan_node(node, "thread-1", {"uuid": "item-1"}, own_texts=NO_OWN_TEXTS, now=5)
     assert (result.kind, result.human_turns, result.next_marker, result.dedupe_id) == (
         "activity", 1, {"uuid": "item-3"}, "item-3")
     assert result.occurred_at == 1_783_937_220_000
     assert node.calls == [("thread-1", NODE_SCAN_LIMIT)]
-    again = scan_node(node, "thread-1", {"uuid": "item-3"}, own_hashes=frozenset(), now=5)
+    again = scan_node(node, "thread-1", {"uuid": "item-3"}, own_texts=NO_OWN_TEXTS, now=5)
     assert again.kind == "no_news"
 
 
 def test_a_failing_reader_is_transient_and_never_missing() -> None:
     node = FakeNode()
     node.fail = True
-    assert scan_node(node, "t", {"uuid": None}, own_hashes=frozenset(), now=0).kind == (
+    assert scan_node(node, "t", {"uuid": None}, own_texts=NO_OWN_TEXTS, now=0).kind == (
         "transient")
 
 

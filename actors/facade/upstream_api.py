@@ -213,10 +213,13 @@ class UpstreamApi:
         Call it *before* writing the text upstream: a scan that runs in
         between would otherwise count the gateway's own text as a person's.
 
-        Only a hash of the normalized text is stored; the session's last
-        ``own_text_window`` of them are self-echo: an upstream human turn
-        with the same normalized text does not count. A storage fault is
-        logged, not raised.
+        Only a keyed hash of the normalized text is stored, with the time it
+        was noted; the session keeps its last ``own_text_window`` of them.
+        The first upstream human turn with the same normalized text, written
+        no earlier than ``own_text_skew_ms`` before the note, is self-echo and
+        does not count; it uses the note up, so a person typing the same words
+        later is reported. A note no row matches within ``own_text_ttl_ms``
+        expires and hides nothing. A storage fault is logged, not raised.
         """
         self._guard()
         v.check_key(key, "key")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -15,6 +16,7 @@ import pykka
 from actors.engine.base import GatewayActor
 from actors.monitors.changes import Fingerprint, fingerprint
 from actors.upstream.claude.node import NodeTranscriptReader, ReaderPool, scan_node
+from actors.upstream.common import OwnTextClaims, OwnTextRecord, OwnTexts
 from actors.upstream.reading import ScanContext
 from actors.upstream.scan import PendingLine, ScanResult, StoreHint
 from actors.upstream.source import Source
@@ -23,15 +25,15 @@ from persistence import (
     ClaimLink,
     CommitScan,
     NoticeDescriptor,
-    OwnHashes,
     ReadPool,
     RecordEvent,
     ScanOutcome,
     SessionStateEvent,
     UpstreamLink,
+    keyed_hash,
     link_lease,
     read_link,
-    read_own_hashes,
+    read_own_texts,
     read_secret,
     submit,
 )
@@ -163,10 +165,14 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
     lease_owner: str | None = None
     """This process's id for scan leases (``None``: no leases)."""
     lease_ms: int = 10_000
+    own_text_ttl_ms: int = 900_000
+    """How long an own text waits for its echo (``GatewayConfig.own_text_ttl_ms``)."""
+    own_text_skew_ms: int = 30_000
+    """How much earlier an echo may be dated (``GatewayConfig.own_text_skew_ms``)."""
 
 
 def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: MonitorSettings,
-                own_hashes: Container[str], node_readers: NodeReaders | None = None,
+                own_texts: OwnTexts, node_readers: NodeReaders | None = None,
                 now: int = 0, node_pool: ReaderPool | None = None,
                 pending: PendingLine | None = None) -> ScanResult:
     """Scan ``link``'s source once (blocking, bounded reads; never raises).
@@ -180,7 +186,7 @@ def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: Monitor
         reader = node_readers(link.host_id[5:]) if node_readers else None
         if reader is None:
             return ScanResult(kind="no_news", reason="no_node_reader")
-        return scan_node(reader, link.thread_id, link.marker, own_hashes=own_hashes, now=now,
+        return scan_node(reader, link.thread_id, link.marker, own_texts=own_texts, now=now,
                          timeout=settings.timeout, pool=node_pool)
     path = link.upstream_ref.get("path")
     if not isinstance(path, str):
@@ -188,7 +194,7 @@ def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: Monitor
     source = find_source(link.source)
     if source is None:
         return ScanResult(kind="no_news", reason="unknown_source")
-    context = ScanContext(cap=settings.scan_cap_bytes, own_hashes=own_hashes, pending=pending,
+    context = ScanContext(cap=settings.scan_cap_bytes, own_texts=own_texts, pending=pending,
                           replay_window=settings.replay_window,
                           busy_timeout_ms=settings.busy_timeout_ms)
     return source.reading().scan(path, link.thread_id, link.marker, hint, context)
@@ -352,7 +358,11 @@ class UpstreamMonitor(GatewayActor):
         self._state.settled = None  # until this scan settles the link again
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
-            own = OwnHashes(read_secret(conn), read_own_hashes(conn, self._key, self._agent_id))
+            secret = read_secret(conn)
+            own = OwnTextClaims(
+                (OwnTextRecord(*row) for row in read_own_texts(conn, self._key, self._agent_id)),
+                key=partial(keyed_hash, secret), now=self._now(),
+                ttl_ms=self._settings.own_text_ttl_ms, skew_ms=self._settings.own_text_skew_ms)
             lease = (link_lease(conn, self._key, self._agent_id)
                      if self._settings.lease_owner is not None else (None, 0))
         if link is None:
@@ -370,7 +380,7 @@ class UpstreamMonitor(GatewayActor):
         if hint is None and source is not None and source.reading().poll is not None:
             hint = store_hint(source, link, self._settings.busy_timeout_ms)
         seen = fingerprint(link)  # before reading: a later append changes it
-        result = scan_source(link, hint, settings=self._settings, own_hashes=own,
+        result = scan_source(link, hint, settings=self._settings, own_texts=own,
                              node_readers=self._node_readers,
                              now=self._clock() if self._clock else 0, node_pool=self._node_pool,
                              pending=self._state.pending)
@@ -435,7 +445,8 @@ class UpstreamMonitor(GatewayActor):
             expected_updated_at=link.updated_at, source_key=link.source_key,
             marker_json=msgspec.json.encode(result.next_marker).decode(), record=record,
             lease_owner=self._settings.lease_owner,
-            lease_expires_at=self._now() + self._settings.lease_ms),
+            lease_expires_at=self._now() + self._settings.lease_ms,
+            own_texts_used=own.claimed, own_texts_expired_before=own.expired_before()),
             settling=bool(result.next_marker.get("settling")))
         # Applied or not (the link changed meanwhile), bytes left past the cap are
         # read by the next scan, which comes soon (see UpstreamService).

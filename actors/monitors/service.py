@@ -90,7 +90,8 @@ class UpstreamService:
             replay_window=config.opencode_replay_window,
             human_shape="human-per-group" if config.group_scope == "per-group" else "human",
             timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000),
-            lease_owner=lease_owner, lease_ms=config.lease_ms)
+            lease_owner=lease_owner, lease_ms=config.lease_ms,
+            own_text_ttl_ms=config.own_text_ttl_ms, own_text_skew_ms=config.own_text_skew_ms)
         self._monitors: ActorPool[tuple[str, str]] = ActorPool(
             self._start_monitor, cap=config.max_monitor_actors, name="monitor")
         self._stop = threading.Event()

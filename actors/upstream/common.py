@@ -13,12 +13,17 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn, Protocol
 
 import msgspec
 
 __all__ = [
+    "NO_OWN_TEXTS",
+    "OwnTextClaims",
+    "OwnTextRecord",
+    "OwnTexts",
     "Unit",
     "cwd_in",
     "decode_any",
@@ -55,6 +60,112 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     occurred_at: int | None = None
     stop: bool = False
     echo_hash: str | None = None
+
+
+class OwnTexts(Protocol):
+    """The gateway's own texts that one scan matches human rows against (self-echo)."""
+
+    def claim(self, digest: str, occurred_at: int | None) -> bool:
+        """Whether the row whose text has :func:`text_hash` ``digest`` is one of them.
+
+        A ``True`` answer uses the matching text up: another row with the same
+        words is a person's unless the gateway sent them again.
+        """
+        ...  # pragma: no cover - a protocol
+
+
+class _NoOwnTexts:
+    """No own texts: every human row counts."""
+
+    __slots__ = ()
+
+    def claim(self, digest: str, occurred_at: int | None) -> bool:
+        """Never: nothing is the gateway's own (pure)."""
+        return False
+
+
+NO_OWN_TEXTS: OwnTexts = _NoOwnTexts()
+"""The :class:`OwnTexts` of a session the gateway never sent to."""
+
+
+class OwnTextRecord(NamedTuple):
+    """One stored own text: its place in the session's list, its stored hash, when noted.
+
+    Attributes:
+        position: increasing per session (the order the texts were noted).
+        text_hash: the hash as stored (keyed, see :class:`OwnTextClaims`).
+        noted_at: when the gateway noted it, epoch ms; 0 when unknown (kept by a
+            release before schema 6): such a record has no time check and never
+            expires.
+    """
+
+    position: int
+    text_hash: str
+    noted_at: int
+
+
+class OwnTextClaims:
+    """A session's own-text records, used up by the rows of one scan that match them.
+
+    A human row matches a record when ``key(digest)`` equals the stored hash,
+    the record has not expired (noted at most ``ttl_ms`` before ``now``; no
+    expiry when ``ttl_ms`` is ``None``) and the row was not written before the
+    record was noted (its ``occurred_at`` is at least ``noted_at - skew_ms``;
+    a row without a time may match). Each record is used by one row at most,
+    the oldest record first, so a person typing the gateway's words again, or
+    before the gateway sent them, is still reported, and a text the tool never
+    wrote stops hiding anything once it expires. :attr:`claimed` lists the
+    used records' positions; the scan's commit deletes them with the marker's
+    move (issue 34 item 1).
+
+    Not thread-safe: one scan's; pure (no I/O).
+    """
+
+    __slots__ = ("_claimed", "_key", "_now", "_records", "_skew_ms", "_ttl_ms")
+
+    def __init__(self, records: Iterable[OwnTextRecord], *,
+                 key: Callable[[str], str] | None = None, now: int = 0,
+                 ttl_ms: int | None = None, skew_ms: int = 0) -> None:
+        """Args: ``records`` in any order; ``key`` maps a plain :func:`text_hash`
+        to its stored form (identity when ``None``); ``now`` in epoch ms."""
+        self._records = sorted(records)
+        self._key = key
+        self._now, self._ttl_ms, self._skew_ms = now, ttl_ms, skew_ms
+        self._claimed: list[int] = []
+
+    @classmethod
+    def of(cls, *digests: str) -> OwnTextClaims:
+        """Records of plain :func:`text_hash` digests that never expire (tests, tools)."""
+        return cls(OwnTextRecord(n, d, 0) for n, d in enumerate(digests, 1))
+
+    def claim(self, digest: str, occurred_at: int | None) -> bool:
+        """Use the oldest live record matching ``digest`` written no later than the row.
+
+        Returns whether one was found (the row is the gateway's own text).
+        """
+        stored = self._key(digest) if self._key is not None else digest
+        for index, record in enumerate(self._records):
+            if record.text_hash != stored:
+                continue
+            if record.noted_at and self._ttl_ms is not None \
+                    and self._now - record.noted_at > self._ttl_ms:
+                continue
+            if record.noted_at and occurred_at is not None \
+                    and occurred_at < record.noted_at - self._skew_ms:
+                continue
+            del self._records[index]
+            self._claimed.append(record.position)
+            return True
+        return False
+
+    @property
+    def claimed(self) -> tuple[int, ...]:
+        """The positions of the records this scan used, in the order they were used."""
+        return tuple(self._claimed)
+
+    def expired_before(self) -> int | None:
+        """Records noted before this time (epoch ms) have expired; ``None``: none expire."""
+        return None if self._ttl_ms is None else self._now - self._ttl_ms
 
 
 def normalize_text(text: str | None) -> str:

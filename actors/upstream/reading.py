@@ -9,7 +9,7 @@ nothing else of a source. Every function runs in its caller's thread.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from actors.errors import SessionStateError
+from actors.upstream.common import OwnTexts
 from actors.upstream.files import file_state
 from actors.upstream.scanning import LineClassifier, PendingLine, ScanResult, StoreHint
 
@@ -58,7 +59,7 @@ class ScanContext(NamedTuple):
 
     Attributes:
         cap: most bytes one scan reads (file sources).
-        own_hashes: the session's recent own texts (self-echo), as hashes.
+        own_texts: the session's own texts (self-echo), used up by the rows they match.
         pending: the long line the last scan left part-way (line sources).
         replay_window: earlier user messages that mark a repeated text a replay
             (store sources that replay, e.g. OpenCode).
@@ -66,7 +67,7 @@ class ScanContext(NamedTuple):
     """
 
     cap: int
-    own_hashes: Container[str]
+    own_texts: OwnTexts
     pending: PendingLine | None = None
     replay_window: int = 50
     busy_timeout_ms: int = 1000

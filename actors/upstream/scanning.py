@@ -10,13 +10,13 @@ bounded reads; they never raise (every failure becomes a result kind).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import msgspec
 
-from actors.upstream.common import Unit, text_hash
+from actors.upstream.common import OwnTexts, Unit, text_hash
 from actors.upstream.files import (
     CHECK_BYTES,
     Chunk,
@@ -114,8 +114,11 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     recheck: bool = False
 
 
-def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int, int | None]:
+def count_turns(units: Iterable[Unit], own_texts: OwnTexts) -> tuple[int, int | None]:
     """Count human units whose text is not one of the gateway's own (self-echo).
+
+    Each human unit asks ``own_texts`` in order; a matching own text is used
+    up by the unit (:class:`~actors.upstream.common.OwnTexts`).
 
     Returns:
         ``(turns, newest occurred_at among them or None)``.
@@ -123,7 +126,8 @@ def count_turns(units: Iterable[Unit], own_hashes: Container[str]) -> tuple[int,
     turns = 0
     newest: int | None = None
     for unit in units:
-        if not unit.human or (unit.echo_hash or text_hash(unit.text)) in own_hashes:
+        if not unit.human or own_texts.claim(unit.echo_hash or text_hash(unit.text),
+                                             unit.occurred_at):
             continue
         turns += 1
         if unit.occurred_at is not None:
@@ -142,7 +146,7 @@ def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
 
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
-    own_hashes: Container[str], pending: PendingLine | None = None,
+    own_texts: OwnTexts, pending: PendingLine | None = None,
 ) -> ScanResult:
     """Scan an append-only JSONL transcript forward from its byte marker.
 
@@ -172,7 +176,7 @@ def scan_jsonl(
             (``check`` digests the bytes before the offset; see ``check_of``).
         classify: the source's line classifier.
         cap: most bytes read in this scan.
-        own_hashes: hashes of the session's recent own texts.
+        own_texts: the session's own texts (self-echo), used up by the rows they match.
         pending: the long line the previous scan left part-way (ignored
             unless it starts at this marker, in the same inode and epoch).
 
@@ -216,7 +220,7 @@ def scan_jsonl(
             return ScanResult(kind=chunk.kind, reason=chunk.reason, pending=pending)
         if chunk.kind != "rewritten":
             return _resume_long_line(chunk, pending, marker, classify=classify,
-                                     own_hashes=own_hashes)
+                                     own_texts=own_texts)
         pending = None  # changed under the line: read it again from the marker
     chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
                        check=check if isinstance(check, str) else None)
@@ -243,7 +247,7 @@ def scan_jsonl(
     if chunk.kind != "lines":
         return ScanResult(kind=chunk.kind, reason=chunk.reason)
     return _classify_lines(chunk, offset, [], marker, classify=classify,
-                           own_hashes=own_hashes)
+                           own_texts=own_texts)
 
 
 def _with_last(marker: dict[str, Any], line: bytes | None) -> dict[str, Any]:
@@ -304,7 +308,7 @@ def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
 
 
 def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
-                      classify: LineClassifier, own_hashes: Container[str]) -> ScanResult:
+                      classify: LineClassifier, own_texts: OwnTexts) -> ScanResult:
     """Go on with a pending long line from where the last scan left it."""
     if chunk.kind == "partial":
         return _feed_long_line(chunk, pending)
@@ -319,11 +323,11 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
     line_end = first_start + len(first) + 1
     rest = replace(chunk, lines=chunk.lines[1:])
     return _classify_lines(rest, first_start, [unit], marker, classify=classify,
-                           own_hashes=own_hashes, end=line_end)
+                           own_texts=own_texts, end=line_end)
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
-                    classify: LineClassifier, own_hashes: Container[str],
+                    classify: LineClassifier, own_texts: OwnTexts,
                     end: int | None = None) -> ScanResult:
     """Classify the complete lines of ``chunk`` after ``units`` already decided.
 
@@ -347,7 +351,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
     if not units and end == offset:
         return ScanResult(kind="no_news", reason=stopped)
     epoch = marker.get("epoch", 0)
-    turns, newest = count_turns(units, own_hashes)
+    turns, newest = count_turns(units, own_texts)
     before = len(chunk.raw) - (chunk.end - offset)
     consumed = before + (end - offset)
     new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])

@@ -214,7 +214,7 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
     if len(check) < CHECK_BYTES and read.cursor.offset >= CHECK_BYTES:
         before, _ = read_range(path, read.cursor.offset - CHECK_BYTES, CHECK_BYTES, state.inode)
         check = before or b""
-    turns, newest = count_turns((unit for _, unit in read.decisions), context.own_hashes)
+    turns, newest = count_turns((unit for _, unit in read.decisions), context.own_texts)
     end = read.cursor.offset
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,

@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from actors.upstream.claude.classify import classify_claude_message
+from actors.upstream.common import OwnTexts
 from actors.upstream.scanning import ScanResult, count_turns
 
 __all__ = ["NODE_SCAN_LIMIT", "NODE_SOURCE", "NodeTranscriptReader", "ReaderPool",
@@ -162,7 +163,7 @@ def node_baseline(reader: NodeTranscriptReader, thread_id: str, *,
 
 
 def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, Any], *,
-              own_hashes: Container[str], now: int, timeout: float = 10.0,
+              own_texts: OwnTexts, now: int, timeout: float = 10.0,
               pool: ReaderPool | None = None) -> ScanResult:
     """Classify the items newer than the marker among the latest 50 (anchor §3.17).
 
@@ -185,7 +186,7 @@ def scan_node(reader: NodeTranscriptReader, thread_id: str, marker: dict[str, An
     if not isinstance(newest, str) or not newest:
         return ScanResult(kind="no_news", reason="newest_item_without_uuid")
     turns, occurred = count_turns((classify_claude_message(item) for item in fresh
-                                   if isinstance(item, Mapping)), own_hashes)
+                                   if isinstance(item, Mapping)), own_texts)
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns, next_marker={"uuid": newest},
         occurred_at=(occurred if occurred is not None else now) if turns else None,

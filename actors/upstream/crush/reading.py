@@ -112,7 +112,7 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
     if session is None:
         return ScanResult(kind="missing", reason="session_gone")
     decisions = classify_crush_rows(read.messages, {session.id: session})
-    turns, newest = count_turns((unit for _, unit in decisions), context.own_hashes)
+    turns, newest = count_turns((unit for _, unit in decisions), context.own_texts)
     counted = [m.id for m, unit in decisions if unit.human]
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Container, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 
 from actors.errors import InvalidArgument, SessionStateError
-from actors.upstream.common import text_hash
+from actors.upstream.common import NO_OWN_TEXTS, OwnTexts, text_hash
 from actors.upstream.files import file_state
 from actors.upstream.opencode import store as opencode
 from actors.upstream.opencode.copies import session_fork_time
@@ -86,7 +86,7 @@ def _baseline(path: str, thread_id: str | None, from_start: bool,
 
 def scan_opencode(
     path: str, session_id: str, marker: dict[str, Any], hint: StoreHint | None, *,
-    own_hashes: Container[str], replay_window: int, busy_timeout_ms: int = 1000,
+    own_texts: OwnTexts, replay_window: int, busy_timeout_ms: int = 1000,
 ) -> ScanResult:
     """Scan one OpenCode session given this cadence's sequence hint (anchor §3.17).
 
@@ -121,8 +121,8 @@ def scan_opencode(
                                         replay_window=replay_window,
                                         forked_at=forked_at)
     counted = [(mid, unit) for mid, unit in result.decisions
-               if unit.human and text_hash(unit.text) not in own_hashes]
-    turns, newest = count_turns((unit for _, unit in counted), frozenset())
+               if unit.human and not own_texts.claim(text_hash(unit.text), unit.occurred_at)]
+    turns, newest = count_turns((unit for _, unit in counted), NO_OWN_TEXTS)
     return ScanResult(
         kind="activity", reason="scanned", human_turns=turns,
         next_marker={"seq": hint.seq, "lastHumanMessageId": result.last_human_message_id},
@@ -132,7 +132,7 @@ def scan_opencode(
 
 def _scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
           context: ScanContext) -> ScanResult:
-    return scan_opencode(path, thread_id, marker, hint, own_hashes=context.own_hashes,
+    return scan_opencode(path, thread_id, marker, hint, own_texts=context.own_texts,
                          replay_window=context.replay_window,
                          busy_timeout_ms=context.busy_timeout_ms)
 
