@@ -127,12 +127,16 @@ class AsyncGateway:
         """Open (creating if needed) the database and start the engine, off the loop.
 
         Args:
-            path, config, clock, monitor, hosts: as :meth:`Gateway.open`.
+            path: the SQLite file or ``postgresql://`` URL, as :meth:`Gateway.open`.
+            config: settings, as :meth:`Gateway.open`.
+            clock: ``() -> int`` epoch milliseconds, as :meth:`Gateway.open`.
             on_wake: ``(watcher_key) -> None``, a plain function or a
                 coroutine function; runs on this loop (see the module
                 docstring), once per newly opened notice that wakes. Wakes
                 of the open itself (the restart sweep, a host's takeover)
                 run as tasks once the open returns.
+            monitor: start the upstream cadence, as :meth:`Gateway.open`.
+            hosts: watcher keys whose agent loop runs here, as :meth:`Gateway.open`.
 
         Returns:
             The open gateway, bound to the running loop.
