@@ -10,6 +10,10 @@ its source's docstring, parsed in its own place. A decorator that names
 something Griffe cannot find is reported as a warning, which fails ``mkdocs
 build --strict``.
 
+The docstrings are written for Sphinx-aware readers (``:class:`~actors.Gateway```,
+``:meth:`drain```); Markdown has no such roles, so each is rewritten to the
+code span of its name (``~`` keeps the last component, as Sphinx shows it).
+
 Used by ``mkdocs.yml`` (``extensions``); runs in the ``mkdocs build`` process,
 once per package load; not part of the installed package.
 """
@@ -23,6 +27,8 @@ from typing import Any
 import griffe
 
 _DOC_OF = re.compile(r"^_doc_of\((?P<owner>\w+)\.(?P<method>\w+)\)$")
+_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|mod|attr|data|exc|obj|const):"
+                   r"`(?P<tilde>~?)(?P<name>[^`]+)`")
 logger = logging.getLogger("mkdocs.plugins.griffe_doc_of")
 
 
@@ -32,9 +38,25 @@ class DocOf(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader,
                    **kwargs: Any) -> None:
         """Walk ``pkg`` once it is loaded (Griffe's hook; the build's thread)."""
-        for obj in _walk(pkg):
+        objects = _walk(pkg)
+        for obj in objects:
             if isinstance(obj, griffe.Function):
                 _copy_doc(obj)
+        for obj in objects:
+            if obj.docstring is not None:
+                obj.docstring.value = unrole(obj.docstring.value)
+
+
+def unrole(text: str) -> str:
+    """``text`` with each Sphinx role written as a code span of its (shortened) name.
+
+    >>> unrole("see :class:`~actors.errors.GatewayClosed` and :meth:`Gateway.open`")
+    'see `GatewayClosed` and `Gateway.open`'
+    """
+    def code(match: re.Match[str]) -> str:
+        name = match["name"]
+        return f"`{name.rsplit('.', 1)[-1] if match['tilde'] else name}`"
+    return _ROLE.sub(code, text)
 
 
 def _walk(obj: griffe.Object) -> list[griffe.Object]:
