@@ -29,7 +29,7 @@ TABLES = (
     "session_upstream_links", "session_own_texts", "session_hosts", "session_wakes",
     "ssa_secrets", "session_roles",
 )
-"""Every table the gateway reads and writes (the privileges section of the README)."""
+"""Every table the gateway reads and writes (the privileges of docs/deployment.md)."""
 
 _SCHEMA_V3 = """
 CREATE TABLE ssa_schema (
@@ -197,7 +197,7 @@ def migrate(conn: Any, schema: str) -> None:
         conn.script(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(schema)).as_string())
     elif not conn.execute("SELECT has_schema_privilege(?, 'USAGE')", (schema,)).get:
         raise StorageError(f"this role may not use schema {schema!r}: GRANT USAGE ON SCHEMA "
-                           f"{schema} TO it (README, Deployment, privileges)")
+                           f"{schema} TO it (docs/deployment.md, privileges)")
     objects = {str(name) for (name,) in conn.execute(_OBJECTS, (schema, schema, schema))}
     if "ssa_schema" not in objects:
         if objects:
@@ -219,7 +219,7 @@ def migrate(conn: Any, schema: str) -> None:
         raise StorageError(
             f"this role lacks SELECT, INSERT, UPDATE or DELETE on {', '.join(missing[:3])} in "
             f"schema {schema!r}: GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
-            f"{schema} TO it (README, Deployment, privileges)")
+            f"{schema} TO it (docs/deployment.md, privileges)")
     row = conn.execute("SELECT application, version FROM ssa_schema").fetchone()
     if row is None or row[0] != APPLICATION:
         raise SchemaError(f"schema {schema!r} is not a session-state signal log")

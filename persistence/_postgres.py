@@ -257,7 +257,7 @@ class PostgresBackend:
                 raise SchemaError(
                     f"{self.location}: the role may not create schema {self.schema!r} or its "
                     f"tables at version {SCHEMA_VERSION} ({exc}); open it once as a role that "
-                    "may (the schema's owner), see the README's PostgreSQL privileges"
+                    "may (the schema's owner), see the PostgreSQL privileges in docs/deployment.md"
                 ) from exc
             raise StorageError(f"cannot set up schema {self.schema!r} at {self.location}: "
                                f"{exc}") from exc

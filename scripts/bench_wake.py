@@ -8,7 +8,7 @@ Codex worker of the same project, both written by the test kit; no
   waiting hook exits with the push path's code (2) having printed the
   notice; p50 and p95 over ``--runs`` runs; again while ``ssa watch`` runs
   in the home (it scans; the waiting hook only reads). The real tool adds its own start
-  of the woken turn (Claude Code: about 0.15 s, measured in the README).
+  of the woken turn (Claude Code: about 0.15 s, measured in docs/push.md).
 * **baseline**: one prompt hook with nothing pending (``ssa hook claude-code``,
   the cold path), timed in the same run: the ratio says how many cold hook
   starts a wake costs, whatever the machine's speed.

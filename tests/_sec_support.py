@@ -46,12 +46,12 @@ ACTOR_TYPES = ("human", "agent", "system")
 OUTCOMES = ("ok", "error", "timeout", "cancelled")
 FAILED_OUTCOMES = ("error", "timeout", "cancelled")
 
-# The documented refusals: '"', '\\' and the double-quote look-alikes the README promises
+# The documented refusals: '"', '\\' and the double-quote look-alikes docs/api-overview.md promises
 # to refuse (the Quotation_Mark double forms and the dingbat ornaments).
 DOUBLE_QUOTES = frozenset(
     '"\\\u00ab\u00bb\u02ba\u02dd\u02ee\u201c\u201d\u201e\u201f\u2033\u2036'
     "\u275d\u275e\u2e42\u301d\u301e\u301f\uff02\u00a8")
-# Blank-looking fillers and variation selectors (the README: "invisible fillers").
+# Blank-looking fillers and variation selectors (docs/api-overview.md: "invisible fillers").
 INVISIBLE = frozenset("\u115f\u1160\u2800\u3164\uffa0") | frozenset(
     chr(c) for c in range(0xFE00, 0xFE10))
 # Further characters Unicode's confusables data maps to '"' (or that are the missing

@@ -1,5 +1,5 @@
-"""The README's threaded-server example: several client threads at once, bad requests, and
-the README showing the file as it is."""
+"""The threaded-server example: several client threads at once, bad requests, and its
+documentation page (docs/embedding.md) showing the file as it is."""
 
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ def test_keys_are_percent_decoded_and_the_query_string_is_ignored(
     assert drained == [notice]
 
 
-def test_the_readme_shows_the_example_as_it_is_with_how_to_run_it() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_show_the_example_as_it_is_with_how_to_run_it() -> None:
+    readme = (ROOT / "docs" / "embedding.md").read_text()
     source = (ROOT / "examples" / "threaded_server.py").read_text()
     assert f"```python\n{source}```\n" in readme
     assert "python -m examples.threaded_server" in readme

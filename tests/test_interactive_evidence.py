@@ -152,8 +152,8 @@ def test_a_prompt_whose_evidence_never_came_is_program_driven_once_old(
 @pytest.mark.parametrize("tool", ["gemini", "qwen"])
 def test_an_image_only_prompt_is_written_and_does_not_count(
         gateway: Gateway, tmp_path: Path, tool: str) -> None:
-    """Review finding: these two builders refused ``ImageOnly`` (the README says every
-    builder takes it)."""
+    """Review finding: these two builders refused ``ImageOnly`` (docs/testing-your-gateway.md says
+    every builder takes it)."""
     from actors.testing import ImageOnly
 
     if tool == "gemini":

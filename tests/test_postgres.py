@@ -141,7 +141,7 @@ def test_a_reset_write_connection_reconnects_without_losing_the_next_change(
 
 @pytest.fixture
 def role(pg: SignalLogDb, open_gateway: Callable[..., Gateway]) -> Iterator[tuple[str, str]]:
-    """A login role with only the privileges the README lists, and its URL for the schema."""
+    """A login role with only the privileges docs/deployment.md lists, and its URL."""
     open_gateway().close()  # the owner creates the schema (the first open migrates)
     name = f"ssa_gw_{uuid.uuid4().hex[:10]}"
     url = str(pg.location)

@@ -139,7 +139,7 @@ OPENCODE_FIXTURES = ("opencode-1.18.33-generated.db", "opencode-1.1.65-storage/s
 
 
 def _rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    """Read a store with apsw (never a second SQLite copy in this process: README, Limits)."""
+    """Read a store with apsw (never a second SQLite copy in this process: docs/limits.md)."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return list(conn.execute(sql, params))

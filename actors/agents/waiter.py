@@ -14,7 +14,7 @@ while nothing does. :class:`ChangeWaiter` blocks in one ``poll`` on:
 Changes to the hook's own files (its cache, its lock and caller records)
 are ignored, so a check never wakes the next one. Where inotify is missing
 (not Linux), :meth:`ChangeWaiter.wait` returns after ``fallback_s`` instead:
-a slow poll, said in the README.
+a slow poll.
 
 Used from the hook's main thread only; not thread-safe.
 """

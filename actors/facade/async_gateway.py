@@ -90,7 +90,9 @@ class AsyncGateway:
             code that runs in other threads (never call it from the loop: it
             blocks).
         config: the gateway's settings.
-        location, path, host_id: the gateway's (see :class:`~actors.Gateway`).
+        location: where the signal log lives, as :attr:`Gateway.location`.
+        path: the SQLite file (``None`` on PostgreSQL), as :attr:`Gateway.path`.
+        host_id: this gateway's id in leases, as :attr:`Gateway.host_id`.
     """
 
     def __init__(self, gateway: Gateway, calls: CallThreads, reads: CallThreads,
@@ -127,12 +129,19 @@ class AsyncGateway:
         """Open (creating if needed) the database and start the engine, off the loop.
 
         Args:
-            path, config, clock, monitor, hosts: as :meth:`Gateway.open`.
+            path: the SQLite file or ``postgresql://`` URL, as :meth:`Gateway.open`.
+            config: settings, as :meth:`Gateway.open`.
+            clock: ``() -> int`` epoch milliseconds, as :meth:`Gateway.open`.
             on_wake: ``(watcher_key) -> None``, a plain function or a
                 coroutine function; runs on this loop (see the module
                 docstring), once per newly opened notice that wakes. Wakes
                 of the open itself (the restart sweep, a host's takeover)
                 run as tasks once the open returns.
+            monitor: start the upstream cadence, as :meth:`Gateway.open`.
+            hosts: watcher keys whose agent loop runs here, as :meth:`Gateway.open`.
+
+        Besides the errors below, it raises everything :meth:`Gateway.open`
+        raises, for the same reasons (the open runs in a call thread).
 
         Returns:
             The open gateway, bound to the running loop.
@@ -141,7 +150,6 @@ class AsyncGateway:
             RuntimeError: no asyncio event loop is running.
             ArgumentTypeError: ``on_wake`` is not callable, or ``config`` is not a
                 :class:`GatewayConfig`.
-            Everything :meth:`Gateway.open` raises.
         """
         try:
             loop = asyncio.get_running_loop()

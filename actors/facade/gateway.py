@@ -133,7 +133,7 @@ class Gateway:
         """Open (creating if needed) the database and start the gateway's actors.
 
         Any number of gateways, in any number of processes, may have one
-        database open at once (see the README's "Deployment").
+        database open at once (see docs/deployment.md).
 
         Args:
             path: the SQLite file, or a ``postgresql://user@host/db`` URL
