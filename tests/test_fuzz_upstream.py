@@ -528,7 +528,8 @@ class Replacements:
         return rows
 
     def gone(self, label: str, replace: Callable[[Path], None]) -> None:
-        """The path stops being a regular file: three missing scans, one upstream_missing."""
+        """The path stops being a regular file: three missing scans, one upstream_missing,
+        the link kept marked missing (issue 34 item 2)."""
         track = self.fresh(label)
         append(track.path, self.typed(2))
         self.h.settle()
@@ -538,7 +539,9 @@ class Replacements:
         track.path.unlink()
         replace(track.path)
         self.h.settle(at_least=4)
-        assert self.h.marker(track.key) is None, f"{label}: the link was not dropped"
+        marker = self.h.marker(track.key)
+        assert marker is not None, f"{label}: the link was dropped"
+        assert "missing" in marker, f"{label}: not marked missing"
         assert self.h.kinds(track.key).count("upstream_missing") == 1, label
         assert self.h.turns(track.key) == counted
         assert self.h.logged(track.key, since=since), f"{label}: not logged with the key"
@@ -1034,7 +1037,7 @@ def test_opencode_stores_locked_corrupt_of_unknown_schema_or_gone(
     h.settle()
     case.check()
 
-    # The store gone: three missing scans, one upstream_missing, the link dropped.
+    # The store gone: three missing scans, one upstream_missing, the link kept marked missing.
     for label, replace in (("deleted", lambda _p: None), ("replaced by a FIFO", os.mkfifo),
                            ("replaced by a directory", os.mkdir)):
         case = new_opencode(h, tmp_path, label)
@@ -1043,7 +1046,7 @@ def test_opencode_stores_locked_corrupt_of_unknown_schema_or_gone(
         replace(case.db)
         h.settle(at_least=4)
         assert h.kinds(case.key).count("upstream_missing") == 1, label
-        assert h.marker(case.key) is None
+        assert "missing" in (h.marker(case.key) or {}), label
         case.check(turns=0, logged_since=since)
 
     # Adopting a broken or locked store: None, logged with the key, nothing recorded.

@@ -528,6 +528,31 @@ def test_a_deleted_worker_transcript_is_a_notice_without_a_daemon(home: Home) ->
     assert home.context() == ""
 
 
+@pytest.mark.parametrize("how", ["moved back", "restored"])
+def test_a_worker_transcript_that_comes_back_is_watched_again(home: Home, how: str) -> None:
+    """Issue 34 item 2: missing at one prompt, then back (a move and back, or a restore
+    such as ``git stash -u`` and pop): every turn typed after it came back is a notice."""
+    home.context()
+    content = home.worker.path.read_bytes()
+    aside = home.worker.path.with_name("aside.jsonl.bak")
+    if how == "moved back":
+        home.worker.path.rename(aside)
+    else:
+        home.worker.path.unlink()
+    assert "upstream_missing" in home.context()
+    assert home.context() == ""  # still gone: told once
+    if how == "moved back":
+        aside.rename(home.worker.path)
+    else:
+        home.worker.path.write_bytes(content)
+    worker_key = f"agent:main:codex:{home.worker.thread_id}"
+    for n in range(3):
+        home.worker.append(Typed(f"typed after it came back {n}"), Reply("done"))
+        context = home.context()
+        assert _notice_targets(context) == [worker_key], n
+        assert "human_direct_message by human" in context, n
+
+
 def test_a_burst_of_new_sessions_is_adopted_a_bounded_number_per_run(home: Home) -> None:
     home.context()
     now = time.time_ns() // 1_000_000

@@ -18,6 +18,7 @@ import pytest
 
 from actors import Gateway, GatewayConfig
 from actors.errors import StorageError
+from persistence import read_link
 from tests._upstream_rows import claude_assistant, claude_user, pi_header, pi_user
 from tests.conftest import DAY_MS, WATCHER, ManualClock, WakeRecorder
 
@@ -48,6 +49,14 @@ def _events(gw: Gateway, key: str = KEY) -> list[tuple[str, str]]:
     status = gw.session_status(key, changes_since=0)
     assert status.state_changes is not None
     return [(e.kind, e.summary) for e in status.state_changes.events]
+
+
+def _stored_marker(gw: Gateway) -> dict[str, object]:
+    """The link's marker as stored (no adoption: the source may be gone)."""
+    with gw.read_pool.connection() as conn:
+        link = read_link(conn, KEY, "main")
+    assert link is not None
+    return link.marker
 
 
 def _marker(gw: Gateway, path: Path) -> dict[str, object]:
@@ -218,7 +227,7 @@ def test_the_forward_scan_never_skips_a_middle_row_across_capped_scans(
     assert _marker(gw, transcript)["offset"] == transcript.stat().st_size
 
 
-def test_three_missing_scans_record_one_upstream_missing_and_drop_the_link(
+def test_three_missing_scans_record_one_upstream_missing_and_keep_the_link(
     gateway: Gateway, transcript: Path,
 ) -> None:
     _adopt_watched(gateway, transcript)
@@ -229,11 +238,44 @@ def test_three_missing_scans_record_one_upstream_missing_and_drop_the_link(
     assert [(e.kind, e.actor_type, e.summary, e.payload) for e in events] == [
         ("upstream_missing", "system", "upstream missing via claude", {"channel": "claude"})]
     assert len(gateway.pending_notices(WATCHER)) == 1
-    assert gateway.scan_upstream() == []  # the link is gone
-    transcript.write_bytes(claude_user("back again"))
-    assert gateway.adopt(KEY, source="claude", path=transcript) is not None  # a fresh link
-    _append(transcript, claude_user("new turn"))
+    for _ in range(3):
+        assert gateway.scan_upstream() == []  # told once: still gone is quiet
+    assert "missing" in _stored_marker(gateway)
+
+
+@pytest.mark.parametrize("how", ["moved back", "restored", "rewritten"])
+def test_a_transcript_that_comes_back_is_read_on_from_where_it_was(
+    gateway: Gateway, transcript: Path, tmp_path: Path, how: str,
+) -> None:
+    """Issue 34 item 2: a move and back (same inode), a restore or ``git stash -u`` and
+    pop (a new inode, the same bytes): turns typed after it came back are reported, the
+    history before it never again. Other bytes before the marker: re-baselined."""
+    _adopt_watched(gateway, transcript)
+    _append(transcript, claude_user("before it went"))
     assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"]
+    aside = tmp_path / "aside.jsonl"
+    content = transcript.read_bytes()
+    if how == "moved back":
+        transcript.rename(aside)
+    else:
+        transcript.unlink()
+    for _ in range(3):
+        gateway.scan_upstream()
+    assert "missing" in _stored_marker(gateway)
+    if how == "moved back":
+        aside.rename(transcript)
+    elif how == "restored":
+        transcript.write_bytes(content)
+    else:
+        transcript.write_bytes(claude_user("other history " + "x" * len(content)))
+    assert gateway.scan_upstream() == []  # nothing new yet: no longer missing
+    assert "missing" not in _stored_marker(gateway)
+    for n in range(3):
+        _append(transcript, claude_user(f"typed after it came back {n}"))
+        assert [e.kind for e in gateway.scan_upstream()] == ["human_direct_message"], n
+    kinds = [k for k, _ in _events(gateway)]
+    assert kinds.count("human_direct_message") == 4
+    assert kinds.count("upstream_missing") == 1
 
 
 def test_any_other_result_resets_the_missing_streak(gateway: Gateway, transcript: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from actors.agents.hookinput import HookInput
 from actors.agents.project import project_of
 from actors.agents.sessions import Found, StoreRow
+from actors.upstream.source import MISSING
 from actors.upstream.sources import find_source
 from persistence import peek
 
@@ -92,11 +93,13 @@ def _changed(link: peek.LinkPeek, stores: dict[str, dict[str, int]],
         if seqs is None:
             return False  # the store is not in a catalog this run lists
         seq = seqs.get(link.thread_id)
-        return seq is None or seq != link.marker.get("seq")
+        if seq is None:  # gone: a scan counts it missing, unless it was told already
+            return MISSING not in link.marker
+        return seq != link.marker.get("seq")
     try:
         st = os.stat(path)
     except (OSError, ValueError):
-        return True  # vanished: a scan counts it missing
+        return MISSING not in link.marker  # vanished: a scan counts it missing, once
     marker = link.marker
     return st.st_ino != marker.get("inode") or st.st_size != marker.get("offset")
 

@@ -13,11 +13,11 @@ concurrent threads.
 None``) always runs on the loop that opened the gateway. A wake caused by an
 awaited call runs, and is awaited, before that call returns (read your
 writes, per awaited call, as ``Gateway`` promises per call), for at most
-``config.ask_timeout_s`` (then the call returns and the wake goes on as a
-task); since the call itself has finished by then, ``on_wake`` may await the
-gateway (say, a ``drain``). A wake from elsewhere (another process's, addressed to a watcher
-this one hosts; an upstream scan of the monitor cadence) runs as its own task
-on the loop. An exception in ``on_wake`` is logged and survived.
+``config.ask_timeout_s`` (then the call returns and the wake goes on as a task);
+since the call itself has finished by then, ``on_wake`` may await the gateway (say,
+a ``drain``). A wake from elsewhere (another process's, addressed to a watcher this
+one hosts; an upstream scan of the cadence) runs as its own task on the loop. An
+exception in ``on_wake`` is logged and survived.
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ class AsyncGateway:
             code that runs in other threads (never call it from the loop: it
             blocks).
         config: the gateway's settings.
-        location: where the signal log lives, as :attr:`Gateway.location`.
-        path: the SQLite file (``None`` on PostgreSQL), as :attr:`Gateway.path`.
-        host_id: this gateway's id in leases, as :attr:`Gateway.host_id`.
+        location: where the signal log lives (:attr:`Gateway.location`).
+        path: the SQLite file, ``None`` on PostgreSQL (:attr:`Gateway.path`).
+        host_id: this gateway's id in leases (:attr:`Gateway.host_id`).
     """
 
     def __init__(self, gateway: Gateway, calls: CallThreads, reads: CallThreads,
@@ -132,16 +132,13 @@ class AsyncGateway:
             path: the SQLite file or ``postgresql://`` URL, as :meth:`Gateway.open`.
             config: settings, as :meth:`Gateway.open`.
             clock: ``() -> int`` epoch milliseconds, as :meth:`Gateway.open`.
-            on_wake: ``(watcher_key) -> None``, a plain function or a
-                coroutine function; runs on this loop (see the module
-                docstring), once per newly opened notice that wakes. Wakes
-                of the open itself (the restart sweep, a host's takeover)
-                run as tasks once the open returns.
+            on_wake: ``(watcher_key) -> None``, a plain function or a coroutine
+                function; runs on this loop (see the module docstring), once per newly
+                opened notice that wakes. Wakes of the open itself (the restart
+                sweep, a host's takeover) run as tasks once the open returns.
             monitor: start the upstream cadence, as :meth:`Gateway.open`.
             hosts: watcher keys whose agent loop runs here, as :meth:`Gateway.open`.
-
-        Besides the errors below, it raises everything :meth:`Gateway.open`
-        raises, for the same reasons (the open runs in a call thread).
+        It also raises whatever :meth:`Gateway.open` raises (run in a call thread).
 
         Returns:
             The open gateway, bound to the running loop.

@@ -19,7 +19,7 @@ from actors.upstream.claude.node import NodeTranscriptReader, ReaderPool, scan_n
 from actors.upstream.common import OwnTextClaims, OwnTextRecord, OwnTexts
 from actors.upstream.reading import ScanContext
 from actors.upstream.scan import PendingLine, ScanResult, StoreHint
-from actors.upstream.source import Source
+from actors.upstream.source import MISSING, Source
 from actors.upstream.sources import find_source
 from persistence import (
     ClaimLink,
@@ -354,17 +354,21 @@ class UpstreamMonitor(GatewayActor):
             self._state.logged = (reason, position)
             logger.log(level, text, self._key, *args)
 
-    def _scan(self, hint: StoreHint | None) -> MonitorReport:
-        self._state.settled = None  # until this scan settles the link again
+    def _load(self) -> tuple[UpstreamLink | None, OwnTextClaims, tuple[str | None, int]]:
+        """The link, the session's own texts and the link's scan lease, in one read."""
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
-            secret = read_secret(conn)
             own = OwnTextClaims(
                 (OwnTextRecord(*row) for row in read_own_texts(conn, self._key, self._agent_id)),
-                key=partial(keyed_hash, secret), now=self._now(),
+                key=partial(keyed_hash, read_secret(conn)), now=self._now(),
                 ttl_ms=self._settings.own_text_ttl_ms, skew_ms=self._settings.own_text_skew_ms)
             lease = (link_lease(conn, self._key, self._agent_id)
                      if self._settings.lease_owner is not None else (None, 0))
+        return link, own, lease
+
+    def _scan(self, hint: StoreHint | None) -> MonitorReport:
+        self._state.settled = None  # until this scan settles the link again
+        link, own, lease = self._load()
         if link is None:
             self._memory.forget((self._key, self._agent_id))
             return MonitorReport(dropped=True)
@@ -380,6 +384,13 @@ class UpstreamMonitor(GatewayActor):
         if hint is None and source is not None and source.reading().poll is not None:
             hint = store_hint(source, link, self._settings.busy_timeout_ms)
         seen = fingerprint(link)  # before reading: a later append changes it
+        gone_since = link.marker.get(MISSING)
+        if gone_since is not None:
+            # Told missing before: should the source be back (moved back, restored,
+            # ``git stash pop``), read it on from where it was. A restore is a new
+            # inode: the bytes before the marker decide whether it is the same history.
+            link = msgspec.structs.replace(link, marker={
+                k: v for k, v in link.marker.items() if k not in (MISSING, "inode")})
         result = scan_source(link, hint, settings=self._settings, own_texts=own,
                              node_readers=self._node_readers,
                              now=self._clock() if self._clock else 0, node_pool=self._node_pool,
@@ -388,8 +399,16 @@ class UpstreamMonitor(GatewayActor):
         if result.recheck and self._settle_later is not None:
             self._settle_later((self._key, self._agent_id))  # no change may ever come
         if result.kind == "missing":
-            return self._missed(link, result)
+            return MonitorReport() if gone_since is not None else self._missed(link, result)
         self._state.streak = 0
+        if gone_since is not None:
+            logger.info("upstream source of %s is back; read on from where it was", self._key)
+            if result.kind != "activity" or result.next_marker is None:
+                # Nothing new yet: the link is no longer missing all the same.
+                return self._commit(link, CommitScan(
+                    session_key=self._key, agent_id=self._agent_id,
+                    expected_updated_at=link.updated_at, source_key=link.source_key,
+                    marker_json=msgspec.json.encode(link.marker).decode()))
         if result.invalid_lines:
             level = logging.DEBUG if self._state.invalid_logged else logging.WARNING
             self._state.invalid_logged = True
@@ -493,10 +512,12 @@ class UpstreamMonitor(GatewayActor):
             payload_json=msgspec.json.encode({"channel": link.source}).decode(),
             dedupe_key=f"upstream-missing:{self._key}:{link.source_key}:{link.updated_at}")
         try:
+            # Kept, marked missing: a source that comes back is read on from its marker.
             report = self._commit(link, CommitScan(
                 session_key=self._key, agent_id=self._agent_id,
                 expected_updated_at=link.updated_at, source_key=link.source_key,
-                record=record, drop_link=True))
+                record=record,
+                marker_json=msgspec.json.encode({**link.marker, MISSING: self._now()}).decode()))
         except Exception:
             state.streak = self._settings.missing_threshold - 1  # retry on the next scan
             raise

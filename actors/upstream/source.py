@@ -40,8 +40,15 @@ if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (s
     Holds: TypeAlias = Literal["file", "store"]
     Locations: TypeAlias = Callable[[Mapping[str, str], Path], list[Path]]
 
-__all__ = ["HEAD_BYTES", "Candidate", "Source", "StoreRow", "glob_sessions",
+__all__ = ["HEAD_BYTES", "MISSING", "Candidate", "Source", "StoreRow", "glob_sessions",
            "json_head", "note_store_problem", "only_itself", "unreadable_store"]
+
+MISSING = "missing"
+"""The marker key of a link told missing (``upstream_missing``): since when, epoch ms.
+
+The link is kept, so a source that comes back (moved back, restored, ``git stash
+pop``) is read on from where it was (issue 34 item 2); a scan that finds it again
+commits a marker without the key. Scans of a source still gone are quiet."""
 
 class Candidate(NamedTuple):
     """One upstream session found in a catalog.
