@@ -22,13 +22,14 @@ import apsw
 import pytest
 
 from actors.agents import hook as hook_mod
-from actors.agents import hookplan
+from actors.agents import hookplan, sessions
 from actors.agents.context import MAX_CONTEXT_CHARS, NoticeView, SummaryEvent, render_context
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input, render_output
 from actors.agents.manage import run_manage
 from actors.agents.project import project_of
+from actors.facade.gateway import Gateway
 from actors.testing import ClaudeCodeTranscript, CodexRollout, PiSession, Reply, Typed
-from persistence import peek
+from persistence import _writes, peek
 
 SUBPROCESS_TIMEOUT_S = 30.0
 
@@ -629,3 +630,58 @@ def test_a_turn_right_after_a_delivered_notice_is_not_hidden_by_its_leases(
     assert hook()  # a notice, then the process ended at once
     home.worker.append(Typed("typed again at once"), Reply("ok"))
     assert hook()  # scanned now, not after the first run's leases lapse
+
+
+class _Flushes(io.StringIO):
+    """A stdout that logs each flush that carries output."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self._log = log
+
+    def flush(self) -> None:
+        super().flush()
+        if self.getvalue() and "printed" not in self._log:
+            self._log.append("printed")
+
+
+def test_after_the_acknowledgement_comes_only_the_exit(
+    home: Home, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 34 item 3: a kill between acknowledging and exiting loses the notice (the
+    tools read stdout only from a hook that exits 0). That window holds nothing but the
+    exit now; the one between printing and acknowledging holds the acknowledgement's
+    write. Both are counted, in operations, over several deliveries."""
+    log: list[str] = []
+    acknowledge, save, close = _writes.acknowledge, sessions.CwdCache.save, Gateway.close
+
+    def logged_acknowledge(*args: Any, **kwargs: Any) -> Any:
+        log.append("acknowledged")
+        return acknowledge(*args, **kwargs)
+
+    def logged_save(self: Any) -> None:
+        log.append("cache saved")
+        save(self)
+
+    def logged_close(self: Any, *args: Any, **kwargs: Any) -> None:
+        log.append("closed")
+        close(self, *args, **kwargs)
+
+    monkeypatch.setattr(_writes, "acknowledge", logged_acknowledge)
+    monkeypatch.setattr(sessions.CwdCache, "save", logged_save)
+    monkeypatch.setattr(Gateway, "close", logged_close)
+    home.context()
+    windows: list[tuple[int, int]] = []
+    for n in range(3):
+        home.worker.append(Typed(f"typed {n}"), Reply("done"))
+        log.clear()
+        code = hook_mod.main(["claude-code", "--timeout", "0"],
+                             stdin=io.BytesIO(home.hook_input()), stdout=_Flushes(log),
+                             stderr=io.StringIO(), exit_now=lambda _code: log.append("exit"))
+        assert code == 0
+        printed, acked, ended = (log.index("printed"), log.index("acknowledged"),
+                                 log.index("exit"))
+        assert printed < acked < ended, log
+        windows.append((ended - acked - 1, acked - printed))
+    assert windows == [(0, 1)] * 3  # nothing between the acknowledgement and the exit
+    assert home.context() == ""  # and each was acknowledged

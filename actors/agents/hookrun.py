@@ -145,9 +145,10 @@ def check(run: Run, args: HookArgs, out: TextIO,
     # The warm path pulls in the engine: imported only when there is work (cold start).
     from actors.agents.hookwarm import work  # noqa: PLC0415 - scripts/bench_hook.py
 
+    cache.save()  # before printing: after the acknowledgement comes only the exit
     delivered = work(location, hook, watcher, args, found, stores, out, plan,
-                     lambda: _finish(cache, exit_now, exit_code))
-    cache.save()
+                     lambda: _finish(exit_now, exit_code))
+    cache.save()  # a first run's state directory exists only now
     return "delivered" if delivered else "nothing"
 
 
@@ -168,18 +169,18 @@ def catalogs_for(cwd: str) -> dict[str, list[Path]]:
     return catalogs
 
 
-def _finish(cache: CwdCache, exit_now: Callable[[int], None] | None, code: int) -> None:
-    """Right after the acknowledgement: save the cache and, from the CLI, end at once.
+def _finish(exit_now: Callable[[int], None] | None, code: int) -> None:
+    """Right after the acknowledgement: from the CLI, end at once (issue 34 item 3).
 
-    The tool reads the output when the process ends; ending right after the
-    acknowledgement committed leaves no gap in which a kill would throw away
-    output whose notices are acknowledged already. Nothing is lost by not
-    closing the gateway: its writes are committed, the presence lock is the
-    kernel's, and its scan leases lapse after the hook's short ``lease_ms``.
+    The tool reads the output only from a hook that exits 0; ending right
+    after the acknowledgement committed leaves no gap in which a kill would
+    throw away output whose notices are acknowledged already: nothing is
+    written in between (the cache was saved before printing). Nothing is lost
+    by not closing the gateway: its writes are committed, the presence lock is
+    the kernel's, and its scan leases lapse after the hook's short ``lease_ms``.
     """
     if exit_now is None:
         return
-    cache.save()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
