@@ -554,6 +554,22 @@ def test_a_worker_transcript_that_comes_back_is_watched_again(home: Home, how: s
         assert "human_direct_message by human" in context, n
 
 
+def test_a_turn_typed_before_the_manager_watched_never_notifies_it(home: Home) -> None:
+    """Issue 34 item 10: another process linked the worker; a person typed into it before
+    the manager's first prompt, and nobody read it yet. That turn is history to the
+    manager: read before its watch begins (recorded if another watcher watches), never
+    its notice."""
+    worker_key = f"agent:main:codex:{home.worker.thread_id}"
+    with Gateway.open(str(home.db), monitor=False) as other:
+        assert other.adopt(worker_key, source="codex", path=home.worker.path) is not None
+        other.release_leases()  # it stopped (a live ssa watch would have read the turn)
+    home.worker.append(Typed("typed before the manager existed"), Reply("done"))
+    assert home.context() == ""  # the first prompt
+    assert home.context() == ""  # and the next: the earlier turn was read, not told
+    home.worker.append(Typed("typed after"), Reply("done"))
+    assert _notice_targets(home.context()) == [worker_key]
+
+
 def test_a_burst_of_new_sessions_is_adopted_a_bounded_number_per_run(home: Home) -> None:
     home.context()
     now = time.time_ns() // 1_000_000

@@ -464,3 +464,22 @@ def test_a_mistyped_catalog_path_is_a_usage_error(
     err = capsys.readouterr().err
     assert f"{flag} {typo} does not exist" in err
     assert not (tmp_path / "s.sqlite").exists()  # refused before anything was opened
+
+
+def test_a_new_watcher_is_not_told_turns_typed_before_it_started(tmp_path: Path) -> None:
+    """Issue 34 item 10: a session another watcher linked holds a turn nobody read yet;
+    a new ``ssa watch --watcher X`` reads it before it watches, so X is not told."""
+    claude, session = _catalog(tmp_path)
+    with Gateway.open(tmp_path / "state.sqlite", monitor=False) as gw:
+        assert gw.adopt("agent:main:claude:abc", source="claude", path=session) is not None
+        assert gw.watch("agent:main:other", "agent:main:claude:abc")
+        gw.release_leases()  # that watcher stopped before reading it
+    with session.open("ab") as handle:
+        handle.write(claude_user("typed before the new watcher started"))
+    out = AppendOnAdopt(session, claude_user("typed while watched"))
+    args = _args(tmp_path, claude=[str(claude)], watcher="agent:main:new")
+    assert run_watch(args, out=out, err=io.StringIO()) == 0
+    notices = [line for line in out.getvalue().splitlines() if line.startswith("  #")]
+    assert notices == ["  #4 human_direct_message by human: human message via claude"]
+    with Gateway.open(tmp_path / "state.sqlite", monitor=False) as gw:
+        assert len(gw.pending_notices("agent:main:other")) == 1  # the earlier turn, for it

@@ -157,6 +157,12 @@ def _apply(gw: Gateway, hook: HookInput, watcher: str, plan: Plan) -> None:
                 gw.watch(watcher, request.key)
             elif request.from_start:
                 fresh.append(request.key)
+    earlier = tuple(t.key for t in plan.watch if not (since is not None
+                                                      and _is_new(t.found, since)))
+    if earlier:
+        # Linked by another process, maybe with turns it has not read yet: typed
+        # before this watch began, they are recorded first and never notify it.
+        gw.scan_upstream(keys=earlier)
     for target in plan.watch:
         # A session that began after the manager's first turn, which another
         # process (ssa watch) adopted first: all its changes are news to the manager.

@@ -140,6 +140,10 @@ class Adopter:
                 self.skipped["unusable session id"] += 1
                 continue
             keyed.append((candidate, key))
+        if keyed and not later:
+            # Sessions another process linked may hold turns it has not read yet:
+            # typed before this watch began, they are recorded before it watches.
+            self.gw.scan_upstream(keys=[key for _, key in keyed])
         done = 0
         for start in range(0, len(keyed), ADOPT_BATCH):
             if self.stop.is_set():

@@ -266,9 +266,11 @@ class UpstreamApi:
         are logged).
 
         Args:
-            keys: scan only the links of these session keys (a caller that
-                already knows which sources changed, e.g. ``ssa hook``);
-                ``None``: every watched link.
+            keys: scan only the links of these session keys, watched or not
+                (a caller that already knows which sources changed, e.g.
+                ``ssa hook``, or one about to watch them: what was typed before
+                a watch begins is recorded before its cursor exists, so it
+                never notifies it); ``None``: every watched link.
 
         Returns:
             The events this cadence recorded (``human_direct_message``,

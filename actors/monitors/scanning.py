@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,7 +35,7 @@ from actors.monitors.link_monitor import (
 from actors.upstream.scan import StoreHint
 from actors.upstream.source import Source
 from actors.upstream.sources import find_source
-from persistence import ReadPool, SessionStateEvent, UpstreamLink, list_watched_links
+from persistence import ReadPool, SessionStateEvent, UpstreamLink, list_links, list_watched_links
 from persistence.runtime import scheduling
 
 __all__ = ["BACKLOG_ROUNDS", "ScanDriver"]
@@ -82,16 +83,16 @@ class ScanDriver:
 
     def scan_cycle(self, *, follow_backlog: bool = True,
                    only: frozenset[str] | None = None) -> list[SessionStateEvent]:
-        """One cycle over the watched links (see :meth:`UpstreamService.scan_cycle`).
+        """One cycle over the watched links, or the links of the keys ``only`` names,
+        watched or not (see :meth:`UpstreamService.scan_cycle`).
 
         Returns the new events; blocks until every scan answered or timed
         out (logged). Never overlaps another cycle.
         """
         with self._cycle_lock:
             with self._reads.connection(self._timeout) as conn:
-                links, ambiguous = list_watched_links(conn)
-            if only is not None:
-                links = [link for link in links if link.session_key in only]
+                links, ambiguous = (list_watched_links(conn) if only is None
+                                    else _named_links(conn, only))
             for key in ambiguous:
                 if key not in self._ambiguous_logged:
                     self._ambiguous_logged.add(key)
@@ -237,3 +238,16 @@ class ScanDriver:
             for link in store_links:
                 hints[(link.session_key, link.agent_id)] = hint_of(sequences, link.thread_id)
         return hints
+
+
+def _named_links(conn: Any, keys: frozenset[str]) -> tuple[list[UpstreamLink], list[str]]:
+    """The links of ``keys``, watched or not, and those keys linked under several agents.
+
+    A caller about to watch a session scans it first, so what was typed
+    before the watch began is recorded before its cursor exists (issue 34
+    item 10). Caller's thread; one query.
+    """
+    named = [link for link in list_links(conn) if link.session_key in keys]
+    agents = Counter(link.session_key for link in named)
+    ambiguous = sorted(key for key, count in agents.items() if count > 1)
+    return [link for link in named if agents[link.session_key] == 1], ambiguous
