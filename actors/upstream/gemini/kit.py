@@ -1,7 +1,9 @@
-"""A Gemini CLI session file in the rows Gemini CLI 0.61.0 writes (docs/upstream-gemini.md)."""
+"""A Gemini CLI session file in the rows Gemini CLI 0.61.0 writes, or the whole document
+0.38 and earlier wrote (``format="json"``; docs/upstream-gemini.md)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from actors.upstream.gemini.kit_document import LAST_DOCUMENT_VERSION, DocumentBuilder
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
 
@@ -47,6 +50,18 @@ class GeminiSession:
             logged), which is what tells a typed prompt. ``False`` writes as
             ``gemini -p`` does: nothing logged, so the session is decided
             program-driven.
+        format: ``"jsonl"`` (default: the rows of 0.39 on) or ``"json"``: one
+            document ``{sessionId, projectHash, startTime, lastUpdated,
+            messages, kind?}`` written whole on every append, as 0.38 and
+            earlier did (name the file ``session-*.json``). An existing
+            document at ``path`` is loaded and continued.
+        version: with ``format="json"``, the Gemini CLI version whose shapes
+            are written (default ``0.38.2``): before 0.28 ``content`` is one
+            string and there is no ``displayContent``; before 0.31 no ``kind``.
+            In a document tool results live in the call (``toolCalls[].result``:
+            no ``user`` message), ``Compaction`` is an ``info`` message with no
+            text and ``Interrupt`` the ``info`` "Request cancelled." only.
+            :attr:`document` gives the builder (``rewind``, ``messages``, ``write``).
 
     Turns: :class:`~actors.testing.Typed` a ``user`` row; ``Reply`` a
     ``gemini`` row; ``ToolCall`` a ``gemini`` row with ``toolCalls`` written
@@ -64,7 +79,10 @@ class GeminiSession:
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, kind: str = "main",
                  project: str = "/work", hook_context: str | None = None,
-                 interactive: bool = True) -> None:
+                 interactive: bool = True, format: str = "jsonl",
+                 version: str | None = None) -> None:
+        if format not in ("jsonl", "json"):
+            raise ValueError(f"format is 'jsonl' or 'json', not {format!r}")
         self._file = JsonlFile(path, clock)
         self.interactive = interactive
         self._dry = False
@@ -75,14 +93,27 @@ class GeminiSession:
         self._hook = hook_context
         self._history: list[dict[str, Any]] = []
         self._last_prompt: str | None = None
+        self.document: DocumentBuilder | None = None
+        """The document builder (``format="json"`` only)."""
+        if format == "json":
+            self.document = DocumentBuilder(
+                self.path, session_id=self.session_id, project_hash=self._hash, kind=kind,
+                version=version or LAST_DOCUMENT_VERSION, now=self._file.now,
+                hook_context=hook_context)
+            self.session_id = self.document.session_id
 
     def append(self, *turns: t.Turn) -> int:
-        """Write the rows of ``turns``; return how many lines.
+        """Write the rows of ``turns``; return how many lines (a document: how many
+        messages were added, the whole document written once).
 
         Raises:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
+        if self.document is not None:
+            added = self.document.apply(turns, self._log)
+            self.document.write()
+            return added
         return self._file.append_turns(turns, self._rows)
 
     def header_rows(self) -> list[dict[str, Any]]:
@@ -99,6 +130,13 @@ class GeminiSession:
         rows too when nothing was built yet); ``logs.json`` is not touched either."""
         self._dry = True
         try:
+            if self.document is not None:  # the whole document those turns would leave
+                saved = copy.deepcopy(self.document.doc)
+                try:
+                    self.document.apply(turns, self._log)
+                    return self.document.encoded()
+                finally:
+                    self.document.doc = saved
             return self._file.lines(turns, self._rows)
         finally:
             self._dry = False
@@ -213,8 +251,11 @@ def sample(root: Path) -> tuple[str, str]:
 
 def type_turn(path: str, thread_id: str, text: str, *,
               session: GeminiSession | None = None) -> None:
-    """Append a turn a person typed in the TUI to the session file at ``path``: the query
-    is logged to ``logs.json`` first, then recorded (raises ``OSError``)."""
+    """Append a turn a person typed in the TUI to the session file at ``path`` (a
+    ``.json`` document: rewritten whole): the query is logged to ``logs.json``
+    first, then recorded (raises ``OSError``)."""
+    if session is None and path.endswith(".json"):
+        session = GeminiSession(path, format="json")
     if session is None:
         with open(path, "rb") as file:
             header = json.loads(file.readline())
