@@ -7,14 +7,17 @@ import copy
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from actors.upstream.common import epoch_ms
 from actors.upstream.gemini.kit_document import LAST_DOCUMENT_VERSION, DocumentBuilder
 from actors.upstream.kit import turns as t
-from actors.upstream.kit.jsonl import JsonlFile, iso
+from actors.upstream.kit.clock import ManualClock
+from actors.upstream.kit.jsonl import ROW_STEP_MS, JsonlFile, iso
 
 __all__ = ["GeminiSession", "gemini_logs_json", "sample", "type_turn"]
 
@@ -83,7 +86,7 @@ class GeminiSession:
                  version: str | None = None) -> None:
         if format not in ("jsonl", "json"):
             raise ValueError(f"format is 'jsonl' or 'json', not {format!r}")
-        self._file = JsonlFile(path, clock)
+        self._file = JsonlFile(path, clock if clock is not None else _after_file(Path(path)))
         self.interactive = interactive
         self._dry = False
         self.path: Path = self._file.path
@@ -208,6 +211,23 @@ class GeminiSession:
                     if self._last_prompt else {}
                 return [*rows, self._message("user", [{"text": "Please continue."}], **extra)]
         raise TypeError(f"not a turn: {turn!r}")
+
+
+def _after_file(path: Path) -> Callable[[], int] | None:
+    """A private clock going on after the newest time an existing session file holds
+    (``None`` for a new file): a later builder on the same file writes later times,
+    as the CLI does (a row older than the file's header reads as copied history)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    stamps = [epoch_ms(v.decode()) for v in re.findall(
+        rb'"(?:timestamp|lastUpdated|startTime)"\s*:\s*"([^"]+)"', data)]
+    newest = max((s for s in stamps if s is not None), default=None)
+    if newest is None:
+        return None
+    own = ManualClock(newest)
+    return lambda: own.advance(ROW_STEP_MS)
 
 
 _SAMPLE_SESSION = "5d1f0c2e-8a4b-4c6d-9e7f-0a1b2c3d4e5f"
