@@ -200,9 +200,10 @@ def scan_document(path: str, marker: dict[str, Any], *, own_hashes: Container[st
     """Decide the messages added since ``marker`` (see the module docstring).
 
     Returns ``activity`` (the marker moves; ``human_turns`` counted, reason
-    ``scanned`` or ``rewritten``), ``no_news`` (nothing new; ``stopped:<why>``
-    with ``recheck`` while a document is being rewritten or a query may still
-    be logged; ``stopped:document_too_large`` past
+    ``scanned``, or ``document_rewritten`` when earlier messages changed: not the
+    generic "rewritten" re-baseline, turns after it do count), ``no_news``
+    (nothing new; ``stopped:<why>`` with ``recheck`` while a document is
+    being rewritten or a query may still be logged; ``stopped:document_too_large`` past
     :data:`~actors.upstream.gemini.document.DOC_LIMIT`), ``missing`` or
     ``transient``.
     """
@@ -247,8 +248,8 @@ def scan_document(path: str, marker: dict[str, Any], *, own_hashes: Container[st
     turns, when = count_turns(units, own_hashes)
     counted = [m for m, u in zip(doc.messages[start:decided], units, strict=True) if u.human]
     return ScanResult(
-        kind="activity", reason="rewritten" if rewritten else "scanned", human_turns=turns,
-        next_marker=next_marker,
+        kind="activity", reason="document_rewritten" if rewritten else "scanned",
+        human_turns=turns, next_marker=next_marker,
         occurred_at=(when if when is not None else state.mtime_ms) if turns else None,
         dedupe_id=next((m.message_id for m in reversed(counted)), None) if turns else None,
         recheck=stopped is not None)
