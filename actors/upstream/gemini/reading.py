@@ -1,4 +1,6 @@
-"""Gemini CLI's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one.
+"""Gemini CLI's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one
+for ``*.jsonl``; the older whole documents (``*.json``) are read by
+:mod:`actors.upstream.gemini.docreading`, chosen by the file's suffix.
 
 Loaded on first use by :func:`actors.upstream.gemini.source.reading`. The
 rows are decided one line at a time by :func:`actors.upstream.gemini.classify.read_gemini_rows`;

@@ -1,4 +1,5 @@
-"""Gemini CLI as an upstream source: session JSONL files (docs/upstream-gemini.md).
+"""Gemini CLI as an upstream source: session JSONL files and the older session documents
+(``*.json``, 0.38 and before; docs/upstream-gemini.md).
 
 The light half (locations, discovery, the change files, the hook's head) is
 here; the rows' decisions are :mod:`actors.upstream.gemini.classify`, its sample
