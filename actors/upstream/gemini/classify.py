@@ -85,7 +85,9 @@ __all__ = [
     "gemini_fingerprint",
     "gemini_refusal",
     "interactive_session_ids",
+    "is_copy",
     "logs_path_for",
+    "part_texts",
     "read_gemini_rows",
     "row_kind",
 ]
@@ -103,6 +105,7 @@ _SHELL_MODE = "I ran the following shell command:"
 _PLAN_EXITS = ("User has manually exited Plan Mode. Switching to ", "Plan approved. Switching to ")
 _DIRECTORY_CONTEXT = "- **Workspace Directories:**"
 _NEXT_SPEAKER = "Please continue."
+_INVALID_STREAM = "System: Please continue."
 _LOOP_RECOVERY = "System: Potential loop detected."
 
 
@@ -113,6 +116,10 @@ class GeminiHeader(msgspec.Struct, frozen=True, kw_only=True):
         session_id: ``sessionId`` (a UUID).
         project_hash: ``projectHash``: SHA-256 hex of the project root path.
         started_at: ``startTime`` as epoch ms, or ``None``.
+        updated_at: ``lastUpdated`` as epoch ms, or ``None``. A fresh file's
+            header is written before any message; a file converted from an
+            older ``.json`` document (or rewritten from memory) carries the old
+            ``lastUpdated``, and the copied messages are no newer than it.
         kind: ``main``, ``subagent``, or ``None`` when absent (older files).
         directories: ``directories`` (a sub-agent's workspace), else ``()``.
     """
@@ -120,6 +127,7 @@ class GeminiHeader(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
     project_hash: str
     started_at: int | None = None
+    updated_at: int | None = None
     kind: str | None = None
     directories: tuple[str, ...] = ()
 
@@ -236,6 +244,10 @@ def _texts(content: object) -> list[str]:
     return []
 
 
+part_texts = _texts
+"""The text parts of a message's ``content`` (thought parts left out); pure."""
+
+
 def _has_part(content: object, key: str) -> bool:
     if isinstance(content, Mapping):
         return key in content
@@ -261,7 +273,7 @@ def _injected_reason(text: str) -> str | None:
         return "plan_mode_notice"
     if stripped.startswith(_DIRECTORY_CONTEXT):
         return "directory_context"
-    if stripped.rstrip() == _NEXT_SPEAKER or stripped.startswith(_LOOP_RECOVERY):
+    if stripped.rstrip() in (_NEXT_SPEAKER, _INVALID_STREAM) or stripped.startswith(_LOOP_RECOVERY):
         return "continuation"
     return None
 
@@ -316,12 +328,37 @@ def decide_user_message(row: Mapping[str, Any], last_command: str | None = None
 _OTHER_REASONS = {"gemini": "model", "info": "info", "error": "error", "warning": "warning"}
 
 
+def is_copy(header: GeminiHeader | None, occurred_at: int | None) -> bool:
+    """Whether a message row stamped ``occurred_at`` is a copy of earlier history.
+
+    Gemini CLI (0.39 on) converts an older ``.json`` session it resumes into
+    ``<name>.jsonl`` by writing the old header (its ``lastUpdated`` kept) and
+    then every old message as a plain row (``ChatRecordingService.initialize``);
+    ``rewriteConversationFile`` does the same for a file it could not reload.
+    A fresh file's header is written before any message, so a message no newer
+    than the header's ``lastUpdated`` is such a copy. Pure.
+    """
+    return (header is not None and header.updated_at is not None and occurred_at is not None
+            and occurred_at <= header.updated_at)
+
+
+def _not_a_turn(header: GeminiHeader | None, seen: bool, at: int | None) -> str | None:
+    """Why a ``user`` row cannot be a turn whatever it holds, or ``None``: ``subagent``,
+    ``rewritten`` (its id was written before), ``copied_history`` (:func:`is_copy`)."""
+    if header is not None and header.kind == "subagent":
+        return "subagent"
+    if seen:
+        return "rewritten"
+    return "copied_history" if is_copy(header, at) else None
+
+
 def _header_of(value: Mapping[str, Any]) -> GeminiHeader:
     dirs = value.get("directories")
     kind = value.get("kind")
     return GeminiHeader(
         session_id=str(value["sessionId"]), project_hash=str(value["projectHash"]),
-        started_at=epoch_ms(value.get("startTime")), kind=kind if isinstance(kind, str) else None,
+        started_at=epoch_ms(value.get("startTime")),
+        updated_at=epoch_ms(value.get("lastUpdated")), kind=kind if isinstance(kind, str) else None,
         directories=tuple(d for d in dirs if isinstance(d, str)) if isinstance(dirs, list) else ())
 
 
@@ -379,10 +416,9 @@ def read_gemini_rows(data: bytes, cursor: GeminiCursor | None = None) -> GeminiS
         elif kind == "$rewindTo":
             reason = "rewind"
         elif kind == "user":
-            if header is not None and header.kind == "subagent":
-                reason = "subagent"
-            elif msg_id in seen:
-                reason = "rewritten"
+            refused = _not_a_turn(header, msg_id in seen, at)
+            if refused is not None:
+                reason = refused
             else:
                 typed, reason, text = decide_user_message(value, last_command)
                 if typed and text is not None and text.startswith("/"):

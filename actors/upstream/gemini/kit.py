@@ -1,17 +1,23 @@
-"""A Gemini CLI session file in the rows Gemini CLI 0.61.0 writes (docs/upstream-gemini.md)."""
+"""A Gemini CLI session file in the rows Gemini CLI 0.61.0 writes, or the whole document
+0.38 and earlier wrote (``format="json"``; docs/upstream-gemini.md)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from actors.upstream.common import epoch_ms
+from actors.upstream.gemini.kit_document import LAST_DOCUMENT_VERSION, DocumentBuilder
 from actors.upstream.kit import turns as t
-from actors.upstream.kit.jsonl import JsonlFile, iso
+from actors.upstream.kit.clock import ManualClock
+from actors.upstream.kit.jsonl import ROW_STEP_MS, JsonlFile, iso
 
 __all__ = ["GeminiSession", "gemini_logs_json", "sample", "type_turn"]
 
@@ -47,6 +53,18 @@ class GeminiSession:
             logged), which is what tells a typed prompt. ``False`` writes as
             ``gemini -p`` does: nothing logged, so the session is decided
             program-driven.
+        format: ``"jsonl"`` (default: the rows of 0.39 on) or ``"json"``: one
+            document ``{sessionId, projectHash, startTime, lastUpdated,
+            messages, kind?}`` written whole on every append, as 0.38 and
+            earlier did (name the file ``session-*.json``). An existing
+            document at ``path`` is loaded and continued.
+        version: with ``format="json"``, the Gemini CLI version whose shapes
+            are written (default ``0.38.2``): before 0.28 ``content`` is one
+            string and there is no ``displayContent``; before 0.31 no ``kind``.
+            In a document tool results live in the call (``toolCalls[].result``:
+            no ``user`` message), ``Compaction`` is an ``info`` message with no
+            text and ``Interrupt`` the ``info`` "Request cancelled." only.
+            :attr:`document` gives the builder (``rewind``, ``messages``, ``write``).
 
     Turns: :class:`~actors.testing.Typed` a ``user`` row; ``Reply`` a
     ``gemini`` row; ``ToolCall`` a ``gemini`` row with ``toolCalls`` written
@@ -64,8 +82,11 @@ class GeminiSession:
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, kind: str = "main",
                  project: str = "/work", hook_context: str | None = None,
-                 interactive: bool = True) -> None:
-        self._file = JsonlFile(path, clock)
+                 interactive: bool = True, format: str = "jsonl",
+                 version: str | None = None) -> None:
+        if format not in ("jsonl", "json"):
+            raise ValueError(f"format is 'jsonl' or 'json', not {format!r}")
+        self._file = JsonlFile(path, clock if clock is not None else _after_file(Path(path)))
         self.interactive = interactive
         self._dry = False
         self.path: Path = self._file.path
@@ -75,14 +96,27 @@ class GeminiSession:
         self._hook = hook_context
         self._history: list[dict[str, Any]] = []
         self._last_prompt: str | None = None
+        self.document: DocumentBuilder | None = None
+        """The document builder (``format="json"`` only)."""
+        if format == "json":
+            self.document = DocumentBuilder(
+                self.path, session_id=self.session_id, project_hash=self._hash, kind=kind,
+                version=version or LAST_DOCUMENT_VERSION, now=self._file.now,
+                hook_context=hook_context)
+            self.session_id = self.document.session_id
 
     def append(self, *turns: t.Turn) -> int:
-        """Write the rows of ``turns``; return how many lines.
+        """Write the rows of ``turns``; return how many lines (a document: how many
+        messages were added, the whole document written once).
 
         Raises:
             TypeError: a turn of an unknown kind (nothing is written).
             OSError: the file cannot be written.
         """
+        if self.document is not None:
+            added = self.document.apply(turns, self._log)
+            self.document.write()
+            return added
         return self._file.append_turns(turns, self._rows)
 
     def header_rows(self) -> list[dict[str, Any]]:
@@ -99,6 +133,13 @@ class GeminiSession:
         rows too when nothing was built yet); ``logs.json`` is not touched either."""
         self._dry = True
         try:
+            if self.document is not None:  # the whole document those turns would leave
+                saved = copy.deepcopy(self.document.doc)
+                try:
+                    self.document.apply(turns, self._log)
+                    return self.document.encoded()
+                finally:
+                    self.document.doc = saved
             return self._file.lines(turns, self._rows)
         finally:
             self._dry = False
@@ -172,6 +213,23 @@ class GeminiSession:
         raise TypeError(f"not a turn: {turn!r}")
 
 
+def _after_file(path: Path) -> Callable[[], int] | None:
+    """A private clock going on after the newest time an existing session file holds
+    (``None`` for a new file): a later builder on the same file writes later times,
+    as the CLI does (a row older than the file's header reads as copied history)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    stamps = [epoch_ms(v.decode()) for v in re.findall(
+        rb'"(?:timestamp|lastUpdated|startTime)"\s*:\s*"([^"]+)"', data)]
+    newest = max((s for s in stamps if s is not None), default=None)
+    if newest is None:
+        return None
+    own = ManualClock(newest)
+    return lambda: own.advance(ROW_STEP_MS)
+
+
 _SAMPLE_SESSION = "5d1f0c2e-8a4b-4c6d-9e7f-0a1b2c3d4e5f"
 _SAMPLE_PROJECT = "/home/user/demo"
 
@@ -213,8 +271,11 @@ def sample(root: Path) -> tuple[str, str]:
 
 def type_turn(path: str, thread_id: str, text: str, *,
               session: GeminiSession | None = None) -> None:
-    """Append a turn a person typed in the TUI to the session file at ``path``: the query
-    is logged to ``logs.json`` first, then recorded (raises ``OSError``)."""
+    """Append a turn a person typed in the TUI to the session file at ``path`` (a
+    ``.json`` document: rewritten whole): the query is logged to ``logs.json``
+    first, then recorded (raises ``OSError``)."""
+    if session is None and path.endswith(".json"):
+        session = GeminiSession(path, format="json")
     if session is None:
         with open(path, "rb") as file:
             header = json.loads(file.readline())

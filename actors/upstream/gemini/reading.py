@@ -1,4 +1,6 @@
-"""Gemini CLI's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one.
+"""Gemini CLI's heavy half: its :class:`~actors.upstream.reading.Reading`, a line-based one
+for ``*.jsonl``; the older whole documents (``*.json``) are read by
+:mod:`actors.upstream.gemini.docreading`, chosen by the file's suffix.
 
 Loaded on first use by :func:`actors.upstream.gemini.source.reading`. The
 rows are decided one line at a time by :func:`actors.upstream.gemini.classify.read_gemini_rows`;
@@ -38,16 +40,25 @@ from actors.upstream.evidence import evidence_may_follow
 from actors.upstream.files import file_state, read_range
 from actors.upstream.gemini.classify import (
     GeminiHeader,
+    _header_of,
     gemini_refusal,
     interactive_session_ids,
+    is_copy,
     read_gemini_rows,
     row_kind,
+)
+from actors.upstream.gemini.docreading import (
+    baseline_document,
+    classify_document,
+    document_waiting,
+    is_document,
+    scan_document,
 )
 from actors.upstream.gemini.kit import sample, type_turn
 from actors.upstream.gemini.paths import logs_file, project_root_of
 from actors.upstream.jsonl import HEAD_LIMIT, classify_lines, line_reading
-from actors.upstream.reading import Baseline, Reading
-from actors.upstream.scanning import LineClassifier
+from actors.upstream.reading import Baseline, Reading, ScanContext
+from actors.upstream.scanning import LineClassifier, ScanResult, StoreHint
 
 __all__ = ["READING", "classify_gemini_line", "gemini_header", "interactive_classifier"]
 
@@ -75,14 +86,19 @@ def gemini_header(first: bytes) -> tuple[str | None, str | None]:
     return None, "subagent" if value.get("kind") == "subagent" else None
 
 
-def _session_id(path: str) -> str | None:
-    """The header's ``sessionId`` (first line, at most :data:`HEAD_LIMIT` bytes)."""
+def _header(path: str) -> GeminiHeader | None:
+    """The file's header line (first line, at most :data:`HEAD_LIMIT` bytes), or ``None``."""
     head, _ = read_range(path, 0, HEAD_LIMIT, None)
     if not head or b"\n" not in head:
         return None
     _, value = decode_object(head.split(b"\n", 1)[0])
-    found = value.get("sessionId") if value is not None else None
-    return found if isinstance(found, str) else None
+    return _header_of(value) if value is not None and row_kind(value) == "header" else None
+
+
+def _session_id(path: str) -> str | None:
+    """The header's ``sessionId`` (first line, at most :data:`HEAD_LIMIT` bytes)."""
+    header = _header(path)
+    return header.session_id if header is not None else None
 
 
 def _logged(path: str, session_id: str | None) -> LogsState | bool:
@@ -143,6 +159,8 @@ def logs_pending(path: str) -> bool:
     its project's ``logs.json`` is being rewritten, or a prompted session's query
     may still be logged (:func:`~actors.upstream.evidence.evidence_may_follow`).
     Never raises."""
+    if is_document(path):
+        return document_waiting(path)
     if _LINES.waiting(path):
         return True
     logged = _logged(path, _session_id(path))
@@ -164,8 +182,13 @@ class _Evidence:
         self._grace = grace
 
     @functools.cached_property
+    def header(self) -> GeminiHeader | None:
+        return _header(self._path)
+
+    @functools.cached_property
     def logged(self) -> LogsState | bool:
-        return _logged(self._path, _session_id(self._path))
+        header = self.header
+        return _logged(self._path, header.session_id if header is not None else None)
 
     @functools.cached_property
     def may_follow(self) -> bool:
@@ -190,6 +213,8 @@ def interactive_classifier(path: str, *, grace: bool = True) -> LineClassifier:
         unit = classify_gemini_line(line)
         if not unit.human:
             return unit
+        if is_copy(evidence.header, unit.occurred_at):  # an older document's converted history
+            return Unit(human=False, reason="copied_history")
         if evidence.logged == "unreadable":
             return Unit(human=False, reason="logs_unreadable", stop=True)
         if evidence.logged is not True:
@@ -218,6 +243,8 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
     ``logs.json`` never logged; ``None`` while that query may still be logged
     (unless ``grace=False``).
     Caller's thread; blocks on bounded reads; never raises."""
+    if is_document(path):
+        return baseline_document(path, thread_id, from_start, grace=grace)
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline) or found.refusal is not None:
         return found
@@ -237,7 +264,10 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
-    """``ssa classify``: every line's decision, ``not_monitored: <why>`` for a refused session."""
+    """``ssa classify``: every line's (a document's: message's) decision,
+    ``not_monitored: <why>`` for a refused session."""
+    if is_document(path):
+        return classify_document(path)
     found = baseline(path, None, True, 0, grace=False)  # what is on disk now decides
     refusal = found.refusal if isinstance(found, Baseline) else None
     return classify_lines(path, interactive_classifier(path, grace=False), refusal=refusal,
@@ -249,7 +279,15 @@ def project(path: str, thread_id: str) -> str | None:
     return project_root_of(path)
 
 
+def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
+         context: ScanContext) -> ScanResult:
+    """One scan: a session document's (``*.json``) by message, a JSONL file's by line."""
+    if is_document(path):
+        return scan_document(path, marker, own_hashes=context.own_hashes)
+    return _LINES.scan(path, thread_id, marker, hint, context)
+
+
 READING: Reading = dataclasses.replace(_LINES, baseline=baseline, classify=classify,
-                                       project=project, waiting=logs_pending)
+                                       project=project, waiting=logs_pending, scan=scan)
 """Gemini CLI's reading: interactive main sessions are linked; sub-agents' and
 program-driven sessions are not."""

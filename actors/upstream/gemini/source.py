@@ -1,4 +1,5 @@
-"""Gemini CLI as an upstream source: session JSONL files (docs/upstream-gemini.md).
+"""Gemini CLI as an upstream source: session JSONL files and the older session documents
+(``*.json``, 0.38 and before; docs/upstream-gemini.md).
 
 The light half (locations, discovery, the change files, the hook's head) is
 here; the rows' decisions are :mod:`actors.upstream.gemini.classify`, its sample
@@ -10,6 +11,7 @@ Its heavy half is :data:`actors.upstream.gemini.reading.READING`.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,11 +39,19 @@ def locations(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 def discover(root: Path) -> Iterator[Candidate]:
-    """``<root>/<project id>/chats/session-*.jsonl``; a ``chats`` directory itself may be
-    given. The id is the file's name without ``.jsonl``; sub-agent files
-    (``chats/<parent id>/*.jsonl``) are not sessions of their own."""
-    pattern = "session-*.jsonl" if root.name == "chats" else "*/chats/session-*.jsonl"
-    return glob_sessions(NAME, root, pattern, str)
+    """``<root>/<project id>/chats/session-*.jsonl`` (0.39 on) and ``session-*.json``
+    (the whole-document files of 0.38 and before); a ``chats`` directory itself may
+    be given. The id is the file's name without its suffix. A ``.json`` beside a
+    ``.jsonl`` of the same name is left out: Gemini CLI converted it on a resume
+    and goes on in the ``.jsonl``. Sub-agent files (``chats/<parent id>/*``) are
+    not sessions of their own. Sorted by path; blocks on the listing; never raises.
+    """
+    prefix = "" if root.name == "chats" else "*/chats/"
+    lines = list(glob_sessions(NAME, root, prefix + "session-*.jsonl", str))
+    converted = {c.path[:-1] for c in lines}
+    documents = [c for c in glob_sessions(NAME, root, prefix + "session-*.json", str)
+                 if c.path not in converted]
+    return iter(sorted(lines + documents, key=lambda c: c.path.split(os.sep)))
 
 
 def watch_files(path: str) -> tuple[str, ...]:
