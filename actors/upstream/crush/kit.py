@@ -12,6 +12,8 @@ from typing import Any
 
 import apsw
 
+from actors.upstream.crush.prompts import CRUSH_PROMPTS
+from actors.upstream.fixed_prompts import FILL
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 
@@ -134,6 +136,17 @@ class CrushTranscript:
         """A generated continuation: a user message whose text part is ``hidden``."""
         return self._commit([(self.session_id, "user",
                               [_part("text", {"text": text, "hidden": True}), _stop()],
+                              False)])[0]
+
+    def initialize_project(self, initialize_as: str = "AGENTS.md") -> str:
+        """The person clicks "Initialize Project": Crush sends its initialize template
+        (the pinned version's, rendered with ``initialize_as``) as a user message.
+
+        Returns:
+            The message id.
+        """
+        text = CRUSH_PROMPTS.prompts[-1].text.replace(FILL, initialize_as)
+        return self._commit([(self.session_id, "user", [_part("text", {"text": text}), _stop()],
                               False)])[0]
 
     def _now_s(self) -> int:
