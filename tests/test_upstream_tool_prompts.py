@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.testing import Reply, Typed
+from actors.testing import Reply, SlashCommand, ToolResult, Typed
+from actors.upstream.aider.classify import classify_aider_history
+from actors.upstream.aider.kit import GUI_COMMAND_LINE, LINT_PROMPT, AiderChatHistory
 from actors.upstream.crush.classify import poll_crush
 from actors.upstream.crush.kit import CrushTranscript
 from actors.upstream.crush.prompts import CRUSH_PROMPTS
@@ -59,3 +61,51 @@ def test_every_crush_initialize_template_version_is_recognised(prompt: FixedProm
     assert CRUSH_PROMPTS.match(rendered + "\nAlso list the Makefile targets.") is None
     first_line = rendered.strip().splitlines()[0]
     assert CRUSH_PROMPTS.match(first_line) is None  # a person quoting one line is typed
+
+
+# --- Aider --------------------------------------------------------------------------
+
+
+def _aider(path: Path) -> list[tuple[str, bool, str]]:
+    return [(b.text, u.human, u.reason)
+            for b, u in classify_aider_history(path.read_bytes()) if b.kind == "user"]
+
+
+def test_aider_lint_report_sent_after_fix_lint_errors_is_not_typed(tmp_path: Path) -> None:
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md")
+    history.append(Typed("add a helper"), Reply("Added."))
+    history.lint_fix("app.py", "app.py:1:1: F401 'os' imported but unused")
+    history.append(Typed("thanks, now the docs"), Reply("Done."))
+    decided = [(human, reason) for _, human, reason in _aider(history.path)]
+    assert decided == [(True, "typed"), (False, "slash_command"), (False, "tool_prompt"),
+                       (True, "typed")]
+
+
+def test_aider_accepting_the_prefilled_fix_prompt_is_not_typed(tmp_path: Path) -> None:
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md")
+    history.append(SlashCommand("test", "pytest -q"), ToolResult("c1", "1 failed"),
+                   Typed("What's wrong? Fix"), Reply("Fixed."),
+                   Typed("What's wrong? Fix the import too"), Reply("Fixed."))
+    assert [(h, r) for _, h, r in _aider(history.path)] == [
+        (False, "slash_command"), (False, "tool_prompt"), (True, "typed")]
+
+
+def test_aider_gui_prompts_count_like_the_terminals(tmp_path: Path) -> None:
+    """``aider --gui``: the streamlit process logs ``…/aider/gui.py --gui`` as its command
+    line; every chat_input prompt is written by ``Coder.run_stream`` as user input, as
+    written (a ``/`` is not a command there), and so are the reflected messages."""
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md",
+                               command_line=GUI_COMMAND_LINE)
+    history.append(Typed("add a --verbose flag"), Reply("Added."),
+                   Typed(f"{LINT_PROMPT}## Running: flake8 cli.py\n\ncli.py:3:1: E302"),
+                   Reply("Fixed."),
+                   Typed("I ran this command:\n\npytest\n\nAnd got this output:\n\n1 failed\n"),
+                   Reply("Fixed."),
+                   Typed("/ask is it done?"), Reply("Yes."))
+    assert [(h, r) for _, h, r in _aider(history.path)] == [
+        (True, "typed"), (False, "tool_prompt"), (False, "tool_prompt"), (True, "typed")]
+    # the same /ask in the terminal is a chat command: its text counts, its echo does not
+    terminal = AiderChatHistory(tmp_path / "t.md")
+    terminal.append(SlashCommand("ask", "is it done?"), Reply("Yes."))
+    assert [(t, h, r) for t, h, r in _aider(terminal.path)] == [
+        ("/ask is it done?", True, "typed"), ("is it done?", False, "command_echo")]

@@ -11,7 +11,9 @@ a table and tells whether a text is one of them.
 Matching is exact on the normalized text (:func:`~actors.upstream.common.normalize_text`:
 trimmed, every whitespace run one space). A place where the tool fills in a
 value (a configured file name, the person's arguments) is written
-:data:`FILL` in the table and matches 1 to :data:`FILL_MAX` characters.
+:data:`FILL` in the table and matches 1 to :data:`FILL_MAX` characters; a
+place that holds a program's output (lint errors, a command's output) is
+written :data:`REST` and matches any text.
 
 Pure: no I/O, no logging; a compiled :class:`FixedPrompts` is immutable and
 thread-safe.
@@ -27,13 +29,16 @@ import msgspec
 
 from actors.upstream.common import normalize_text
 
-__all__ = ["FILL", "FILL_MAX", "FixedPrompt", "FixedPrompts"]
+__all__ = ["FILL", "FILL_MAX", "REST", "FixedPrompt", "FixedPrompts"]
 
 FILL: Final = "{FILL}"
 """Where the tool fills in a value: matches 1 to :data:`FILL_MAX` characters."""
 
 FILL_MAX: Final = 200
 """The longest value a :data:`FILL` matches (a file name, a short argument)."""
+
+REST: Final = "{REST}"
+"""Where the tool puts a program's output: matches any text (none included)."""
 
 
 class FixedPrompt(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,10 +75,14 @@ class FixedPrompts:
             normalized = normalize_text(prompt.text)
             if not normalized:
                 raise ValueError(f"empty fixed prompt ({prompt.origin})")
-            if FILL not in normalized:
+            if FILL not in normalized and REST not in normalized:
                 self._exact[normalized] = prompt
                 continue
-            pattern = f".{{1,{FILL_MAX}}}?".join(re.escape(p) for p in normalized.split(FILL))
+            # A REST place takes the spaces around it too (an empty output leaves none).
+            normalized = normalized.replace(f" {REST}", REST).replace(f"{REST} ", REST)
+            pattern = ".*?".join(
+                f".{{1,{FILL_MAX}}}?".join(re.escape(p) for p in part.split(FILL))
+                for part in normalized.split(REST))
             self._patterns.append((re.compile(pattern, re.DOTALL), prompt))
 
     @property
@@ -89,8 +98,8 @@ class FixedPrompts:
 
         Returns:
             The table entry whose normalized text equals ``text``'s (its
-            :data:`FILL` places matching any 1 to :data:`FILL_MAX` characters),
-            or ``None``. Pure; thread-safe; non-blocking.
+            :data:`FILL` places matching any 1 to :data:`FILL_MAX` characters,
+            its :data:`REST` places any text), or ``None``. Pure; thread-safe; non-blocking.
         """
         normalized = normalize_text(text)
         if not normalized:

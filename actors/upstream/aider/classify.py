@@ -30,7 +30,10 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   written with ``user_input`` exactly as a typed prompt, then Aider exits);
 * ``no_command_line``: no command line was logged in the session before the
   block (Aider 0.86.2 always logs it first; a file of another shape proves
-  nothing), ``no_session``: a block before any session header;
+  nothing), ``no_session``: a block before any session header. The command
+  line's executable may be a Windows path (``C:\\…\\aider``, ``aider.exe``,
+  ``…\\aider\\__main__.py``, with spaces) or the browser GUI's
+  ``…/aider/gui.py``, whose prompts are sent as written (no ``/`` commands);
 * ``confirm_answer``: the text is a confirmation question with its answer:
   when a question belongs to a group already answered with "all" or "skip all"
   (``confirm_ask`` with ``group.preference``), Aider writes the question and
@@ -45,6 +48,9 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   the next block is Aider's own help prompt;
 * ``watch_files``: the ``/ask`` prompt ``--watch-files`` builds from ``AI?``
   comments (``watch.py``, ``watch_prompts.py``);
+* ``tool_prompt``: a text Aider writes as user input for the person (the lint
+  report after "Fix lint errors in …?", the pre-filled ``What's wrong? Fix``,
+  the browser GUI's reflected messages): :mod:`actors.upstream.aider.prompts`;
 * ``shell``: ``/run …`` or ``!…`` (a shell command, nothing sent to the model
   unless its output is added); ``slash_command``: any other ``/`` input (Aider
   runs every input starting with ``/`` as a command, ``commands.py``

@@ -15,6 +15,7 @@ from typing import Final
 
 import msgspec
 
+from actors.upstream.aider.prompts import AIDER_PROMPTS
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
 __all__ = ["CHAT_COMMANDS", "COMMANDS", "AiderBlock", "AiderSession", "decide_blocks"]
@@ -51,6 +52,8 @@ class AiderSession(msgspec.Struct, frozen=True, kw_only=True):
         started_ms: ``started`` as epoch ms in this process's local zone, or ``None``.
         command_line: the logged ``aider …`` command line, once seen.
         program: the command line asks for one message and an exit (``--message``…).
+        gui: the session is the browser GUI's (``aider --gui``): its prompts are
+            sent as written (no ``/`` commands, no ``!`` shell).
     """
 
     id: str
@@ -59,6 +62,7 @@ class AiderSession(msgspec.Struct, frozen=True, kw_only=True):
     started_ms: int | None = None
     command_line: str | None = None
     program: bool = False
+    gui: bool = False
 
     @property
     def refusal(self) -> str | None:
@@ -101,13 +105,38 @@ def _started_ms(text: str) -> int | None:
     return int(time.mktime(parsed.timetuple())) * 1000
 
 
-def _is_command_line(line: str) -> bool:
-    """Whether a tool line is the logged ``sys.argv``: its first word is the ``aider``
-    executable (any directory) or Aider's ``__main__.py`` (``python -m aider``)."""
-    first = line.split(" ", 1)[0]
-    name = first.rsplit("/", 1)[-1]
-    return name == "aider" or name.startswith("aider.") or (
-        name == "__main__.py" and "aider" in first)
+_PATH_ROOT: Final = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\|[/~.])")
+"""How a path with spaces in it starts: a drive letter, a UNC ``\\\\``, ``/``, ``~``, ``.``."""
+
+_ARGV0_MAX: Final = 1024
+"""The longest executable path with spaces looked for at the start of a tool line."""
+
+
+def _launched_as(line: str) -> str | None:
+    """Whether a tool line is the logged ``sys.argv`` (``main.py``: ``" ".join(sys.argv)``),
+    and of which front end: ``"cli"`` when its first word is the ``aider`` executable
+    (any directory; ``aider.exe``, a Windows launcher's ``aider`` without ``.exe``) or
+    Aider's ``aider/__main__.py`` (``python -m aider``), ``"gui"`` when it is
+    ``aider/gui.py`` (the browser GUI: ``aider --gui`` runs ``streamlit run
+    aider/gui.py -- <args>``, whose ``main()`` logs the script as ``sys.argv[0]``),
+    else ``None``. Directories may use ``\\`` (Windows) and hold spaces
+    (``C:\\Program Files\\…``: the joined line does not quote them)."""
+    head = line[:_ARGV0_MAX]
+    ends = [i for i, ch in enumerate(head) if ch == " "] + [len(line)]
+    if not _PATH_ROOT.match(head):
+        ends = ends[:1]  # a first word with spaces in it must be a path
+    for end in ends:
+        first = line[:end]
+        parts = re.split(r"[\\/]", first)
+        name = parts[-1].lower()
+        parent = parts[-2].lower() if len(parts) > 1 else ""
+        if name == "aider" or name.startswith("aider."):
+            return "cli"
+        if parent == "aider" and name == "__main__.py":
+            return "cli"
+        if parent == "aider" and name == "gui.py":
+            return "gui"
+    return None
 
 
 def _is_program(command_line: str) -> bool:
@@ -166,10 +195,12 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
             continue
         if block.kind == "tool":
             for line in block.text.split("\n"):
-                if session is not None and session.command_line is None \
-                        and _is_command_line(line):
+                launched = _launched_as(line) if session is not None \
+                    and session.command_line is None else None
+                if session is not None and launched is not None:
                     session = msgspec.structs.replace(session, command_line=line,
-                                                      program=_is_program(line))
+                                                      program=_is_program(line),
+                                                      gui=launched == "gui")
                     sessions = [session if s.id == session.id else s for s in sessions]
                 if line.startswith(_EXECUTING):  # /load (or --load) runs a command
                     echo = _echo_for(line[len(_EXECUTING):].strip(), echo)
@@ -192,7 +223,8 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
                         else Unit(human=False, reason=refusal, occurred_at=at)))
             continue
         unit = _decide_user(block.text, session, expected, at)
-        if unit.reason in ("typed", "slash_command") and block.text.startswith("/"):
+        if unit.reason in ("typed", "slash_command") and block.text.startswith("/") \
+                and not (session is not None and session.gui):
             echo = _echo_for(block.text, None)
         out.append((block, unit))
     return out, session, echo, sessions
@@ -233,6 +265,10 @@ def _decide_user(text: str, session: AiderSession | None, expected: str | None,
         return Unit(human=False, reason="confirm_answer", occurred_at=at)
     if normalized.startswith(_WATCH_ASK):
         return Unit(human=False, reason="watch_files", occurred_at=at)
+    if AIDER_PROMPTS.match(normalized) is not None:
+        return Unit(human=False, reason="tool_prompt", occurred_at=at)
+    if session is not None and session.gui:
+        return _typed(normalized, at)  # gui.py sends it as written (Coder.run_stream)
     if normalized.startswith("!"):
         return Unit(human=False, reason="shell", occurred_at=at)
     if normalized.startswith("/"):
