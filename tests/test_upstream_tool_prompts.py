@@ -16,6 +16,9 @@ import pytest
 from actors.testing import Reply, SlashCommand, ToolResult, Typed
 from actors.upstream.aider.classify import classify_aider_history
 from actors.upstream.aider.kit import GUI_COMMAND_LINE, LINT_PROMPT, AiderChatHistory
+from actors.upstream.codex.classify import classify_codex_line
+from actors.upstream.codex.kit import CodexRollout
+from actors.upstream.codex.prompts import CODEX_PROMPTS
 from actors.upstream.crush.classify import poll_crush
 from actors.upstream.crush.kit import CrushTranscript
 from actors.upstream.crush.prompts import CRUSH_PROMPTS
@@ -109,3 +112,22 @@ def test_aider_gui_prompts_count_like_the_terminals(tmp_path: Path) -> None:
     terminal.append(SlashCommand("ask", "is it done?"), Reply("Yes."))
     assert [(t, h, r) for t, h, r in _aider(terminal.path)] == [
         ("/ask is it done?", True, "typed"), ("is it done?", False, "command_echo")]
+
+
+# --- Codex --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("paginated", [False, True])
+def test_codex_init_submits_codex_own_prompt(tmp_path: Path, paginated: bool) -> None:
+    rollout = CodexRollout(tmp_path / "rollout.jsonl", paginated=paginated)
+    rollout.append(SlashCommand("init"), Reply("Wrote AGENTS.md."), Typed("now commit it"),
+                   Reply("Done."))
+    units = [classify_codex_line(line) for line in rollout.path.read_bytes().splitlines()]
+    assert [u.text for u in units if u.human] == ["now commit it"]
+    assert "tool_prompt" in {u.reason for u in units}
+
+
+@pytest.mark.parametrize("prompt", CODEX_PROMPTS.prompts, ids=lambda p: p.origin)
+def test_every_codex_fixed_prompt_is_recognised(prompt: FixedPrompt) -> None:
+    assert CODEX_PROMPTS.match(prompt.text) is prompt
+    assert CODEX_PROMPTS.match(prompt.text + " Keep it under 100 words.") is None

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from actors.upstream.codex.prompts import CODEX_PROMPTS
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 
@@ -197,6 +198,8 @@ class CodexRollout:
         return None
 
     def _rows(self, turn: CodexTurn) -> list[dict[str, Any]]:
+        if isinstance(turn, t.SlashCommand) and turn.name == "init":
+            return self._rows(t.Typed(CODEX_PROMPTS.prompts[0].text))  # /init's fixed text
         if self._paginated:
             rows = self._paginated_rows(turn)
             if rows is not None:
