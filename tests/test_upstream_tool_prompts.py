@@ -16,6 +16,9 @@ import pytest
 from actors.testing import Reply, SlashCommand, ToolResult, Typed
 from actors.upstream.aider.classify import classify_aider_history
 from actors.upstream.aider.kit import GUI_COMMAND_LINE, LINT_PROMPT, AiderChatHistory
+from actors.upstream.claude.classify import classify_claude_line
+from actors.upstream.claude.kit import ClaudeCodeTranscript
+from actors.upstream.claude.prompts import CLAUDE_PROMPTS
 from actors.upstream.codex.classify import classify_codex_line
 from actors.upstream.codex.kit import CodexRollout
 from actors.upstream.codex.prompts import CODEX_PROMPTS
@@ -131,3 +134,30 @@ def test_codex_init_submits_codex_own_prompt(tmp_path: Path, paginated: bool) ->
 def test_every_codex_fixed_prompt_is_recognised(prompt: FixedPrompt) -> None:
     assert CODEX_PROMPTS.match(prompt.text) is prompt
     assert CODEX_PROMPTS.match(prompt.text + " Keep it under 100 words.") is None
+
+
+# --- Claude Code --------------------------------------------------------------------
+
+_CLAUDE_INIT_2_0 = (  # the text older builds wrote as a plain row (the fixed opening + notes)
+    "Please analyze this codebase and create a CLAUDE.md file, which will be given to future"
+    " instances of Claude Code to operate in this repository.\n\nWhat to add:\n1. Commands"
+    " that will be commonly used, such as how to build, lint, and run tests. Include the"
+    " necessary commands to develop in this codebase, such as how to run a single test.\n2."
+    " High-level code architecture and structure so that future instances can be productive"
+    " more quickly. Focus on the \"big picture\" architecture that requires reading multiple"
+    " files to understand.\n\nUsage notes:\n- If there's already a CLAUDE.md, suggest"
+    " improvements to it.\n- Be sure to prefix the file with the following text:\n\n```\n"
+    "# CLAUDE.md\n```")
+
+
+@pytest.mark.parametrize("expansion", [CLAUDE_PROMPTS.prompts[0].text, _CLAUDE_INIT_2_0])
+@pytest.mark.parametrize("meta", [False, True])
+def test_claude_init_expansion_is_claude_codes_prompt(tmp_path: Path, expansion: str,
+                                                      meta: bool) -> None:
+    transcript = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    transcript.append(Typed("hello"), Reply("Hi."))
+    transcript.prompt_command("init", expansion, meta=meta)
+    transcript.append(Reply("Wrote CLAUDE.md."), Typed("Please analyze this codebase"))
+    units = [classify_claude_line(line) for line in transcript.path.read_bytes().splitlines()]
+    assert [u.text for u in units if u.human] == ["hello", "Please analyze this codebase"]
+    assert [u.reason for u in units][2:4] == ["command", "meta" if meta else "tool_prompt"]

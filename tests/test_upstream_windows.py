@@ -8,6 +8,7 @@ count and nothing else does: precision = recall = 1.0.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,15 @@ import pytest
 from actors.testing import Interrupt, Reply, SlashCommand, ToolCall, ToolResult, Typed
 from actors.upstream.aider.classify import classify_aider_history
 from actors.upstream.aider.kit import AiderChatHistory
+from actors.upstream.claude.classify import classify_claude_line
+from actors.upstream.claude.kit import ClaudeCodeTranscript
+from actors.upstream.claude.source import CLAUDE
 
 TYPED = ("first prompt typed on Windows", "second one\nwith two lines")
 """What the person typed in every scenario (the typed turns)."""
+
+WIN_FILE = "C:\\Users\\user\\work\\src\\app.py"
+"""A file a tool call names, as a Windows path."""
 
 
 def _check(decided: list[tuple[bool, str]]) -> None:
@@ -47,3 +54,23 @@ def test_aider_session_recorded_on_windows(tmp_path: Path, command_line: str | N
     decided = [(u.human, u.text or "") for _, u in classify_aider_history(data)]
     _check(decided)
     assert not any(u.reason == "no_command_line" for _, u in classify_aider_history(data))
+
+
+# --- Claude Code --------------------------------------------------------------------
+
+
+def test_claude_session_recorded_on_windows(tmp_path: Path) -> None:
+    """``%USERPROFILE%\\.claude\\projects\\C--Users-user-work\\<id>.jsonl``; rows carry
+    ``cwd: "C:\\Users\\user\\work"``; tool calls name backslash paths."""
+    project = tmp_path / ".claude" / "projects" / "C--Users-user-work"
+    project.mkdir(parents=True)
+    transcript = ClaudeCodeTranscript(project / f"{uuid.uuid4()}.jsonl", windows=True,
+                                      entrypoint="cli", prompt_source="typed")
+    transcript.append(Typed(TYPED[0]), ToolCall("Read", {"file_path": WIN_FILE}, "t1"),
+                      ToolResult("t1", "x = 1"), Reply("Read it."), SlashCommand("model", "opus"),
+                      Interrupt(), Typed(TYPED[1]), Reply("Done."))
+    data = transcript.path.read_bytes()
+    assert b'"cwd":"C:\\\\Users\\\\user\\\\work"' in data
+    _check([(u.human, u.text or "") for u in map(classify_claude_line, data.splitlines())])
+    found = [c.path for c in CLAUDE.discover(tmp_path / ".claude" / "projects")]
+    assert found == [str(transcript.path)]
