@@ -26,6 +26,9 @@ from actors.upstream.crush.classify import poll_crush
 from actors.upstream.crush.kit import CrushTranscript
 from actors.upstream.crush.prompts import CRUSH_PROMPTS
 from actors.upstream.fixed_prompts import FILL, FixedPrompt, FixedPrompts
+from actors.upstream.opencode.kit import OpenCodeTranscript
+from actors.upstream.opencode.prompts import OPENCODE_PROMPTS
+from actors.upstream.opencode.store import classify_db_session
 
 
 def test_fixed_prompts_match_exactly_after_normalizing() -> None:
@@ -39,6 +42,20 @@ def test_fixed_prompts_match_exactly_after_normalizing() -> None:
     assert table.match("") is None
     with pytest.raises(ValueError, match="empty fixed prompt"):
         FixedPrompts([FixedPrompt(text=" \n", action="z", origin="q")])
+    with pytest.raises(ValueError, match="more than one"):
+        FixedPrompts([FixedPrompt(text="{ARGS} and {ARGS}", action="z", origin="q")])
+
+
+def test_the_persons_arguments_inside_a_fixed_prompt_are_returned() -> None:
+    table = FixedPrompts([FixedPrompt(text="Set up.\nFocus:\n{ARGS}\n\nAt {REST}.",
+                                      action="/init", origin="o")])
+    found = table.find("Set up.\nFocus:\n  the   tests\n\nAt /home/me/x y.")
+    assert found is not None
+    assert found.args == "the tests"
+    empty = table.find("Set up.\nFocus:\n\n\nAt /home/me.")
+    assert empty is not None
+    assert empty.args == ""
+    assert table.find("Set up. Focus: x") is None
 
 
 # --- Crush --------------------------------------------------------------------------
@@ -161,3 +178,27 @@ def test_claude_init_expansion_is_claude_codes_prompt(tmp_path: Path, expansion:
     units = [classify_claude_line(line) for line in transcript.path.read_bytes().splitlines()]
     assert [u.text for u in units if u.human] == ["hello", "Please analyze this codebase"]
     assert [u.reason for u in units][2:4] == ["command", "meta" if meta else "tool_prompt"]
+
+
+# --- OpenCode -----------------------------------------------------------------------
+
+
+def test_opencode_init_is_the_tools_prompt_and_its_arguments_the_persons(
+        tmp_path: Path) -> None:
+    store = OpenCodeTranscript(tmp_path / "opencode.db", directory="/home/user/my project")
+    store.append(SlashCommand("init"), Reply("AGENTS.md written."),
+                 SlashCommand("init", "mention the\nmigration scripts"), Reply("Updated."),
+                 Typed("thanks"))
+    decided = [(u.human, u.reason, u.text) for _, u in
+               classify_db_session(store.path, store.session_id) if u.reason != "not_user"]
+    assert decided == [(False, "tool_prompt", None),
+                       (True, "typed", "mention the migration scripts"),
+                       (True, "typed", "thanks")]
+
+
+def test_opencode_older_init_text_never_counts() -> None:
+    older = OPENCODE_PROMPTS.prompts[1].text.replace("{FILL}", "150").replace(
+        "{REST}", "/Users/me/app\n\nfocus on tests")
+    found = OPENCODE_PROMPTS.find(older)
+    assert found is not None
+    assert found.args == ""

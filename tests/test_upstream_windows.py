@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import apsw
 import pytest
 
 from actors.testing import Interrupt, Reply, SlashCommand, ToolCall, ToolResult, Typed
@@ -19,6 +20,8 @@ from actors.upstream.aider.kit import AiderChatHistory
 from actors.upstream.claude.classify import classify_claude_line
 from actors.upstream.claude.kit import ClaudeCodeTranscript
 from actors.upstream.claude.source import CLAUDE
+from actors.upstream.opencode.kit import WINDOWS_DIRECTORY, OpenCodeTranscript
+from actors.upstream.opencode.store import classify_db_session
 
 TYPED = ("first prompt typed on Windows", "second one\nwith two lines")
 """What the person typed in every scenario (the typed turns)."""
@@ -74,3 +77,23 @@ def test_claude_session_recorded_on_windows(tmp_path: Path) -> None:
     _check([(u.human, u.text or "") for u in map(classify_claude_line, data.splitlines())])
     found = [c.path for c in CLAUDE.discover(tmp_path / ".claude" / "projects")]
     assert found == [str(transcript.path)]
+
+
+# --- OpenCode -----------------------------------------------------------------------
+
+
+def test_opencode_session_recorded_on_windows(tmp_path: Path) -> None:
+    """``%USERPROFILE%\\.local\\share\\opencode\\opencode.db``; the session's and the
+    assistant's ``directory``/``path.cwd`` are ``C:\\Users\\user\\work``."""
+    store = OpenCodeTranscript(tmp_path / "opencode.db", windows=True)
+    store.append(Typed(TYPED[0]), ToolCall("read", {"filePath": WIN_FILE}, "c1"),
+                 ToolResult("c1", "x = 1"), Reply("Read it."), Interrupt(),
+                 SlashCommand("review", ""), Typed(TYPED[1]), Reply("Done."))
+    decided = classify_db_session(store.path, store.session_id)
+    _check([(u.human, u.text or "") for _, u in decided])
+    conn = apsw.Connection(str(store.path))
+    try:
+        assert conn.execute("SELECT directory FROM session WHERE id = ?",
+                            (store.session_id,)).get == WINDOWS_DIRECTORY
+    finally:
+        conn.close()

@@ -13,7 +13,10 @@ trimmed, every whitespace run one space). A place where the tool fills in a
 value (a configured file name, the person's arguments) is written
 :data:`FILL` in the table and matches 1 to :data:`FILL_MAX` characters; a
 place that holds a program's output (lint errors, a command's output) is
-written :data:`REST` and matches any text.
+written :data:`REST` and matches any text; the place where a command puts the
+arguments the person typed after it (``/init focus on tests``) is written
+:data:`ARGS` (at most one per prompt), matches any text, and is returned by
+:meth:`FixedPrompts.find`: those words are the person's.
 
 Pure: no I/O, no logging; a compiled :class:`FixedPrompts` is immutable and
 thread-safe.
@@ -29,7 +32,7 @@ import msgspec
 
 from actors.upstream.common import normalize_text
 
-__all__ = ["FILL", "FILL_MAX", "REST", "FixedPrompt", "FixedPrompts"]
+__all__ = ["ARGS", "FILL", "FILL_MAX", "REST", "FixedPrompt", "FixedPrompts", "PromptMatch"]
 
 FILL: Final = "{FILL}"
 """Where the tool fills in a value: matches 1 to :data:`FILL_MAX` characters."""
@@ -39,6 +42,10 @@ FILL_MAX: Final = 200
 
 REST: Final = "{REST}"
 """Where the tool puts a program's output: matches any text (none included)."""
+
+ARGS: Final = "{ARGS}"
+"""Where a command puts the person's arguments: matches any text, returned by
+:meth:`FixedPrompts.find` (at most one per prompt)."""
 
 
 class FixedPrompt(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +64,19 @@ class FixedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     origin: str
 
 
+class PromptMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """A text found to be a fixed prompt.
+
+    Attributes:
+        prompt: the table entry.
+        args: the person's arguments the prompt carries (normalized; ``""``
+            when it has no :data:`ARGS` place or they were empty).
+    """
+
+    prompt: FixedPrompt
+    args: str = ""
+
+
 class FixedPrompts:
     """A compiled table of fixed prompts.
 
@@ -64,7 +84,8 @@ class FixedPrompts:
         prompts: the table (any order).
 
     Raises:
-        ValueError: a prompt whose normalized text is empty.
+        ValueError: a prompt whose normalized text is empty, or with more than one
+            :data:`ARGS` place.
     """
 
     def __init__(self, prompts: Iterable[FixedPrompt]) -> None:
@@ -75,14 +96,18 @@ class FixedPrompts:
             normalized = normalize_text(prompt.text)
             if not normalized:
                 raise ValueError(f"empty fixed prompt ({prompt.origin})")
-            if FILL not in normalized and REST not in normalized:
+            if normalized.count(ARGS) > 1:
+                raise ValueError(f"more than one {ARGS} place ({prompt.origin})")
+            if FILL not in normalized and REST not in normalized and ARGS not in normalized:
                 self._exact[normalized] = prompt
                 continue
-            # A REST place takes the spaces around it too (an empty output leaves none).
-            normalized = normalized.replace(f" {REST}", REST).replace(f"{REST} ", REST)
-            pattern = ".*?".join(
-                f".{{1,{FILL_MAX}}}?".join(re.escape(p) for p in part.split(FILL))
-                for part in normalized.split(REST))
+            # A REST or ARGS place takes the spaces around it too (it may be empty).
+            for wide in (REST, ARGS):
+                normalized = normalized.replace(f" {wide}", wide).replace(f"{wide} ", wide)
+            pattern = "(?P<args>.*?)".join(
+                ".*?".join(f".{{1,{FILL_MAX}}}?".join(re.escape(p) for p in part.split(FILL))
+                           for part in piece.split(REST))
+                for piece in normalized.split(ARGS))
             self._patterns.append((re.compile(pattern, re.DOTALL), prompt))
 
     @property
@@ -91,7 +116,15 @@ class FixedPrompts:
         return self._prompts
 
     def match(self, text: str | None) -> FixedPrompt | None:
-        """The fixed prompt ``text`` is, or ``None``.
+        """The fixed prompt ``text`` is, or ``None`` (:meth:`find` without the arguments).
+
+        Pure; thread-safe; non-blocking.
+        """
+        found = self.find(text)
+        return found.prompt if found is not None else None
+
+    def find(self, text: str | None) -> PromptMatch | None:
+        """Whether ``text`` is one of the fixed prompts, and the person's arguments in it.
 
         Args:
             text: a turn's text (normalized or not).
@@ -99,15 +132,18 @@ class FixedPrompts:
         Returns:
             The table entry whose normalized text equals ``text``'s (its
             :data:`FILL` places matching any 1 to :data:`FILL_MAX` characters,
-            its :data:`REST` places any text), or ``None``. Pure; thread-safe; non-blocking.
+            its :data:`REST` and :data:`ARGS` places any text) with the text at
+            its :data:`ARGS` place, or ``None``. Pure; thread-safe; non-blocking.
         """
         normalized = normalize_text(text)
         if not normalized:
             return None
         exact = self._exact.get(normalized)
         if exact is not None:
-            return exact
+            return PromptMatch(prompt=exact)
         for pattern, prompt in self._patterns:
-            if pattern.fullmatch(normalized):
-                return prompt
+            found = pattern.fullmatch(normalized)
+            if found is not None:
+                args = found.groupdict().get("args") or ""
+                return PromptMatch(prompt=prompt, args=args.strip())
         return None
