@@ -11,11 +11,9 @@ from typing import Any
 
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
+from actors.upstream.kit.windows import WINDOWS_CWD
 
-__all__ = ["WINDOWS_CWD", "ClaudeCodeTranscript", "sample", "type_turn"]
-
-WINDOWS_CWD = "C:\\Users\\user\\work"
-"""The working directory of a session recorded on Windows."""
+__all__ = ["ClaudeCodeTranscript", "sample", "type_turn"]
 
 _COMPACTED = ("This session is being continued from a previous conversation that ran out of "
               "context. The conversation is summarized below:\n")
@@ -32,7 +30,7 @@ class ClaudeCodeTranscript:
         clock: epoch-ms clock stamping each row (default: a private
             :class:`~actors.testing.ManualClock` that moves 1 s per row).
         cwd: the working directory written into each row (default ``/work``, or
-            :data:`WINDOWS_CWD` when ``windows``).
+            :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
         windows: a session recorded on Windows: a drive-letter ``cwd`` with
             backslashes (Claude Code's JSONL lines end ``\n`` there too: Node
             writes what it is given; the project folder is the cwd with every

@@ -16,13 +16,11 @@ from actors.upstream.fixed_prompts import ARGS, REST
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
+from actors.upstream.kit.windows import WINDOWS_CWD
 from actors.upstream.opencode.kit_store import SCHEMA, Store, newest_id_value
 from actors.upstream.opencode.prompts import OPENCODE_PROMPTS
 
-__all__ = ["WINDOWS_DIRECTORY", "OpenCodeTranscript", "sample", "type_turn"]
-
-WINDOWS_DIRECTORY = "C:\\Users\\user\\work"
-"""The project directory of a session recorded on Windows."""
+__all__ = ["OpenCodeTranscript", "sample", "type_turn"]
 
 VERSION = "1.18.33"
 """The OpenCode version the builder's sessions and schema follow."""
@@ -84,7 +82,7 @@ class OpenCodeTranscript:
             denies ``question``; its turns never count).
         title: the session title.
         directory: the project directory written into the rows (default ``/work``,
-            or :data:`WINDOWS_DIRECTORY` when ``windows``).
+            or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
         windows: a session recorded on Windows: a drive-letter directory with
             backslashes. The store itself is the same SQLite file (in
             ``%USERPROFILE%\\.local\\share\\opencode``: OpenCode takes its data
@@ -121,7 +119,7 @@ class OpenCodeTranscript:
                  title: str = "A session", directory: str | None = None,
                  clock: Callable[[], int] | None = None, windows: bool = False) -> None:
         self._setup(Path(path), clock,
-                    directory=directory or (WINDOWS_DIRECTORY if windows else "/work"))
+                    directory=directory or (WINDOWS_CWD if windows else "/work"))
         now = self._now()
         self.session_id = session_id or self._id("ses", now, descending=True)
         permission = _RUN_PERMISSION if run else _CHILD_PERMISSION if parent_id else None
