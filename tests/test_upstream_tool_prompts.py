@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from actors.testing import Reply, SlashCommand, ToolResult, Typed
-from actors.upstream.aider.classify import classify_aider_history
+from actors.upstream.aider.classify import classify_aider_history, read_aider_history
 from actors.upstream.aider.kit import GUI_COMMAND_LINE, LINT_PROMPT, AiderChatHistory
 from actors.upstream.claude.classify import classify_claude_line
 from actors.upstream.claude.kit import ClaudeCodeTranscript
@@ -202,3 +202,32 @@ def test_opencode_older_init_text_never_counts() -> None:
     found = OPENCODE_PROMPTS.find(older)
     assert found is not None
     assert found.args == ""
+
+
+_PLAN = ("Change `main` to read the flag.\n\nThen add a test:\n\n```python\n"
+         "def test_flag(): ...\n```")
+
+
+def test_aider_architect_reply_sent_to_the_editor_is_not_typed(tmp_path: Path) -> None:
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md")
+    history.append(SlashCommand("chat-mode", "architect"),
+                   ToolResult("m", "Main model: m with architect edit format"),
+                   Typed("add a --verbose flag"))
+    history.architect_edit(_PLAN)
+    quoted = _PLAN.split("\n\n", maxsplit=1)[0]  # the person quotes a part of it
+    history.append(Typed(quoted), Reply("Ok."))
+    assert [(h, r) for _, h, r in _aider(history.path)] == [
+        (False, "slash_command"), (True, "typed"), (False, "architect_edit"), (True, "typed")]
+
+
+def test_aider_architect_edit_is_told_across_reads(tmp_path: Path) -> None:
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md")
+    history.append(Typed("add a --verbose flag"))
+    history.architect_edit(_PLAN)
+    data = history.path.read_bytes()
+    cut = data.index(b"\n#### Change")  # a scan between the reply and the editor's input
+    first = read_aider_history(data[:cut])
+    rest = read_aider_history(data[first.cursor.offset:], first.cursor, final=True)
+    decided = [(u.human, u.reason) for b, u in (*first.decisions, *rest.decisions)
+               if b.kind == "user"]
+    assert decided == [(True, "typed"), (False, "architect_edit")]

@@ -8,6 +8,7 @@ docstring (and docs/upstream-aider.md); this module holds the session state
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from datetime import datetime
@@ -18,7 +19,8 @@ import msgspec
 from actors.upstream.aider.prompts import AIDER_PROMPTS
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
-__all__ = ["CHAT_COMMANDS", "COMMANDS", "AiderBlock", "AiderSession", "decide_blocks"]
+__all__ = ["CHAT_COMMANDS", "COMMANDS", "AiderBlock", "AiderSession", "AiderState",
+           "ReplyShape", "decide_blocks"]
 
 COMMANDS: Final = frozenset({
     "model", "editor-model", "weak-model", "chat-mode", "models", "web", "commit", "lint",
@@ -167,20 +169,75 @@ def _command(text: str) -> tuple[str | None, str]:
     return (matches[0], rest) if len(matches) == 1 else (None, rest)
 
 
-def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: str | None
-                  ) -> tuple[list[tuple[AiderBlock, Unit]], AiderSession | None, str | None,
-                             list[AiderSession]]:
+class ReplyShape(msgspec.Struct, frozen=True, kw_only=True):
+    """The last reply, as much as tells whether a text repeats it (no text kept).
+
+    A reply with blank lines in it is several assistant blocks; the text
+    Aider sends again is all of them. Kept: the normalized length and SHA-256
+    hex of its first and its last block and the normalized length of the
+    whole (blocks joined with one space).
+
+    Attributes:
+        first_len: characters of the first block's normalized text.
+        first: its SHA-256 hex.
+        last_len: characters of the last block's normalized text.
+        last: its SHA-256 hex.
+        total: characters of the whole reply's normalized text.
+        open: the reply may go on (no other block came after its last one).
+    """
+
+    first_len: int
+    first: str
+    last_len: int
+    last: str
+    total: int
+    open: bool = True
+
+    def extended(self, text: str) -> ReplyShape:
+        """This reply with one more block of normalized ``text``. Pure."""
+        return msgspec.structs.replace(self, last_len=len(text), last=_digest(text),
+                                       total=self.total + 1 + len(text))
+
+    def repeated_by(self, text: str) -> bool:
+        """Whether normalized ``text`` is this whole reply. Pure."""
+        return (len(text) == self.total and _digest(text[:self.first_len]) == self.first
+                and _digest(text[len(text) - self.last_len:]) == self.last)
+
+
+def _reply_shape(text: str) -> ReplyShape:
+    digest = _digest(text)
+    return ReplyShape(first_len=len(text), first=digest, last_len=len(text), last=digest,
+                      total=len(text))
+
+
+class AiderState(msgspec.Struct, frozen=True, kw_only=True):
+    """What deciding carries from one block to the next (and across reads).
+
+    Attributes:
+        session: the session being read (``None``: none yet).
+        echo: the text a chat command's sub-coder is expected to write again
+            next (``""``: any), or ``None``.
+        reply: the shape of the last reply (an architect's reply, which Aider sends
+            its editor as user input: ``architect_edit``), or ``None``.
+    """
+
+    session: AiderSession | None = None
+    echo: str | None = None
+    reply: ReplyShape | None = None
+
+
+def decide_blocks(blocks: list[AiderBlock], state: AiderState
+                  ) -> tuple[list[tuple[AiderBlock, Unit]], AiderState, list[AiderSession]]:
     """Decide ``blocks`` in file order, from the state before them.
 
     Args:
         blocks: complete blocks, oldest first.
-        session: the session being read before the first block (``None``: none yet).
-        echo: the text a chat command's sub-coder is expected to write again
-            next (``""``: any), or ``None``.
+        state: the state before the first block.
 
     Returns:
-        ``(decisions, session after, echo after, sessions started)``. Pure.
+        ``(decisions, state after, sessions started)``. Pure.
     """
+    session, echo, reply = state.session, state.echo, state.reply
     sessions: list[AiderSession] = []
     out: list[tuple[AiderBlock, Unit]] = []
     for block in blocks:
@@ -189,11 +246,13 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
             session = AiderSession(id=block.session or "", offset=block.offset,
                                    started=block.text, started_ms=_started_ms(block.text))
             sessions.append(session)
-            echo = None
+            echo = reply = None
             out.append((block, Unit(human=False, reason="session_start",
                                     occurred_at=session.started_ms)))
             continue
         if block.kind == "tool":
+            if reply is not None and reply.open:
+                reply = msgspec.structs.replace(reply, open=False)
             for line in block.text.split("\n"):
                 launched = _launched_as(line) if session is not None \
                     and session.command_line is None else None
@@ -207,6 +266,10 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
             out.append((block, Unit(human=False, reason="tool_output", occurred_at=at)))
             continue
         if block.kind == "assistant":
+            text = normalize_text(block.text)
+            if text:
+                reply = reply.extended(text) if reply is not None and reply.open \
+                    else _reply_shape(text)
             out.append((block, Unit(human=False, reason="assistant", occurred_at=at)))
             continue
         expected, echo = echo, None
@@ -223,11 +286,18 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
                         else Unit(human=False, reason=refusal, occurred_at=at)))
             continue
         unit = _decide_user(block.text, session, expected, at)
+        if unit.human and reply is not None and reply.repeated_by(normalize_text(block.text)):
+            unit = Unit(human=False, reason="architect_edit", occurred_at=at)
+        reply = None
         if unit.reason in ("typed", "slash_command") and block.text.startswith("/") \
                 and not (session is not None and session.gui):
             echo = _echo_for(block.text, None)
         out.append((block, unit))
-    return out, session, echo, sessions
+    return out, AiderState(session=session, echo=echo, reply=reply), sessions
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _echo_for(command_text: str, current: str | None) -> str | None:

@@ -146,6 +146,18 @@ class AiderChatHistory:
                      _user(report), f"\nFixed {fname}.\n\n"]:
             self._write(text)
 
+    def architect_edit(self, plan: str) -> None:
+        """Architect mode: the architect's reply ``plan``, then (edits auto-accepted, the
+        default) Aider sends the same text to its editor, which writes it as *user
+        input* (``architect_coder.py`` ``reply_completed`` →
+        ``editor_coder.run(with_message=content)``), and the editor's reply.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        for text in [*self._texts(t.Reply(plan)), _user(plan), "\nApplied edit to app.py\n\n"]:
+            self._write(text)
+
     def _write(self, text: str) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8", newline=self._newline) as handle:
