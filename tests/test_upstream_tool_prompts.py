@@ -231,3 +231,39 @@ def test_aider_architect_edit_is_told_across_reads(tmp_path: Path) -> None:
     decided = [(u.human, u.reason) for b, u in (*first.decisions, *rest.decisions)
                if b.kind == "user"]
     assert decided == [(True, "typed"), (False, "architect_edit")]
+
+
+_CLAUDE_REVIEW = """
+      You are an expert code reviewer. Follow these steps:
+
+      1. If no PR number is provided in the args, run `gh pr list` to show open PRs
+      2. If a PR number is provided, run `gh pr view <number>` to get PR details
+      3. Run `gh pr diff <number>` to get the diff
+      4. Analyze the changes and provide a thorough code review that includes:
+         - Overview of what the PR does
+         - Analysis of code quality and style
+         - Specific suggestions for improvements
+         - Any potential issues or risks
+
+      Keep your review concise but thorough. Focus on:
+      - Code correctness
+      - Following project conventions
+      - Performance implications
+      - Test coverage
+      - Security considerations
+
+      Format your review with clear sections and bullet points.
+
+      PR number: {}
+    """
+
+
+def test_claude_review_expansion_counts_only_the_persons_pr_words(tmp_path: Path) -> None:
+    transcript = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    transcript.prompt_command("review", _CLAUDE_REVIEW.format("PR 385"))
+    transcript.append(Reply("Reviewing."))
+    transcript.prompt_command("review", _CLAUDE_REVIEW.format(""))
+    units = [classify_claude_line(line) for line in transcript.path.read_bytes().splitlines()]
+    assert [(u.human, u.reason, u.text) for u in units if u.reason != "not_user"] == [
+        (False, "command", None), (True, "typed", "PR 385"),
+        (False, "command", None), (False, "tool_prompt", None)]

@@ -33,8 +33,10 @@ text that is not its own inter-session or reseed envelope):
   human either.
 * The prompt a built-in command expands to, written as a plain user row by
   older builds (``/init``: "Please analyze this codebase and create a
-  CLAUDE.md file…"), is Claude Code's, not the person's: ``tool_prompt``
-  (:mod:`actors.upstream.claude.prompts`). A command's own row stays
+  CLAUDE.md file…", ``/review``'s "You are an expert code reviewer…"), is
+  Claude Code's, not the person's: ``tool_prompt``
+  (:mod:`actors.upstream.claude.prompts`); the arguments the person typed
+  into it (``/review 123``) are theirs: typed, with them as the text. A command's own row stays
   ``command`` even with arguments: one row cannot tell a prompt command's
   arguments from a local command's (``/model sonnet``, ``/add-dir PATH``).
 * Shell mode (``!cmd`` stored as ``<bash-input>``, output ``<bash-stdout>``) is
@@ -319,12 +321,13 @@ def _decide(
         return Unit(human=False, reason="ide_context" if had_context else "empty")
     if all(not _IMAGE_PLACEHOLDER.sub("", text).strip() for text in candidates):
         return Unit(human=False, reason="image_only")
-    if CLAUDE_PROMPTS.match(candidates[0]) is not None:
+    command = CLAUDE_PROMPTS.find(candidates[0])
+    if command is not None and not command.args:
         return Unit(human=False, reason="tool_prompt")
     return Unit(
         human=True,
         reason="typed",
-        text=normalize_text(candidates[0]),
+        text=command.args if command is not None else normalize_text(candidates[0]),
         occurred_at=epoch_ms(timestamp),
     )
 

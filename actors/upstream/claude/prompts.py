@@ -15,6 +15,14 @@ person typed ``/init``; the words are Claude Code's: ``tool_prompt``.
   items, is compared exactly; what follows is :data:`REST`. Read from the
   2.1.328 binary (``@anthropic-ai/claude-code-linux-x64``).
 
+* ``/review [PR]`` (1.x to 2.1.x, before it moved to the ``code-review``
+  plugin): "You are an expert code reviewer. Follow these steps: …" ending
+  ``PR number: ${args}``, as published transcripts show it written after the
+  ``<command-name>/review`` row; two wordings (the Bash tool named, or ``run
+  `gh …```). The PR the person named (:data:`ARGS`) is their words: with one
+  the row counts as typed with those words as its text, without one it is
+  ``tool_prompt``.
+
 Data only.
 """
 
@@ -57,5 +65,64 @@ CLAUDE_PROMPTS: Final = FixedPrompts((
             " be productive more quickly. Focus on the \"big picture\" architecture that"
             " requires reading multiple files to understand.",
             "{REST}",
+        ))),
+    FixedPrompt(
+        action="/review",
+        origin="the review command's getPromptForCommand@1.0.x (cli.js; Bash tool named)",
+        text="\n".join((
+            "",
+            "You are an expert code reviewer. Follow these steps:",
+            "",
+            "1. If no PR number is provided in the args, use Bash(\"gh pr list\") to show"
+            " open PRs",
+            "2. If a PR number is provided, use Bash(\"gh pr view <number>\") to get PR"
+            " details",
+            "3. Use Bash(\"gh pr diff <number>\") to get the diff",
+            "4. Analyze the changes and provide a thorough code review that includes:",
+            "- Overview of what the PR does",
+            "- Analysis of code quality and style",
+            "- Specific suggestions for improvements",
+            "- Any potential issues or risks",
+            "",
+            "Keep your review concise but thorough. Focus on:",
+            "- Code correctness",
+            "- Following project conventions",
+            "- Performance implications",
+            "- Test coverage",
+            "- Security considerations",
+            "",
+            "Format your review with clear sections and bullet points.",
+            "",
+            "PR number: {ARGS}",
+            "",
+        ))),
+    FixedPrompt(
+        action="/review",
+        origin="the review command's prompt@1.0.x..2.1.x (cli.js; before the code-review plugin)",
+        text="\n".join((
+            "",
+            "You are an expert code reviewer. Follow these steps:",
+            "",
+            "1. If no PR number is provided in the args, run `gh pr list` to show open"
+            " PRs",
+            "2. If a PR number is provided, run `gh pr view <number>` to get PR details",
+            "3. Run `gh pr diff <number>` to get the diff",
+            "4. Analyze the changes and provide a thorough code review that includes:",
+            "- Overview of what the PR does",
+            "- Analysis of code quality and style",
+            "- Specific suggestions for improvements",
+            "- Any potential issues or risks",
+            "",
+            "Keep your review concise but thorough. Focus on:",
+            "- Code correctness",
+            "- Following project conventions",
+            "- Performance implications",
+            "- Test coverage",
+            "- Security considerations",
+            "",
+            "Format your review with clear sections and bullet points.",
+            "",
+            "PR number: {ARGS}",
+            "",
         ))),
 ))
