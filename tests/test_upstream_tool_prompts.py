@@ -267,3 +267,13 @@ def test_claude_review_expansion_counts_only_the_persons_pr_words(tmp_path: Path
     assert [(u.human, u.reason, u.text) for u in units if u.reason != "not_user"] == [
         (False, "command", None), (True, "typed", "PR 385"),
         (False, "command", None), (False, "tool_prompt", None)]
+
+
+def test_aider_architect_edit_after_replies_that_ran_together(tmp_path: Path) -> None:
+    """Two replies with no prompt between run together as one run of reply blocks; the
+    editor's input repeats only the newest."""
+    history = AiderChatHistory(tmp_path / ".aider.chat.history.md")
+    history.append(Typed("plan the flag"), Reply("Thinking.\n\nStill thinking."))
+    history.architect_edit(_PLAN)
+    assert [(h, r) for _, h, r in _aider(history.path)] == [
+        (True, "typed"), (False, "architect_edit")]

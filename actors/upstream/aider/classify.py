@@ -50,7 +50,7 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   comments (``watch.py``, ``watch_prompts.py``);
 * ``architect_edit``: the architect's reply, which Aider sends again to its
   editor as user input (``architect_coder.py`` ``reply_completed``): a user
-  block whose normalized text is the whole preceding reply
+  block whose normalized text is the newest blocks of the preceding reply
   (:class:`~actors.upstream.aider.decide.ReplyShape`);
 * ``tool_prompt``: a text Aider writes as user input for the person (the lint
   report after "Fix lint errors in …?", the pre-filled ``What's wrong? Fix``,

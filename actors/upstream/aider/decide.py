@@ -169,45 +169,51 @@ def _command(text: str) -> tuple[str | None, str]:
     return (matches[0], rest) if len(matches) == 1 else (None, rest)
 
 
+_REPLY_PIECES: Final = 64
+"""The most reply blocks a :class:`ReplyShape` keeps (the newest)."""
+
+
 class ReplyShape(msgspec.Struct, frozen=True, kw_only=True):
     """The last reply, as much as tells whether a text repeats it (no text kept).
 
-    A reply with blank lines in it is several assistant blocks; the text
-    Aider sends again is all of them. Kept: the normalized length and SHA-256
-    hex of its first and its last block and the normalized length of the
-    whole (blocks joined with one space).
+    A reply with blank lines in it is several assistant blocks, and replies
+    written one after the other (no prompt between) run together; the text
+    Aider sends again is the last reply: the newest blocks. Kept: the
+    normalized length and SHA-256 hex of each block (at most
+    :data:`_REPLY_PIECES`, the newest).
 
     Attributes:
-        first_len: characters of the first block's normalized text.
-        first: its SHA-256 hex.
-        last_len: characters of the last block's normalized text.
-        last: its SHA-256 hex.
-        total: characters of the whole reply's normalized text.
+        pieces: ``(characters, SHA-256 hex)`` of each block's normalized text,
+            oldest first.
         open: the reply may go on (no other block came after its last one).
     """
 
-    first_len: int
-    first: str
-    last_len: int
-    last: str
-    total: int
+    pieces: tuple[tuple[int, str], ...]
     open: bool = True
 
     def extended(self, text: str) -> ReplyShape:
         """This reply with one more block of normalized ``text``. Pure."""
-        return msgspec.structs.replace(self, last_len=len(text), last=_digest(text),
-                                       total=self.total + 1 + len(text))
+        pieces = (*self.pieces, (len(text), _digest(text)))
+        return ReplyShape(pieces=pieces[-_REPLY_PIECES:], open=self.open)
 
     def repeated_by(self, text: str) -> bool:
-        """Whether normalized ``text`` is this whole reply. Pure."""
-        return (len(text) == self.total and _digest(text[:self.first_len]) == self.first
-                and _digest(text[len(text) - self.last_len:]) == self.last)
+        """Whether normalized ``text`` is the newest blocks of this reply, joined by one
+        space (the whole reply, or its last replies when several ran together). Pure."""
+        end = len(text)
+        for size, digest in reversed(self.pieces):
+            start = end - size
+            if start < 0 or _digest(text[start:end]) != digest:
+                return False
+            if start == 0:
+                return True
+            if text[start - 1] != " ":
+                return False
+            end = start - 1
+        return False
 
 
 def _reply_shape(text: str) -> ReplyShape:
-    digest = _digest(text)
-    return ReplyShape(first_len=len(text), first=digest, last_len=len(text), last=digest,
-                      total=len(text))
+    return ReplyShape(pieces=((len(text), _digest(text)),))
 
 
 class AiderState(msgspec.Struct, frozen=True, kw_only=True):
