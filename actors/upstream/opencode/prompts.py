@@ -1,7 +1,7 @@
 """The prompts OpenCode sends for the person: the built-in ``/init`` command's.
 
-``/init`` (the TUI's command list, the desktop app's "initialize" action, or
-``opencode run --command init``) runs ``Command`` ``init``: its template,
+``/init`` (the TUI's command list, ``opencode run --command init``, any front
+end that runs the ``init`` command) runs ``Command`` ``init``: its template,
 with ``$ARGUMENTS`` replaced by the words typed after the command and
 ``${path}`` by the worktree, is sent as the text part of an ordinary user
 message (``SessionPrompt.command``). The template is OpenCode's
