@@ -30,7 +30,10 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   written with ``user_input`` exactly as a typed prompt, then Aider exits);
 * ``no_command_line``: no command line was logged in the session before the
   block (Aider 0.86.2 always logs it first; a file of another shape proves
-  nothing), ``no_session``: a block before any session header;
+  nothing), ``no_session``: a block before any session header. The command
+  line's executable may be a Windows path (``C:\\…\\aider``, ``aider.exe``,
+  ``…\\aider\\__main__.py``, with spaces) or the browser GUI's
+  ``…/aider/gui.py``, whose prompts are sent as written (no ``/`` commands);
 * ``confirm_answer``: the text is a confirmation question with its answer:
   when a question belongs to a group already answered with "all" or "skip all"
   (``confirm_ask`` with ``group.preference``), Aider writes the question and
@@ -45,6 +48,13 @@ Which user blocks are typed (reason ``typed``), and why the others are not:
   the next block is Aider's own help prompt;
 * ``watch_files``: the ``/ask`` prompt ``--watch-files`` builds from ``AI?``
   comments (``watch.py``, ``watch_prompts.py``);
+* ``architect_edit``: the architect's reply, which Aider sends again to its
+  editor as user input (``architect_coder.py`` ``reply_completed``): a user
+  block whose normalized text is the newest blocks of the preceding reply
+  (:class:`~actors.upstream.aider.decide.ReplyShape`);
+* ``tool_prompt``: a text Aider writes as user input for the person (the lint
+  report after "Fix lint errors in …?", the pre-filled ``What's wrong? Fix``,
+  the browser GUI's reflected messages): :mod:`actors.upstream.aider.prompts`;
 * ``shell``: ``/run …`` or ``!…`` (a shell command, nothing sent to the model
   unless its output is added); ``slash_command``: any other ``/`` input (Aider
   runs every input starting with ``/`` as a command, ``commands.py``
@@ -116,6 +126,8 @@ from actors.upstream.aider.decide import (
     COMMANDS,
     AiderBlock,
     AiderSession,
+    AiderState,
+    ReplyShape,
     decide_blocks,
 )
 from actors.upstream.common import Unit
@@ -177,6 +189,8 @@ class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
             plain line continuing a tool message), or ``None`` when not known
             (the start of the file, an older marker).
         blanks: blank lines between that line and ``offset``.
+        reply: the shape of the last reply
+            (:class:`~actors.upstream.aider.decide.ReplyShape`), or ``None``.
     """
 
     offset: int = 0
@@ -186,6 +200,7 @@ class AiderCursor(msgspec.Struct, frozen=True, kw_only=True):
     skipping: bool = False
     last: str | None = None
     blanks: int = 0
+    reply: ReplyShape | None = None
 
 
 class AiderRead(msgspec.Struct, frozen=True, kw_only=True):
@@ -301,9 +316,11 @@ def read_aider_history(data: bytes, cursor: AiderCursor | None = None, *,
         last = _last_of(kind, in_reply, last, blanks, texts)
         consumed, blanks = block_end, 0
         i = j
-    decisions, session, echo, sessions = decide_blocks(blocks, cursor.session, cursor.echo)
+    decisions, state, sessions = decide_blocks(
+        blocks, AiderState(session=cursor.session, echo=cursor.echo, reply=cursor.reply))
     return AiderRead(decisions=tuple(decisions),
-                     cursor=AiderCursor(offset=base + consumed, session=session, echo=echo,
+                     cursor=AiderCursor(offset=base + consumed, session=state.session,
+                                        echo=state.echo, reply=state.reply,
                                         last=last, blanks=blanks),
                      sessions=tuple(sessions), waits_on_write=waits)
 

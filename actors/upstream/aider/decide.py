@@ -8,6 +8,7 @@ docstring (and docs/upstream-aider.md); this module holds the session state
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from datetime import datetime
@@ -15,9 +16,11 @@ from typing import Final
 
 import msgspec
 
+from actors.upstream.aider.prompts import AIDER_PROMPTS
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 
-__all__ = ["CHAT_COMMANDS", "COMMANDS", "AiderBlock", "AiderSession", "decide_blocks"]
+__all__ = ["CHAT_COMMANDS", "COMMANDS", "AiderBlock", "AiderSession", "AiderState",
+           "ReplyShape", "decide_blocks"]
 
 COMMANDS: Final = frozenset({
     "model", "editor-model", "weak-model", "chat-mode", "models", "web", "commit", "lint",
@@ -51,6 +54,8 @@ class AiderSession(msgspec.Struct, frozen=True, kw_only=True):
         started_ms: ``started`` as epoch ms in this process's local zone, or ``None``.
         command_line: the logged ``aider …`` command line, once seen.
         program: the command line asks for one message and an exit (``--message``…).
+        gui: the session is the browser GUI's (``aider --gui``): its prompts are
+            sent as written (no ``/`` commands, no ``!`` shell).
     """
 
     id: str
@@ -59,6 +64,7 @@ class AiderSession(msgspec.Struct, frozen=True, kw_only=True):
     started_ms: int | None = None
     command_line: str | None = None
     program: bool = False
+    gui: bool = False
 
     @property
     def refusal(self) -> str | None:
@@ -101,13 +107,38 @@ def _started_ms(text: str) -> int | None:
     return int(time.mktime(parsed.timetuple())) * 1000
 
 
-def _is_command_line(line: str) -> bool:
-    """Whether a tool line is the logged ``sys.argv``: its first word is the ``aider``
-    executable (any directory) or Aider's ``__main__.py`` (``python -m aider``)."""
-    first = line.split(" ", 1)[0]
-    name = first.rsplit("/", 1)[-1]
-    return name == "aider" or name.startswith("aider.") or (
-        name == "__main__.py" and "aider" in first)
+_PATH_ROOT: Final = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\|[/~.])")
+"""How a path with spaces in it starts: a drive letter, a UNC ``\\\\``, ``/``, ``~``, ``.``."""
+
+_ARGV0_MAX: Final = 1024
+"""The longest executable path with spaces looked for at the start of a tool line."""
+
+
+def _launched_as(line: str) -> str | None:
+    """Whether a tool line is the logged ``sys.argv`` (``main.py``: ``" ".join(sys.argv)``),
+    and of which front end: ``"cli"`` when its first word is the ``aider`` executable
+    (any directory; ``aider.exe``, a Windows launcher's ``aider`` without ``.exe``) or
+    Aider's ``aider/__main__.py`` (``python -m aider``), ``"gui"`` when it is
+    ``aider/gui.py`` (the browser GUI: ``aider --gui`` runs ``streamlit run
+    aider/gui.py -- <args>``, whose ``main()`` logs the script as ``sys.argv[0]``),
+    else ``None``. Directories may use ``\\`` (Windows) and hold spaces
+    (``C:\\Program Files\\…``: the joined line does not quote them)."""
+    head = line[:_ARGV0_MAX]
+    ends = [i for i, ch in enumerate(head) if ch == " "] + [len(line)]
+    if not _PATH_ROOT.match(head):
+        ends = ends[:1]  # a first word with spaces in it must be a path
+    for end in ends:
+        first = line[:end]
+        parts = re.split(r"[\\/]", first)
+        name = parts[-1].lower()
+        parent = parts[-2].lower() if len(parts) > 1 else ""
+        if name == "aider" or name.startswith("aider."):
+            return "cli"
+        if parent == "aider" and name == "__main__.py":
+            return "cli"
+        if parent == "aider" and name == "gui.py":
+            return "gui"
+    return None
 
 
 def _is_program(command_line: str) -> bool:
@@ -138,20 +169,81 @@ def _command(text: str) -> tuple[str | None, str]:
     return (matches[0], rest) if len(matches) == 1 else (None, rest)
 
 
-def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: str | None
-                  ) -> tuple[list[tuple[AiderBlock, Unit]], AiderSession | None, str | None,
-                             list[AiderSession]]:
+_REPLY_PIECES: Final = 64
+"""The most reply blocks a :class:`ReplyShape` keeps (the newest)."""
+
+
+class ReplyShape(msgspec.Struct, frozen=True, kw_only=True):
+    """The last reply, as much as tells whether a text repeats it (no text kept).
+
+    A reply with blank lines in it is several assistant blocks, and replies
+    written one after the other (no prompt between) run together; the text
+    Aider sends again is the last reply: the newest blocks. Kept: the
+    normalized length and SHA-256 hex of each block (at most
+    :data:`_REPLY_PIECES`, the newest).
+
+    Attributes:
+        pieces: ``(characters, SHA-256 hex)`` of each block's normalized text,
+            oldest first.
+        open: the reply may go on (no other block came after its last one).
+    """
+
+    pieces: tuple[tuple[int, str], ...]
+    open: bool = True
+
+    def extended(self, text: str) -> ReplyShape:
+        """This reply with one more block of normalized ``text``. Pure."""
+        pieces = (*self.pieces, (len(text), _digest(text)))
+        return ReplyShape(pieces=pieces[-_REPLY_PIECES:], open=self.open)
+
+    def repeated_by(self, text: str) -> bool:
+        """Whether normalized ``text`` is the newest blocks of this reply, joined by one
+        space (the whole reply, or its last replies when several ran together). Pure."""
+        end = len(text)
+        for size, digest in reversed(self.pieces):
+            start = end - size
+            if start < 0 or _digest(text[start:end]) != digest:
+                return False
+            if start == 0:
+                return True
+            if text[start - 1] != " ":
+                return False
+            end = start - 1
+        return False
+
+
+def _reply_shape(text: str) -> ReplyShape:
+    return ReplyShape(pieces=((len(text), _digest(text)),))
+
+
+class AiderState(msgspec.Struct, frozen=True, kw_only=True):
+    """What deciding carries from one block to the next (and across reads).
+
+    Attributes:
+        session: the session being read (``None``: none yet).
+        echo: the text a chat command's sub-coder is expected to write again
+            next (``""``: any), or ``None``.
+        reply: the shape of the last reply (an architect's reply, which Aider sends
+            its editor as user input: ``architect_edit``), or ``None``.
+    """
+
+    session: AiderSession | None = None
+    echo: str | None = None
+    reply: ReplyShape | None = None
+
+
+def decide_blocks(blocks: list[AiderBlock], state: AiderState
+                  ) -> tuple[list[tuple[AiderBlock, Unit]], AiderState, list[AiderSession]]:
     """Decide ``blocks`` in file order, from the state before them.
 
     Args:
         blocks: complete blocks, oldest first.
-        session: the session being read before the first block (``None``: none yet).
-        echo: the text a chat command's sub-coder is expected to write again
-            next (``""``: any), or ``None``.
+        state: the state before the first block.
 
     Returns:
-        ``(decisions, session after, echo after, sessions started)``. Pure.
+        ``(decisions, state after, sessions started)``. Pure.
     """
+    session, echo, reply = state.session, state.echo, state.reply
     sessions: list[AiderSession] = []
     out: list[tuple[AiderBlock, Unit]] = []
     for block in blocks:
@@ -160,22 +252,30 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
             session = AiderSession(id=block.session or "", offset=block.offset,
                                    started=block.text, started_ms=_started_ms(block.text))
             sessions.append(session)
-            echo = None
+            echo = reply = None
             out.append((block, Unit(human=False, reason="session_start",
                                     occurred_at=session.started_ms)))
             continue
         if block.kind == "tool":
+            if reply is not None and reply.open:
+                reply = msgspec.structs.replace(reply, open=False)
             for line in block.text.split("\n"):
-                if session is not None and session.command_line is None \
-                        and _is_command_line(line):
+                launched = _launched_as(line) if session is not None \
+                    and session.command_line is None else None
+                if session is not None and launched is not None:
                     session = msgspec.structs.replace(session, command_line=line,
-                                                      program=_is_program(line))
+                                                      program=_is_program(line),
+                                                      gui=launched == "gui")
                     sessions = [session if s.id == session.id else s for s in sessions]
                 if line.startswith(_EXECUTING):  # /load (or --load) runs a command
                     echo = _echo_for(line[len(_EXECUTING):].strip(), echo)
             out.append((block, Unit(human=False, reason="tool_output", occurred_at=at)))
             continue
         if block.kind == "assistant":
+            text = normalize_text(block.text)
+            if text:
+                reply = reply.extended(text) if reply is not None and reply.open \
+                    else _reply_shape(text)
             out.append((block, Unit(human=False, reason="assistant", occurred_at=at)))
             continue
         expected, echo = echo, None
@@ -192,10 +292,18 @@ def decide_blocks(blocks: list[AiderBlock], session: AiderSession | None, echo: 
                         else Unit(human=False, reason=refusal, occurred_at=at)))
             continue
         unit = _decide_user(block.text, session, expected, at)
-        if unit.reason in ("typed", "slash_command") and block.text.startswith("/"):
+        if unit.human and reply is not None and reply.repeated_by(normalize_text(block.text)):
+            unit = Unit(human=False, reason="architect_edit", occurred_at=at)
+        reply = None
+        if unit.reason in ("typed", "slash_command") and block.text.startswith("/") \
+                and not (session is not None and session.gui):
             echo = _echo_for(block.text, None)
         out.append((block, unit))
-    return out, session, echo, sessions
+    return out, AiderState(session=session, echo=echo, reply=reply), sessions
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _echo_for(command_text: str, current: str | None) -> str | None:
@@ -233,6 +341,10 @@ def _decide_user(text: str, session: AiderSession | None, expected: str | None,
         return Unit(human=False, reason="confirm_answer", occurred_at=at)
     if normalized.startswith(_WATCH_ASK):
         return Unit(human=False, reason="watch_files", occurred_at=at)
+    if AIDER_PROMPTS.match(normalized) is not None:
+        return Unit(human=False, reason="tool_prompt", occurred_at=at)
+    if session is not None and session.gui:
+        return _typed(normalized, at)  # gui.py sends it as written (Coder.run_stream)
     if normalized.startswith("!"):
         return Unit(human=False, reason="shell", occurred_at=at)
     if normalized.startswith("/"):

@@ -11,11 +11,24 @@ from actors.upstream.aider.paths import history_thread_id
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 
-__all__ = ["AiderChatHistory", "sample", "type_turn"]
+__all__ = ["GUI_COMMAND_LINE", "LINT_PROMPT", "WINDOWS_COMMAND_LINE", "AiderChatHistory", "sample",
+           "type_turn"]
 
 VERSION = "0.86.2"
 """The Aider version whose writes the builder follows (``aider/io.py``)."""
 
+WINDOWS_COMMAND_LINE = (r"C:\Users\user\AppData\Roaming\Python\Python311\Scripts\aider"
+                        " --model openai/harness-model")
+"""What Aider logs on Windows: ``sys.argv[0]`` is the launcher's path without ``.exe``."""
+
+GUI_COMMAND_LINE = ("/home/user/.venv/lib/python3.11/site-packages/aider/gui.py --gui"
+                    " --model openai/harness-model")
+"""What the browser GUI's process logs (``aider --gui`` runs ``streamlit run aider/gui.py``)."""
+
+LINT_PROMPT = "# Fix any errors below, if possible.\n\n"
+"""How Aider's lint report starts (``linter.py`` ``errors_to_lint_result``)."""
+
+_COMMAND_LINE = "/usr/local/bin/aider --model openai/harness-model"
 _CHAT_COMMANDS = ("ask", "code", "architect", "context")
 _RUN_QUESTION = "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:"
 _GROUP_QUESTION = "Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]:"
@@ -33,7 +46,10 @@ class AiderChatHistory:
         path: the chat history file (created 0600 when missing; its parent must exist).
         clock: epoch-ms clock for the session headers (default: a private clock).
         command_line: the ``sys.argv`` Aider logs at start (``--message`` makes a
-            program-driven session, which never counts).
+            program-driven session, which never counts; :data:`GUI_COMMAND_LINE`
+            the browser GUI's; default :data:`WINDOWS_COMMAND_LINE` when ``windows``).
+        windows: write as Aider does on Windows: the file is opened in text mode,
+            so every ``\n`` lands as ``\r\n``.
 
     Turns map to what Aider writes: :class:`~actors.testing.Typed` a user block
     (counts); :class:`~actors.testing.Reply` a reply; :class:`~actors.testing.ToolCall`
@@ -51,11 +67,11 @@ class AiderChatHistory:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], int] | None = None,
-                 command_line: str = "/usr/local/bin/aider --model openai/harness-model"
-                 ) -> None:
+                 command_line: str | None = None, windows: bool = False) -> None:
         self.path = Path(path)
         self._clock = clock or ManualClock()
-        self._command_line = command_line
+        self._command_line = command_line or (WINDOWS_COMMAND_LINE if windows else _COMMAND_LINE)
+        self._newline = "\r\n" if windows else "\n"
         self._started = False
 
     def start_session(self, command_line: str | None = None) -> int:
@@ -112,11 +128,39 @@ class AiderChatHistory:
             TypeError: a turn of an unknown kind.
         """
         head = [] if self._started else self._header()
-        return "".join([*head, *(text for turn in turns for text in self._texts(turn))]).encode()
+        text = "".join([*head, *(text for turn in turns for text in self._texts(turn))])
+        return text.replace("\n", self._newline).encode()
+
+    def lint_fix(self, fname: str, errors: str) -> None:
+        """The person runs ``/lint`` and answers "Fix lint errors in …?" with ``y``: Aider
+        writes the report as tool lines, the answer, then the report as *user input*
+        (``commands.py`` ``cmd_lint`` → ``lint_coder.run(errors)``), and a reply.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        report = f"{LINT_PROMPT}## Running: flake8 {fname}\n\n{errors}"
+        self.append(t.Typed("/lint"))
+        for text in [*(_tool(line) for line in report.splitlines() if line.strip()),
+                     _tool(f"Fix lint errors in {fname}? (Y)es/(N)o [Yes]: y"),
+                     _user(report), f"\nFixed {fname}.\n\n"]:
+            self._write(text)
+
+    def architect_edit(self, plan: str) -> None:
+        """Architect mode: the architect's reply ``plan``, then (edits auto-accepted, the
+        default) Aider sends the same text to its editor, which writes it as *user
+        input* (``architect_coder.py`` ``reply_completed`` →
+        ``editor_coder.run(with_message=content)``), and the editor's reply.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        for text in [*self._texts(t.Reply(plan)), _user(plan), "\nApplied edit to app.py\n\n"]:
+            self._write(text)
 
     def _write(self, text: str) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=self._newline) as handle:
             handle.write(text)
 
     def _texts(self, turn: t.Turn) -> list[str]:

@@ -31,6 +31,14 @@ text that is not its own inter-session or reseed envelope):
   a UI command, most have no model turn, and every ``/exit`` would otherwise
   count as a message. Its output rows (``<local-command-stdout>``) are not
   human either.
+* The prompt a built-in command expands to, written as a plain user row by
+  older builds (``/init``: "Please analyze this codebase and create a
+  CLAUDE.md file…", ``/review``'s "You are an expert code reviewer…"), is
+  Claude Code's, not the person's: ``tool_prompt``
+  (:mod:`actors.upstream.claude.prompts`); the arguments the person typed
+  into it (``/review 123``) are theirs: typed, with them as the text. A command's own row stays
+  ``command`` even with arguments: one row cannot tell a prompt command's
+  arguments from a local command's (``/model sonnet``, ``/add-dir PATH``).
 * Shell mode (``!cmd`` stored as ``<bash-input>``, output ``<bash-stdout>``) is
   a human action but not a prompt to the agent: not human.
 * The ``#`` memory shortcut (``<user-memory-input>``) is likewise an action,
@@ -109,6 +117,7 @@ from collections.abc import Mapping
 import msgspec
 
 from actors.upstream.claude.kinds import _NOT_USER, KNOWN_ROW_KINDS, _other_kind
+from actors.upstream.claude.prompts import CLAUDE_PROMPTS
 from actors.upstream.common import (
     Unit,
     decode_object,
@@ -312,10 +321,13 @@ def _decide(
         return Unit(human=False, reason="ide_context" if had_context else "empty")
     if all(not _IMAGE_PLACEHOLDER.sub("", text).strip() for text in candidates):
         return Unit(human=False, reason="image_only")
+    command = CLAUDE_PROMPTS.find(candidates[0])
+    if command is not None and not command.args:
+        return Unit(human=False, reason="tool_prompt")
     return Unit(
         human=True,
         reason="typed",
-        text=normalize_text(candidates[0]),
+        text=command.args if command is not None else normalize_text(candidates[0]),
         occurred_at=epoch_ms(timestamp),
     )
 

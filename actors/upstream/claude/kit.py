@@ -11,6 +11,7 @@ from typing import Any
 
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
+from actors.upstream.kit.windows import WINDOWS_CWD
 
 __all__ = ["ClaudeCodeTranscript", "sample", "type_turn"]
 
@@ -28,7 +29,12 @@ class ClaudeCodeTranscript:
         session_id: the session's id (default: the file name's stem).
         clock: epoch-ms clock stamping each row (default: a private
             :class:`~actors.testing.ManualClock` that moves 1 s per row).
-        cwd: the working directory written into each row.
+        cwd: the working directory written into each row (default ``/work``, or
+            :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
+        windows: a session recorded on Windows: a drive-letter ``cwd`` with
+            backslashes (Claude Code's JSONL lines end ``\n`` there too: Node
+            writes what it is given; the project folder is the cwd with every
+            character outside ``[A-Za-z0-9]`` as ``-``: ``C--Users-user-work``).
         entrypoint: the ``entrypoint`` written into each row (``None``: none,
             as 2.1.37 writes; ``"cli"``, ``"sdk-cli"``, ``"claude-desktop"``...).
         prompt_source: the ``promptSource`` of a :class:`~actors.testing.Typed`
@@ -42,13 +48,13 @@ class ClaudeCodeTranscript:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None, cwd: str = "/work",
+                 clock: Callable[[], int] | None = None, cwd: str | None = None,
                  entrypoint: str | None = None, prompt_source: str | None = None,
-                 version: str = "2.1.37") -> None:
+                 version: str = "2.1.37", windows: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or self.path.stem
-        self._cwd = cwd
+        self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._entrypoint, self._prompt_source, self._version = entrypoint, prompt_source, version
 
     def injected(self, text: str, *, origin_kind: str | None, prompt_source: str | None = None,
@@ -99,6 +105,20 @@ class ClaudeCodeTranscript:
             parent = str(row["uuid"])
         self._file.parent = parent
         return self._file.write(rows)
+
+    def prompt_command(self, name: str, expansion: str, *, meta: bool = False) -> int:
+        """The person runs a built-in prompt command (``/init``): Claude Code writes the
+        command row, then the prompt it expands to as a user row (``isMeta`` in
+        current builds, a plain row in older ones). Returns 2.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        command = self._user(f"<command-message>{name} is analyzing your codebase\u2026"
+                             f"</command-message>\n<command-name>/{name}</command-name>")
+        extra: dict[str, Any] = {"isMeta": True} if meta else {}
+        return self._file.write([command, self._user([{"type": "text", "text": expansion}],
+                                                     **extra)])
 
     def append(self, *turns: t.Turn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.

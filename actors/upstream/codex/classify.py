@@ -51,6 +51,9 @@ Policy decisions (each also noted where it is applied):
   ``provenance: user``), and each line is decided on its own, so the fixed
   text decides it wherever it appears; a person typing exactly that
   sentence is not counted (the conservative side).
+* ``/init`` (and the compaction prompt): the TUI submits a fixed text as an
+  ordinary user message; the person chose a command, the words are Codex's:
+  not human (``tool_prompt``, :mod:`actors.upstream.codex.prompts`).
 * messages other programs put into a thread: ``<external_message>`` text
   is ``external_message``; a Stop hook's continuation prompt is a
   ``HookPrompt`` item (``hook_prompt``, driven under the harness with 0.169.0),
@@ -80,6 +83,7 @@ from actors.upstream.codex.meta import (  # the session_meta header's reading, r
     codex_project,
     read_codex_thread,
 )
+from actors.upstream.codex.prompts import CODEX_PROMPTS
 from actors.upstream.common import Unit, normalize_text
 
 __all__ = [
@@ -193,6 +197,8 @@ def _program_text_reason(text: str) -> str | None:
         return "external_message"
     if _is_review_preset(text):
         return "review_request"
+    if CODEX_PROMPTS.match(text) is not None:
+        return "tool_prompt"
     return None
 
 

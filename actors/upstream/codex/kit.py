@@ -11,8 +11,10 @@ from typing import Any
 
 import msgspec
 
+from actors.upstream.codex.prompts import CODEX_PROMPTS
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
+from actors.upstream.kit.windows import WINDOWS_CWD
 
 __all__ = ["CodexRollout", "CodexTurn", "HookContinuation", "QueuedMessage", "Steer", "sample",
            "type_turn"]
@@ -62,7 +64,10 @@ class CodexRollout:
         clock: epoch-ms clock stamping each row (default: a private clock
             moving 1 s per row).
         source: the thread's ``session_meta`` ``source``.
-        cwd: the working directory written into ``session_meta``.
+        cwd: the working directory written into ``session_meta`` (default ``/work``,
+            or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
+        windows: a session recorded on Windows (``%USERPROFILE%\\.codex\\sessions``):
+            a drive-letter ``cwd``; lines end ``\n`` as on every platform.
         paginated: write the rows of Codex 0.169.0 (``history_mode: paginated``):
             each typed turn is a ``task_started`` with ``turn_attribution``
             (``turn_trigger: "user"``), the user-role response item and the
@@ -82,12 +87,13 @@ class CodexRollout:
 
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                  clock: Callable[[], int] | None = None, source: str = "cli",
-                 cwd: str = "/work", paginated: bool = False) -> None:
+                 cwd: str | None = None, paginated: bool = False,
+                 windows: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
-        self._cwd = cwd
+        self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._paginated = paginated
         self._turn_id: str | None = None
         self.turn_ids: list[str] = []
@@ -197,6 +203,8 @@ class CodexRollout:
         return None
 
     def _rows(self, turn: CodexTurn) -> list[dict[str, Any]]:
+        if isinstance(turn, t.SlashCommand) and turn.name == "init":
+            return self._rows(t.Typed(CODEX_PROMPTS.prompts[0].text))  # /init's fixed text
         if self._paginated:
             rows = self._paginated_rows(turn)
             if rows is not None:

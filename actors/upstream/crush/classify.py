@@ -42,13 +42,16 @@ Which messages are typed (reason ``typed``), and why the others are not:
 * ``summary_continuation``: the prompt Crush re-queues after an automatic
   summary (``The previous session was interrupted because it got too long,
   the initial user request was: …``, ``internal/agent/agent.go``);
+* ``tool_prompt``: the text is exactly one of Crush's own prompts
+  (:mod:`actors.upstream.crush.prompts`: "Initialize Project", from the
+  onboarding screen or the commands dialog, sends the initialize template);
 * ``attachment_only`` (no text, only attachments), ``empty_text``;
 * ``inter_session``, ``reseed_envelope``, ``openclaw_envelope``: a gateway envelope.
 
 Not told apart (documented, counted as typed): ``crush run`` prompts (the
 session is created like a TUI one and nothing in the row says who sent it),
-custom commands and MCP prompts (their expanded text is sent as an ordinary
-prompt), the project-initialization prompt.
+custom commands and MCP prompts (their expanded text, the person's own
+command file or a server's prompt, is sent as an ordinary prompt).
 
 The I/O functions block the calling thread on SQLite, at most
 ``busy_timeout_ms`` per statement; use one connection from one thread at a
@@ -70,6 +73,7 @@ import apsw
 import msgspec
 
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
+from actors.upstream.crush.prompts import CRUSH_PROMPTS
 from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = [
@@ -376,6 +380,8 @@ def classify_crush_message(message: CrushMessage, refusal: str | None = None) ->
         return no("skill_command")
     if text.startswith(SUMMARY_CONTINUATION):
         return no("summary_continuation")
+    if CRUSH_PROMPTS.match(text) is not None:
+        return no("tool_prompt")
     envelope = gateway_envelope_reason(text)
     if envelope is not None:
         return no(envelope)

@@ -12,8 +12,11 @@ from typing import Any
 
 import apsw
 
+from actors.upstream.crush.prompts import CRUSH_PROMPTS
+from actors.upstream.fixed_prompts import FILL
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
+from actors.upstream.kit.windows import WINDOWS_FILE
 
 __all__ = ["CrushTranscript", "sample", "type_turn"]
 
@@ -66,6 +69,9 @@ class CrushTranscript:
         session_id: the session id (default: a new UUID).
         parent_session_id: makes a sub-agent's task session (never counts).
         clock: epoch-ms clock (default: a private one moving 1 s per message).
+        windows: a store recorded on Windows (``<project>\\.crush\\crush.db``): the
+            rows are the same; only the paths Crush records in them are Windows
+            paths (an attachment's ``binary`` ``Path``).
 
     Turns: :class:`~actors.testing.Typed` a user message ``[text, finish]``
     (counts); :class:`~actors.testing.Reply` an assistant message;
@@ -83,8 +89,9 @@ class CrushTranscript:
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  parent_session_id: str | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None, windows: bool = False) -> None:
         self.path = Path(path)
+        self._windows = windows
         self.session_id = session_id or str(uuid.uuid4())
         self._clock = clock or ManualClock()
         self._own_clock = clock is None
@@ -134,6 +141,17 @@ class CrushTranscript:
         """A generated continuation: a user message whose text part is ``hidden``."""
         return self._commit([(self.session_id, "user",
                               [_part("text", {"text": text, "hidden": True}), _stop()],
+                              False)])[0]
+
+    def initialize_project(self, initialize_as: str = "AGENTS.md") -> str:
+        """The person clicks "Initialize Project": Crush sends its initialize template
+        (the pinned version's, rendered with ``initialize_as``) as a user message.
+
+        Returns:
+            The message id.
+        """
+        text = CRUSH_PROMPTS.prompts[-1].text.replace(FILL, initialize_as)
+        return self._commit([(self.session_id, "user", [_part("text", {"text": text}), _stop()],
                               False)])[0]
 
     def _now_s(self) -> int:
@@ -197,7 +215,8 @@ class CrushTranscript:
                 self._insert_session(child, sid, "sub-agent task")
                 return [(child, "user", [_part("text", {"text": text}), _stop()], False)]
             case t.ImageOnly(count=count):
-                image = {"Path": "pixel.png", "MIMEType": "image/png",
+                image = {"Path": WINDOWS_FILE.replace("app.py", "pixel.png") if self._windows
+                         else "pixel.png", "MIMEType": "image/png",
                          "Data": base64.b64encode(_PIXEL).decode()}
                 return [(sid, "user", [_part("text", {"text": ""}),
                                        *[_part("binary", image)] * count, _stop()], False)]

@@ -14,6 +14,7 @@ from typing import Final
 
 from actors.upstream.common import Unit, gateway_envelope_reason, normalize_text
 from actors.upstream.opencode.copies import is_copy
+from actors.upstream.opencode.prompts import OPENCODE_PROMPTS
 from actors.upstream.opencode.rows import (
     _MEDIA_PDF,
     OpenCodeClassification,
@@ -110,10 +111,15 @@ def classify_messages(
             unit = Unit(human=False, reason="no_parts", occurred_at=message.created)
         else:
             text = _direct_human_text(message)
+            command = None if text is None else OPENCODE_PROMPTS.find(text)
+            if command is not None and command.args:
+                text = command.args  # /init's template around the person's own words
             envelope = None if text is None else gateway_envelope_reason(text)
             if text is None:
                 unit = Unit(human=False, reason=_not_human_reason(message),
                             occurred_at=message.created)
+            elif command is not None and not command.args:  # OpenCode's words only
+                unit = Unit(human=False, reason="tool_prompt", occurred_at=message.created)
             elif envelope is not None:  # POLICY: relayed by a gateway, not typed
                 unit = Unit(human=False, reason=envelope, occurred_at=message.created)
             elif marker is not None and not _is_after(

@@ -12,10 +12,13 @@ from typing import Any
 
 import apsw
 
+from actors.upstream.fixed_prompts import ARGS, REST
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.clock import ManualClock
 from actors.upstream.kit.jsonl import ROW_STEP_MS, encode_json
+from actors.upstream.kit.windows import WINDOWS_CWD
 from actors.upstream.opencode.kit_store import SCHEMA, Store, newest_id_value
+from actors.upstream.opencode.prompts import OPENCODE_PROMPTS
 
 __all__ = ["OpenCodeTranscript", "sample", "type_turn"]
 
@@ -52,7 +55,9 @@ class OpenCodeTranscript:
       part in place (OpenCode updates the part row; no new message).
     * :class:`~actors.testing.SlashCommand`: ``model`` with
       ``"provider/model"`` (or ``"model"``) args switches the model of later
-      user messages and writes nothing (the TUI keeps it); any other name is a sub-agent command
+      user messages and writes nothing (the TUI keeps it); ``init`` sends the
+      ``/init`` template (the worktree and ``args`` filled in) as a text part;
+      any other name is a sub-agent command
       (``subtask: true``): a user message whose only part is ``subtask``, the
       parent's ``task`` tool call, the child session it ran in, and the
       synthetic "Summarize the task tool output…" user message.
@@ -76,7 +81,13 @@ class OpenCodeTranscript:
         run: the session ``opencode run`` creates (its permission ruleset
             denies ``question``; its turns never count).
         title: the session title.
-        directory: the project directory written into the rows.
+        directory: the project directory written into the rows (default ``/work``,
+            or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
+        windows: a session recorded on Windows: a drive-letter directory with
+            backslashes. The store itself is the same SQLite file (in
+            ``%USERPROFILE%\\.local\\share\\opencode``: OpenCode takes its data
+            directory from ``xdg-basedir``, which falls back to
+            ``~/.local/share`` on every platform).
         clock: epoch-ms clock stamping each row (default: a private
             :class:`~actors.testing.ManualClock` moving 1 s per row).
 
@@ -105,9 +116,10 @@ class OpenCodeTranscript:
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  parent_id: str | None = None, run: bool = False,
-                 title: str = "A session", directory: str = "/work",
-                 clock: Callable[[], int] | None = None) -> None:
-        self._setup(Path(path), clock, directory=directory)
+                 title: str = "A session", directory: str | None = None,
+                 clock: Callable[[], int] | None = None, windows: bool = False) -> None:
+        self._setup(Path(path), clock,
+                    directory=directory or (WINDOWS_CWD if windows else "/work"))
         now = self._now()
         self.session_id = session_id or self._id("ses", now, descending=True)
         permission = _RUN_PERMISSION if run else _CHILD_PERMISSION if parent_id else None
@@ -261,6 +273,11 @@ class OpenCodeTranscript:
                     self._model = {"providerID": provider or self._model["providerID"],
                                    "modelID": model}
                 return 0
+            case t.SlashCommand(name="init", args=args):
+                template = OPENCODE_PROMPTS.prompts[0].text  # 1.18.33's /init
+                text = template.replace(REST, self._directory).replace(ARGS, args)
+                self._user(conn, self.session_id, [{"type": "text", "text": text}])
+                return 1
             case t.SlashCommand(name=name, args=args):
                 return self._subtask_command(conn, name, args)
             case t.Interrupt():

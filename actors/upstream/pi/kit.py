@@ -10,6 +10,7 @@ from typing import Any
 
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
+from actors.upstream.kit.windows import WINDOWS_CWD
 
 __all__ = ["PiSession", "sample", "type_turn"]
 
@@ -30,7 +31,12 @@ class PiSession:
         session_id: the header's id (default: a new UUID).
         clock: epoch-ms clock stamping each entry (default: a private clock
             moving 1 s per entry).
-        cwd: the working directory written into the header.
+        cwd: the working directory written into the header (default ``/work``,
+            or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
+        windows: a session recorded on Windows: a drive-letter ``cwd`` (Pi's
+            folder for it is ``--C--Users-user-work--``: ``session-manager.js``
+            drops a leading separator and turns ``/``, ``\\`` and ``:`` into ``-``);
+            lines end ``\n`` as on every platform.
         parent_session: the header's ``parentSession`` (the file a fork or a
             branch started from), or ``None`` (no such field).
         ssa_input: the ``ssaInput`` record our Pi extension adds to every user
@@ -41,13 +47,13 @@ class PiSession:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None, cwd: str = "/work",
+                 clock: Callable[[], int] | None = None, cwd: str | None = None,
                  parent_session: str | None = None,
-                 ssa_input: Mapping[str, object] | None = None) -> None:
+                 ssa_input: Mapping[str, object] | None = None, windows: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
-        self._cwd = cwd
+        self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._parent_session = parent_session
         self.ssa_input = ssa_input
         """The record added to the user messages written next (``None``: none)."""
