@@ -192,6 +192,23 @@ class Backend(Protocol):
         """
 
 
+def url_has_password(location: str) -> bool:
+    """Whether a database URL carries a password (in its user part or as ``?password=``; pure).
+
+    A location that is not a URL, or that cannot be split as one, has none.
+    """
+    from urllib.parse import parse_qsl, urlsplit  # noqa: PLC0415 -- only the CLI asks
+
+    if not is_url(location):
+        return False
+    try:
+        parts = urlsplit(location)
+        in_user = parts.password is not None
+    except ValueError:
+        return False
+    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
+
+
 def url_problem(location: str) -> str | None:
     """Why ``location`` (a URL, see :func:`is_url`) names no backend, or ``None`` (pure)."""
     if location != location.strip():

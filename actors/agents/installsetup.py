@@ -57,6 +57,10 @@ class Setup:
     scope: str = "project"
     wake: bool = True
     """Install the tool's waiting hook (:mod:`actors.agents.push`) so managers are woken."""
+    explicit: frozenset[str] = frozenset()
+    """The options of ours given on this command line (``"--db"``, ``"--scope"``): a
+    re-install replaces only these in an installed command; the others keep what the
+    file has (a hand edit such as ``--scope all`` stays)."""
 
     def hook_command(self, tool: str) -> str:
         """The shell command line a tool's hook runs."""
