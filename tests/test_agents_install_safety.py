@@ -8,12 +8,21 @@ passed as ``--ssa``, ``actors.cli.app.main`` called in process.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from actors.agents import _files
+from actors.agents._files import ConfigRefused, FileOp, apply_changes
+from actors.agents._json_ops import Doc
 from actors.cli.app import main
-from tests.test_agents_install import home, snapshot, ssa
+from tests.test_agents_install import TOOL_ENV, home, snapshot, ssa
 
 __all__ = ["home", "ssa"]  # the fixtures, imported for pytest
 
@@ -69,3 +78,200 @@ def test_project_install_warns_about_absolute_paths_and_portable_writes_plain_ss
     assert server["command"] == "ssa"
     assert run(capsys, "uninstall", "claude-code", "--project")[0] == 0
     assert snapshot(project) == {}
+
+
+# --- item 7: the person's files stay theirs (root with another user's HOME) --------------
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file another owner")
+def test_root_installing_into_another_users_home_keeps_it_theirs(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "x"}\n')
+    settings.chmod(0o644)
+    for path in (home, settings.parent, settings):
+        os.chown(path, NOBODY, NOBODY)
+    assert run(capsys, "install", "claude-code", "--ssa", ssa)[0] == 0
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    owned = [settings, settings.with_name("settings.json.ssa-backup"), home / ".claude.json",
+             home / ".codex", home / ".codex" / "hooks.json", home / ".codex" / "config.toml"]
+    for path in owned:
+        st = path.stat()
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), path
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o644
+    assert stat.S_IMODE((home / ".claude.json").stat().st_mode) == 0o600
+    assert run(capsys, "uninstall", "claude-code")[0] == 0
+    assert settings.stat().st_uid == NOBODY
+
+
+def test_a_file_this_user_cannot_give_back_is_refused(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "x"}\n')
+    mine = settings.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: mine + 1)  # as if another, unprivileged user
+    before = snapshot(home)
+    code, _out, err = run(capsys, "install", "claude-code", "--ssa", ssa)
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert f"uid {mine}" in err
+    assert snapshot(home) == before
+
+
+# --- item 8: files nobody should meet ------------------------------------------------
+
+CHILD_TIMEOUT_S = 30.0
+"""Longest a child ``ssa install`` may take before the test fails (seconds)."""
+
+
+def _install_in_child(home: Path, ssa: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in TOOL_ENV}
+    env["HOME"] = str(home)
+    code = "import sys; from actors.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, "install", "claude-code", "--ssa", ssa,
+                           *extra], env=env, cwd=home, capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, check=False)
+
+
+def test_a_fifo_settings_file_is_refused_at_once(home: Path, ssa: str) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    os.mkfifo(settings)
+    done = _install_in_child(home, ssa, "--no-mcp")  # used to block forever in open()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"ssa: {settings} is a FIFO, not a regular file; "
+                                        "not changed"]
+    assert stat.S_ISFIFO(os.lstat(settings).st_mode)
+
+
+def test_a_link_to_a_device_is_refused_in_one_line(home: Path, ssa: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.symlink_to("/dev/zero")  # used to read until MemoryError
+    code, out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 2
+    assert out == ""
+    assert err == "ssa: /dev/zero is a character device, not a regular file; not changed\n"
+
+
+def test_a_file_over_the_size_limit_is_refused(home: Path, ssa: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    state = home / ".claude.json"
+    with state.open("wb") as handle:
+        handle.truncate(_files.MAX_FILE_BYTES + 1)  # sparse: costs no disk
+    code, _out, err = run(capsys, "install", "claude-code", "--ssa", ssa)
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert f"more than the {_files.MAX_FILE_BYTES}" in err
+    assert not (home / ".claude").exists() or not (home / ".claude" / "settings.json").exists()
+
+
+def test_a_hard_linked_settings_file_is_refused_not_split(
+        home: Path, ssa: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dotfile = tmp_path / "dotfiles" / "settings.json"
+    dotfile.parent.mkdir()
+    dotfile.write_text('{"model": "x"}\n')
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    os.link(dotfile, settings)
+    before = snapshot(home)
+    code, _out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert "2 hard links" in err
+    assert snapshot(home) == before
+    assert os.stat(settings).st_ino == os.stat(dotfile).st_ino  # still one file
+    code, out, _err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp",
+                          "--dry-run")
+    assert code == 0  # the diff can still be shown, to make the change by hand
+    assert '"hooks"' in out
+
+
+KILLED_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from actors.agents._files import FileOp, apply_changes
+os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+apply_changes([FileOp(Path(sys.argv[1]), lambda old: '{"token": "t", "a": 2}\\n', "a")])
+"""
+
+
+def test_kill_9_leaves_a_private_temp_that_the_next_run_removes(tmp_path: Path) -> None:
+    target = tmp_path / "settings.json"
+    target.write_text('{"token": "t"}\n')
+    target.chmod(0o600)
+    done = subprocess.run([sys.executable, "-c", KILLED_CHILD, str(target)],
+                          capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    left = [p for p in tmp_path.iterdir() if p.name.endswith(".ssa-tmp")]
+    assert len(left) == 1
+    assert stat.S_IMODE(left[0].stat().st_mode) == 0o600
+    assert target.read_text() == '{"token": "t"}\n'
+    apply_changes([FileOp(target, lambda old: '{"token": "t", "a": 2}\n', "a")])
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".ssa-tmp")]
+    assert target.read_text() == '{"token": "t", "a": 2}\n'
+
+
+WRITER_TIMEOUT_S = 10.0
+"""Longest the transform waits for the concurrent writer (seconds)."""
+
+
+def test_a_rewrite_by_another_program_during_install_is_not_lost(tmp_path: Path) -> None:
+    """The other program (Claude Code rewriting ~/.claude.json) takes no lock of ours."""
+    target = tmp_path / ".claude.json"
+    target.write_text('{"numStartups": 1}\n')
+    go, wrote = threading.Event(), threading.Event()
+
+    def writer() -> None:  # rewrites the file atomically, as Claude Code does
+        if go.wait(WRITER_TIMEOUT_S):
+            temp = tmp_path / "claude-temp"
+            temp.write_text('{"numStartups": 2}\n')
+            os.replace(temp, target)
+        wrote.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    calls: list[str | None] = []
+
+    def transform(old: str | None) -> str | None:
+        calls.append(old)
+        if len(calls) == 1:  # the other program writes while we compute
+            go.set()
+            assert wrote.wait(WRITER_TIMEOUT_S)
+        doc = Doc(old, "s", strict=True)
+        doc.set(["mcpServers"], {"ssa": {"command": "ssa"}})
+        return doc.text
+
+    try:
+        changes = apply_changes([FileOp(target, transform, "mcp")])
+    finally:
+        go.set()
+        thread.join(WRITER_TIMEOUT_S)
+    assert not thread.is_alive()
+    assert json.loads(target.read_text()) == {"numStartups": 2,
+                                              "mcpServers": {"ssa": {"command": "ssa"}}}
+    assert calls == ['{"numStartups": 1}\n', '{"numStartups": 2}\n']
+    assert changes[0].before == '{"numStartups": 2}\n'
+
+
+def test_a_file_that_keeps_changing_is_refused_after_bounded_tries(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    target.write_text("{}\n")
+    count = 0
+
+    def transform(old: str | None) -> str | None:
+        nonlocal count
+        count += 1
+        target.write_text(f'{{"n": {count}}}\n')  # someone else writes every time
+        return '{"ours": true}\n'
+
+    with pytest.raises(ConfigRefused, match="kept changing"):
+        apply_changes([FileOp(target, transform, "x")])
+    assert count == _files.RETRIES + 1
+    assert json.loads(target.read_text()) == {"n": count}
