@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import parse_qsl, urlsplit
 
 from persistence._sqlite import SqliteBackend
 from persistence._transaction import write_transaction
@@ -197,8 +198,6 @@ def url_has_password(location: str) -> bool:
 
     A location that is not a URL, or that cannot be split as one, has none.
     """
-    from urllib.parse import parse_qsl, urlsplit  # noqa: PLC0415 -- only the CLI asks
-
     if not is_url(location):
         return False
     try:

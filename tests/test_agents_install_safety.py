@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.agents import _files
+from actors.agents import _files, _jsonc
 from actors.agents._files import ConfigRefused, FileOp, apply_changes
 from actors.agents._json_ops import Doc
+from actors.agents.installedits import mcp_json_transform
+from actors.agents.installsetup import Setup
 from actors.cli.app import main
 from tests.test_agents_install import TOOL_ENV, home, snapshot, ssa
 
@@ -275,3 +277,55 @@ def test_a_file_that_keeps_changing_is_refused_after_bounded_tries(tmp_path: Pat
         apply_changes([FileOp(target, transform, "x")])
     assert count == _files.RETRIES + 1
     assert json.loads(target.read_text()) == {"n": count}
+
+
+def test_a_big_claude_json_is_not_walked_in_python(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """~/.claude.json of tens of MB: one C pass validates it; only the path we edit is
+    parsed in Python (scripts/bench_install.py: 31 MB took 34 s and +580 MB, now 0.9 s
+    and +92 MB)."""
+    state = tmp_path / ".claude.json"
+    projects = {f"/work/p{i}": {"history": [{"display": f"prompt {j}"} for j in range(20)]}
+                for i in range(2000)}
+    state.write_text(json.dumps({"numStartups": 3, "projects": projects}, indent=2))
+    keys_read = 0
+    original = _jsonc._Parser.string
+
+    def counting(self: _jsonc._Parser) -> str:
+        nonlocal keys_read
+        keys_read += 1
+        return original(self)
+
+    monkeypatch.setattr(_jsonc._Parser, "string", counting)
+    setup = Setup(ssa="/v/bin/ssa", db=None, project=None, home=tmp_path, env={})
+    entry = {"command": "/v/bin/ssa", "args": ["mcp"]}
+    apply_changes([FileOp(state, mcp_json_transform(setup, str(state), ["mcpServers"], entry,
+                                                    install=True, strict=True), "mcp")])
+    assert keys_read < 50  # it was every string of the file: > 80,000
+    value = json.loads(state.read_text())
+    assert value["mcpServers"] == {"ssa": entry}
+    assert value["projects"] == projects
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"a": {"b": [1, 2,]}}', "line 1"),
+    ('{"a": {"b": NaN}}', "NaN|unexpected character"),
+    ('{"a": [{"b": "x\ty"}]}', "line 1"),
+    ('{"a": {"b": 1}} x', "text after"),
+    ('{"a": {"b" 1}}', "line 1"),
+])
+def test_lazy_parsing_still_refuses_any_broken_nested_value(text: str, problem: str) -> None:
+    with pytest.raises(_jsonc.JsoncError, match=problem):
+        _jsonc.parse(text, strict=True)
+
+
+def test_lazy_nodes_give_the_same_tree_as_eager_ones() -> None:
+    text = '{\n  "a": {"b": [1, {"c": null}], "d": "e"},\n  "f": [true, 2.5]\n}\n'
+    tree = _jsonc.parse(text, strict=True)
+    assert tree.value == json.loads(text)
+    a = _jsonc.find_member(tree, "a")
+    assert a is not None
+    b = _jsonc.find_member(a.value, "b")
+    assert b is not None
+    assert text[b.value.items[1].start:b.value.items[1].end] == '{"c": null}'
+    assert b.value.items[1].value == {"c": None}

@@ -1,9 +1,9 @@
 """Path-level edits of a JSON/JSONC document, built on :mod:`actors.agents._jsonc`.
 
 Each function takes the text and returns the new text (the same string when
-nothing changes); the document is re-parsed after every single edit, so
-offsets never go stale. Paths are lists of object keys (``str``) and array
-indexes (``int``). Pure functions; any thread.
+nothing changes); the document is re-parsed after every single edit (lazily:
+when the tree is next looked at), so offsets never go stale. Paths are lists
+of object keys (``str``) and array indexes (``int``). Pure functions; any thread.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Doc:
         self.strict = strict
         self.existed = text is not None and text.strip() != ""
         self.text = text if self.existed and text is not None else EMPTY_DOCUMENT
-        self.root = self._parse(self.text)
+        self._root: _jsonc.Node | None = self._parse(self.text)
         if self.root.kind != "object":
             raise ConfigRefused(f"{name}: the document is not a JSON object; not changed")
 
@@ -51,8 +51,17 @@ class Doc:
             kind = "JSON" if self.strict else "JSON (or JSONC)"
             raise ConfigRefused(f"{self.name}: not valid {kind} ({exc}); not changed") from None
 
+    @property
+    def root(self) -> _jsonc.Node:
+        """The document's tree, parsed again (lazily) after an edit."""
+        if self._root is None:
+            self._root = self._parse(self.text)  # our own edit must parse: a bug otherwise
+        return self._root
+
     def _edit(self, new_text: str) -> None:
-        self.root = self._parse(new_text)  # our own edit must parse: a bug otherwise
+        """Take ``new_text``; it is parsed only when the tree is next needed (an install
+        that makes one edit of a 30 MB ``~/.claude.json`` parses it once)."""
+        self._root = None
         self.text = new_text
 
     def node(self, path: Sequence[PathPart]) -> _jsonc.Node | None:

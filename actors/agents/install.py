@@ -29,8 +29,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, apply_changes, diff
-from actors.agents.installplan import mcp_available, plan
+from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
+from actors.agents.installplan import apply, mcp_available, plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import tool_named
 from persistence import url_has_password
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
                          "(python -m pip install 'session-state-awareness[mcp]'), then run "
                          f"ssa install {args.tool} again.")
         the_plan = plan(args.tool, setup, install=install, plugin_dir=args.plugin)
-        changes = apply_changes(the_plan.ops, dry_run=args.dry_run)
+        changes = apply(the_plan, dry_run=args.dry_run)
     except ConfigRefused as exc:
         err.write(f"ssa: {exc}\n")
         return 2

@@ -5,7 +5,7 @@ What lives here: :func:`plan`, from a tool and a
 operations (each a transform of :mod:`actors.agents.installedits`) and the
 lines to tell the person after. Each tool's own plan is its package's
 ``install`` module (:mod:`actors.agents.tools`); this module names no tool.
-Writes nothing: :func:`actors.agents._files.apply_changes` does.
+Writes nothing: :func:`apply` (:func:`actors.agents._files.apply_changes`) does.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from actors.agents._files import ConfigRefused, FileOp
+from actors.agents._files import Change, ConfigRefused, FileOp, apply_changes
 from actors.agents.installsetup import Setup
 from actors.agents.tools import TOOLS, tool_named
 
-__all__ = ["Plan", "mcp_available", "plan"]
+__all__ = ["Plan", "apply", "mcp_available", "plan"]
 
 
 @dataclass(frozen=True)
@@ -49,3 +49,16 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
     module = importlib.import_module(found.install)
     result: Plan = module.plan(setup, install=install, plugin_dir=plugin_dir)
     return result
+
+
+def apply(the_plan: Plan, *, dry_run: bool = False) -> list[Change]:
+    """Write a plan's files (:func:`actors.agents._files.apply_changes`; caller's thread,
+    blocks on the file system and the folders' locks).
+
+    Returns:
+        One change per file operation, in order.
+
+    Raises:
+        ConfigRefused: a file was refused (nothing written); OSError: a write failed.
+    """
+    return apply_changes(the_plan.ops, dry_run=dry_run)
