@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from actors.agents import _files, _jsonc
 from actors.agents._files import ConfigRefused, FileOp, apply_changes
 from actors.agents._json_ops import Doc
 from actors.agents.installedits import mcp_json_transform
+from actors.agents.installmerge import merge_argv
 from actors.agents.installsetup import Setup
 from actors.cli.app import main
 from tests.test_agents_install import TOOL_ENV, home, snapshot, ssa
@@ -329,3 +332,104 @@ def test_lazy_nodes_give_the_same_tree_as_eager_ones() -> None:
     assert b is not None
     assert text[b.value.items[1].start:b.value.items[1].end] == '{"c": null}'
     assert b.value.items[1].value == {"c": None}
+
+
+# --- item 5: a re-install keeps the person's edits --------------------------------------
+
+def _other_ssa(tmp_path: Path, ssa: str) -> str:
+    other = tmp_path / "other" / "bin" / "ssa"
+    other.parent.mkdir(parents=True)
+    shutil.copy(ssa, other)
+    return str(other)
+
+
+def test_reinstall_keeps_the_readmes_scope_all_edit(home: Path, ssa: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """README: "edit the hook command to --scope all"; installing again changed it back."""
+    settings = home / ".claude" / "settings.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    settings.write_text(settings.read_text().replace("hook claude-code\"",
+                                                     "hook claude-code --scope all\""))
+    edited = settings.read_text()
+    assert edited.count("--scope all") == 2
+    code, out, _ = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 0
+    assert settings.read_text() == edited  # nothing changed at all
+    assert "already installed" in out
+    assert "kept your edits" in out
+    assert "--scope all" in out
+    code, _out, _ = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--scope",
+                        "project")  # given on the command line: it wins
+    assert code == 0
+    assert "--scope" not in settings.read_text()
+
+
+def test_reinstall_keeps_a_scope_edit_in_the_plugin_file(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "install", "pi", "--ssa", ssa)[0] == 0
+    extension = home / ".pi" / "agent" / "extensions" / "ssa.ts"
+    extension.write_text(extension.read_text().replace('"pi"]', '"pi", "--scope", "all"]'))
+    edited = extension.read_text()
+    assert run(capsys, "install", "pi", "--ssa", ssa)[0] == 0
+    assert extension.read_text() == edited
+
+
+def test_reinstall_keeps_the_env_the_person_added_to_the_mcp_entry(
+        home: Path, ssa: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = home / ".claude.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa)[0] == 0
+    value = json.loads(state.read_text())
+    value["mcpServers"]["ssa"]["env"] = {"SSA_DB": "/data/s.sqlite"}
+    value["mcpServers"]["ssa"]["timeout"] = 5000
+    state.write_text(json.dumps(value, indent=2))
+    other = _other_ssa(tmp_path, ssa)
+    assert run(capsys, "install", "claude-code", "--ssa", other)[0] == 0
+    entry = json.loads(state.read_text())["mcpServers"]["ssa"]
+    assert entry == {"type": "stdio", "command": other, "args": ["mcp"],
+                     "env": {"SSA_DB": "/data/s.sqlite"}, "timeout": 5000}
+
+
+def test_reinstall_keeps_a_hand_edited_timeout_and_says_so(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    value = json.loads(settings.read_text())
+    value["hooks"]["UserPromptSubmit"][0]["hooks"][0]["timeout"] = 25
+    value["hooks"]["UserPromptSubmit"][0]["matcher"] = "mine"
+    settings.write_text(json.dumps(value, indent=2))
+    code, out, _ = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 0
+    assert json.loads(settings.read_text()) == value
+    assert "timeout 25" in out
+
+
+def test_reinstall_keeps_the_persons_keys_in_the_codex_table(
+        home: Path, ssa: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".codex" / "config.toml"
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    config.write_text(config.read_text() + '# my note\nstartup_timeout_sec = 30\n'
+                      'env = { SSA_DB = "/data/s.sqlite" }\n')
+    other = _other_ssa(tmp_path, ssa)
+    assert run(capsys, "install", "codex", "--ssa", other)[0] == 0
+    text = config.read_text()
+    assert "# my note" in text
+    assert tomllib.loads(text)["mcp_servers"]["ssa"] == {
+        "command": other, "args": ["mcp"], "startup_timeout_sec": 30,
+        "env": {"SSA_DB": "/data/s.sqlite"}}
+    before = config.read_bytes()
+    assert run(capsys, "install", "codex", "--ssa", other)[0] == 0
+    assert config.read_bytes() == before  # twice: nothing changes
+
+
+@pytest.mark.parametrize(("existing", "explicit", "merged", "kept"), [
+    (["s", "hook", "t", "--scope", "all"], frozenset(), ["n", "hook", "t", "--scope", "all"],
+     ["--scope all"]),
+    (["s", "hook", "t", "--scope=all"], frozenset({"--scope"}), ["n", "hook", "t"], []),
+    (["s", "hook", "t", "--agent", "A", "--db", "x"], frozenset({"--db"}),
+     ["n", "hook", "t", "--agent", "A", "--db", "y"], []),
+    (["s", "hook", "t", "--no-wake"], frozenset(), ["n", "hook", "t"], []),
+])
+def test_merge_argv(existing: list[str], explicit: frozenset[str], merged: list[str],
+                    kept: list[str]) -> None:
+    wanted = ["n", "hook", "t", *(["--db", "y"] if "--db" in explicit else [])]
+    assert merge_argv(existing, wanted, 3, explicit) == (merged, kept)

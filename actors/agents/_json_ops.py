@@ -110,6 +110,19 @@ class Doc:
         if node.value != value or type(node.value) is not type(value):
             self._edit(_jsonc.replace_value(self.text, node, value))
 
+    def set_member(self, path: Sequence[PathPart], key: str, value: Any) -> None:
+        """Make member ``key`` of the object at ``path`` (which must exist) hold ``value``.
+
+        Unlike :meth:`set`, ``path`` may go through arrays (a hook handler's keys).
+        """
+        parent = self._expect(path, "object")
+        assert parent is not None
+        member = _jsonc.find_member(parent, key)
+        if member is None:
+            self._edit(_jsonc.insert_member(self.text, parent, key, value))
+        elif member.value.value != value or type(member.value.value) is not type(value):
+            self._edit(_jsonc.replace_value(self.text, member.value, value))
+
     def append(self, path: list[str], value: Any) -> None:
         """Append ``value`` to the array at ``path`` (created when missing)."""
         node = self._expect(path, "array")

@@ -18,7 +18,7 @@ from typing import Any
 
 from actors.agents._files import ConfigRefused
 
-__all__ = ["parse", "remove_table", "set_table"]
+__all__ = ["parse", "remove_table", "set_table", "update_keys"]
 
 _HEADER = re.compile(r"^[ \t]*\[\[?[^\n]*$", re.MULTILINE)
 
@@ -128,6 +128,29 @@ def set_table(old: str | None, name: str, table: str, key: str,
         if _normal(_safe_parse(new), table) != expected:
             raise ConfigRefused(f"{name}: cannot add [{table}.{key}] to this file (is "
                                 f"{table} an inline table?); not changed")
+    return new
+
+
+def update_keys(old: str, name: str, table: str, key: str, changes: dict[str, Any]) -> str:
+    """``old`` with the keys ``changes`` names set in ``[table.key]``, every other key and
+    comment of the table left as it is (through ``tomlkit``).
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or the edit does not give the expected document.
+    """
+    import tomlkit  # noqa: PLC0415
+
+    parsed = parse(old, name)
+    entry = {**parsed.get(table, {}).get(key, {}), **changes}
+    expected = _expected(parsed, table, key, entry)
+    doc = tomlkit.parse(old)
+    target = doc[table][key]
+    for field, value in changes.items():
+        target[field] = value
+    new = tomlkit.dumps(doc)
+    if _normal(_safe_parse(new), table) != expected:
+        raise ConfigRefused(f"{name}: cannot update [{table}.{key}] in this file; "
+                            "not changed")
     return new
 
 

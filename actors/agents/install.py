@@ -150,6 +150,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in notes + the_plan.notes:
+    for note in dict.fromkeys(notes + the_plan.notes):  # a retried transform says it twice
         out.write(note + "\n")
     return 0

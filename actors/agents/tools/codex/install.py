@@ -22,13 +22,15 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     ops: list[FileOp] = []
     base = setup.project / ".codex" if setup.project is not None else codex_home(setup)
     hooks = base / "hooks.json"
-    ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install),
+    ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install,
+                                               notes=notes),
                       "UserPromptSubmit and SessionStart hooks"
                       + (", and an async PostToolUse hook (mid-turn notices)"
                          if setup.wake else "")))
     if setup.mcp or not install:
         config = base / "config.toml"
-        ops.append(FileOp(config, toml_transform(setup, str(config), install=install),
+        ops.append(FileOp(config, toml_transform(setup, str(config), install=install,
+                                                         notes=notes),
                           f"MCP server [mcp_servers.{MCP_NAME}]"))
     if install:
         events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
