@@ -433,3 +433,63 @@ def test_merge_argv(existing: list[str], explicit: frozenset[str], merged: list[
                     kept: list[str]) -> None:
     wanted = ["n", "hook", "t", *(["--db", "y"] if "--db" in explicit else [])]
     assert merge_argv(existing, wanted, 3, explicit) == (merged, kept)
+
+
+# --- item 6: uninstall keeps the person's comments and containers ----------------------
+
+def test_uninstall_keeps_the_comment_above_the_table_after_ours(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\n')
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    tail = "\n# my fast profile, keep it\n[profiles.fast]\nmodel = \"o4-mini\"\n# the end\n"
+    config.write_text(config.read_text() + tail)
+    assert run(capsys, "uninstall", "codex")[0] == 0
+    text = config.read_text()
+    assert "ssa" not in text
+    assert "# my fast profile, keep it\n[profiles.fast]" in text
+    assert text.endswith('model = "o4-mini"\n# the end\n')
+
+
+def test_uninstall_keeps_a_comment_at_the_end_of_the_file(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\n')
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    config.write_text(config.read_text() + "# remember to rotate keys\n")
+    assert run(capsys, "uninstall", "codex")[0] == 0
+    assert config.read_text().endswith("# remember to rotate keys\n")
+    assert "mcp_servers" not in config.read_text()
+
+
+def test_uninstall_keeps_the_comment_between_our_server_and_the_next(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{\n  "theme": "dark"\n}\n')
+    assert run(capsys, "install", "opencode", "--ssa", ssa)[0] == 0
+    text = config.read_text()
+    position = text.rindex("}\n  }")  # the end of mcp.ssa
+    text = (text[:position + 1] + ",\n    // my tracker, keep\n    \"tracker\": "
+            '{"type": "local", "command": ["tr"]}' + text[position + 1:])
+    config.write_text(text)
+    assert _jsonc.parse(text, strict=False).value["mcp"]["tracker"]["command"] == ["tr"]
+    assert run(capsys, "uninstall", "opencode")[0] == 0
+    after = config.read_text()
+    assert "// my tracker, keep" in after
+    value = _jsonc.parse(after, strict=False).value
+    assert value == {"theme": "dark", "mcp": {"tracker": {"type": "local", "command": ["tr"]}}}
+
+
+@pytest.mark.parametrize(("text", "index", "expected"), [
+    ('{\n  "a": 1, // about a\n  "b": 2\n}', 1, '{\n  "a": 1 // about a\n}'),
+    ('{\n  "a": 1,\n  // about b\n  "b": 2\n}', 0, '{\n  // about b\n  "b": 2\n}'),
+    ('{\n  "a": 1,\n  "b": 2\n}', 0, '{\n  "b": 2\n}'),
+    ('{"a": 1, "b": 2}', 1, '{"a": 1}'),
+])
+def test_remove_child_keeps_comments_in_the_separator(text: str, index: int,
+                                                      expected: str) -> None:
+    tree = _jsonc.parse(text, strict=False)
+    assert _jsonc.remove_child(text, tree, index) == expected

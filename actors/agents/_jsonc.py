@@ -398,6 +398,30 @@ def remove_child(text: str, node: Node, index: int) -> str:
         if text[tail] == ",":
             end = tail + 1
         return text[:start] + text[end:]
-    if index > 0:
-        return text[:children[index - 1][1]] + text[end:]
-    return text[:start] + text[children[1][0]:]
+    if index > 0:  # from the end of the one before: keep the comments in that gap
+        gap_start = children[index - 1][1]
+        return text[:gap_start] + _comments_kept(text[gap_start:start], lead=False) + \
+            text[end:]
+    gap = text[end:children[1][0]]  # up to the next one: keep the comments in that gap
+    return text[:start] + _comments_kept(gap, lead=True) + text[children[1][0]:]
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _comments_kept(gap: str, *, lead: bool) -> str:
+    """What stays of the separator ``gap`` (whitespace, one comma, comments) when the
+    member beside it goes: nothing when it holds no comment, else the comments with the
+    layout between them (``lead``: the gap after a removed first member, so the
+    whitespace before the first comment goes; else the whitespace after the last)."""
+    comments = list(_COMMENT.finditer(gap))
+    if not comments:
+        return ""
+    comma = next((i for i, ch in enumerate(gap) if ch == ","
+                  and not any(c.start() <= i < c.end() for c in comments)), None)
+    if comma is not None:
+        gap = gap[:comma] + gap[comma + 1:]
+        comments = list(_COMMENT.finditer(gap))
+    if lead:
+        return gap[comments[0].start():]
+    return gap[:comments[-1].end()]

@@ -30,7 +30,9 @@ def _our_header(table: str, name: str) -> re.Pattern[str]:
 
 
 def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
-    """Where ``[table.name]`` (with its sub-tables) is: from its header line to the next."""
+    """Where ``[table.name]`` (with its sub-tables) is: from its header line to the next,
+    less the comment lines at its end (with the blank lines between them): a comment
+    above the next table, or at the end of the file, is the person's and stays."""
     ours = _our_header(table, name)
     match = ours.search(text)
     if match is None:
@@ -41,7 +43,20 @@ def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
         if not ours.match(text, header.start()):
             end = header.start()
             break
-    return start, end
+    return start, _before_trailing_comments(text, start, end)
+
+
+def _before_trailing_comments(text: str, start: int, end: int) -> int:
+    """``end`` moved back over the comment lines (and blank lines among them) that end
+    ``text[start:end]``, keeping the blank lines right after its last content line."""
+    lines = text[start:end].splitlines(keepends=True)
+    last_content = max(i for i, line in enumerate(lines)
+                       if line.strip() and not line.lstrip().startswith("#"))
+    first_comment = next((i for i in range(last_content + 1, len(lines))
+                          if lines[i].lstrip().startswith("#")), None)
+    if first_comment is None:
+        return end
+    return start + sum(len(line) for line in lines[:first_comment])
 
 
 def parse(text: str, name: str) -> dict[str, Any]:
