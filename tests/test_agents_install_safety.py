@@ -493,3 +493,47 @@ def test_remove_child_keeps_comments_in_the_separator(text: str, index: int,
                                                       expected: str) -> None:
     tree = _jsonc.parse(text, strict=False)
     assert _jsonc.remove_child(text, tree, index) == expected
+
+
+def test_uninstall_removes_the_backups_the_install_made(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "x"}\n')
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('model = "o3"\n')
+    for tool in ("claude-code", "codex"):
+        assert run(capsys, "install", tool, "--ssa", ssa)[0] == 0
+    assert any(name.endswith(".ssa-backup") for name in snapshot(home))
+    for tool in ("claude-code", "codex"):
+        code, out, _ = run(capsys, "uninstall", tool)
+        assert code == 0
+        assert "backup" not in out
+    assert [name for name in snapshot(home) if name.endswith(".ssa-backup")] == []
+    assert settings.read_text() == '{"model": "x"}\n'
+
+
+def test_uninstall_removes_codexs_trust_records_of_our_hooks_only(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    codex = home / ".codex"
+    codex.mkdir()
+    hooks = codex / "hooks.json"
+    hooks.write_text('{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", '
+                     '"command": "mine"}]}]}}\n')
+    config = codex / "config.toml"
+    config.write_text('model = "o3"\n')
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    # What Codex writes when the person trusts the hooks in /hooks: one record per handler.
+    records = {f"{hooks}:user_prompt_submit:0:0": "theirs",
+               f"{hooks}:user_prompt_submit:1:0": "ours", f"{hooks}:session_start:0:0": "ours",
+               f"{hooks}:post_tool_use:0:0": "ours", f"{hooks}:stop:0:0": "no hook of ours",
+               "/elsewhere/hooks.json:session_start:0:0": "other"}
+    text = config.read_text()
+    for key, who in records.items():
+        text += f'\n[hooks.state."{key}"]\ntrusted_hash = "sha256:{who}"\n'
+    config.write_text(text)
+    assert run(capsys, "uninstall", "codex")[0] == 0
+    state = tomllib.loads(config.read_text())["hooks"]["state"]
+    assert state == {key: {"trusted_hash": f"sha256:{who}"} for key, who in records.items()
+                     if who != "ours"}
+    assert "mcp_servers" not in config.read_text()

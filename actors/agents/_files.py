@@ -39,6 +39,7 @@ install's lock, at most ``lock_timeout_s``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import errno
 import fcntl
@@ -76,12 +77,15 @@ class FileOp:
     means nothing to do. It raises :class:`ConfigRefused` to refuse.
     ``what`` names the change for the report (e.g. "UserPromptSubmit hook");
     ``owned``: the whole file is ours (a plugin), so no backup is kept.
+    ``drop_backup`` (uninstall): no backup is made, and the ``<file>.ssa-backup`` an
+    install left is removed.
     """
 
     path: Path
     transform: Callable[[str | None], str | None]
     what: str
     owned: bool = False
+    drop_backup: bool = False
 
 
 @dataclass(frozen=True)
@@ -339,7 +343,7 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
         OSError: a file or directory could not be read or written (earlier
             files of the list may have been written: each write is atomic).
     """
-    targets = [FileOp(_target(op.path), op.transform, op.what, op.owned) for op in ops]
+    targets = [dataclasses.replace(op, path=_target(op.path)) for op in ops]
     directories = [op.path.parent for op in targets]
     if not dry_run:
         for directory in directories:
@@ -367,7 +371,8 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
                 if op.path in done:  # two ops on one file: the transforms must be chained
                     raise ConfigRefused(f"{op.path}: changed twice in one install")
                 try:
-                    _commit(op.path, found, change.after, backup=not op.owned)
+                    _commit(op.path, found, change.after,
+                            backup=not (op.owned or op.drop_backup))
                     done[op.path] = change.after
                     break
                 except _ChangedMeanwhile:
@@ -379,7 +384,18 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
                 if change.changed:
                     raise ConfigRefused(f"{op.path} kept changing while ssa install ran "
                                         f"({RETRIES} tries); not changed, try again")
+            if op.drop_backup:
+                _remove_backup(op.path)
     return changes
+
+
+def _remove_backup(path: Path) -> None:
+    """Remove ``<path>.ssa-backup`` (a regular file of ours) when it is there."""
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISREG(os.lstat(backup).st_mode):
+            backup.unlink()
+            _fsync_dir(path.parent)
 
 
 def _check_writable(path: Path, found: _Seen) -> None:

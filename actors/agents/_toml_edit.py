@@ -12,20 +12,27 @@ but may move blank lines. Pure functions; any thread.
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 import tomllib
 from typing import Any
 
 from actors.agents._files import ConfigRefused
 
-__all__ = ["parse", "remove_table", "set_table", "update_keys"]
+__all__ = ["parse", "remove_hook_states", "remove_table", "set_table", "update_keys"]
 
 _HEADER = re.compile(r"^[ \t]*\[\[?[^\n]*$", re.MULTILINE)
 
 
 def _our_header(table: str, name: str) -> re.Pattern[str]:
-    quoted = rf'(?:{re.escape(name)}|"{re.escape(name)}"|\'{re.escape(name)}\')'
-    return re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\.[ \t]*{quoted}"
+    """The header ``[table.name]`` (``table`` may be dotted: ``hooks.state``), the name
+    bare, in a basic or a literal string."""
+    basic = json.dumps(name, ensure_ascii=False)[1:-1]
+    quoted = (rf'(?:{re.escape(name)}|"{re.escape(basic)}"|"{re.escape(name)}"'
+              rf"|'{re.escape(name)}')")
+    dotted = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in table.split("."))
+    return re.compile(rf"^[ \t]*\[[ \t]*{dotted}[ \t]*\.[ \t]*{quoted}"
                       rf"[ \t]*(?:\][ \t]*(?:#[^\n]*)?$|\.)", re.MULTILINE)
 
 
@@ -191,6 +198,43 @@ def remove_table(old: str, name: str, table: str, key: str) -> str:
         if _normal(_safe_parse(new), table) != expected:
             raise ConfigRefused(f"{name}: cannot remove [{table}.{key}] from this file; "
                                 "not changed")
+    return new
+
+
+def remove_hook_states(old: str, name: str, keys: list[str]) -> str:
+    """``old`` without the ``[hooks.state."<key>"]`` tables of ``keys`` (Codex's record
+    of the hooks the person trusted: ours go with our hooks); others stay as they are.
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or no edit gives the expected document.
+    """
+    parsed = parse(old, name)
+    hooks = parsed.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    present = [key for key in keys if isinstance(state, dict) and key in state]
+    if not present:
+        return old
+    expected = copy.deepcopy(parsed)
+    for key in present:
+        del expected["hooks"]["state"][key]
+    new: str | None = old
+    for key in present:
+        assert new is not None
+        region = _region(new, "hooks.state", key)
+        if region is None:
+            new = None
+            break
+        new = new[:region[0]] + new[region[1]:]
+    if new is None or _safe_parse(new) != expected:
+        import tomlkit  # noqa: PLC0415
+
+        doc = tomlkit.parse(old)
+        for key in present:
+            del doc["hooks"]["state"][key]
+        new = tomlkit.dumps(doc)
+        if _safe_parse(new) != expected:
+            raise ConfigRefused(f"{name}: cannot remove the trust records of the ssa hooks "
+                                "([hooks.state]); not changed")
     return new
 
 

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             out.write(f"removed {change.path} ({change.what})\n")
         else:
             action = "wrote" if change.before is None else "updated"
-            backup = ("" if change.before is None or op.owned
+            backup = ("" if change.before is None or op.owned or op.drop_backup
                       else f"; backup {change.path}{BACKUP_SUFFIX}")
             label = "installed" if install else "uninstalled"
             out.write(f"{action} {change.path} ({change.what} {label}{backup})\n")

@@ -176,13 +176,10 @@ def _update_ours(doc: Doc, event: str, tool: str, group: dict[str, Any], setup: 
                  kept: list[str]) -> bool:
     """Bring our one handler under ``event`` up to date in place; ``False`` when there
     is not exactly one (then it is removed and added afresh)."""
-    ours = is_our_hook(tool)
-    found = [(gi, hi) for gi, g in enumerate(doc.value(["hooks", event]) or [])
-             if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-             for hi, h in enumerate(g["hooks"]) if ours(h)]
+    found = _places_of_ours(doc, event, tool)
     if len(found) != 1:
         return False
-    gi, hi = found[0]
+    _event, gi, hi = found[0]
     path: list[str | int] = ["hooks", event, gi, "hooks", hi]
     changes, kept_here = merge_entry(doc.value(path), group["hooks"][0],
                                      {"command": HOOK_HEAD}, setup.explicit)
@@ -192,15 +189,25 @@ def _update_ours(doc: Doc, event: str, tool: str, group: dict[str, Any], setup: 
     return True
 
 
+def _places_of_ours(doc: Doc, event: str, tool: str) -> list[tuple[str, int, int]]:
+    ours = is_our_hook(tool)
+    return [(event, gi, hi) for gi, g in enumerate(doc.value(["hooks", event]) or [])
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for hi, h in enumerate(g["hooks"]) if ours(h)]
+
+
 def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
-                    wrapper: dict[str, Any] | None = None, notes: list[str] | None = None
+                    wrapper: dict[str, Any] | None = None, notes: list[str] | None = None,
+                    removed: list[tuple[str, int, int]] | None = None
                     ) -> Callable[[str | None], str | None]:
     """The settings file's change: our two hook groups in, or out.
 
     ``wrapper`` (a plugin's ``hooks.json``) are extra top-level keys of a file we own.
     A re-install updates our handlers in place (:mod:`actors.agents.installmerge`):
     the person's edits of them (``--scope all``, a longer ``timeout``, a ``matcher``)
-    stay, and a line saying so goes to ``notes``.
+    stay, and a line saying so goes to ``notes``. ``removed`` collects where each of
+    our handlers sat, ``(event, group index, handler index)``, before it was removed
+    (Codex keys its trust records by that place).
     """
     def transform(old: str | None) -> str | None:
         doc = Doc(old, name, strict=True)
@@ -214,6 +221,8 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
             if install and group is not None and _update_ours(doc, event, tool, group,
                                                                setup, kept):
                 continue
+            if removed is not None:
+                removed.extend(_places_of_ours(doc, event, tool))
             _remove_hooks(doc, event, tool)
             if install and group is not None:
                 doc.append(["hooks", event], group)
@@ -290,13 +299,17 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
     return transform
 
 
-def toml_transform(setup: Setup, name: str, *, install: bool, notes: list[str] | None = None
-                    ) -> Callable[[str | None], str | None]:
+def toml_transform(setup: Setup, name: str, *, install: bool, notes: list[str] | None = None,
+                   trust_keys: Callable[[], list[str]] | None = None
+                   ) -> Callable[[str | None], str | None]:
     """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (:mod:`actors.agents._toml_edit`).
 
     A re-install changes only ``command`` and our part of ``args``; the person's own
-    keys in the table (``env``, ``startup_timeout_sec``, ...) stay."""
+    keys in the table (``env``, ``startup_timeout_sec``, ...) stay. On uninstall,
+    ``trust_keys()`` names the ``[hooks.state]`` records of our hooks, removed too."""
     def transform(old: str | None) -> str | None:
+        if not install and old is not None and trust_keys is not None:
+            old = _toml_edit.remove_hook_states(old, name, trust_keys())
         parsed = _toml_edit.parse(old or "", name)
         servers = parsed.get("mcp_servers", {})
         if not isinstance(servers, dict):

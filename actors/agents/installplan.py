@@ -10,6 +10,7 @@ Writes nothing: :func:`apply` (:func:`actors.agents._files.apply_changes`) does.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
         raise ConfigRefused(f"--plugin is not for {tool}")
     module = importlib.import_module(found.install)
     result: Plan = module.plan(setup, install=install, plugin_dir=plugin_dir)
+    if not install:  # uninstall takes the backups of the install with it and makes none
+        result = Plan([dataclasses.replace(op, drop_backup=True) for op in result.ops],
+                      result.notes)
     return result
 
 
