@@ -537,3 +537,55 @@ def test_uninstall_removes_codexs_trust_records_of_our_hooks_only(
     assert state == {key: {"trusted_hash": f"sha256:{who}"} for key, who in records.items()
                      if who != "ours"}
     assert "mcp_servers" not in config.read_text()
+
+
+@pytest.mark.parametrize("original", ['{\n  "model": "x",\n  "hooks": {}\n}\n',
+                                      '{"hooks": {"Stop": []}}\n', "{}", ""])
+def test_uninstall_keeps_the_containers_and_the_file_that_were_there(
+        home: Path, ssa: str, original: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(original)
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
+    assert run(capsys, "uninstall", "claude-code")[0] == 0
+    assert settings.exists()  # it existed before the install: never removed
+    assert settings.read_text() == (original or "{}\n")
+
+
+def test_uninstall_keeps_an_empty_commented_mcp_object(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".config" / "opencode" / "opencode.jsonc"
+    config.parent.mkdir(parents=True)
+    original = '{\n  "theme": "dark",\n  "mcp": { // none yet\n  }\n}\n'
+    config.write_text(original)
+    assert run(capsys, "install", "opencode", "--ssa", ssa)[0] == 0
+    text = config.read_text()
+    assert "// none yet" in text
+    assert _jsonc.parse(text, strict=False).value["mcp"]["ssa"]["command"] == [ssa, "mcp"]
+    assert run(capsys, "uninstall", "opencode")[0] == 0
+    assert config.read_text() == original
+
+
+def test_what_the_install_created_still_goes_after_a_reinstall(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "install", "claude-code", "--ssa", ssa)[0] == 0
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--scope", "all")[0] == 0
+    record = home / ".local" / "state" / "ssa" / "installed.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert str(home / ".claude" / "settings.json") in json.loads(record.read_text())["files"]
+    for tool in ("claude-code", "codex"):
+        assert run(capsys, "uninstall", tool)[0] == 0
+    assert snapshot(home) == {}  # the files it created, and its own record, are gone
+
+
+def test_an_existing_empty_codex_config_stays(home: Path, ssa: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("")
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    assert run(capsys, "uninstall", "codex")[0] == 0
+    assert config.exists()
+    assert config.read_text() == ""

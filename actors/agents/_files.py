@@ -86,6 +86,8 @@ class FileOp:
     what: str
     owned: bool = False
     drop_backup: bool = False
+    quiet: bool = False
+    """Not reported to the person (ssa's own record of what it installed)."""
 
 
 @dataclass(frozen=True)

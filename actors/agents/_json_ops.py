@@ -8,7 +8,7 @@ of object keys (``str``) and array indexes (``int``). Pure functions; any thread
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.agents import _jsonc
@@ -131,12 +131,14 @@ class Doc:
         else:
             self._edit(_jsonc.append_element(self.text, node, value))
 
-    def remove(self, path: list[PathPart], *, prune: int = 0) -> None:
+    def remove(self, path: list[PathPart], *, prune: int = 0,
+               keep: Callable[[list[PathPart]], bool] | None = None) -> None:
         """Remove the member or element at ``path`` (nothing when it is missing).
 
         Then, up to ``prune`` times, the container that held it is removed
         too when it is left empty (so an install's ``"hooks": {...}`` goes
-        away whole).
+        away whole), unless ``keep(container_path)`` says it stays (it was
+        there before the install).
         """
         if not path or self.node(path) is None:
             return
@@ -150,14 +152,16 @@ class Doc:
             index = last
         self._edit(_jsonc.remove_child(self.text, parent, index))
         emptied = self.node(parent_path)
-        if prune > 0 and parent_path and emptied is not None and not emptied.children():
-            self.remove(parent_path, prune=prune - 1)
+        if (prune > 0 and parent_path and emptied is not None and not emptied.children()
+                and not (keep is not None and keep(parent_path))):
+            self.remove(parent_path, prune=prune - 1, keep=keep)
 
-    def result(self) -> str | None:
-        """The text to write: ``None`` (remove the file) when an emptied file we edit holds ``{}``.
+    def result(self, *, remove_empty: bool = True) -> str | None:
+        """The text to write: ``None`` (remove the file) when an emptied file we edit holds
+        ``{}`` and ``remove_empty`` (the install created it) allows.
 
         A file that did not exist and would be just ``{}`` is not created.
         """
-        if not self.root.children() and self.text.strip() == "{}":
+        if remove_empty and not self.root.children() and self.text.strip() == "{}":
             return None
         return self.text

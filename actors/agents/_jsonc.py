@@ -341,6 +341,11 @@ def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) ->
     children = node.children()
     if not children:
         base = container_indent + unit
+        inside = text[node.start + 1:node.end - 1]
+        comments = list(_COMMENT.finditer(inside))
+        if comments:  # "mcp": { // none yet }: the comment stays, the child goes after it
+            at = node.start + 1 + comments[-1].end()
+            return text[:at] + "\n" + base + piece_of(False, unit, base) + text[at:]
         inner = "\n" + base + piece_of(False, unit, base) + "\n" + container_indent
         return text[:node.start + 1] + inner + text[node.end - 1:]
     multiline = "\n" in text[node.start:node.end]
@@ -397,7 +402,10 @@ def remove_child(text: str, node: Node, index: int) -> str:
             tail += 1
         if text[tail] == ",":
             end = tail + 1
-        return text[:start] + text[end:]
+        head = start  # from the end of what precedes it (a comment), as _insert put it
+        while head > node.start + 1 and text[head - 1] in _WS:
+            head -= 1
+        return text[:head] + text[end:]
     if index > 0:  # from the end of the one before: keep the comments in that gap
         gap_start = children[index - 1][1]
         return text[:gap_start] + _comments_kept(text[gap_start:start], lead=False) + \

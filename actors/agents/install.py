@@ -130,6 +130,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if warning is not None:
         err.write(warning + "\n")
     for op, change in zip(the_plan.ops, changes, strict=True):
+        if op.quiet:
+            continue
         if args.dry_run:
             if change.changed:
                 out.write(diff(change))

@@ -138,8 +138,10 @@ def is_our_hook(tool: str) -> Callable[[Any], bool]:
     return lambda hook: isinstance(hook, dict) and is_our_hook_command(hook.get("command"), tool)
 
 
-def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
-    """Remove our handlers of ``event``; a group left with none goes too, and so on up."""
+def _remove_hooks(doc: Doc, event: str, tool: str,
+                  keep: Callable[[list[str | int]], bool] | None = None) -> None:
+    """Remove our handlers of ``event``; a group left with none goes too, and so on up
+    (but for a container ``keep`` says was there before the install)."""
     ours = is_our_hook(tool)
     while True:
         groups = doc.node(["hooks", event])
@@ -153,7 +155,7 @@ def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
             if hit is None:
                 continue
             if len(handlers) == 1:  # the whole group is ours (or only our handler is left)
-                doc.remove(["hooks", event, gi], prune=2)
+                doc.remove(["hooks", event, gi], prune=2, keep=keep)
             else:
                 doc.remove(["hooks", event, gi, "hooks", hit])
             break
@@ -216,6 +218,9 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
             raise ConfigRefused(f"{name}: \"hooks\" is not an object; not changed")
         groups = hook_groups(setup, tool)
         kept: list[str] = []
+        record = setup.record
+        keep = record.keeps(name) if record is not None else None
+        created: list[tuple[str, ...]] = [("hooks",)] if doc.node(["hooks"]) is None else []
         for event in hook_events(tool):
             group = groups.get(event)
             if install and group is not None and _update_ours(doc, event, tool, group,
@@ -223,9 +228,15 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                 continue
             if removed is not None:
                 removed.extend(_places_of_ours(doc, event, tool))
-            _remove_hooks(doc, event, tool)
+            _remove_hooks(doc, event, tool, keep)
             if install and group is not None:
+                if doc.node(["hooks", event]) is None:
+                    created.append(("hooks", event))
                 doc.append(["hooks", event], group)
+        if record is not None and install:
+            record.note_install(name, created=old is None, containers=created)
+        elif record is not None:
+            record.note_uninstall(name)
         if kept and notes is not None:
             notes.append(kept_note(name, kept))
         if install and wrapper:
@@ -233,8 +244,13 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                 doc.set([key], value)
         if doc.text == (old or ""):
             return old
-        return doc.result() if not install else doc.text
+        return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))
     return transform
+
+
+def _may_remove(setup: Setup, name: str) -> bool:
+    """Whether uninstall may remove ``name`` when nothing is left in it."""
+    return setup.record is None or setup.record.may_remove_file(name)
 
 
 def settings_transform(setup: Setup, tool: str, name: str, *, install: bool,
@@ -283,6 +299,13 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
                 return old  # someone else's server of that name: left alone, as installed
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
+        record = setup.record
+        if install and record is not None:
+            missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
+                       if doc.node(key_path[:depth]) is None]
+            record.note_install(name, created=old is None, containers=missing)
+        elif record is not None:
+            record.note_uninstall(name)
         if install and current is None:
             doc.set([*key_path, MCP_NAME], entry)
         elif install:
@@ -292,10 +315,11 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
             if kept and notes is not None:
                 notes.append(kept_note(name, kept))
         elif current is not None:
-            doc.remove([*key_path, MCP_NAME], prune=len(key_path))
+            doc.remove([*key_path, MCP_NAME], prune=len(key_path),
+                       keep=record.keeps(name) if record is not None else None)
         if doc.text == (old or ""):
             return old
-        return doc.result() if not install else doc.text
+        return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))
     return transform
 
 
@@ -308,6 +332,10 @@ def toml_transform(setup: Setup, name: str, *, install: bool, notes: list[str] |
     keys in the table (``env``, ``startup_timeout_sec``, ...) stay. On uninstall,
     ``trust_keys()`` names the ``[hooks.state]`` records of our hooks, removed too."""
     def transform(old: str | None) -> str | None:
+        if setup.record is not None and install:
+            setup.record.note_install(name, created=old is None, containers=())
+        elif setup.record is not None:
+            setup.record.note_uninstall(name)
         if not install and old is not None and trust_keys is not None:
             old = _toml_edit.remove_hook_states(old, name, trust_keys())
         parsed = _toml_edit.parse(old or "", name)
@@ -333,7 +361,7 @@ def toml_transform(setup: Setup, name: str, *, install: bool, notes: list[str] |
         if current is None or old is None:
             return old
         new = _toml_edit.remove_table(old, name, "mcp_servers", MCP_NAME)
-        return new if new.strip() else None
+        return new if new.strip() or not _may_remove(setup, name) else None
     return transform
 
 

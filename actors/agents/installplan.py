@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actors.agents._files import Change, ConfigRefused, FileOp, apply_changes
+from actors.agents.installrecord import InstallRecord, record_path
 from actors.agents.installsetup import Setup
 from actors.agents.tools import TOOLS, tool_named
 
@@ -48,11 +49,16 @@ def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = No
     if plugin_dir is not None and not found.plugin_dir:
         raise ConfigRefused(f"--plugin is not for {tool}")
     module = importlib.import_module(found.install)
+    record = InstallRecord.load(record_path(setup.home, setup.env))
+    setup = dataclasses.replace(setup, record=record)
     result: Plan = module.plan(setup, install=install, plugin_dir=plugin_dir)
+    ops = result.ops
     if not install:  # uninstall takes the backups of the install with it and makes none
-        result = Plan([dataclasses.replace(op, drop_backup=True) for op in result.ops],
-                      result.notes)
-    return result
+        ops = [dataclasses.replace(op, drop_backup=True) for op in ops]
+    # Last: the transforms above note into the record as they run.
+    ops = [*ops, FileOp(record.path, record.transform, "ssa's install record", owned=True,
+                        quiet=True)]
+    return Plan(ops, result.notes)
 
 
 def apply(the_plan: Plan, *, dry_run: bool = False) -> list[Change]:
