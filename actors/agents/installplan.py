@@ -21,7 +21,7 @@ from actors.agents.installrecord import InstallRecord, record_path
 from actors.agents.installsetup import Setup
 from actors.agents.tools import TOOLS, tool_named
 
-__all__ = ["Plan", "apply", "mcp_available", "plan"]
+__all__ = ["ConfigRefused", "Plan", "apply", "mcp_available", "plan"]
 
 
 @dataclass(frozen=True)
