@@ -83,6 +83,9 @@ def test_project_install_warns_about_absolute_paths_and_portable_writes_plain_ss
     assert server["command"] == "ssa"
     assert run(capsys, "uninstall", "claude-code", "--project")[0] == 0
     assert snapshot(project) == {}
+    code, _out, err = run(capsys, "install", "claude-code", "--portable", "--ssa", ssa)
+    assert code == 2
+    assert "give one of them" in err
 
 
 # --- item 7: the person's files stay theirs (root with another user's HOME) --------------
@@ -102,7 +105,9 @@ def test_root_installing_into_another_users_home_keeps_it_theirs(
     assert run(capsys, "install", "claude-code", "--ssa", ssa)[0] == 0
     assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
     owned = [settings, settings.with_name("settings.json.ssa-backup"), home / ".claude.json",
-             home / ".codex", home / ".codex" / "hooks.json", home / ".codex" / "config.toml"]
+             home / ".codex", home / ".codex" / "hooks.json", home / ".codex" / "config.toml",
+             home / ".local" / "state" / "ssa",
+             home / ".local" / "state" / "ssa" / "installed.json"]
     for path in owned:
         st = path.stat()
         assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), path

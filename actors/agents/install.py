@@ -77,6 +77,9 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     if db is not None and "://" not in db:
         db = str(Path(db).expanduser().absolute())
     portable = getattr(args, "portable", False)
+    if portable and getattr(args, "ssa", None) is not None:
+        raise ConfigRefused("--portable writes plain 'ssa' (found on PATH), --ssa an absolute "
+                            "path: give one of them")
     ssa = ("ssa" if portable else resolve_ssa(getattr(args, "ssa", None))) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
     scope = getattr(args, "scope", None)
