@@ -594,3 +594,13 @@ def test_an_existing_empty_codex_config_stays(home: Path, ssa: str,
     assert run(capsys, "uninstall", "codex")[0] == 0
     assert config.exists()
     assert config.read_text() == ""
+
+
+def test_a_fifo_in_place_of_ssas_own_record_is_refused_not_waited_on(home: Path,
+                                                                      ssa: str) -> None:
+    record = home / ".local" / "state" / "ssa" / "installed.json"
+    record.parent.mkdir(parents=True)
+    os.mkfifo(record)
+    done = _install_in_child(home, ssa, "--no-mcp")
+    assert done.returncode == 2, done.stderr
+    assert "is a FIFO" in done.stderr

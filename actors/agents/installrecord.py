@@ -20,6 +20,7 @@ The transforms run on the caller's thread; nothing here blocks but the one read.
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,11 +71,12 @@ class InstallRecord:
 
     @classmethod
     def load(cls, path: Path) -> InstallRecord:
-        """Read the record at ``path`` (blocks on one small read; a missing, unreadable or
-        oversized one counts as empty)."""
+        """Read the record at ``path`` (blocks on one small read; a missing, unreadable,
+        oversized or not regular one counts as empty)."""
         try:
-            if path.stat().st_size > 1 << 20:
-                return cls(path, None)
+            st = path.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:
+                return cls(path, None)  # (the write, under the lock, refuses such a file)
             return cls(path, path.read_text("utf-8"))
         except (OSError, UnicodeDecodeError):
             return cls(path, None)
