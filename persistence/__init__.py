@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         is_postgres_url,
         is_url,
         open_backend,
+        url_has_password,
         url_problem,
         write_transaction,
     )
@@ -108,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "link_lease": "persistence._leases",
     "read_secret": "persistence._secret",
     "sweep_cursors": "persistence._writes",
+    "url_has_password": "persistence._backend",
     "url_problem": "persistence._backend",
     "write_transaction": "persistence._transaction",
     "AckOutcome": "persistence._messages",
@@ -259,6 +261,7 @@ __all__ = [
     "submit",
     "submit_many",
     "sweep_cursors",
+    "url_has_password",
     "url_problem",
     "write_transaction",
 ]

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import parse_qsl, urlsplit
 
 from persistence._sqlite import SqliteBackend
 from persistence._transaction import write_transaction
@@ -190,6 +191,21 @@ class Backend(Protocol):
                 the watcher (a signal that knows whose wake arrived skips
                 the others).
         """
+
+
+def url_has_password(location: str) -> bool:
+    """Whether a database URL carries a password (in its user part or as ``?password=``; pure).
+
+    A location that is not a URL, or that cannot be split as one, has none.
+    """
+    if not is_url(location):
+        return False
+    try:
+        parts = urlsplit(location)
+        in_user = parts.password is not None
+    except ValueError:
+        return False
+    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
 
 
 def url_problem(location: str) -> str | None:

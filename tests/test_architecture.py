@@ -281,7 +281,6 @@ _LIGHT = (
     ("actors.cli.app", "actors.agents.commands"),
     ("actors.cli.app", "actors.upstream.classify"),
     ("actors.cli.app", "actors.cli.watch"),
-    ("actors.cli.app", "urllib.parse"),
     ("actors.cli.app", "actors.agents.hook"),
     ("actors.cli.app", "actors.cli.demo"),
     ("actors.cli.app", "actors.agents.watches"),

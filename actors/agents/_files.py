@@ -16,8 +16,21 @@ Every change ``ssa install``/``ssa uninstall`` makes goes through
   ``<file>.ssa-backup`` (the latest change's backup; same mode as the file).
   No backup is kept of a file that is ours whole (a plugin, an extension) or
   of a settings file removed because nothing but ``{}`` was left of it;
-* an edited file keeps its mode; a file we create is 0600 and a directory we
-  create 0700.
+* an edited file keeps its mode and its owner (root installing with another
+  user's ``HOME`` leaves that user's files theirs); a file we create is 0600
+  and a directory we create 0700, both owned like the folder they are made in;
+  a file whose owner this process could not give back is refused;
+* only regular files are read, never blocking and at most
+  :data:`MAX_FILE_BYTES` (a FIFO, a device, a link to ``/dev/zero`` are
+  refused in one line); a hard-linked file is refused, since the atomic
+  replace would split it from its other names (writing in place instead would
+  lose the atomicity a crash needs);
+* temporary files are 0600 from creation; ones a killed install left beside
+  a file are removed by the next run (under the directory's lock);
+* a file another program rewrites between our read and our rename (Claude
+  Code rewrites ``~/.claude.json`` without our lock) is read and computed
+  again (bounded), so that rewrite is not lost. What remains is the window
+  between the last check and the rename (microseconds).
 
 Runs on the caller's thread and blocks on the file system (and on another
 install's lock, at most ``lock_timeout_s``).
@@ -26,6 +39,7 @@ install's lock, at most ``lock_timeout_s``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import errno
 import fcntl
@@ -63,12 +77,17 @@ class FileOp:
     means nothing to do. It raises :class:`ConfigRefused` to refuse.
     ``what`` names the change for the report (e.g. "UserPromptSubmit hook");
     ``owned``: the whole file is ours (a plugin), so no backup is kept.
+    ``drop_backup`` (uninstall): no backup is made, and the ``<file>.ssa-backup`` an
+    install left is removed.
     """
 
     path: Path
     transform: Callable[[str | None], str | None]
     what: str
     owned: bool = False
+    drop_backup: bool = False
+    quiet: bool = False
+    """Not reported to the person (ssa's own record of what it installed)."""
 
 
 @dataclass(frozen=True)
@@ -102,17 +121,46 @@ def _target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def _owner_of_folder(directory: Path) -> tuple[int, int]:
+    """The ``(uid, gid)`` a new file in ``directory`` gets: the folder's own."""
+    st = os.stat(directory)
+    return st.st_uid, st.st_gid
+
+
 def _make_dirs(directory: Path) -> None:
-    """Create ``directory`` and missing parents, each new one 0700."""
+    """Create ``directory`` and missing parents, each new one 0700 and owned like the
+    nearest folder that was there (root installing into another user's home keeps it
+    theirs)."""
     missing = []
     current = directory
     while not current.exists():
         missing.append(current)
         current = current.parent
+    owner = _owner_of_folder(current)
     for each in reversed(missing):
         with contextlib.suppress(FileExistsError):
             each.mkdir(mode=DIR_MODE)
         os.chmod(each, DIR_MODE)  # mkdir's mode passes through the umask
+        _chown_if_needed(str(each), owner)
+
+
+def _chown_if_needed(path: str | int, owner: tuple[int, int]) -> None:
+    """Give ``path`` (or an open descriptor) ``owner`` unless it already has it."""
+    st = os.stat(path) if isinstance(path, str) else os.fstat(path)
+    if (st.st_uid, st.st_gid) != owner:
+        if isinstance(path, int):
+            os.fchown(path, *owner)
+        else:
+            os.chown(path, *owner)
+
+
+def can_own(owner: tuple[int, int]) -> bool:
+    """Whether this process may give a file ``owner`` (``(uid, gid)``): root may; another
+    user only its own uid and one of its groups (pure but for the process's ids)."""
+    if os.geteuid() == 0:
+        return True
+    uid, gid = owner
+    return uid == os.geteuid() and (gid == os.getegid() or gid in os.getgroups())
 
 
 @contextlib.contextmanager
@@ -144,29 +192,110 @@ def _locked(directories: list[Path], timeout_s: float) -> Iterator[None]:
             os.close(fd)  # closing releases the flock
 
 
-def _read(path: Path) -> str | None:
+MAX_FILE_BYTES = 128 * 1024 * 1024
+"""The largest settings file install reads (bytes); a larger one is refused (a real
+``~/.claude.json`` of a heavy user is some tens of MB)."""
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a directory"))
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """A file as it was read: its text and what identifies that version of it."""
+
+    text: str | None
+    identity: tuple[int, int, int, int] | None  # (device, inode, size, mtime_ns)
+    owner: tuple[int, int] | None
+    mode: int | None
+    links: int
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read(path: Path) -> _Seen:
+    """Read ``path`` without ever blocking on it.
+
+    Raises:
+        ConfigRefused: not a regular file (a FIFO, a device, a directory...), larger
+            than :data:`MAX_FILE_BYTES`, or not UTF-8.
+    """
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None
+        return _Seen(None, None, None, None, 0)
     except IsADirectoryError:
         raise ConfigRefused(f"{path} is a directory") from None
     try:
-        return data.decode("utf-8")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+            raise ConfigRefused(f"{path} is {kind}, not a regular file; not changed")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ConfigRefused(f"{path} is {st.st_size} bytes, more than the "
+                                f"{MAX_FILE_BYTES} ssa install edits; not changed")
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise ConfigRefused(f"{path} grows past {MAX_FILE_BYTES} bytes; not changed")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigRefused(f"{path} is not UTF-8 text; not changed") from None
+    return _Seen(text, _identity(st), (st.st_uid, st.st_gid), stat.S_IMODE(st.st_mode),
+                 st.st_nlink)
 
 
-def _write_atomic(path: Path, text: str, mode: int) -> None:
-    """Replace ``path`` with ``text`` (temp file, fsync, rename, fsync of the directory)."""
+class _ChangedMeanwhile(Exception):
+    """The file changed between our read and our rename: read and compute it again."""
+
+
+TEMP_SUFFIX = ".ssa-tmp"
+"""The ending of our temporary files (``.<file>.<random>.ssa-tmp``, beside the file)."""
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove temporary files of ours a killed install left beside ``path``.
+
+    Called with the directory's lock held: no live install is writing one.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(path.parent):
+            if (entry.name.startswith(f".{path.name}.") and entry.name.endswith(TEMP_SUFFIX)
+                    and entry.is_file(follow_symlinks=False)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+
+
+def _write_atomic(path: Path, text: str, mode: int, owner: tuple[int, int],
+                  unchanged: Callable[[], bool] | None = None) -> None:
+    """Replace ``path`` with ``text`` (temp file, fsync, rename, fsync of the directory).
+
+    The temporary file is 0600 from its creation (``mkstemp``) until its content is
+    synced; it then gets ``mode`` and ``owner``. ``unchanged`` (checked just before
+    the rename) says whether ``path`` is still the version read; when not,
+    :class:`_ChangedMeanwhile` is raised and nothing is replaced.
+    """
     directory = path.parent
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ssa-tmp", dir=directory)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
+            _chown_if_needed(handle.fileno(), owner)
+            os.fchmod(handle.fileno(), mode)
+        if unchanged is not None and not unchanged():
+            raise _ChangedMeanwhile
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -183,55 +312,125 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _still(path: Path, seen: _Seen) -> bool:
+    """Whether ``path`` is still the version ``seen`` (same inode, size and mtime)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return seen.identity is None
+    return _identity(st) == seen.identity
+
+
+RETRIES = 5
+"""How often one file is read and computed again when it changes under us."""
+
+
 def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
                   lock_timeout_s: float = 30.0) -> list[Change]:
     """Compute every file's new text under the locks, then write them (unless ``dry_run``).
+
+    A file another program rewrites between our read and our rename (Claude Code
+    rewrites ``~/.claude.json`` at will, without our lock) is read and computed again,
+    up to :data:`RETRIES` times, so its rewrite is never lost.
 
     Returns:
         One :class:`Change` per op, in order (``changed`` tells which did).
 
     Raises:
-        ConfigRefused: a transform refused, a file is not UTF-8 text, or the
-            lock was not had in time. Nothing was written.
+        ConfigRefused: a transform refused; a file is not UTF-8 text, not a regular
+            file, too large, hard-linked, or owned by someone this process cannot
+            give it back to; or the lock was not had in time. Nothing was written
+            (but for a file that kept changing under us or turned unparsable
+            while we retried: files before it in the list may be written).
         OSError: a file or directory could not be read or written (earlier
             files of the list may have been written: each write is atomic).
     """
-    targets = [FileOp(_target(op.path), op.transform, op.what, op.owned) for op in ops]
+    targets = [dataclasses.replace(op, path=_target(op.path)) for op in ops]
     directories = [op.path.parent for op in targets]
     if not dry_run:
         for directory in directories:
             _make_dirs(directory)
     lockable = [d for d in directories if d.is_dir()]
     changes: list[Change] = []
+    seen: list[_Seen] = []
     with _locked(lockable, lock_timeout_s):
         for op, shown in zip(targets, ops, strict=True):
-            before = _read(op.path)
-            after = op.transform(before)
-            changes.append(Change(shown.path, op.what, before, after))
+            found = _read(op.path)
+            after = op.transform(found.text)
+            changes.append(Change(shown.path, op.what, found.text, after))
+            seen.append(found)
+            if not dry_run and found.text != after:
+                _check_writable(op.path, found)
         if dry_run:
             return changes
         done: dict[Path, str | None] = {}
-        for op, change in zip(targets, changes, strict=True):
-            if not change.changed:
-                continue
-            if op.path in done:  # two ops on one file: the transforms must be chained
-                raise ConfigRefused(f"{op.path}: changed twice in one install")
-            _commit(op.path, change.before, change.after, backup=not op.owned)
-            done[op.path] = change.after
+        for index, (op, shown) in enumerate(zip(targets, ops, strict=True)):
+            _remove_stale_temps(op.path)
+            change, found = changes[index], seen[index]
+            for _attempt in range(RETRIES):
+                if not change.changed:
+                    break
+                if op.path in done:  # two ops on one file: the transforms must be chained
+                    raise ConfigRefused(f"{op.path}: changed twice in one install")
+                try:
+                    _commit(op.path, found, change.after,
+                            backup=not (op.owned or op.drop_backup))
+                    done[op.path] = change.after
+                    break
+                except _ChangedMeanwhile:
+                    found = _read(op.path)
+                    change = Change(shown.path, op.what, found.text, op.transform(found.text))
+                    _check_writable(op.path, found)
+                    changes[index] = change
+            else:
+                if change.changed:
+                    raise ConfigRefused(f"{op.path} kept changing while ssa install ran "
+                                        f"({RETRIES} tries); not changed, try again")
+            if op.drop_backup:
+                _remove_backup(op.path)
     return changes
 
 
-def _commit(path: Path, before: str | None, after: str | None, *, backup: bool) -> None:
-    """Back up ``before`` (an edited file of the person's) and put ``after`` in place
-    (or remove the file)."""
-    mode = FILE_MODE
-    if before is not None:
-        mode = stat.S_IMODE(path.stat().st_mode)
+def _remove_backup(path: Path) -> None:
+    """Remove ``<path>.ssa-backup`` (a regular file of ours) when it is there."""
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISREG(os.lstat(backup).st_mode):
+            backup.unlink()
+            _fsync_dir(path.parent)
+
+
+def _check_writable(path: Path, found: _Seen) -> None:
+    """Refuse (before anything is written) a file we could not replace as it is."""
+    if found.links > 1:
+        raise ConfigRefused(
+            f"{path} has {found.links} hard links, which replacing it would split; not "
+            "changed (make the other names symbolic links, or make the change --dry-run "
+            "shows by hand)")
+    owner = found.owner if found.owner is not None else _owner_of_folder(path.parent)
+    if not can_own(owner):
+        raise ConfigRefused(f"{path}: it would belong to uid {owner[0]} gid {owner[1]}, "
+                            "which this user cannot give it; not changed")
+
+
+def _commit(path: Path, found: _Seen, after: str | None, *, backup: bool) -> None:
+    """Back up ``found`` (an edited file of the person's) and put ``after`` in place
+    (or remove the file), keeping the file's mode and owner (a new file: 0600 and the
+    folder's owner).
+
+    Raises:
+        _ChangedMeanwhile: ``path`` is no longer the version ``found`` (nothing replaced).
+    """
+    before = found.text
+    mode = found.mode if found.mode is not None else FILE_MODE
+    owner = found.owner if found.owner is not None else _owner_of_folder(path.parent)
     if before is not None and after is not None and backup:
-        _write_atomic(path.with_name(path.name + BACKUP_SUFFIX), before, mode)
+        _write_atomic(path.with_name(path.name + BACKUP_SUFFIX), before, mode, owner)
     if after is None:
+        if not _still(path, found):
+            raise _ChangedMeanwhile
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         _fsync_dir(path.parent)
     else:
-        _write_atomic(path, after, mode)
+        _write_atomic(path, after, mode, owner, lambda: _still(path, found))

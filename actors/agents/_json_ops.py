@@ -1,14 +1,14 @@
 """Path-level edits of a JSON/JSONC document, built on :mod:`actors.agents._jsonc`.
 
 Each function takes the text and returns the new text (the same string when
-nothing changes); the document is re-parsed after every single edit, so
-offsets never go stale. Paths are lists of object keys (``str``) and array
-indexes (``int``). Pure functions; any thread.
+nothing changes); the document is re-parsed after every single edit (lazily:
+when the tree is next looked at), so offsets never go stale. Paths are lists
+of object keys (``str``) and array indexes (``int``). Pure functions; any thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.agents import _jsonc
@@ -40,7 +40,7 @@ class Doc:
         self.strict = strict
         self.existed = text is not None and text.strip() != ""
         self.text = text if self.existed and text is not None else EMPTY_DOCUMENT
-        self.root = self._parse(self.text)
+        self._root: _jsonc.Node | None = self._parse(self.text)
         if self.root.kind != "object":
             raise ConfigRefused(f"{name}: the document is not a JSON object; not changed")
 
@@ -51,8 +51,17 @@ class Doc:
             kind = "JSON" if self.strict else "JSON (or JSONC)"
             raise ConfigRefused(f"{self.name}: not valid {kind} ({exc}); not changed") from None
 
+    @property
+    def root(self) -> _jsonc.Node:
+        """The document's tree, parsed again (lazily) after an edit."""
+        if self._root is None:
+            self._root = self._parse(self.text)  # our own edit must parse: a bug otherwise
+        return self._root
+
     def _edit(self, new_text: str) -> None:
-        self.root = self._parse(new_text)  # our own edit must parse: a bug otherwise
+        """Take ``new_text``; it is parsed only when the tree is next needed (an install
+        that makes one edit of a 30 MB ``~/.claude.json`` parses it once)."""
+        self._root = None
         self.text = new_text
 
     def node(self, path: Sequence[PathPart]) -> _jsonc.Node | None:
@@ -101,6 +110,19 @@ class Doc:
         if node.value != value or type(node.value) is not type(value):
             self._edit(_jsonc.replace_value(self.text, node, value))
 
+    def set_member(self, path: Sequence[PathPart], key: str, value: Any) -> None:
+        """Make member ``key`` of the object at ``path`` (which must exist) hold ``value``.
+
+        Unlike :meth:`set`, ``path`` may go through arrays (a hook handler's keys).
+        """
+        parent = self._expect(path, "object")
+        assert parent is not None
+        member = _jsonc.find_member(parent, key)
+        if member is None:
+            self._edit(_jsonc.insert_member(self.text, parent, key, value))
+        elif member.value.value != value or type(member.value.value) is not type(value):
+            self._edit(_jsonc.replace_value(self.text, member.value, value))
+
     def append(self, path: list[str], value: Any) -> None:
         """Append ``value`` to the array at ``path`` (created when missing)."""
         node = self._expect(path, "array")
@@ -109,12 +131,14 @@ class Doc:
         else:
             self._edit(_jsonc.append_element(self.text, node, value))
 
-    def remove(self, path: list[PathPart], *, prune: int = 0) -> None:
+    def remove(self, path: list[PathPart], *, prune: int = 0,
+               keep: Callable[[list[PathPart]], bool] | None = None) -> None:
         """Remove the member or element at ``path`` (nothing when it is missing).
 
         Then, up to ``prune`` times, the container that held it is removed
         too when it is left empty (so an install's ``"hooks": {...}`` goes
-        away whole).
+        away whole), unless ``keep(container_path)`` says it stays (it was
+        there before the install).
         """
         if not path or self.node(path) is None:
             return
@@ -128,14 +152,16 @@ class Doc:
             index = last
         self._edit(_jsonc.remove_child(self.text, parent, index))
         emptied = self.node(parent_path)
-        if prune > 0 and parent_path and emptied is not None and not emptied.children():
-            self.remove(parent_path, prune=prune - 1)
+        if (prune > 0 and parent_path and emptied is not None and not emptied.children()
+                and not (keep is not None and keep(parent_path))):
+            self.remove(parent_path, prune=prune - 1, keep=keep)
 
-    def result(self) -> str | None:
-        """The text to write: ``None`` (remove the file) when an emptied file we edit holds ``{}``.
+    def result(self, *, remove_empty: bool = True) -> str | None:
+        """The text to write: ``None`` (remove the file) when an emptied file we edit holds
+        ``{}`` and ``remove_empty`` (the install created it) allows.
 
         A file that did not exist and would be just ``{}`` is not created.
         """
-        if not self.root.children() and self.text.strip() == "{}":
+        if remove_empty and not self.root.children() and self.text.strip() == "{}":
             return None
         return self.text

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["JsoncError", "Member", "Node", "append_element", "dump_value", "find_member",
@@ -50,20 +50,66 @@ class Member:
         return self.value.end
 
 
-@dataclass
+_UNSET: Any = object()
+
+
 class Node:
     """One value with its place in the text (``end`` is exclusive).
 
     ``members`` is set for objects, ``items`` for arrays; ``value`` is the
-    plain Python value of the whole node.
+    plain Python value of the whole node. In a strict (JSON) document a nested
+    container is parsed lazily: the document was validated whole by the C
+    decoder, and its members, items and value are worked out only when asked
+    (so a 30 MB ``~/.claude.json`` costs one C pass, not a Python walk of it).
     """
 
-    kind: str  # "object", "array", "string", "number", "literal"
-    start: int
-    end: int
-    value: Any
-    members: list[Member] = field(default_factory=list)
-    items: list[Node] = field(default_factory=list)
+    __slots__ = ("_items", "_members", "_text", "_value", "end", "kind", "start")
+
+    def __init__(self, kind: str, start: int, end: int, value: Any = _UNSET, *,
+                 members: list[Member] | None = None, items: list[Node] | None = None,
+                 text: str | None = None) -> None:
+        self.kind = kind  # "object", "array", "string", "number", "literal"
+        self.start = start
+        self.end = end
+        self._value = value
+        self._members = members
+        self._items = items
+        self._text = text  # set for a lazy container: the document it sits in
+
+    def _expand(self) -> None:
+        assert self._text is not None
+        parser = _Parser(self._text, strict=True, lazy=True)
+        parser.pos = self.start
+        self._members, self._items, _end = parser.children(
+            1, self.kind, "}" if self.kind == "object" else "]")
+
+    @property
+    def members(self) -> list[Member]:
+        """An object's members, in order (empty for anything else)."""
+        if self._members is None:
+            if self.kind != "object":
+                return []
+            self._expand()
+            assert self._members is not None
+        return self._members
+
+    @property
+    def items(self) -> list[Node]:
+        """An array's elements, in order (empty for anything else)."""
+        if self._items is None:
+            if self.kind != "array":
+                return []
+            self._expand()
+            assert self._items is not None
+        return self._items
+
+    @property
+    def value(self) -> Any:
+        """The plain Python value of the whole node (decoded when first asked)."""
+        if self._value is _UNSET:
+            assert self._text is not None
+            self._value = json.loads(self._text[self.start:self.end])
+        return self._value
 
     def children(self) -> list[tuple[int, int]]:
         """``(start, end)`` of each member or element, in order."""
@@ -76,10 +122,19 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WS = " \t\n\r"
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+"""The C decoder, strict RFC 8259 (``NaN``/``Infinity`` refused), for skipping values."""
+
+
 class _Parser:
-    def __init__(self, text: str, strict: bool) -> None:
+    def __init__(self, text: str, strict: bool, lazy: bool = False) -> None:
         self.text = text
         self.strict = strict
+        self.lazy = lazy and strict  # JSONC has comments the C decoder does not know
         self.pos = 0
 
     def fail(self, message: str, pos: int | None = None) -> JsoncError:
@@ -104,6 +159,25 @@ class _Parser:
                 self.pos = close + 2
             else:
                 return
+
+    def child(self, depth: int) -> Node:
+        """A member's value or an element: a nested container is validated in C and left
+        to expand lazily (strict documents only)."""
+        if not self.lazy:
+            return self.value(depth)
+        self.skip()
+        if self.pos < len(self.text) and self.text[self.pos] in "{[":
+            start = self.pos
+            try:  # validates the whole value in C; the decoded value is dropped
+                end = int(_DECODER.raw_decode(self.text, start)[1])
+            except json.JSONDecodeError as exc:
+                raise self.fail(exc.msg, exc.pos) from None
+            except ValueError as exc:
+                raise self.fail(str(exc), start) from None
+            self.pos = end
+            return Node("object" if self.text[start] == "{" else "array", start, end,
+                        text=self.text)
+        return self.value(depth)
 
     def value(self, depth: int = 0) -> Node:
         if depth > 500:
@@ -152,13 +226,24 @@ class _Parser:
         raise self.fail("unterminated string", start)
 
     def container(self, depth: int, kind: str, close: str) -> Node:
-        node = Node(kind, self.pos, self.pos, {} if kind == "object" else [])
+        node_start = self.pos
+        members, items, end = self.children(depth, kind, close)
+        if self.lazy:  # the value is decoded when asked
+            return Node(kind, node_start, end, members=members, items=items, text=self.text)
+        value: Any = ({m.key: m.value.value for m in members} if kind == "object"
+                      else [n.value for n in items])
+        return Node(kind, node_start, end, value, members=members, items=items)
+
+    def children(self, depth: int, kind: str, close: str
+                 ) -> tuple[list[Member], list[Node], int]:
+        """The members (object) or items (array) of the container at ``pos``, and its end."""
+        members: list[Member] = []
+        items: list[Node] = []
         self.pos += 1
         self.skip()
         if self.text.startswith(close, self.pos):
             self.pos += 1
-            node.end = self.pos
-            return node
+            return members, items, self.pos
         while True:
             self.skip()
             if kind == "object":
@@ -170,13 +255,9 @@ class _Parser:
                 if not self.text.startswith(":", self.pos):
                     raise self.fail("expected ':'")
                 self.pos += 1
-                child = self.value(depth + 1)
-                node.members.append(Member(key, key_start, child))
-                node.value[key] = child.value
+                members.append(Member(key, key_start, self.child(depth + 1)))
             else:
-                child = self.value(depth + 1)
-                node.items.append(child)
-                node.value.append(child.value)
+                items.append(self.child(depth + 1))
             self.skip()
             if self.text.startswith(",", self.pos):
                 self.pos += 1
@@ -190,8 +271,7 @@ class _Parser:
                 break
             raise self.fail(f"expected ',' or {close!r}")
         self.pos += 1
-        node.end = self.pos
-        return node
+        return members, items, self.pos
 
 
 def parse(text: str, *, strict: bool = True) -> Node:
@@ -199,12 +279,13 @@ def parse(text: str, *, strict: bool = True) -> Node:
 
     Args:
         text: the document (a leading BOM is refused: none of the tools writes one).
-        strict: plain JSON only; ``False`` also allows comments and trailing commas.
+        strict: plain JSON only (nested containers are validated by the C decoder
+            and expanded lazily); ``False`` also allows comments and trailing commas.
 
     Raises:
         JsoncError: not a document of that kind (the message has line and column).
     """
-    parser = _Parser(text, strict)
+    parser = _Parser(text, strict, lazy=strict)
     try:
         node = parser.value()
     except RecursionError:
@@ -260,6 +341,11 @@ def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) ->
     children = node.children()
     if not children:
         base = container_indent + unit
+        inside = text[node.start + 1:node.end - 1]
+        comments = list(_COMMENT.finditer(inside))
+        if comments:  # "mcp": { // none yet }: the comment stays, the child goes after it
+            at = node.start + 1 + comments[-1].end()
+            return text[:at] + "\n" + base + piece_of(False, unit, base) + text[at:]
         inner = "\n" + base + piece_of(False, unit, base) + "\n" + container_indent
         return text[:node.start + 1] + inner + text[node.end - 1:]
     multiline = "\n" in text[node.start:node.end]
@@ -316,7 +402,34 @@ def remove_child(text: str, node: Node, index: int) -> str:
             tail += 1
         if text[tail] == ",":
             end = tail + 1
-        return text[:start] + text[end:]
-    if index > 0:
-        return text[:children[index - 1][1]] + text[end:]
-    return text[:start] + text[children[1][0]:]
+        head = start  # from the end of what precedes it (a comment), as _insert put it
+        while head > node.start + 1 and text[head - 1] in _WS:
+            head -= 1
+        return text[:head] + text[end:]
+    if index > 0:  # from the end of the one before: keep the comments in that gap
+        gap_start = children[index - 1][1]
+        return text[:gap_start] + _comments_kept(text[gap_start:start], lead=False) + \
+            text[end:]
+    gap = text[end:children[1][0]]  # up to the next one: keep the comments in that gap
+    return text[:start] + _comments_kept(gap, lead=True) + text[children[1][0]:]
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _comments_kept(gap: str, *, lead: bool) -> str:
+    """What stays of the separator ``gap`` (whitespace, one comma, comments) when the
+    member beside it goes: nothing when it holds no comment, else the comments with the
+    layout between them (``lead``: the gap after a removed first member, so the
+    whitespace before the first comment goes; else the whitespace after the last)."""
+    comments = list(_COMMENT.finditer(gap))
+    if not comments:
+        return ""
+    comma = next((i for i, ch in enumerate(gap) if ch == ","
+                  and not any(c.start() <= i < c.end() for c in comments)), None)
+    if comma is not None:
+        gap = gap[:comma] + gap[comma + 1:]
+        comments = list(_COMMENT.finditer(gap))
+    if lead:
+        return gap[comments[0].start():]
+    return gap[:comments[-1].end()]

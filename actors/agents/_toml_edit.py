@@ -12,25 +12,34 @@ but may move blank lines. Pure functions; any thread.
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 import tomllib
 from typing import Any
 
 from actors.agents._files import ConfigRefused
 
-__all__ = ["parse", "remove_table", "set_table"]
+__all__ = ["parse", "remove_hook_states", "remove_table", "set_table", "update_keys"]
 
 _HEADER = re.compile(r"^[ \t]*\[\[?[^\n]*$", re.MULTILINE)
 
 
 def _our_header(table: str, name: str) -> re.Pattern[str]:
-    quoted = rf'(?:{re.escape(name)}|"{re.escape(name)}"|\'{re.escape(name)}\')'
-    return re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\.[ \t]*{quoted}"
+    """The header ``[table.name]`` (``table`` may be dotted: ``hooks.state``), the name
+    bare, in a basic or a literal string."""
+    basic = json.dumps(name, ensure_ascii=False)[1:-1]
+    quoted = (rf'(?:{re.escape(name)}|"{re.escape(basic)}"|"{re.escape(name)}"'
+              rf"|'{re.escape(name)}')")
+    dotted = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in table.split("."))
+    return re.compile(rf"^[ \t]*\[[ \t]*{dotted}[ \t]*\.[ \t]*{quoted}"
                       rf"[ \t]*(?:\][ \t]*(?:#[^\n]*)?$|\.)", re.MULTILINE)
 
 
 def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
-    """Where ``[table.name]`` (with its sub-tables) is: from its header line to the next."""
+    """Where ``[table.name]`` (with its sub-tables) is: from its header line to the next,
+    less the comment lines at its end (with the blank lines between them): a comment
+    above the next table, or at the end of the file, is the person's and stays."""
     ours = _our_header(table, name)
     match = ours.search(text)
     if match is None:
@@ -41,7 +50,20 @@ def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
         if not ours.match(text, header.start()):
             end = header.start()
             break
-    return start, end
+    return start, _before_trailing_comments(text, start, end)
+
+
+def _before_trailing_comments(text: str, start: int, end: int) -> int:
+    """``end`` moved back over the comment lines (and blank lines among them) that end
+    ``text[start:end]``, keeping the blank lines right after its last content line."""
+    lines = text[start:end].splitlines(keepends=True)
+    last_content = max(i for i, line in enumerate(lines)
+                       if line.strip() and not line.lstrip().startswith("#"))
+    first_comment = next((i for i in range(last_content + 1, len(lines))
+                          if lines[i].lstrip().startswith("#")), None)
+    if first_comment is None:
+        return end
+    return start + sum(len(line) for line in lines[:first_comment])
 
 
 def parse(text: str, name: str) -> dict[str, Any]:
@@ -131,6 +153,29 @@ def set_table(old: str | None, name: str, table: str, key: str,
     return new
 
 
+def update_keys(old: str, name: str, table: str, key: str, changes: dict[str, Any]) -> str:
+    """``old`` with the keys ``changes`` names set in ``[table.key]``, every other key and
+    comment of the table left as it is (through ``tomlkit``).
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or the edit does not give the expected document.
+    """
+    import tomlkit  # noqa: PLC0415
+
+    parsed = parse(old, name)
+    entry = {**parsed.get(table, {}).get(key, {}), **changes}
+    expected = _expected(parsed, table, key, entry)
+    doc = tomlkit.parse(old)
+    target = doc[table][key]
+    for field, value in changes.items():
+        target[field] = value
+    new = tomlkit.dumps(doc)
+    if _normal(_safe_parse(new), table) != expected:
+        raise ConfigRefused(f"{name}: cannot update [{table}.{key}] in this file; "
+                            "not changed")
+    return new
+
+
 def remove_table(old: str, name: str, table: str, key: str) -> str:
     """``old`` without ``[table.key]`` (and without ``[table]`` when that leaves it empty).
 
@@ -153,6 +198,43 @@ def remove_table(old: str, name: str, table: str, key: str) -> str:
         if _normal(_safe_parse(new), table) != expected:
             raise ConfigRefused(f"{name}: cannot remove [{table}.{key}] from this file; "
                                 "not changed")
+    return new
+
+
+def remove_hook_states(old: str, name: str, keys: list[str]) -> str:
+    """``old`` without the ``[hooks.state."<key>"]`` tables of ``keys`` (Codex's record
+    of the hooks the person trusted: ours go with our hooks); others stay as they are.
+
+    Raises:
+        ConfigRefused: ``old`` is not TOML, or no edit gives the expected document.
+    """
+    parsed = parse(old, name)
+    hooks = parsed.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    present = [key for key in keys if isinstance(state, dict) and key in state]
+    if not present:
+        return old
+    expected = copy.deepcopy(parsed)
+    for key in present:
+        del expected["hooks"]["state"][key]
+    new: str | None = old
+    for key in present:
+        assert new is not None
+        region = _region(new, "hooks.state", key)
+        if region is None:
+            new = None
+            break
+        new = new[:region[0]] + new[region[1]:]
+    if new is None or _safe_parse(new) != expected:
+        import tomlkit  # noqa: PLC0415
+
+        doc = tomlkit.parse(old)
+        for key in present:
+            del doc["hooks"]["state"][key]
+        new = tomlkit.dumps(doc)
+        if _safe_parse(new) != expected:
+            raise ConfigRefused(f"{name}: cannot remove the trust records of the ssa hooks "
+                                "([hooks.state]); not changed")
     return new
 
 

@@ -39,16 +39,21 @@ def add_commands(sub: Any) -> None:
                                 help="the ssa script the hooks run (default: this one)")
             parser.add_argument("--db", metavar="PATH_OR_URL",
                                 help="the database the hooks and the MCP server use")
+            parser.add_argument("--portable", action="store_true",
+                                help="write plain 'ssa' (found on PATH when the tool runs the "
+                                "hook) instead of this ssa's absolute path: for --project "
+                                "files that are committed and used on other machines")
             parser.add_argument("--no-mcp", action="store_true",
                                 help="do not register the ssa MCP server")
             parser.add_argument("--no-wake", action="store_true",
                                 help="do not install the waiting hook that wakes an idle "
                                 "manager (it is then told at its next prompt only)")
             parser.add_argument("--scope", choices=("project", "all", "list"),
-                                default="project",
+                                default=None,
                                 help="which sessions the manager watches (ssa hook --scope): "
                                 "the project's other sessions (default), all, or only those "
-                                "added with 'ssa watches add'")
+                                "added with 'ssa watches add'; a re-install without --scope "
+                                "keeps the scope the installed hook has")
     mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout (needs the "
                          "mcp extra)")
     mcp.add_argument("--db", metavar="PATH_OR_URL",

@@ -22,18 +22,20 @@ change how :mod:`actors.agents.installplan`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, apply_changes, diff
-from actors.agents.installplan import mcp_available, plan
+from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
+from actors.agents.installplan import apply, mcp_available, plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import tool_named
+from persistence import url_has_password
 
-__all__ = ["resolve_ssa", "run"]
+__all__ = ["URL_SECRET_REFUSAL", "project_path_warning", "resolve_ssa", "run"]
 
 
 def resolve_ssa(explicit: str | None, argv0: str | None = None) -> str:
@@ -60,16 +62,45 @@ def resolve_ssa(explicit: str | None, argv0: str | None = None) -> str:
     return str(Path(found).absolute())
 
 
+URL_SECRET_REFUSAL = (
+    "--db: the URL holds a password, which install would write into the hook command "  # noqa: S105 -- a message
+    "lines and the MCP server's arguments (every local user sees it in ps at each prompt, "
+    "and --project files are usually committed); leave it out of the URL and give it by "
+    "PGPASSWORD, ~/.pgpass or a service file (?service=NAME)")
+"""The one line ``ssa install --db URL`` refuses a URL with a password with (exit 2)."""
+
+
 def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     db = getattr(args, "db", None)
+    if db is not None and url_has_password(db):
+        raise ConfigRefused(URL_SECRET_REFUSAL)
     if db is not None and "://" not in db:
         db = str(Path(db).expanduser().absolute())
-    ssa = resolve_ssa(getattr(args, "ssa", None)) if install else "ssa"
+    portable = getattr(args, "portable", False)
+    if portable and getattr(args, "ssa", None) is not None:
+        raise ConfigRefused("--portable writes plain 'ssa' (found on PATH), --ssa an absolute "
+                            "path: give one of them")
+    ssa = ("ssa" if portable else resolve_ssa(getattr(args, "ssa", None))) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
+    scope = getattr(args, "scope", None)
+    explicit = frozenset(name for name, given in (("--db", db is not None),
+                                                   ("--scope", scope is not None)) if given)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
-                 home=Path.home(), env=os.environ, mcp=mcp,
-                 scope=getattr(args, "scope", None) or "project",
-                 wake=not getattr(args, "no_wake", False))
+                 home=Path.home(), env=os.environ, mcp=mcp, scope=scope or "project",
+                 wake=not getattr(args, "no_wake", False), explicit=explicit)
+
+
+def project_path_warning(setup: Setup) -> str | None:
+    """The warning for ``install --project`` writing absolute paths into files a project
+    usually commits (``None``: nothing to warn about; pure)."""
+    if setup.project is None:
+        return None
+    absolute = [p for p in (setup.ssa, setup.db) if p is not None and os.path.isabs(p)]
+    if not absolute:
+        return None
+    return ("ssa: warning: --project writes " + " and ".join(absolute) + " into the "
+            "project's files, which are usually committed; they work only where that path "
+            "exists (--portable writes plain 'ssa', found on PATH)")
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -85,13 +116,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         notes: list[str] = []
         found = tool_named(args.tool)
         if install and setup.mcp and found is not None and found.mcp and not mcp_available():
-            setup = Setup(setup.ssa, setup.db, setup.project, setup.home, setup.env, mcp=False,
-                          scope=setup.scope, wake=setup.wake)
+            setup = dataclasses.replace(setup, mcp=False)
             notes.append("MCP server not registered: it needs the mcp extra "
                          "(python -m pip install 'session-state-awareness[mcp]'), then run "
                          f"ssa install {args.tool} again.")
         the_plan = plan(args.tool, setup, install=install, plugin_dir=args.plugin)
-        changes = apply_changes(the_plan.ops, dry_run=args.dry_run)
+        changes = apply(the_plan, dry_run=args.dry_run)
     except ConfigRefused as exc:
         err.write(f"ssa: {exc}\n")
         return 2
@@ -99,7 +129,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         err.write(f"ssa: {exc}\n")
         return 1
     verb = "install" if install else "uninstall"
+    warning = project_path_warning(setup) if install else None
+    if warning is not None:
+        err.write(warning + "\n")
     for op, change in zip(the_plan.ops, changes, strict=True):
+        if op.quiet:
+            continue
         if args.dry_run:
             if change.changed:
                 out.write(diff(change))
@@ -113,13 +148,13 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             out.write(f"removed {change.path} ({change.what})\n")
         else:
             action = "wrote" if change.before is None else "updated"
-            backup = ("" if change.before is None or op.owned
+            backup = ("" if change.before is None or op.owned or op.drop_backup
                       else f"; backup {change.path}{BACKUP_SUFFIX}")
             label = "installed" if install else "uninstalled"
             out.write(f"{action} {change.path} ({change.what} {label}{backup})\n")
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in notes + the_plan.notes:
+    for note in dict.fromkeys(notes + the_plan.notes):  # a retried transform says it twice
         out.write(note + "\n")
     return 0

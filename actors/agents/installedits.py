@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import os
+import re
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -23,14 +24,28 @@ from typing import Any
 from actors.agents import _toml_edit
 from actors.agents._files import ConfigRefused
 from actors.agents._json_ops import Doc
+from actors.agents.installmerge import merge_argv, merge_entry
 from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
 from actors.agents.push import PushPath
 from actors.agents.tools import tool_named
 
 __all__ = [
-    "HOOK_EVENTS", "data_text", "has_marker", "hook_events", "hook_groups", "hooks_transform",
-    "is_our_hook", "is_our_hook_command", "is_our_mcp_entry", "mcp_json_transform",
-    "owned_file_transform", "render_plugin", "settings_transform", "toml_transform",
+    "HOOK_EVENTS",
+    "data_text",
+    "has_marker",
+    "hook_events",
+    "hook_groups",
+    "hooks_transform",
+    "is_our_hook",
+    "is_our_hook_command",
+    "is_our_mcp_entry",
+    "kept_note",
+    "mcp_json_transform",
+    "owned_file_transform",
+    "plugin_transform",
+    "render_plugin",
+    "settings_transform",
+    "toml_transform",
 ]
 
 
@@ -123,17 +138,10 @@ def is_our_hook(tool: str) -> Callable[[Any], bool]:
     return lambda hook: isinstance(hook, dict) and is_our_hook_command(hook.get("command"), tool)
 
 
-def _count_ours(doc: Doc, event: str, tool: str) -> list[Any]:
-    groups = doc.value(["hooks", event])
-    if not isinstance(groups, list):
-        return []
-    ours = is_our_hook(tool)
-    return [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            and any(ours(h) for h in g["hooks"])]
-
-
-def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
-    """Remove our handlers of ``event``; a group left with none goes too, and so on up."""
+def _remove_hooks(doc: Doc, event: str, tool: str,
+                  keep: Callable[[list[str | int]], bool] | None = None) -> None:
+    """Remove our handlers of ``event``; a group left with none goes too, and so on up
+    (but for a container ``keep`` says was there before the install)."""
     ours = is_our_hook(tool)
     while True:
         groups = doc.node(["hooks", event])
@@ -147,7 +155,7 @@ def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
             if hit is None:
                 continue
             if len(handlers) == 1:  # the whole group is ours (or only our handler is left)
-                doc.remove(["hooks", event, gi], prune=2)
+                doc.remove(["hooks", event, gi], prune=2, keep=keep)
             else:
                 doc.remove(["hooks", event, gi, "hooks", hit])
             break
@@ -155,12 +163,53 @@ def _remove_hooks(doc: Doc, event: str, tool: str) -> None:
             return
 
 
+HOOK_HEAD = 3
+"""``[ssa, "hook", tool]``: the part of a hook's command line that is ours whole."""
+
+
+def kept_note(name: str, kept: list[str]) -> str:
+    """The line telling the person which of their edits of our entries a re-install kept."""
+    unique = ", ".join(dict.fromkeys(kept))
+    return (f"kept your edits of the ssa entries in {name}: {unique} (an option given to "
+            "ssa install replaces the file's)")
+
+
+def _update_ours(doc: Doc, event: str, tool: str, group: dict[str, Any], setup: Setup,
+                 kept: list[str]) -> bool:
+    """Bring our one handler under ``event`` up to date in place; ``False`` when there
+    is not exactly one (then it is removed and added afresh)."""
+    found = _places_of_ours(doc, event, tool)
+    if len(found) != 1:
+        return False
+    _event, gi, hi = found[0]
+    path: list[str | int] = ["hooks", event, gi, "hooks", hi]
+    changes, kept_here = merge_entry(doc.value(path), group["hooks"][0],
+                                     {"command": HOOK_HEAD}, setup.explicit)
+    kept += kept_here
+    for key, value in changes.items():
+        doc.set_member(path, key, value)
+    return True
+
+
+def _places_of_ours(doc: Doc, event: str, tool: str) -> list[tuple[str, int, int]]:
+    ours = is_our_hook(tool)
+    return [(event, gi, hi) for gi, g in enumerate(doc.value(["hooks", event]) or [])
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for hi, h in enumerate(g["hooks"]) if ours(h)]
+
+
 def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
-                    wrapper: dict[str, Any] | None = None
+                    wrapper: dict[str, Any] | None = None, notes: list[str] | None = None,
+                    removed: list[tuple[str, int, int]] | None = None
                     ) -> Callable[[str | None], str | None]:
     """The settings file's change: our two hook groups in, or out.
 
     ``wrapper`` (a plugin's ``hooks.json``) are extra top-level keys of a file we own.
+    A re-install updates our handlers in place (:mod:`actors.agents.installmerge`):
+    the person's edits of them (``--scope all``, a longer ``timeout``, a ``matcher``)
+    stay, and a line saying so goes to ``notes``. ``removed`` collects where each of
+    our handlers sat, ``(event, group index, handler index)``, before it was removed
+    (Codex keys its trust records by that place).
     """
     def transform(old: str | None) -> str | None:
         doc = Doc(old, name, strict=True)
@@ -168,30 +217,50 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
         if hooks is not None and hooks.kind != "object":
             raise ConfigRefused(f"{name}: \"hooks\" is not an object; not changed")
         groups = hook_groups(setup, tool)
+        kept: list[str] = []
+        record = setup.record
+        keep = record.keeps(name) if record is not None else None
+        created: list[tuple[str, ...]] = [("hooks",)] if doc.node(["hooks"]) is None else []
         for event in hook_events(tool):
             group = groups.get(event)
-            present = _count_ours(doc, event, tool)
-            if install and group is not None and present == [group]:
-                continue  # already there, exactly
-            _remove_hooks(doc, event, tool)
+            if install and group is not None and _update_ours(doc, event, tool, group,
+                                                               setup, kept):
+                continue
+            if removed is not None:
+                removed.extend(_places_of_ours(doc, event, tool))
+            _remove_hooks(doc, event, tool, keep)
             if install and group is not None:
+                if doc.node(["hooks", event]) is None:
+                    created.append(("hooks", event))
                 doc.append(["hooks", event], group)
+        if record is not None and install:
+            record.note_install(name, created=old is None, containers=created)
+        elif record is not None:
+            record.note_uninstall(name)
+        if kept and notes is not None:
+            notes.append(kept_note(name, kept))
         if install and wrapper:
             for key, value in wrapper.items():
                 doc.set([key], value)
         if doc.text == (old or ""):
             return old
-        return doc.result() if not install else doc.text
+        return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))
     return transform
 
 
-def settings_transform(setup: Setup, tool: str, name: str, *, install: bool
-                       ) -> Callable[[str | None], str | None]:
+def _may_remove(setup: Setup, name: str) -> bool:
+    """Whether uninstall may remove ``name`` when nothing is left in it."""
+    return setup.record is None or setup.record.may_remove_file(name)
+
+
+def settings_transform(setup: Setup, tool: str, name: str, *, install: bool,
+                       notes: list[str] | None = None) -> Callable[[str | None], str | None]:
     """A ``settings.json`` holding both the hook groups and ``mcpServers`` (Gemini CLI, Qwen
     Code): our hooks, and with ``setup.mcp`` (or on uninstall) our MCP server, in one write."""
-    hooks = hooks_transform(setup, tool, name, install=install)
+    hooks = hooks_transform(setup, tool, name, install=install, notes=notes)
     entry = {"command": setup.ssa, "args": setup.mcp_args()}
-    mcp = (mcp_json_transform(setup, name, ["mcpServers"], entry, install=install, strict=False)
+    mcp = (mcp_json_transform(setup, name, ["mcpServers"], entry, install=install,
+                              strict=False, notes=notes)
            if setup.mcp or not install else None)
 
     def both(old: str | None) -> str | None:
@@ -202,9 +271,22 @@ def settings_transform(setup: Setup, tool: str, name: str, *, install: bool
 
 # --- MCP server entries -------------------------------------------------------------
 
+def _mcp_merge(current: dict[str, Any], entry: dict[str, Any], setup: Setup
+               ) -> tuple[dict[str, Any], list[str]]:
+    """What of our MCP entry a re-install changes (``command`` list: OpenCode's form)."""
+    if isinstance(entry.get("command"), list):
+        return merge_entry(current, entry, {"command": 2}, setup.explicit)
+    return merge_entry(current, entry, {"args": 1}, setup.explicit,
+                       replace=frozenset({"command"}))
+
+
 def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
-                        *, install: bool, strict: bool) -> Callable[[str | None], str | None]:
-    """``key_path + ["ssa"]`` holds our MCP entry (JSON or JSONC settings file)."""
+                        *, install: bool, strict: bool, notes: list[str] | None = None
+                        ) -> Callable[[str | None], str | None]:
+    """``key_path + ["ssa"]`` holds our MCP entry (JSON or JSONC settings file).
+
+    A re-install changes only our keys of it (:mod:`actors.agents.installmerge`): an
+    ``env`` or other key the person added stays, and so does their edit of ours."""
     def transform(old: str | None) -> str | None:
         doc = Doc(old, name, strict=strict)
         servers = doc.node(key_path)
@@ -217,21 +299,45 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
                 return old  # someone else's server of that name: left alone, as installed
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
-        if install:
-            if current != entry:
-                doc.set([*key_path, MCP_NAME], entry)
+        record = setup.record
+        if install and record is not None:
+            missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
+                       if doc.node(key_path[:depth]) is None]
+            record.note_install(name, created=old is None, containers=missing)
+        elif record is not None:
+            record.note_uninstall(name)
+        if install and current is None:
+            doc.set([*key_path, MCP_NAME], entry)
+        elif install:
+            changes, kept = _mcp_merge(current, entry, setup)
+            for key, value in changes.items():
+                doc.set_member([*key_path, MCP_NAME], key, value)
+            if kept and notes is not None:
+                notes.append(kept_note(name, kept))
         elif current is not None:
-            doc.remove([*key_path, MCP_NAME], prune=len(key_path))
+            doc.remove([*key_path, MCP_NAME], prune=len(key_path),
+                       keep=record.keeps(name) if record is not None else None)
         if doc.text == (old or ""):
             return old
-        return doc.result() if not install else doc.text
+        return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))
     return transform
 
 
-def toml_transform(setup: Setup, name: str, *, install: bool
-                    ) -> Callable[[str | None], str | None]:
-    """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (:mod:`actors.agents._toml_edit`)."""
+def toml_transform(setup: Setup, name: str, *, install: bool, notes: list[str] | None = None,
+                   trust_keys: Callable[[], list[str]] | None = None
+                   ) -> Callable[[str | None], str | None]:
+    """``[mcp_servers.ssa]`` in Codex's ``config.toml`` (:mod:`actors.agents._toml_edit`).
+
+    A re-install changes only ``command`` and our part of ``args``; the person's own
+    keys in the table (``env``, ``startup_timeout_sec``, ...) stay. On uninstall,
+    ``trust_keys()`` names the ``[hooks.state]`` records of our hooks, removed too."""
     def transform(old: str | None) -> str | None:
+        if setup.record is not None and install:
+            setup.record.note_install(name, created=old is None, containers=())
+        elif setup.record is not None:
+            setup.record.note_uninstall(name)
+        if not install and old is not None and trust_keys is not None:
+            old = _toml_edit.remove_hook_states(old, name, trust_keys())
         parsed = _toml_edit.parse(old or "", name)
         servers = parsed.get("mcp_servers", {})
         if not isinstance(servers, dict):
@@ -244,13 +350,18 @@ def toml_transform(setup: Setup, name: str, *, install: bool
                                 "ours is already there; not changed")
         if install:
             wanted = {"command": setup.ssa, "args": setup.mcp_args()}
-            if current == wanted:
+            if current is None:
+                return _toml_edit.set_table(old, name, "mcp_servers", MCP_NAME, wanted)
+            changes, kept = _mcp_merge(current, wanted, setup)
+            if kept and notes is not None:
+                notes.append(kept_note(name, kept))
+            if not changes or old is None:
                 return old
-            return _toml_edit.set_table(old, name, "mcp_servers", MCP_NAME, wanted)
+            return _toml_edit.update_keys(old, name, "mcp_servers", MCP_NAME, changes)
         if current is None or old is None:
             return old
         new = _toml_edit.remove_table(old, name, "mcp_servers", MCP_NAME)
-        return new if new.strip() else None
+        return new if new.strip() or not _may_remove(setup, name) else None
     return transform
 
 
@@ -270,6 +381,36 @@ def owned_file_transform(name: str, content: str | None, *, recognise: Callable[
     return transform
 
 
+_PLUGIN_ARGV = re.compile(r"^const HOOK_ARGV(?:: string\[\])? = (\[.*\])", re.MULTILINE)
+
+
+def plugin_transform(name: str, template: str, setup: Setup, tool: str, *, install: bool,
+                     notes: list[str] | None = None) -> Callable[[str | None], str | None]:
+    """Our plugin/extension file (ours whole, :data:`MARKER` first): rendered from
+    ``template``; on a re-install the hook's argument vector in the file is merged
+    (:func:`actors.agents.installmerge.merge_argv`), so an edit like ``--scope all``
+    stays. A file of that name that is not ours is refused."""
+    def transform(old: str | None) -> str | None:
+        if old is not None and not has_marker(old):
+            raise ConfigRefused(f"{name} exists and was not written by ssa; not changed "
+                                "(move it away first)")
+        if not install:
+            return None
+        argv = setup.hook_argv(tool)
+        found = _PLUGIN_ARGV.search(old) if old is not None else None
+        if found is not None:
+            try:
+                existing = json.loads(found.group(1))
+            except ValueError:
+                existing = None
+            if isinstance(existing, list) and all(isinstance(t, str) for t in existing):
+                argv, kept = merge_argv(existing, argv, HOOK_HEAD, setup.explicit)
+                if kept and notes is not None:
+                    notes.append(kept_note(name, kept))
+        return render_plugin(template, setup, tool, argv=argv)
+    return transform
+
+
 def has_marker(text: str) -> bool:
     """Whether a plugin/extension file is ours (its first line starts with ``MARKER``)."""
     return text.startswith(MARKER)
@@ -280,9 +421,10 @@ def data_text(package: str, name: str) -> str:
     return importlib.resources.files(package).joinpath(name).read_text("utf-8")
 
 
-def render_plugin(template: str, setup: Setup, tool: str) -> str:
-    """A plugin/extension template with the hook's argument vector filled in."""
-    argv = json.dumps(setup.hook_argv(tool))
+def render_plugin(template: str, setup: Setup, tool: str, argv: list[str] | None = None) -> str:
+    """A plugin/extension template with the hook's argument vector (``argv``, else the
+    set-up's) filled in."""
+    rendered = json.dumps(setup.hook_argv(tool) if argv is None else argv)
     header = f"{MARKER} written by `ssa install {tool}`; `ssa uninstall {tool}` removes it.\n"
-    return header + template.replace('["__SSA_HOOK_ARGV__"]', argv).replace(
+    return header + template.replace('["__SSA_HOOK_ARGV__"]', rendered).replace(
         "__SSA_HOOK_TIMEOUT_MS__", str(HOOK_TIMEOUT_S * 1000))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actors.agents.hookinput import TOOLS as _HOOK_TOOLS
+from actors.agents.installrecord import InstallRecord
 
 __all__ = [
     "HOOK_TIMEOUT_S", "MARKER", "MARKETPLACE_NAME", "MCP_NAME", "PLUGIN_NAME", "TOOLS", "Setup",
@@ -57,6 +58,14 @@ class Setup:
     scope: str = "project"
     wake: bool = True
     """Install the tool's waiting hook (:mod:`actors.agents.push`) so managers are woken."""
+    explicit: frozenset[str] = frozenset()
+    """The options of ours given on this command line (``"--db"``, ``"--scope"``): a
+    re-install replaces only these in an installed command; the others keep what the
+    file has (a hand edit such as ``--scope all`` stays)."""
+    record: InstallRecord | None = None
+    """What installs created (:mod:`actors.agents.installrecord`); the transforms note
+    into it and ask it what uninstall may remove (``None``: remove emptied containers
+    and ``{}`` files, as an install by an older ssa expects)."""
 
     def hook_command(self, tool: str) -> str:
         """The shell command line a tool's hook runs."""

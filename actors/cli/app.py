@@ -46,6 +46,7 @@ from persistence import (
     read_entry,
     read_link,
     read_version,
+    url_has_password,
     url_problem,
 )
 from persistence.errors import (
@@ -447,18 +448,6 @@ def _show_library_warnings() -> None:
             library.addHandler(handler)
 
 
-def _has_password(url: str) -> bool:
-    """Whether a ``postgresql://`` URL carries a password (user part or query; pure)."""
-    from urllib.parse import parse_qsl, urlsplit  # noqa: PLC0415
-
-    try:
-        parts = urlsplit(url)
-        in_user = parts.password is not None
-    except ValueError:
-        return False
-    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
-
-
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     """The parser of subcommand ``command`` (``parser`` itself if there is none)."""
     for action in parser._actions:
@@ -496,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except argparse.ArgumentTypeError as exc:
                 sys.stderr.write(f"ssa: ${DB_ENV}: {exc}\n")
                 return 2
-        elif isinstance(args.db, str) and _has_password(args.db):
+        elif isinstance(args.db, str) and url_has_password(args.db):
             sys.stderr.write("ssa: warning: the --db URL holds a password, which every local "
                              "user can read in the process list while ssa runs; use "
                              f"PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or "

@@ -57,13 +57,14 @@ def _plan_claude(setup: Setup, install: bool, plugin_dir: Path | None,
     else:
         settings = claude_dir(setup) / "settings.json"
         mcp_file, key_path = claude_state_file(setup), ["mcpServers"]
-    ops.append(FileOp(settings, hooks_transform(setup, tool, str(settings), install=install),
+    ops.append(FileOp(settings, hooks_transform(setup, tool, str(settings), install=install,
+                                                notes=notes),
                       "UserPromptSubmit and SessionStart hooks"
                       + (", and the Stop hook that wakes an idle manager" if setup.wake
                          else "")))
     if setup.mcp or not install:
         ops.append(FileOp(mcp_file, mcp_json_transform(
-            setup, str(mcp_file), key_path, entry, install=install, strict=True),
+            setup, str(mcp_file), key_path, entry, install=install, strict=True, notes=notes),
             f"MCP server mcpServers.{MCP_NAME}"))
     if install and setup.project is not None:
         notes.append("Claude Code asks once to approve a project's .mcp.json servers, and "

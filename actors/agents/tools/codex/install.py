@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from actors.agents._files import FileOp
@@ -11,7 +13,7 @@ from actors.agents.installedits import HOOK_EVENTS, hook_events, hooks_transform
 from actors.agents.installplan import Plan
 from actors.agents.installsetup import MCP_NAME, Setup
 
-__all__ = ["codex_home", "plan"]
+__all__ = ["codex_home", "plan", "trust_keys"]
 
 
 def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan:
@@ -22,13 +24,17 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     ops: list[FileOp] = []
     base = setup.project / ".codex" if setup.project is not None else codex_home(setup)
     hooks = base / "hooks.json"
-    ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install),
+    removed: list[tuple[str, int, int]] = []  # where our handlers were (uninstall)
+    ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install,
+                                               notes=notes, removed=removed),
                       "UserPromptSubmit and SessionStart hooks"
                       + (", and an async PostToolUse hook (mid-turn notices)"
                          if setup.wake else "")))
     if setup.mcp or not install:
         config = base / "config.toml"
-        ops.append(FileOp(config, toml_transform(setup, str(config), install=install),
+        ops.append(FileOp(config, toml_transform(
+            setup, str(config), install=install, notes=notes,
+            trust_keys=lambda: trust_keys(hooks, removed)),
                           f"MCP server [mcp_servers.{MCP_NAME}]"))
     if install:
         events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
@@ -37,6 +43,19 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
         if setup.project is not None:
             notes.append("Project hooks and config load only in a project Codex trusts.")
     return Plan(ops, notes)
+
+
+def trust_keys(hooks: Path, places: list[tuple[str, int, int]]) -> list[str]:
+    """The ``[hooks.state]`` keys Codex records the trust of our handlers under:
+    ``<hooks.json>:<event in snake case>:<group>:<handler>`` (the path as given and,
+    when it differs, resolved)."""
+    paths = dict.fromkeys([str(hooks), os.path.realpath(hooks)])
+    return list(dict.fromkeys(f"{path}:{_snake(event)}:{gi}:{hi}" for path in paths
+                              for event, gi, hi in places))
+
+
+def _snake(event: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", event).lower()
 
 
 def codex_home(setup: Setup) -> Path:

@@ -7,13 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.agents._files import FileOp
-from actors.agents.installedits import (
-    data_text,
-    has_marker,
-    mcp_json_transform,
-    owned_file_transform,
-    render_plugin,
-)
+from actors.agents.installedits import data_text, mcp_json_transform, plugin_transform
 from actors.agents.installplan import Plan
 from actors.agents.installsetup import MCP_NAME, Setup
 
@@ -30,16 +24,15 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
             else opencode_config_dir(setup))
     plugin = base / "plugins" / "ssa.js"
     template = data_text(__name__.rsplit(".", 1)[0], "plugin.js")
-    content = render_plugin(template, setup, tool) if install else None
-    ops.append(FileOp(plugin, owned_file_transform(str(plugin), content,
-                                                   recognise=has_marker),
+    ops.append(FileOp(plugin, plugin_transform(str(plugin), template, setup, tool,
+                                               install=install, notes=notes),
                       "plugin (experimental.chat.system.transform)", owned=True))
     if setup.mcp or not install:
         config = opencode_config_file(setup)
         entry = {"type": "local", "command": [setup.ssa, *setup.mcp_args()],
                  "enabled": True}
         ops.append(FileOp(config, mcp_json_transform(
-            setup, str(config), ["mcp"], entry, install=install, strict=False),
+            setup, str(config), ["mcp"], entry, install=install, strict=False, notes=notes),
             f"MCP server mcp.{MCP_NAME}"))
     return Plan(ops, notes)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.agents._files import FileOp
-from actors.agents.installedits import data_text, has_marker, owned_file_transform, render_plugin
+from actors.agents.installedits import data_text, plugin_transform
 from actors.agents.installplan import Plan
 from actors.agents.installsetup import Setup
 
@@ -24,9 +24,8 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
             else pi_agent_dir(setup) / "extensions")
     extension = base / "ssa.ts"
     template = data_text(__name__.rsplit(".", 1)[0], "extension.ts")
-    content = render_plugin(template, setup, tool) if install else None
-    ops.append(FileOp(extension, owned_file_transform(str(extension), content,
-                                                      recognise=has_marker),
+    ops.append(FileOp(extension, plugin_transform(str(extension), template, setup, tool,
+                                                  install=install, notes=notes),
                       "extension (before_agent_start)", owned=True))
     if install:
         notes.append("Pi has no built-in MCP client: no MCP server registered (the "

@@ -1,0 +1,136 @@
+"""A re-install updates only what is ours and keeps what the person changed.
+
+What lives here: pure functions that merge what ``ssa install`` wants into what a
+previous install left and the person then edited:
+
+* a command line (``ssa hook <tool> ...``, ``ssa mcp ...``): its head (the ``ssa``
+  path and subcommand) is ours; of our options, ``--no-wake`` and ``--wait`` are
+  always ours, ``--db`` and ``--scope`` only when this install was given them
+  (:attr:`~actors.agents.installsetup.Setup.explicit`), else the file's value
+  stays (the README's ``--scope all`` edit survives ``ssa install`` run again);
+  anything else the person added stays where it is;
+* an entry (a hook handler, an MCP server): ``command``/``args`` are merged as
+  above; one of our other keys the person changed keeps their value (and is
+  reported); keys the person added stay.
+
+Each merge also returns the lines to tell the person (what was kept). Pure; any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ALWAYS_OURS", "ARITY", "merge_argv", "merge_entry"]
+
+ARITY: Mapping[str, int] = {"--db": 1, "--scope": 1, "--no-wake": 0, "--wait": 0}
+"""The options install writes, with how many values each takes."""
+
+ALWAYS_OURS = frozenset({"--no-wake", "--wait"})
+"""Options every install sets (from ``--no-wake`` and the hook's role), given or not."""
+
+
+def _options(tail: list[str]) -> list[tuple[str | None, list[str]]]:
+    """``tail`` as ``(option, tokens)`` runs: an option of :data:`ARITY` with its
+    values (``--x=v`` kept as one token), or ``(None, [token])`` for anything else."""
+    runs: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(tail):
+        token = tail[i]
+        name = token.split("=", 1)[0] if token.startswith("--") else token
+        if name in ARITY:
+            width = 1 if "=" in token else 1 + ARITY[name]
+            runs.append((name, tail[i:i + width]))
+            i += width
+        else:
+            runs.append((None, [token]))
+            i += 1
+    return runs
+
+
+def merge_argv(existing: list[str], wanted: list[str], head: int,
+               explicit: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The command line to install where ``existing`` (ours, perhaps hand-edited) is.
+
+    Args:
+        existing: the installed argument vector.
+        wanted: what this install would write afresh.
+        head: how many leading tokens are ours whole (``[ssa, "hook", tool]``: 3).
+        explicit: the options given on this command line (they replace the file's).
+
+    Returns:
+        ``(argv, kept)``: the merged vector (``existing`` itself when nothing changes)
+        and the options kept from the file against this install's defaults
+        (e.g. ``["--scope all"]``).
+    """
+    owned = ALWAYS_OURS | explicit
+    wanted_runs = {name: tokens for name, tokens in _options(wanted[head:])
+                   if name is not None}
+    placed: set[str] = set()
+    tail: list[str] = []
+    kept: list[str] = []
+    for name, tokens in _options(existing[head:]):
+        if name is None or name not in owned:
+            tail += tokens
+            if name is not None:
+                kept.append(" ".join(tokens))
+            continue
+        if name in wanted_runs and name not in placed:
+            tail += wanted_runs[name]  # in the place the file had it
+            placed.add(name)
+    for name, tokens in wanted_runs.items():
+        if name not in placed and name in owned:
+            tail += tokens
+    merged = wanted[:head] + tail
+    return (existing if merged == existing else merged), kept
+
+
+def merge_entry(existing: Mapping[str, Any], wanted: Mapping[str, Any],
+                argv_of: Mapping[str, int], explicit: frozenset[str],
+                replace: frozenset[str] = frozenset()) -> tuple[dict[str, Any], list[str]]:
+    """The keys of an installed entry (hook handler, MCP server) to set, and what was kept.
+
+    Args:
+        existing: the entry in the file (ours: it runs our command).
+        wanted: the entry this install would write afresh.
+        argv_of: the keys that hold a command line, with the length of their head
+            (a hook's ``command`` string, an MCP ``args`` list, OpenCode's ``command``
+            list); for ``args`` the head is 1 (``["mcp"]``).
+        explicit: the options given on this command line.
+        replace: keys that are ours whole (an MCP entry's ``command``: the ssa path).
+
+    Returns:
+        ``(changes, kept)``: each key whose value must change (only ours, never a key
+        the person added), and lines naming what of ours the person's file keeps.
+    """
+    changes: dict[str, Any] = {}
+    kept: list[str] = []
+    for key, value in wanted.items():
+        current = existing.get(key)
+        if key in argv_of:
+            is_text = isinstance(value, str)
+            try:
+                old_argv = shlex.split(current) if isinstance(current, str) else current
+            except ValueError:
+                old_argv = None
+            new_argv = shlex.split(value) if is_text else value
+            if not isinstance(old_argv, list) or not all(isinstance(t, str) for t in old_argv):
+                changes[key] = value
+                continue
+            merged, kept_options = merge_argv(old_argv, new_argv, argv_of[key], explicit)
+            kept += kept_options
+            if merged != old_argv:
+                changes[key] = shlex.join(merged) if is_text else merged
+        elif key not in existing or (key in replace and current != value):
+            changes[key] = value
+        elif current != value and not (isinstance(value, dict | list) and not value
+                                       and type(current) is type(value)):
+            kept.append(f"{key} {_short(current)}")
+    return changes, kept
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
