@@ -27,11 +27,11 @@ raises (``classify_document`` raises ``SessionStateError`` as ``ssa classify`` w
 from __future__ import annotations
 
 import os
-from collections.abc import Container, Iterator
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from actors.errors import SessionStateError
-from actors.upstream.common import Unit
+from actors.upstream.common import OwnTexts, Unit
 from actors.upstream.evidence import evidence_may_follow
 from actors.upstream.files import FileState, file_state, read_range
 from actors.upstream.gemini.classify import gemini_refusal
@@ -195,7 +195,7 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def scan_document(path: str, marker: dict[str, Any], *, own_hashes: Container[str],
+def scan_document(path: str, marker: dict[str, Any], *, own_texts: OwnTexts,
                   grace: bool = True) -> ScanResult:
     """Decide the messages added since ``marker`` (see the module docstring).
 
@@ -245,7 +245,7 @@ def scan_document(path: str, marker: dict[str, Any], *, own_hashes: Container[st
     if all(next_marker[k] == marker.get(k) for k in keys):
         return ScanResult(kind="no_news", reason=f"stopped:{stopped}" if stopped else "no_news",
                           recheck=stopped is not None)
-    turns, when = count_turns(units, own_hashes)
+    turns, when = count_turns(units, own_texts)
     counted = [m for m, u in zip(doc.messages[start:decided], units, strict=True) if u.human]
     return ScanResult(
         kind="activity", reason="document_rewritten" if rewritten else "scanned",

@@ -283,7 +283,7 @@ def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | No
          context: ScanContext) -> ScanResult:
     """One scan: a session document's (``*.json``) by message, a JSONL file's by line."""
     if is_document(path):
-        return scan_document(path, marker, own_hashes=context.own_hashes)
+        return scan_document(path, marker, own_texts=context.own_texts)
     return _LINES.scan(path, thread_id, marker, hint, context)
 
 
