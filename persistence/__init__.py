@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from persistence._upstream import (
         list_links,
         list_watched_links,
+        read_adoption_notes,
         read_link,
         read_own_texts,
     )
@@ -164,6 +165,7 @@ _EXPORTS: dict[str, str] = {
     "read_changes": "persistence._reads",
     "read_entry": "persistence._reads",
     "read_link": "persistence._upstream",
+    "read_adoption_notes": "persistence._upstream",
     "read_own_texts": "persistence._upstream",
     "read_version": "persistence._reads",
     "read_versions": "persistence._reads",
@@ -250,6 +252,7 @@ __all__ = [
     "open_connection",
     "pending_cursors",
     "prepare_path",
+    "read_adoption_notes",
     "read_changes",
     "read_entry",
     "read_link",

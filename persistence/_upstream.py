@@ -24,6 +24,7 @@ __all__ = [
     "list_links",
     "list_watched_links",
     "note_own_text",
+    "read_adoption_notes",
     "read_link",
     "read_own_texts",
     "upsert_link",
@@ -91,6 +92,30 @@ def list_watched_links(conn: Any) -> tuple[list[UpstreamLink], list[str]]:
         }
     links = [_link_from_row(r) for r in rows if r[0] not in ambiguous]
     return links, sorted(ambiguous)
+
+
+def read_adoption_notes(conn: Any, agent_id: str | None = None,
+                        ) -> dict[tuple[str, str], dict[str, str]]:
+    """Why each adopted session (of ``agent_id`` when given) has no link (``noLink``) or
+    why its turns never count (``note``): reason codes from its newest ``adopted``
+    event, by ``(session key, agent id)``; sessions without either are left out.
+    Caller's thread; one query."""
+    where, params = ("", ()) if agent_id is None else (" AND agent_id = ?", (agent_id,))
+    notes: dict[tuple[str, str], dict[str, str]] = {}
+    for key, agent, payload in conn.execute(
+            "SELECT session_key, agent_id, payload_json FROM session_state_events"  # noqa: S608 - ? placeholders only
+            f" WHERE kind = 'adopted' AND payload_json IS NOT NULL{where} ORDER BY sequence",
+            params):
+        try:
+            found = _json_object.decode(str(payload))
+        except (msgspec.DecodeError, UnicodeError):
+            continue
+        picked = {k: str(found[k]) for k in ("noLink", "note") if isinstance(found.get(k), str)}
+        if picked:
+            notes[(str(key), str(agent))] = picked
+        else:
+            notes.pop((str(key), str(agent)), None)
+    return notes
 
 
 def read_own_texts(conn: Any, key: str, agent_id: str) -> list[tuple[int, str, int]]:

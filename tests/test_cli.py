@@ -545,3 +545,37 @@ def test_the_db_help_says_how_to_keep_a_password_off_the_command_line(
     out = capsys.readouterr().out
     for way in ("$SSA_DB", "PGPASSWORD", "~/.pgpass", "?service=NAME"):
         assert way in out
+
+
+def test_list_says_why_a_program_prompted_session_never_counts(
+    open_gateway: Callable[..., Gateway], db_path: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 34 item 11: ``claude -p`` and ``codex exec`` workers never count, by design;
+    ``ssa list`` says so (a person testing with ``claude -p`` must not think it broken)."""
+    from actors.testing import ClaudeCodeTranscript, CodexRollout, Reply, Typed
+
+    printed = ClaudeCodeTranscript(tmp_path / "p.jsonl", entrypoint="sdk-cli")
+    printed.append(Typed("do it"), Reply("done"))
+    typed = ClaudeCodeTranscript(tmp_path / "t.jsonl")
+    typed.append(Typed("hello"), Reply("hi"))
+    exec_run = CodexRollout(tmp_path / "rollout-exec.jsonl", source="exec")
+    exec_run.append(Typed("do it"), Reply("done"))
+    gw = open_gateway()
+    assert gw.adopt("agent:main:claude:printed", source="claude", path=printed.path) is not None
+    assert gw.adopt("agent:main:claude:typed", source="claude", path=typed.path) is not None
+    assert gw.adopt("agent:main:codex:exec", source="codex", path=exec_run.path) is None
+    gw.close()
+    assert main(["list", "--db", str(db_path)]) == 0
+    cells = {line.split("\t")[0]: line.split("\t")[3]
+             for line in capsys.readouterr().out.splitlines()[1:]}
+    assert cells["agent:main:claude:printed"].endswith(
+        "(turns never count: a program prompts it (print mode or an SDK))")
+    assert cells["agent:main:claude:typed"] == str(typed.path.resolve())
+    assert cells["agent:main:codex:exec"] == "not monitored: a program prompts it (exec mode)"
+    assert main(["list", "--json", "--db", str(db_path)]) == 0
+    rows = {r["sessionKey"]: r for r in map(msgspec.json.decode,
+                                            capsys.readouterr().out.splitlines())}
+    assert rows["agent:main:claude:printed"]["turnsNeverCount"] == "program_driven"
+    assert rows["agent:main:codex:exec"]["notMonitored"] == "exec_thread"
+    assert "turnsNeverCount" not in rows["agent:main:claude:typed"]

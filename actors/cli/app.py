@@ -26,20 +26,18 @@ import msgspec
 
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
+from actors.cli.listing import run_list
 from actors.errors import SessionStateError
 from actors.facade import validate as v
 from actors.facade.gateway import default_state_path
-from actors.monitors.where import UpstreamWhere, in_store, where_of
+from actors.monitors.where import where_of
 from actors.upstream.sources import all_sources, source_names
 from persistence import (
     APPLICATION_ID,
     SCHEMA_VERSION,
-    SessionRow,
     StorageError,
     check_integrity,
     is_url,
-    list_links,
-    list_sessions,
     open_backend,
     open_connection,
     read_changes,
@@ -62,7 +60,6 @@ __all__ = ["main"]
 
 MIN_INTERVAL_S = 0.1
 """The shortest ``--interval``: a fallback scan more often only spins a core."""
-LIST_HEADER = "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM\n"
 """The first line of ``ssa list`` (text): tab-separated like its rows (``-``: no events yet,
 or no upstream link)."""
 
@@ -380,49 +377,6 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace) -> int:
-    agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn, _ = _open_existing(args.db)
-    try:
-        rows = list_sessions(conn, agent)
-        links = {(link.session_key, link.agent_id): where_of(link, project=False)
-                 for link in list_links(conn, agent)}
-    finally:
-        conn.close()
-    # One write of the whole listing: 20,000 rows must not cost 20,000 writes.
-    if args.json:
-        encoder = msgspec.json.Encoder()
-        sys.stdout.write(b"".join(
-            _json_row(encoder, row, links.get((row.session_key, row.agent_id)))
-            for row in rows).decode())
-    else:
-        sys.stdout.write(LIST_HEADER + "".join(
-            f"{row.session_key}\t{row.agent_id}\t"
-            f"{row.state_version if row.state_version is not None else '-'}\t"
-            f"{_upstream_cell(links.get((row.session_key, row.agent_id)))}\n" for row in rows))
-    return 0
-
-
-def _json_row(encoder: msgspec.json.Encoder, row: SessionRow,
-              where: UpstreamWhere | None) -> bytes:
-    """One ``ssa list --json`` line: the row's object, plus ``upstream`` when linked."""
-    encoded = encoder.encode(row)
-    if where is None:
-        return encoded + b"\n"
-    return encoded[:-1] + b',"upstream":' + encoder.encode(where) + b"}\n"
-
-
-def _upstream_cell(where: UpstreamWhere | None) -> str:
-    """``ssa list``'s UPSTREAM column: the transcript (a store: ``store#session``) or ``-``."""
-    if where is None:
-        return "-"
-    if where.node is not None:
-        return f"node:{where.node}#{where.thread_id}"
-    if in_store(where.source):
-        return f"{where.path}#{where.thread_id}"
-    return where.path or "-"
-
-
 class _StderrHandler(logging.Handler):
     """Writes records to whatever ``sys.stderr`` is at the time (tests swap it)."""
 
@@ -521,7 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from actors.agents.commands import run_command  # noqa: PLC0415
 
             return run_command(args)
-        return _list(args)
+        conn, _ = _open_existing(args.db)
+        return run_list(conn, args.agent_id, as_json=args.json, out=sys.stdout)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback
     except BrokenPipeError:

@@ -163,11 +163,17 @@ class Adopter:
                 logger.warning("cannot adopt %s: its %s source is unreadable", key, source)
             return None
         source_key = source_key_of(baseline.host_id, baseline.thread_id, baseline.upstream_ref)
+        # Reason codes only (never text): why it gets no link, or why its turns never count.
+        payload: dict[str, str] = {"channel": source}
+        if baseline.refusal is not None:
+            payload["noLink"] = baseline.refusal
+        elif baseline.note is not None:
+            payload["note"] = baseline.note
         adopted = RecordEvent(
             session_key=key, agent_id=agent_id, kind="adopted", actor_type="system",
             summary=f"session adopted from {source}",
             dedupe_key=f"adopted:{key}:{agent_id}:{source_key}",
-            payload_json=msgspec.json.encode({"channel": source}).decode())
+            payload_json=msgspec.json.encode(payload).decode())
         if baseline.refusal is not None:
             logger.info("adopted %s without an upstream link: %s", key, baseline.refusal)
             return adopted

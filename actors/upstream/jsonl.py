@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
+
 from actors.errors import SessionStateError
 from actors.upstream.files import check_of, end_of_complete_lines, file_state, read_range
 from actors.upstream.longline import LineReducer
@@ -208,6 +210,7 @@ def line_reading(
     sample: Callable[[Path], tuple[str, str]], type_turn: Callable[[str, str, str], None],
     header: Header | None = None,
     classify_at: Callable[[str], LineClassifier] | None = None,
+    note: Callable[[list[bytes]], str | None] | None = None,
 ) -> Reading:
     """The :class:`Reading` of a line-based source.
 
@@ -222,6 +225,8 @@ def line_reading(
             every transcript may be linked.
         classify_at: a classifier for the lines of one transcript, given its
             path (default: ``classify`` for every file).
+        note: a linked transcript's :attr:`Baseline.note` from its first lines
+            (:func:`head_lines`), e.g. a session a program prompts.
 
     Pure: builds functions; they run in their callers' threads.
     """
@@ -231,7 +236,11 @@ def line_reading(
 
     def baseline(path: str, thread_id: str | None, from_start: bool,
                  busy_timeout_ms: int) -> Baseline | None:
-        return read_baseline(path, header=header, thread_id=thread_id, from_start=from_start)
+        found = read_baseline(path, header=header, thread_id=thread_id, from_start=from_start)
+        if found is None or note is None or found.refusal is not None:
+            return found
+        why = note(head_lines(path))
+        return msgspec.structs.replace(found, note=why) if why else found
 
     def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
              context: ScanContext) -> ScanResult:

@@ -38,6 +38,8 @@ class Baseline(msgspec.Struct, frozen=True, kw_only=True):
         refusal: set when the source is adopted without a link (legacy Pi
             format, a Codex thread not started by a user, an OpenCode child
             session); ``None`` when it may be monitored.
+        note: linked, but why its turns are not a person's (a session a
+            program prompts, ``claude -p``): a reason code ``ssa list`` shows.
     """
 
     host_id: str
@@ -45,6 +47,7 @@ class Baseline(msgspec.Struct, frozen=True, kw_only=True):
     upstream_ref: dict[str, Any]
     marker: dict[str, Any]
     refusal: str | None = None
+    note: str | None = None
 
 
 def source_key_of(host_id: str, thread_id: str, upstream_ref: dict[str, Any]) -> str:
