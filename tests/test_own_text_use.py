@@ -55,6 +55,7 @@ def test_a_record_past_its_ttl_hides_nothing() -> None:
         1, START_MS + 15 * MINUTE)
     assert late.claimed == ()
     assert late.expired_before() == START_MS + 1
+    assert OwnTextClaims([], now=START_MS, ttl_ms=MINUTE).expired_before() is None
     in_time = OwnTextClaims([record], now=START_MS + 15 * MINUTE, ttl_ms=15 * MINUTE)
     assert count_turns([_typed("continue", START_MS + MINUTE)], in_time) == (0, None)
 

@@ -164,8 +164,12 @@ class OwnTextClaims:
         return tuple(self._claimed)
 
     def expired_before(self) -> int | None:
-        """Records noted before this time (epoch ms) have expired; ``None``: none expire."""
-        return None if self._ttl_ms is None else self._now - self._ttl_ms
+        """Records noted before this time (epoch ms) have expired; ``None`` when none of
+        this session's has (so the scan's commit deletes nothing more)."""
+        if self._ttl_ms is None:
+            return None
+        cut = self._now - self._ttl_ms
+        return cut if any(0 < r.noted_at < cut for r in self._records) else None
 
 
 def normalize_text(text: str | None) -> str:
