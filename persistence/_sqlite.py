@@ -63,7 +63,7 @@ class SqliteBackend:
         self._shm_lock = threading.Lock()
 
     def prepare(self) -> None:
-        """Create the file's missing directories (0700) and the file (0600)."""
+        """The location rule, then the missing folder it allows (0700) and the file (0600)."""
         prepare_path(self._file)
 
     def connect(self, *, writer: bool, migrate: bool = False) -> apsw.Connection:

@@ -136,8 +136,9 @@ def test_an_explicit_db_needs_an_existing_directory_and_creates_none(
     missing = tmp_path / "no" / "such" / "dir" / "x.sqlite"
     assert main([*command, "--db", str(missing)]) == 1
     err = capsys.readouterr().err
-    assert err == (f"ssa: --db {missing}: directory {missing.parent} does not exist (create "
-                   "it first; only the default location's directories are created)\n")
+    assert err == (f"ssa: --db {missing}: neither {missing.parent} nor its parent "
+                   f"{missing.parent.parent} exists (create them first: only the database's "
+                   "own folder is created, in a folder that exists)\n")
     assert not (tmp_path / "no").exists()
     assert main([*command, "--db", str(tmp_path)]) == 1  # a directory, not a file
     assert capsys.readouterr().err.startswith(f"ssa: --db {tmp_path} is a directory")

@@ -32,6 +32,8 @@ from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, apply_changes, di
 from actors.agents.installplan import mcp_available, plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import tool_named
+from persistence import is_url, url_problem
+from persistence.locations import sqlite_location_problem
 
 __all__ = ["resolve_ssa", "run"]
 
@@ -60,10 +62,33 @@ def resolve_ssa(explicit: str | None, argv0: str | None = None) -> str:
     return str(Path(found).absolute())
 
 
+def _checked_db(db: str | None) -> str | None:
+    """``--db`` as the hooks will get it: a URL as given, a path made absolute.
+
+    Raises:
+        ConfigRefused: empty, a URL no backend takes, or a path the location
+            rule refuses (:mod:`persistence.locations`: the hooks would fail
+            at every prompt).
+    """
+    if db is None:
+        return None
+    if not db.strip():
+        raise ConfigRefused("--db must not be empty: give a database file or a "
+                            "postgresql:// URL")
+    if is_url(db):
+        problem = url_problem(db)
+        if problem is not None:
+            raise ConfigRefused(f"--db: {problem}")
+        return db
+    path = str(Path(db).expanduser().absolute())
+    problem = sqlite_location_problem(path)
+    if problem is not None:
+        raise ConfigRefused(f"--db {problem}")
+    return path
+
+
 def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
-    db = getattr(args, "db", None)
-    if db is not None and "://" not in db:
-        db = str(Path(db).expanduser().absolute())
+    db = _checked_db(getattr(args, "db", None))
     ssa = resolve_ssa(getattr(args, "ssa", None)) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,

@@ -55,6 +55,7 @@ from persistence.errors import (
     recovery_hint,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
+from persistence.locations import sqlite_location_problem
 
 __all__ = ["main"]
 
@@ -190,6 +191,9 @@ def _db_path(value: str) -> Path | str:
     Another URL scheme is refused with a clear error (never a directory named
     after it); the PostgreSQL URL is checked when the command opens it.
     """
+    if not value.strip():
+        raise argparse.ArgumentTypeError("--db must not be empty: give a database file or a "
+                                         "postgresql:// URL")
     if not is_url(value):
         return Path(value)
     problem = url_problem(value)
@@ -199,29 +203,22 @@ def _db_path(value: str) -> Path | str:
 
 
 def _check_new_location(db: Path | str | None) -> None:
-    """Refuse an explicit ``--db`` file that could only be opened by creating directories.
+    """Refuse a ``--db`` file the location rule refuses, before anything is created.
 
-    Only the default location's directories are created (``Gateway.open``);
-    a path given on the command line must name a file in an existing
-    directory, so a typo never creates a directory tree. A ``postgresql://``
-    URL (a ``str``) and the default (``None``) pass. Caller's thread; one
-    ``stat`` or two.
+    The rule is :mod:`persistence.locations`' (the one ``Gateway.open``
+    applies): the default location's directories are created whole; a path
+    given gets at most its own folder, when that folder's parent exists. A
+    ``postgresql://`` URL (a ``str``) and the default (``None``) pass.
+    Caller's thread; a few ``stat`` calls.
 
     Raises:
-        SessionStateError: the parent directory is missing or not a
-            directory, or the path is a directory.
+        SessionStateError: the path is refused (the rule's one line).
     """
     if not isinstance(db, Path):
         return
-    parent = db.parent
-    if db.is_dir():
-        raise SessionStateError(f"--db {db} is a directory; give a database file, "
-                                f"e.g. {db / 'state.sqlite'}")
-    if not parent.exists():
-        raise SessionStateError(f"--db {db}: directory {parent} does not exist (create it "
-                                "first; only the default location's directories are created)")
-    if not parent.is_dir():
-        raise SessionStateError(f"--db {db}: {parent} is not a directory")
+    problem = sqlite_location_problem(db)
+    if problem is not None:
+        raise SessionStateError(f"--db {problem}")
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -276,8 +273,11 @@ _SIGNAL_LOG_TABLES = ("session_state_events", "session_state_heads", "sessions")
 """The tables ``ssa status`` and ``ssa list`` read."""
 
 
-def _open_existing(db: Path | str | None) -> tuple[Any, str]:
+def _open_existing(db: Path | str | None, named_by: str | None = None) -> tuple[Any, str]:
     """A read-only connection to an existing signal log and where it is (never creates one).
+
+    ``named_by``: what named ``db`` (``"--db"`` or ``"$SSA_DB"``; ``None``: the
+    default location), for the message when there is no file.
 
     Returns:
         ``(connection, location for messages)``.
@@ -307,7 +307,7 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
         raise SessionStateError(problem.format(backend.location))
     path = db if db is not None else default_state_path()
     if not path.is_file():
-        raise SessionStateError(f"no database at {path} (pass --db PATH)")
+        raise SessionStateError(_no_database(path, named_by))
     try:
         conn = open_connection(str(path))
         try:
@@ -328,6 +328,16 @@ def _open_existing(db: Path | str | None) -> tuple[Any, str]:
         conn.close()
         raise SessionStateError(refusal)
     return conn, str(path)
+
+
+def _no_database(path: Path, named_by: str | None) -> str:
+    """The one line for a missing SQLite file, in the terms of what named it (pure)."""
+    if path.exists():
+        return f"{path} is not a database file"
+    if named_by is None:
+        return (f"no database at {path}, the default location (pass --db PATH or set "
+                f"${DB_ENV}; ssa watch or a gateway creates one)")
+    return f"no database at {path} (given by {named_by}: check the path)"
 
 
 def _refusal(conn: Any, path: Path, app_id: int, version: int, tables: set[str]) -> str | None:
@@ -354,7 +364,7 @@ def _status(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
     if args.changes_since is not None and args.changes_since < 0:
         raise SessionStateError("--changes-since must not be negative")
-    conn, where = _open_existing(args.db)
+    conn, where = _open_existing(args.db, args.db_named_by)
     try:
         version = read_version(conn, args.key, agent)
         if version == 0 and read_entry(conn, args.key, agent) is None:
@@ -381,7 +391,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn, _ = _open_existing(args.db)
+    conn, _ = _open_existing(args.db, args.db_named_by)
     try:
         rows = list_sessions(conn, agent)
         links = {(link.session_key, link.agent_id): where_of(link, project=False)
@@ -489,8 +499,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:  # name the subcommand's usage, not the top level's (exits 2)
         _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     # (the demo wants a new file; install writes what it was given, mcp reads $SSA_DB itself)
+    args.db_named_by = "--db" if getattr(args, "db", None) is not None else None
     if hasattr(args, "db") and args.command not in ("demo", "install", "uninstall", "mcp"):
         if args.db is None and os.environ.get(DB_ENV):
+            args.db_named_by = f"${DB_ENV}"
             try:
                 args.db = _db_path(os.environ[DB_ENV])
             except argparse.ArgumentTypeError as exc:
