@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ssa", description="Session state awareness for multi-agent gateways.")
     parser.add_argument("--version", action="version", version=f"ssa {_version()}")
-    db_help = _DB_HELP.format(default=default_state_path())
+    # argparse %-formats help texts: a '%' in the default path must reach it as '%%'.
+    db_help = _DB_HELP.format(default=str(default_state_path()).replace("%", "%%"))
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
     demo.add_argument("--db", type=_db_path, help="database file (default: a temporary one)")
@@ -368,12 +369,13 @@ def _status(args: argparse.Namespace) -> int:
     try:
         version = read_version(conn, args.key, agent)
         if version == 0 and read_entry(conn, args.key, agent) is None:
-            # Never seen (version 0 would look like a session with no changes yet).
+            # Never seen: version 0, as session_status answers (the contract: always a
+            # state version; a session may be watched before it exists). A typo would
+            # look like a quiet session, so a person is told on stderr.
             owner = "" if args.agent_id is None else f" of agent {agent}"
             listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
-            raise SessionStateError(
-                f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
-                "knows)")
+            sys.stderr.write(f"ssa: note: no session {args.key}{owner} in {where} yet, so "
+                             f"version 0 ({listing} shows the sessions it knows)\n")
         if args.changes_since is None:
             status: dict[str, object] = {"stateVersion": version}
         else:
