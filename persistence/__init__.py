@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         read_entry,
         read_version,
         read_versions,
+        text_faults,
     )
     from persistence._reply import Reply
     from persistence._schema import (
@@ -165,6 +166,7 @@ _EXPORTS: dict[str, str] = {
     "read_own_texts": "persistence._upstream",
     "read_version": "persistence._reads",
     "read_versions": "persistence._reads",
+    "text_faults": "persistence._reads",
     "send_many": "persistence._submit",
     "submit": "persistence._submit",
     "submit_many": "persistence._submit",
@@ -259,6 +261,7 @@ __all__ = [
     "submit",
     "submit_many",
     "sweep_cursors",
+    "text_faults",
     "url_problem",
     "write_transaction",
 ]

@@ -46,6 +46,7 @@ from persistence import (
     read_entry,
     read_link,
     read_version,
+    text_faults,
     url_problem,
 )
 from persistence.errors import (
@@ -367,22 +368,8 @@ def _status(args: argparse.Namespace) -> int:
         raise SessionStateError("--changes-since must not be negative")
     conn, where = _open_existing(args.db, args.db_named_by)
     try:
-        version = read_version(conn, args.key, agent)
-        if version == 0 and read_entry(conn, args.key, agent) is None:
-            # Never seen: version 0, as session_status answers (the contract: always a
-            # state version; a session may be watched before it exists). A typo would
-            # look like a quiet session, so a person is told on stderr.
-            owner = "" if args.agent_id is None else f" of agent {agent}"
-            listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
-            sys.stderr.write(f"ssa: note: no session {args.key}{owner} in {where} yet, so "
-                             f"version 0 ({listing} shows the sessions it knows)\n")
-        if args.changes_since is None:
-            status: dict[str, object] = {"stateVersion": version}
-        else:
-            after = v.check_changes_since(args.changes_since)
-            version, changes = read_changes(conn, args.key, agent, after, 200)
-            status = {"stateVersion": version, "stateChanges": changes}
-        link = read_link(conn, args.key, agent)
+        with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
+            status, link = _status_of(conn, args, agent, where)
     finally:
         conn.close()
     if link is not None:  # which adopted session this is (paths, never message text)
@@ -391,13 +378,36 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status_of(conn: Any, args: argparse.Namespace, agent: str,
+               where: str) -> tuple[dict[str, object], Any]:
+    """``ssa status``'s reads: ``(the JSON object, the upstream link or None)``."""
+    version = read_version(conn, args.key, agent)
+    if version == 0 and read_entry(conn, args.key, agent) is None:
+        # Never seen: version 0, as session_status answers (the contract: always a
+        # state version; a session may be watched before it exists). A typo would
+        # look like a quiet session, so a person is told on stderr.
+        owner = "" if args.agent_id is None else f" of agent {agent}"
+        listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
+        sys.stderr.write(f"ssa: note: no session {args.key}{owner} in {where} yet, so "
+                         f"version 0 ({listing} shows the sessions it knows)\n")
+    if args.changes_since is None:
+        status: dict[str, object] = {"stateVersion": version}
+    else:
+        after = v.check_changes_since(args.changes_since)
+        version, changes = read_changes(conn, args.key, agent, after, 200)
+        status = {"stateVersion": version, "stateChanges": changes}
+    link = read_link(conn, args.key, agent)
+    return status, link
+
+
 def _list(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn, _ = _open_existing(args.db, args.db_named_by)
+    conn, where = _open_existing(args.db, args.db_named_by)
     try:
-        rows = list_sessions(conn, agent)
-        links = {(link.session_key, link.agent_id): where_of(link, project=False)
-                 for link in list_links(conn, agent)}
+        with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
+            rows = list_sessions(conn, agent)
+            links = {(link.session_key, link.agent_id): where_of(link, project=False)
+                     for link in list_links(conn, agent)}
     finally:
         conn.close()
     # One write of the whole listing: 20,000 rows must not cost 20,000 writes.
