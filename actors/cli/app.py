@@ -26,22 +26,18 @@ import msgspec
 
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
+from actors.cli.reading import DB_ENV, open_existing
 from actors.errors import SessionStateError
 from actors.facade import validate as v
 from actors.facade.gateway import default_state_path
 from actors.monitors.where import UpstreamWhere, in_store, where_of
 from actors.upstream.sources import all_sources, source_names
 from persistence import (
-    APPLICATION_ID,
-    SCHEMA_VERSION,
     SessionRow,
     StorageError,
-    check_integrity,
     is_url,
     list_links,
     list_sessions,
-    open_backend,
-    open_connection,
     read_changes,
     read_entry,
     read_link,
@@ -51,9 +47,6 @@ from persistence import (
 )
 from persistence.errors import (
     BackendNotInstalled,
-    DatabaseCorrupt,
-    InvalidLocation,
-    recovery_hint,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
 from persistence.locations import sqlite_location_problem
@@ -165,8 +158,6 @@ _DB_HELP = ("SQLite file or postgresql:// URL (default: $SSA_DB when set, else {
             "from $SSA_STATE_DIR or $XDG_STATE_HOME when set). Keep a PostgreSQL password "
             "off the command line, where every local user can read it while ssa runs: use "
             "PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or SSA_DB")
-DB_ENV = "SSA_DB"
-"""The environment variable that names the database when ``--db`` is not given."""
 
 
 def _add_push_commands(sub: Any, db_help: str) -> None:
@@ -271,102 +262,12 @@ def _check_exec_options(args: argparse.Namespace) -> None:
         raise SessionStateError(f"--exec-jobs must be from 1 to {MAX_JOBS}")
 
 
-_SIGNAL_LOG_TABLES = ("session_state_events", "session_state_heads", "sessions")
-"""The tables ``ssa status`` and ``ssa list`` read."""
-
-
-def _open_existing(db: Path | str | None, named_by: str | None = None) -> tuple[Any, str]:
-    """A read-only connection to an existing signal log and where it is (never creates one).
-
-    ``named_by``: what named ``db`` (``"--db"`` or ``"$SSA_DB"``; ``None``: the
-    default location), for the message when there is no file.
-
-    Returns:
-        ``(connection, location for messages)``.
-
-    Raises:
-        SessionStateError: there is no signal log there, or it cannot be
-            read (one line, in the user's terms).
-    """
-    if isinstance(db, str):
-        try:
-            backend = open_backend(db)
-        except InvalidLocation as exc:
-            raise SessionStateError(str(exc)) from None
-        conn = backend.connect(writer=False)
-        try:
-            schema = str(conn.execute("SELECT current_setting('search_path')").get).strip('"')
-            if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)).get is None:
-                problem = "no signal log at {} (open it with a gateway first)"
-            elif not conn.execute("SELECT has_schema_privilege(?, 'USAGE')", (schema,)).get:
-                problem = f"this role may not read {{}}: GRANT USAGE ON SCHEMA {schema} TO it"
-            else:
-                conn.execute("SELECT version FROM ssa_schema")
-                return conn, backend.location
-        except StorageError as exc:
-            problem = f"cannot read {{}}: {str(exc).splitlines()[0]}"
-        conn.close()
-        raise SessionStateError(problem.format(backend.location))
-    path = db if db is not None else default_state_path()
-    if not path.is_file():
-        raise SessionStateError(_no_database(path, named_by))
-    try:
-        conn = open_connection(str(path))
-        try:
-            app_id = conn.pragma("application_id")
-            version = int(conn.pragma("user_version"))
-            tables = {str(name) for (name,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        except apsw.Error:
-            conn.close()
-            raise
-    except apsw.CorruptError as exc:
-        raise SessionStateError(f"{path} is corrupt ({exc}); "
-                                f"{recovery_hint(str(path))}") from exc
-    except apsw.Error as exc:
-        raise SessionStateError(f"cannot read {path}: {exc}") from exc
-    refusal = _refusal(conn, path, app_id, version, tables)
-    if refusal is not None:
-        conn.close()
-        raise SessionStateError(refusal)
-    return conn, str(path)
-
-
-def _no_database(path: Path, named_by: str | None) -> str:
-    """The one line for a missing SQLite file, in the terms of what named it (pure)."""
-    if path.exists():
-        return f"{path} is not a database file"
-    if named_by is None:
-        return (f"no database at {path}, the default location (pass --db PATH or set "
-                f"${DB_ENV}; ssa watch or a gateway creates one)")
-    return f"no database at {path} (given by {named_by}: check the path)"
-
-
-def _refusal(conn: Any, path: Path, app_id: int, version: int, tables: set[str]) -> str | None:
-    """Why ``ssa status``/``list`` must not read this SQLite file, or ``None``."""
-    refusal: str | None = None
-    if app_id != APPLICATION_ID:
-        refusal = f"{path} is not a session-state database"
-    elif version > SCHEMA_VERSION:
-        refusal = (f"{path} has schema version {version}; this release reads up to "
-                   f"{SCHEMA_VERSION}: upgrade session-state-awareness")
-    elif not tables.issuperset(_SIGNAL_LOG_TABLES):
-        refusal = (f"{path} is an incomplete session-state database (its tables are "
-                   "missing); open it with a gateway to set it up")
-    if refusal is None:
-        try:
-            check_integrity(conn, str(path))  # never answer from a damaged file
-        except DatabaseCorrupt as exc:
-            refusal = str(exc)
-    return refusal
-
-
 def _status(args: argparse.Namespace) -> int:
     v.check_key(args.key, "KEY")
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
     if args.changes_since is not None and args.changes_since < 0:
         raise SessionStateError("--changes-since must not be negative")
-    conn, where = _open_existing(args.db, args.db_named_by)
+    conn, where = open_existing(args.db, args.db_named_by)
     try:
         with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
             status, link = _status_of(conn, args, agent, where)
@@ -402,7 +303,7 @@ def _status_of(conn: Any, args: argparse.Namespace, agent: str,
 
 def _list(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id")
-    conn, where = _open_existing(args.db, args.db_named_by)
+    conn, where = open_existing(args.db, args.db_named_by)
     try:
         with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
             rows = list_sessions(conn, agent)
