@@ -8,7 +8,7 @@ Run it: ``python -m examples.async_server [DB] [PORT]`` (default port 8766), the
     curl -X POST localhost:8766/drain/agent:main:main              # ... and here it is
     curl 'localhost:8766/status/agent:main:subagent:w1?since=0'    # reconcile
 
-Routes (keys are URL-decoded; anything else is 404, a bad key 400):
+Routes (keys are URL-decoded; anything else is 404, a bad key or query 400):
 
 * ``POST /watch/<target>``: ``agent:main:main`` watches ``<target>``.
 * ``POST /human/<key>``: record a ``human_message`` on ``<key>``.
@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from collections import defaultdict
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -39,6 +40,32 @@ MAX_HEADER_BYTES = 16_384
 WAIT_LIMIT_S = 60.0
 WAIT_POLL_S = 0.5
 """How often a long poll looks at the durable notices (another process may have them)."""
+
+
+class BadQuery(ValueError):
+    """A query parameter that is not what its route takes (a 400 with this message)."""
+
+
+def _whole(query: dict[str, list[str]], name: str) -> int | None:
+    """``?name=N``: a whole number >= 0, or ``None`` when absent (``BadQuery`` otherwise)."""
+    if name not in query:
+        return None
+    text = query[name][0]
+    if not (text.isascii() and text.isdigit()):
+        raise BadQuery(f"{name} must be a whole number >= 0 (a stateVersion), not {text!r}")
+    return int(text)
+
+
+def _seconds(query: dict[str, list[str]], name: str, default: float) -> float:
+    """``?name=S``: seconds >= 0, at most ``WAIT_LIMIT_S`` (``default`` when absent)."""
+    text = query.get(name, [str(default)])[0]
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:  # also NaN
+        raise BadQuery(f"{name} must be a number of seconds >= 0, not {text!r}")
+    return min(seconds, WAIT_LIMIT_S)
 
 
 class Service:
@@ -71,11 +98,11 @@ class Service:
                 self._woken[key].clear()
                 return 200, await gw.drain(key)
             case "GET", "status":
-                since = int(query["since"][0]) if "since" in query else None
+                since = _whole(query, "since")
                 status = await gw.session_status(key, changes_since=since)
                 return 200, msgspec.to_builtins(status)
             case "GET", "wait":
-                timeout = min(float(query.get("timeout", ["10"])[0]), WAIT_LIMIT_S)
+                timeout = _seconds(query, "timeout", 10.0)
                 return 200, await self._wait(gw, key, timeout)
         return 404, {"error": "no such route"}
 

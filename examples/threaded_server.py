@@ -4,6 +4,7 @@ Run: python -m examples.threaded_server [DB] [PORT]   (from a checkout; default 
 8765; Ctrl-C stops it)
 """
 import contextlib
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -18,14 +19,46 @@ REQUEST_TIMEOUT_S = 10.0  # a client that sends half a request is cut off after 
 BACKLOG = 128  # connections the kernel queues while every thread is busy
 
 
+class Stalled(Exception):
+    """The client did not send its whole request in time."""
+
+
+class StallReader(io.BufferedIOBase):
+    """The request stream: a read that times out raises Stalled, which http.server
+    does not catch (its TimeoutError closes the connection without a word)."""
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        super().__init__()
+        self.raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        try:
+            return self.raw.readline(size)
+        except TimeoutError as exc:
+            raise Stalled from exc
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        try:
+            return self.raw.read(size)
+        except TimeoutError as exc:
+            raise Stalled from exc
+
+
 def make_server(gw: Gateway, port: int = 0, *,
                 timeout: float = REQUEST_TIMEOUT_S) -> ThreadingHTTPServer:
     """POST /watch/KEY, /human/KEY, /drain/WATCHER on 127.0.0.1:PORT; JSON answers.
 
     KEY is percent-decoded (agent%3Amain%3Aw is agent:main:w); a query string
     is ignored. An unknown route is 404, a bad key 400, an unavailable gateway 503,
-    another method 405; a request line or header too long, or a request not sent
-    within ``timeout`` seconds, gets a JSON error too (never an HTML page).
+    another method 405; a request line or header too long gets a JSON error too
+    (never an HTML page), and a request not sent within ``timeout`` seconds a 408.
     """
     routes: dict[str, Callable[[str], object]] = {
         "watch": lambda key: gw.watch(WATCHER, key),
@@ -38,6 +71,21 @@ def make_server(gw: Gateway, port: int = 0, *,
         """One request, on its own thread (ThreadingHTTPServer); blocks on the gateway."""
 
         timeout = limit  # the socket's timeout: a stalled client frees its thread
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = StallReader(self.rfile)
+
+        def handle_one_request(self) -> None:
+            """http.server's, but a request not sent within the timeout gets a 408."""
+            try:
+                super().handle_one_request()
+            except Stalled:
+                if not hasattr(self, "requestline"):  # stalled in the request line
+                    self.requestline, self.command = "", ""
+                    self.request_version = ""  # not HTTP/0.9: the answer has a status line
+                self.close_connection = True
+                self.answer(408, {"error": f"the request was not sent within {limit:g} s"})
 
         def do_POST(self) -> None:
             action, _, key = urlsplit(self.path).path.removeprefix("/").partition("/")

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         read_entry,
         read_version,
         read_versions,
+        text_faults,
     )
     from persistence._reply import Reply
     from persistence._schema import (
@@ -169,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     "read_own_texts": "persistence._upstream",
     "read_version": "persistence._reads",
     "read_versions": "persistence._reads",
+    "text_faults": "persistence._reads",
     "send_many": "persistence._submit",
     "submit": "persistence._submit",
     "submit_many": "persistence._submit",
@@ -264,6 +266,7 @@ __all__ = [
     "submit",
     "submit_many",
     "sweep_cursors",
+    "text_faults",
     "url_has_password",
     "url_problem",
     "write_transaction",

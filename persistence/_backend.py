@@ -124,6 +124,8 @@ class Backend(Protocol):
         Caller's thread; blocks on the file system.
 
         Raises:
+            InvalidLocation: a SQLite path the location rule refuses
+                (:mod:`persistence.locations`); nothing was created.
             OSError: a directory or the file cannot be created.
         """
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from persistence._backend import Backend
+from persistence._reads import text_faults
 from persistence.errors import StorageError, StorageUnavailable
 
 __all__ = ["ReadPool"]
@@ -54,14 +55,17 @@ class ReadPool:
         Raises:
             StorageUnavailable: the pool is closed or none became free in time.
             StorageError: a new connection could not be opened, or the backend's
-                files must not be touched (``Backend.storage_problem``).
+                files must not be touched (``Backend.storage_problem``); raised
+                in the block: a stored text value that is not UTF-8
+                (:func:`~persistence._reads.text_faults`).
         """
         problem = self._backend.storage_problem()  # e.g. a -shm cut short (SQLite: SIGBUS)
         if problem is not None:
             raise StorageError(problem)
         conn = self._checkout(timeout)
         try:
-            yield conn
+            with text_faults(self._backend.location):  # a stored text that is not UTF-8
+                yield conn
         finally:
             self._checkin(conn)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from persistence.errors import StorageError
 from persistence.records import SessionRow, SessionStateEvent, StateChanges
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "read_version",
     "read_versions",
     "snapshot",
+    "text_faults",
 ]
 
 logger = logging.getLogger(__name__)
@@ -37,6 +39,31 @@ _EVENT_COLUMNS = (
     " occurred_at, summary, payload_json"
 )
 _payload_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+@contextmanager
+def text_faults(location: str) -> Iterator[None]:
+    """Turn a stored text that is not UTF-8 into a read fault (:class:`StorageError`).
+
+    SQLite keeps whatever bytes a TEXT value was given (an edit with another
+    tool, a damaged page that still passes the integrity check); APSW raises
+    ``UnicodeDecodeError`` when a read meets one, which no caller takes for a
+    storage fault. Inside this block it becomes one, so the read degrades as
+    every other read fault does (logged; ``session_status`` answers empty,
+    the command line prints one line). PostgreSQL never stores such text.
+    Any thread.
+
+    Raises:
+        StorageError: a value read in the block is not UTF-8 (``__cause__``:
+            the ``UnicodeDecodeError``).
+    """
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise StorageError(
+            f"{location} holds a text value that is not UTF-8 ({exc.reason} at byte "
+            f"{exc.start}): the file was changed outside ssa or is damaged; "
+            f"sqlite3 {location} .recover can salvage it") from exc
 
 
 class EntryRow(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,7 +13,8 @@ from typing import Literal
 import apsw
 
 from persistence._secret import make_secret, rekey_own_texts
-from persistence.errors import DatabaseCorrupt, SchemaError, recovery_hint
+from persistence.errors import DatabaseCorrupt, InvalidLocation, SchemaError, recovery_hint
+from persistence.locations import folders_to_create, sqlite_location_problem
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connection",
            "prepare_path", "set_wal", "wal_problem"]
@@ -177,22 +178,25 @@ _AFTER: dict[int, Callable[[apsw.Connection], None]] = {4: _after_v4}
 
 
 def prepare_path(path: Path) -> None:
-    """Create ``path``'s missing directories (mode 0700) and the file (mode 0600).
+    """Create ``path``'s folders as the location rule allows (mode 0700) and the file (0600).
 
-    Every directory this call creates is 0700 whatever the umask; existing
-    directories keep their modes, and an existing database file of this user
-    (and its side files) is made private (:func:`tighten_modes`).
-    Runs in the caller's thread; blocks on file-system calls only.
+    The rule (:mod:`persistence.locations`): the default location's missing
+    directories are all created; for another path only the file's own folder,
+    when its parent exists. Every directory this call creates is 0700
+    whatever the umask; existing directories keep their modes, and an
+    existing database file of this user (and its side files) is made private
+    (:func:`tighten_modes`). Runs in the caller's thread; blocks on
+    file-system calls only.
 
     Raises:
+        InvalidLocation: the location breaks the rule (the message is
+            :func:`~persistence.locations.sqlite_location_problem`'s).
         OSError: a directory or the file cannot be created.
     """
-    missing: list[Path] = []
-    directory = path.parent
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for created in reversed(missing):
+    problem = sqlite_location_problem(path)
+    if problem is not None:
+        raise InvalidLocation(problem)
+    for created in folders_to_create(path):
         try:
             created.mkdir(mode=0o700)
         except FileExistsError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -14,6 +15,7 @@ import apsw
 from persistence._leases import wake_high_water
 from persistence._lock import PresenceLock
 from persistence._schema import open_connection, prepare_path, tighten_modes, wal_problem
+from persistence._shm import shm_frozen, shm_refusal
 from persistence.errors import DatabaseCorrupt, StorageError, recovery_hint
 
 __all__ = ["FATAL_ERRORS", "FAULT_ERRORS", "SqliteBackend"]
@@ -61,13 +63,18 @@ class SqliteBackend:
         self._shm: tuple[int, int] | None = None
         """``(inode, largest size)`` of the ``-shm`` while our connections map it."""
         self._shm_lock = threading.Lock()
+        self._conns: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()
+        """The open connections (to keep their close from storing into a frozen ``-shm``)."""
 
     def prepare(self) -> None:
-        """Create the file's missing directories (0700) and the file (0600)."""
+        """The location rule, then the missing folder it allows (0700) and the file (0600)."""
         prepare_path(self._file)
 
     def connect(self, *, writer: bool, migrate: bool = False) -> apsw.Connection:
         """An APSW connection (writer: WAL, the short busy handler; reader: query-only)."""
+        refused = shm_refusal(str(self._file))  # SQLite would map it: SIGBUS, not an error
+        if refused is not None:
+            raise StorageError(refused)
         wal_gone = wal_problem(str(self._file))  # before the open creates a new -wal
         try:
             conn = open_connection(str(self._file), synchronous=self._synchronous,
@@ -86,6 +93,7 @@ class SqliteBackend:
                                   f"{recovery_hint(str(self._file))}") from exc
         except apsw.Error as exc:
             raise StorageError(f"cannot open {self._file}: {exc}") from exc
+        self._conns.add(conn)
         if writer and conn.readonly("main"):
             # SQLite falls back to read-only for a file this user may not write; every
             # write would then fail (and producers return None) as long as it runs.
@@ -126,14 +134,15 @@ class SqliteBackend:
 
     def storage_problem(self) -> str | None:
         """Refuse touching a removed or replaced file (SQLite writes to an unlinked one),
-        or one whose ``-shm`` was cut short under us.
+        or one whose ``-shm`` was cut short or made immutable under us.
 
         SQLite maps ``<file>-shm`` into memory; once something else truncates,
         removes or replaces it while it is mapped, the next access to the map
         kills the process with SIGBUS. The ``-shm`` only grows while a
         connection has the database open (ours do while the gateway runs), so
         a smaller, missing or other ``-shm`` is refused before SQLite touches
-        it. Any thread; two ``stat`` calls.
+        it, and so is one made immutable or append-only (:mod:`persistence._shm`).
+        Any thread; two ``stat`` calls and an ``open``/``ioctl``/``close``.
         """
         try:
             st = os.stat(self._file)
@@ -162,6 +171,15 @@ class SqliteBackend:
                        found, size)
         return True
 
+    def _no_checkpoint_on_close(self) -> None:
+        """Keep the open connections' close from checkpointing (a store into the ``-shm``):
+        the last close would otherwise be a SIGBUS. The ``-wal`` stays for the next open."""
+        for conn in list(self._conns):
+            try:
+                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            except apsw.Error as exc:  # closed meanwhile
+                logger.debug("cannot keep %s from checkpointing at close: %s", self._file, exc)
+
     def _shm_problem(self) -> str | None:
         seen = self._shm
         if seen is None:
@@ -173,6 +191,12 @@ class SqliteBackend:
         except OSError:
             return None  # cannot tell; SQLite reports what it meets
         else:
+            frozen = shm_frozen(str(self._file)) if st.st_ino == seen[0] else None
+            if frozen is not None:  # its pages were flushed: SQLite's next store is a SIGBUS
+                self._no_checkpoint_on_close()
+                return (f"the database's -shm file ({self._file}-shm) was made {frozen} "
+                        "while it was open; refusing to use it (SQLite maps it: a store "
+                        "would kill the process). Make it writable again (chattr -i -a)")
             if st.st_ino == seen[0] and st.st_size >= seen[1]:
                 with self._shm_lock:
                     self._shm = (seen[0], max(seen[1], st.st_size))

@@ -81,6 +81,28 @@ def clamp_occurred_at(occurred_at: int | None, now: int) -> int:
     return min(max(occurred_at, now - OCCURRED_AT_MAX_SKEW_MS), now)
 
 
+_LATEST_TIME = (
+    "SELECT occurred_at FROM session_state_events WHERE session_key = ? AND agent_id = ?"
+    " ORDER BY sequence DESC LIMIT 1"
+)
+
+
+def _latest_time(conn: Any, target: tuple[str, str]) -> int:
+    """The time of the session's newest event, in ms (0: none kept).
+
+    An event's time is when its change happened, and a change cannot happen
+    before the state it changes: an upstream turn stamped by its transcript
+    (the person pressed Enter, then the prompt hook adopted the session, then
+    the tool wrote the row) would otherwise be older than the ``adopted``
+    before it, and writers on hosts whose clocks differ (PostgreSQL) or a
+    clock stepped back would interleave. So times never go backwards along
+    one session's state versions: an earlier one is lifted to its
+    predecessor's. One index seek (``session_key, agent_id, sequence``).
+    """
+    latest = conn.execute(_LATEST_TIME, target).get
+    return int(latest) if latest is not None else 0
+
+
 def _write_cursor(
     conn: Any,
     watcher: str,
@@ -192,7 +214,8 @@ def record_event(
     }
     if cmd.only_if_watched and not cmd.watcher_keys and not target_rows:
         return RecordOutcome(event=None, inserted=False)
-    occurred_at = clamp_occurred_at(cmd.occurred_at, now)
+    occurred_at = max(clamp_occurred_at(cmd.occurred_at, now),
+                      _latest_time(conn, target))  # never before the state it follows
     sequence = conn.execute(
         "INSERT INTO session_state_events (dedupe_key, session_key, agent_id, session_id, kind,"
         " actor_type, actor_id, run_id, occurred_at, summary, payload_json)"

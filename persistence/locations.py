@@ -1,11 +1,25 @@
-"""Where the signal log lives by default (standard library only, cheap to import)."""
+"""Where the signal log lives by default, and the one rule for a SQLite path given instead.
+
+Standard library only, cheap to import (``ssa hook``'s cold path uses it).
+
+The rule (every entry point: ``Gateway.open``/``AsyncGateway.open``, ``ssa
+mcp --db``, the command line's ``--db`` and ``$SSA_DB``, ``ssa hook --db``,
+``ssa install --db``): the database file is created when missing; of its
+directories, the default location's are created whole (they are ours, as
+XDG's state directory is), while for a path given only the file's own
+folder is made, and only when that folder's parent exists (``mkdir``
+without ``-p``). A mistyped path therefore fails with one line instead of
+leaving a directory tree (or a ``hooks/`` folder) where nobody looks; a
+fresh per-project folder (``--db .ssa/state.sqlite``) still works.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["default_state_path"]
+__all__ = ["default_state_path", "folders_to_create", "sqlite_location_problem"]
 
 
 def default_state_path() -> Path:
@@ -20,3 +34,65 @@ def default_state_path() -> Path:
     if os.environ.get("XDG_STATE_HOME"):
         return Path(os.environ["XDG_STATE_HOME"]) / "ssa" / "state.sqlite"
     return Path.home() / ".local" / "state" / "ssa" / "state.sqlite"
+
+
+def _is_default(path: Path) -> bool:
+    """Whether ``path`` is :func:`default_state_path` (spelled the same once absolute)."""
+    return Path(os.path.abspath(path)) == Path(os.path.abspath(default_state_path()))
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """``path``'s missing ancestor directories, nearest first (``stat`` calls only)."""
+    missing: list[Path] = []
+    folder = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why a signal log cannot be made or opened at SQLite path ``path``, or ``None``.
+
+    Refused: an empty path, ``:memory:`` and ``file:`` names (the signal log
+    is a file its readers and other processes share), a NUL, a directory,
+    something that is not a regular file (``/dev/null``, a FIFO), a folder
+    that exists but is no directory, and a path given (not the default)
+    whose folder is missing together with that folder's parent. The message
+    starts with the path. Caller's thread; a few ``stat`` calls; never raises.
+    """
+    text = os.fspath(path)
+    if text in ("", ":memory:") or (text.startswith("file:") and "://" not in text):
+        return (f"{text!r} is no file path: the signal log is a file that its readers and "
+                "other processes share; give a file path")
+    if "\0" in text:
+        return "the path holds a NUL character"
+    where = Path(text)
+    try:
+        st = os.stat(where)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return f"{text} is a directory; give a database file, e.g. {where / 'state.sqlite'}"
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return f"{text} is not a regular file (a device, pipe or socket); give a database file"
+    missing = _missing_folders(where)
+    folder = Path(os.path.abspath(where)).parent
+    if not missing and not os.path.isdir(folder):
+        return f"{text}: {folder} is not a directory"
+    if len(missing) > 1 and not _is_default(where):
+        return (f"{text}: neither {missing[0]} nor its parent {missing[1]} exists (create "
+                "them first: only the database's own folder is created, in a folder "
+                "that exists)")
+    if missing and not os.path.isdir(missing[-1].parent):
+        return f"{text}: {missing[-1].parent} is not a directory"
+    return None
+
+
+def folders_to_create(path: str | os.PathLike[str]) -> list[Path]:
+    """The directories to create for ``path``, outermost first (see the module's rule).
+
+    Call :func:`sqlite_location_problem` first: for a path it refuses, the
+    answer means nothing. Caller's thread; ``stat`` calls only; never raises.
+    """
+    return list(reversed(_missing_folders(Path(os.fspath(path)))))

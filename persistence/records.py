@@ -25,7 +25,8 @@ class SessionStateEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel
         kind: one of :data:`persistence.kinds.KINDS`.
         actor_type: ``"human"``, ``"agent"`` or ``"system"``.
         summary: one line of metadata, never message text.
-        occurred_at: epoch milliseconds, clamped to [now - 24 h, now].
+        occurred_at: epoch milliseconds, clamped to [now - 24 h, now], and never
+            before the previous event of the session (times follow the versions).
         session_id: the session incarnation at record time, if known.
         actor_id: who acted (an agent's session key for agent actors).
         run_id: the run the event belongs to, if any.

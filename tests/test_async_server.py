@@ -59,6 +59,17 @@ def test_twenty_concurrent_clients_each_get_their_notice_once(tmp_path: Path) ->
             assert status == 400
             assert "key" in body["error"]
             assert (await _request(port, "GET", "/status/x?since=soon"))[0] == 400
+            for query, says in (("since=abc", "since must be a whole number >= 0 (a "
+                                 "stateVersion), not 'abc'"),
+                                ("since=-1", "since must be a whole number >= 0"),
+                                ("since=%C2%B2", "since must be a whole number >= 0")):
+                status, body = await _request(port, "GET", f"/status/{WORKERS[0]}?{query}")
+                assert status == 400  # "invalid literal for int()" before
+                assert body["error"].startswith(says), body
+            for query in ("timeout=abc", "timeout=nan", "timeout=-1"):
+                status, body = await _request(port, "GET", f"/wait/agent:main:main?{query}")
+                assert status == 400
+                assert body["error"].startswith("timeout must be a number of seconds >= 0")
             assert (await _request(port, "POST", "/human/%ff"))[0] == 400  # not UTF-8
         finally:
             stop.set()

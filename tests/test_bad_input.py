@@ -167,6 +167,14 @@ def head_or_none(gw: Gateway, key: object, agent: object) -> int | None:
         return None
 
 
+def latest_time(gw: Gateway, key: str, agent: str, head: int) -> int:
+    """The time of the session's newest event (0: none): a new one is never dated before it."""
+    if not head:
+        return 0
+    changes = gw.session_status(key, changes_since=head - 1, agent_id=agent).state_changes
+    return changes.events[-1].occurred_at if changes is not None and changes.events else 0
+
+
 def dedupe_or_new(gw: Gateway, model: Model, key: str, agent: str, dedupe: str | None,
                   before: int, event: SessionStateEvent | None,
                   expect: dict[str, Any]) -> None:
@@ -264,7 +272,9 @@ def test_record_round_trips_every_field_exactly_or_rejects_it(
         dedupe_or_new(gw, model, key, agent, fields["dedupe_key"], before, event, {
             "kind": kind, "actor_type": fields["actor_type"], "summary": fields["summary"],
             "session_id": session_id, "actor_id": fields["actor_id"], "run_id": fields["run_id"],
-            "occurred_at": clamp(fields["occurred_at"], now), "payload": payload})
+            "occurred_at": max(clamp(fields["occurred_at"], now),
+                               latest_time(gw, key, agent, before)),
+            "payload": payload})
         if fields["session_id"] is not None and event is not None and event.sequence > before:
             model.session_ids[(key, agent)] = fields["session_id"]
 

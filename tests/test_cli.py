@@ -136,8 +136,9 @@ def test_an_explicit_db_needs_an_existing_directory_and_creates_none(
     missing = tmp_path / "no" / "such" / "dir" / "x.sqlite"
     assert main([*command, "--db", str(missing)]) == 1
     err = capsys.readouterr().err
-    assert err == (f"ssa: --db {missing}: directory {missing.parent} does not exist (create "
-                   "it first; only the default location's directories are created)\n")
+    assert err == (f"ssa: --db {missing}: neither {missing.parent} nor its parent "
+                   f"{missing.parent.parent} exists (create them first: only the database's "
+                   "own folder is created, in a folder that exists)\n")
     assert not (tmp_path / "no").exists()
     assert main([*command, "--db", str(tmp_path)]) == 1  # a directory, not a file
     assert capsys.readouterr().err.startswith(f"ssa: --db {tmp_path} is a directory")
@@ -197,20 +198,25 @@ def test_a_postgresql_url_is_never_taken_for_a_file_name(
     assert list(tmp_path.iterdir()) == []  # no "postgresql:" directory, no file
 
 
-def test_status_of_a_key_never_seen_is_an_error_with_a_hint(
+def test_status_of_a_key_never_seen_is_version_0_as_session_status_with_a_hint(
     open_gateway: Callable[..., Gateway], db_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The CLI exited 1 where the MCP tool (and the contract's session_status) answer 0."""
     gw = open_gateway()
     gw.create_session("agent:main:quiet")  # known, no changes yet
+    assert gw.session_status("agent:main:nobody").state_version == 0  # the contract
     gw.close()
     assert main(["status", "agent:main:quiet", "--db", str(db_path)]) == 0
-    assert capsys.readouterr().out == '{"stateVersion":0}\n'
-    assert main(["status", "agent:main:nobody", "--db", str(db_path)]) == 1
+    assert capsys.readouterr() == ('{"stateVersion":0}\n', "")
+    assert main(["status", "agent:main:nobody", "--db", str(db_path)]) == 0
     out, err = capsys.readouterr()
-    assert out == ""
-    assert err == (f"ssa: no session agent:main:nobody in {db_path} (ssa list --db "
-                   f"{shlex.quote(str(db_path))} shows the sessions it knows)\n")
-    assert main(["status", "agent:main:quiet", "--agent-id", "ops", "--db", str(db_path)]) == 1
+    assert out == '{"stateVersion":0}\n'
+    assert err == (f"ssa: note: no session agent:main:nobody in {db_path} yet, so version 0 "
+                   f"(ssa list --db {shlex.quote(str(db_path))} shows the sessions it knows)\n")
+    assert main(["status", "agent:main:nobody", "--changes-since", "0", "--db",
+                 str(db_path)]) == 0
+    assert msgspec.json.decode(capsys.readouterr().out)["stateVersion"] == 0
+    assert main(["status", "agent:main:quiet", "--agent-id", "ops", "--db", str(db_path)]) == 0
     assert "no session agent:main:quiet of agent ops in" in capsys.readouterr().err
     assert main(["status", "agent:main:quiet", "--changes-since", "-1", "--db",
                  str(db_path)]) == 1
@@ -579,3 +585,38 @@ def test_list_says_why_a_program_prompted_session_never_counts(
     assert rows["agent:main:claude:printed"]["turnsNeverCount"] == "program_driven"
     assert rows["agent:main:codex:exec"]["notMonitored"] == "exec_thread"
     assert "turnsNeverCount" not in rows["agent:main:claude:typed"]
+def test_no_database_says_what_named_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """"no database at X (pass --db PATH)" was said even when --db X had been passed."""
+    missing = tmp_path / "missing.sqlite"
+    monkeypatch.delenv("SSA_DB", raising=False)
+    monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path / "state"))
+    assert main(["status", "agent:main:x", "--db", str(missing)]) == 1
+    assert capsys.readouterr().err == (f"ssa: no database at {missing} (given by --db: check "
+                                       "the path)\n")
+    monkeypatch.setenv("SSA_DB", str(missing))
+    assert main(["list"]) == 1
+    assert capsys.readouterr().err == (f"ssa: no database at {missing} (given by $SSA_DB: "
+                                       "check the path)\n")
+    monkeypatch.delenv("SSA_DB")
+    assert main(["list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"ssa: no database at {tmp_path / 'state' / 'state.sqlite'}, the "
+                          "default location (pass --db PATH or set $SSA_DB")
+
+
+@pytest.mark.parametrize("command", ["status", "list", "watch", "watches", "manage"])
+def test_db_help_names_the_default_path_whatever_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """A '%' in the default path broke --help (argparse %-formats it); no '{default}' shows."""
+    state = tmp_path / "50%done {default}"
+    monkeypatch.setenv("SSA_STATE_DIR", str(state))
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--help"])
+    assert stopped.value.code == 0
+    out = "".join(capsys.readouterr().out.split())  # argparse wraps (at spaces, hyphens)
+    assert "".join(f"else {state / 'state.sqlite'},".split()) in out
+    assert out.count("{default}") == 1  # only the one inside the path itself

@@ -173,13 +173,18 @@ def test_a_half_sent_request_is_cut_off_and_frees_its_thread(
     serving.start()
     try:
         port = server.server_address[1]
-        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
-            sock.sendall(b"POST /watch/agent:main:w HTTP/1.1\r\nHost: x\r\n")  # never ends
-            sock.settimeout(TIMEOUT)
-            data = b""
-            while chunk := sock.recv(65536):  # the server closes it after its timeout
-                data += chunk
-        assert data == b"" or b"application/json" in data
+        for sent in (b"POST /watch/agent:main:w HTTP/1.1\r\nHost: x\r\n",  # never ends
+                     b"POST /watch/agent:", b""):  # in the request line; nothing at all
+            with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+                sock.sendall(sent)
+                sock.settimeout(TIMEOUT)
+                data = b""
+                while chunk := sock.recv(65536):  # the server closes it after its timeout
+                    data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")  # closed with 0 bytes before
+            assert head.startswith(b"HTTP/1.0 408 "), data
+            assert b"Content-Type: application/json" in head
+            assert json.loads(body) == {"error": "the request was not sent within 0.3 s"}
         assert _post(port, "/watch/agent:main:w") is True  # it still serves
     finally:
         server.shutdown()

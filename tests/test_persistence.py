@@ -66,7 +66,7 @@ def _cursor(conn: apsw.Connection, watcher: str = W) -> tuple[int, int, int] | N
 
 
 def test_database_file_is_private_and_directory_is_0700(tmp_path: Path) -> None:
-    path = tmp_path / "new" / "dir" / "s.sqlite"
+    path = tmp_path / "new" / "s.sqlite"  # a path given gets its own folder (not a tree)
     prepare_path(path)
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700

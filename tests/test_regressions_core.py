@@ -169,12 +169,11 @@ def test_forged_notice_keys_with_lookalike_quotes_or_bidi_marks_are_refused(
 def test_created_directories_are_private_whatever_the_umask(tmp_path: Path) -> None:
     old = os.umask(0)
     try:
-        prepare_path(tmp_path / "a" / "b" / "state.sqlite")
+        prepare_path(tmp_path / "a" / "state.sqlite")  # a path given: its own folder only
     finally:
         os.umask(old)
-    for directory in (tmp_path / "a", tmp_path / "a" / "b"):
-        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
-    assert stat.S_IMODE((tmp_path / "a" / "b" / "state.sqlite").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "a" / "state.sqlite").stat().st_mode) == 0o600
 
 
 def test_a_clock_that_jumped_forward_and_back_keeps_pruning(

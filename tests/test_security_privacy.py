@@ -211,14 +211,17 @@ def test_message_text_reaches_neither_the_database_nor_the_logs(
 
 @pytest.mark.parametrize("umask", [0o022, 0o000, 0o077])
 def test_the_database_is_0600_in_new_0700_directories_under_any_umask(
-    tmp_path: Path, clock: ManualClock, umask: int,
+    tmp_path: Path, clock: ManualClock, umask: int, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     top = tmp_path / "home"
     db_path = top / "state" / "ssa" / "state.sqlite"
+    # The default location: its whole tree is created (a path given gets one folder).
+    monkeypatch.delenv("SSA_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(top / "state"))
     before = stat.S_IMODE(tmp_path.stat().st_mode)
     old = os.umask(umask)
     try:
-        with Gateway.open(db_path, clock=clock, monitor=False) as gw:
+        with Gateway.open(None, clock=clock, monitor=False) as gw:
             gw.set_goal("agent:main:x", action="set")
             modes = {p: stat.S_IMODE(p.stat().st_mode)
                      for p in (top, top / "state", db_path.parent, *database_files(db_path))

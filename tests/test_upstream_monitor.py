@@ -83,8 +83,9 @@ def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
 ) -> None:
     _adopt_watched(gateway, transcript)
     assert gateway.scan_upstream() == []  # nothing new yet
+    clock.advance(2 * 3_600_000)  # typed an hour after the adoption, seen an hour later
     _append(transcript, claude_assistant("thinking") + claude_user(
-        "real upstream prompt", timestamp="2025-11-30T07:00:00.000Z"))
+        "real upstream prompt", timestamp="2025-11-30T09:00:00.000Z"))
     events = gateway.scan_upstream()
     assert [(e.kind, e.summary, e.actor_type) for e in events] == [
         ("human_direct_message", "human message via claude", "human")]
@@ -146,6 +147,7 @@ def test_several_turns_in_one_scan_record_one_event_with_a_turn_count(
     gateway: Gateway, transcript: Path, clock: ManualClock,
 ) -> None:
     _adopt_watched(gateway, transcript)
+    clock.advance(2 * DAY_MS)  # the adoption is older than the last 24 hours now
     old = "2025-01-01T00:00:00.000Z"
     _append(transcript, claude_user("one", timestamp=old) + claude_user("two", timestamp=old)
             + claude_user("three", timestamp=old))

@@ -17,13 +17,17 @@ from actors.agents.hookinput import TOOLS
 from persistence.locations import default_state_path
 
 __all__ = [
-    "DEFAULT_TIMEOUT_S", "SCOPES", "URL_SCHEMES", "HookArgs", "location_of", "parse",
-    "parse_slowly",
+    "DEFAULT_TIMEOUT_S", "MAX_TIMEOUT_S", "SCOPES", "URL_SCHEMES", "HookArgs", "location_of",
+    "parse",
+    "parse_slowly", "timeout_problem",
 ]
 
 DEFAULT_TIMEOUT_S = 8.0
 """The hook's whole time budget, in seconds (Claude Code waits 30 s; our OpenCode
 plugin and Pi extension wait 10 s)."""
+MAX_TIMEOUT_S = 600.0
+"""The longest ``--timeout``: a prompt hook that may take longer stands in the person's way
+(and a budget past the platform's timer range broke the watchdog thread)."""
 SCOPES = ("project", "all", "list")
 URL_SCHEMES = ("postgres://", "postgresql://")
 """A ``--db`` that starts so is a PostgreSQL URL (not peeked at: no APSW file)."""
@@ -61,7 +65,7 @@ def _parser() -> Any:
                         "(ssa install --no-wake)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
-                        "0: none)")
+                        f"0: none; at most {MAX_TIMEOUT_S:g})")
     return parser
 
 
@@ -109,15 +113,28 @@ def parse(argv: list[str]) -> HookArgs | None:
             return None
         else:
             tool = word
-    if tool not in TOOLS or values.get("scope", "project") not in SCOPES:
-        return None
+    if tool not in TOOLS or values.get("scope", "project") not in SCOPES \
+            or values.get("db") == "":
+        return None  # argparse's path says why
     try:
         values["timeout"] = float(values.get("timeout", DEFAULT_TIMEOUT_S))
     except ValueError:
         return None
-    if not (math.isfinite(values["timeout"]) and values["timeout"] >= 0):
+    if timeout_problem(values["timeout"]) is not None:
         return None  # argparse's path says why
     return HookArgs(tool=tool, **values)
+
+
+def timeout_problem(seconds: float) -> str | None:
+    """Why ``seconds`` is no ``--timeout`` (one line), or ``None`` (pure).
+
+    A budget is finite, from 0 (no budget: for embedding, e.g. under
+    pytest-timeout, which owns SIGALRM) to :data:`MAX_TIMEOUT_S`.
+    """
+    if math.isfinite(seconds) and 0 <= seconds <= MAX_TIMEOUT_S:
+        return None
+    return (f"--timeout must be a number of seconds from 0 (no budget) to {MAX_TIMEOUT_S:g}, "
+            f"not {seconds:g}")
 
 
 def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
@@ -130,8 +147,11 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
     except _UsageError as exc:
         say(err, f"bad command line ({exc}): ssa hook {' '.join(argv)} (see ssa hook --help)")
         return None
-    if not (math.isfinite(namespace.timeout) and namespace.timeout >= 0):
-        say(err, "--timeout must be a number of seconds >= 0")
+    problem = timeout_problem(namespace.timeout)
+    if namespace.db is not None and not namespace.db.strip():
+        problem = "--db must not be empty: give a database file or a postgresql:// URL"
+    if problem is not None:
+        say(err, problem)
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
                     agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait,

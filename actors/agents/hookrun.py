@@ -26,7 +26,7 @@ from actors.agents.tools import tool_named
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
-from persistence.locations import default_state_path
+from persistence.locations import default_state_path, folders_to_create, sqlite_location_problem
 
 __all__ = ["Checked", "Run", "catalogs_for", "check", "prepare"]
 
@@ -61,7 +61,9 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
 
     Raises:
         HookInputError: the input is not what the tool documents, its session
-            id makes no key, or ``--db`` names a file in a missing directory.
+            id makes no key, or the signal log's location is refused
+            (:func:`~persistence.locations.sqlite_location_problem`; nothing
+            was created).
 
     Caller's thread; blocks on a few small file reads and writes.
     """
@@ -72,13 +74,18 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
         raise HookInputError(f"session id {hook.session_id!r} makes no session key: {problem}")
     location = location_of(args)
     is_url = location.startswith(URL_SCHEMES)
-    if args.db is not None and not is_url and not Path(location).parent.is_dir():
-        # As every ssa command: a --db file must be in a directory that exists.
-        raise HookInputError(f"--db {location}: no directory {Path(location).parent}")
-    state_dir = Path(location).parent if not is_url else default_state_path().parent
-    if args.db is None or is_url:  # the default location's directories are ours to make
-        with contextlib.suppress(OSError):
-            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The database first: a location the rule refuses (":memory:", /dev/null, a
+    # directory, a missing tree) gets nothing created beside it, no hooks/ folder.
+    signal_log = Path(location) if not is_url else default_state_path()
+    problem = sqlite_location_problem(signal_log)
+    if problem is not None:
+        named_by = ("the default database" if is_url or location == str(default_state_path())
+                    else "--db" if args.db else "$SSA_DB")
+        raise HookInputError(f"{named_by} {problem}")
+    state_dir = signal_log.parent
+    with contextlib.suppress(OSError):  # the folders the rule allows, as a gateway makes them
+        for folder in folders_to_create(signal_log):
+            folder.mkdir(mode=0o700)
     parent = record_caller(state_dir, watcher)  # ssa manage and ssa mcp find it so
     return Run(hook=hook, watcher=watcher, location=location, is_url=is_url,
                state_dir=state_dir, parent=parent if parent != watcher else None)

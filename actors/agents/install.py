@@ -33,7 +33,8 @@ from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
 from actors.agents.installplan import apply, mcp_available, plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import tool_named
-from persistence import url_has_password
+from persistence import is_url, url_has_password, url_problem
+from persistence.locations import sqlite_location_problem
 
 __all__ = ["URL_SECRET_REFUSAL", "project_path_warning", "resolve_ssa", "run"]
 
@@ -70,12 +71,35 @@ URL_SECRET_REFUSAL = (
 """The one line ``ssa install --db URL`` refuses a URL with a password with (exit 2)."""
 
 
+def _checked_db(db: str | None) -> str | None:
+    """``--db`` as the hooks will get it: a URL as given, a path made absolute.
+
+    Raises:
+        ConfigRefused: empty, a URL with a password (:data:`URL_SECRET_REFUSAL`) or
+            one no backend takes, or a path the location rule refuses
+            (:mod:`persistence.locations`: the hooks would fail at every prompt).
+    """
+    if db is None:
+        return None
+    if not db.strip():
+        raise ConfigRefused("--db must not be empty: give a database file or a "
+                            "postgresql:// URL")
+    if is_url(db):
+        if url_has_password(db):
+            raise ConfigRefused(URL_SECRET_REFUSAL)
+        problem = url_problem(db)
+        if problem is not None:
+            raise ConfigRefused(f"--db: {problem}")
+        return db
+    path = str(Path(db).expanduser().absolute())
+    problem = sqlite_location_problem(path)
+    if problem is not None:
+        raise ConfigRefused(f"--db {problem}")
+    return path
+
+
 def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
-    db = getattr(args, "db", None)
-    if db is not None and url_has_password(db):
-        raise ConfigRefused(URL_SECRET_REFUSAL)
-    if db is not None and "://" not in db:
-        db = str(Path(db).expanduser().absolute())
+    db = _checked_db(getattr(args, "db", None))
     portable = getattr(args, "portable", False)
     if portable and getattr(args, "ssa", None) is not None:
         raise ConfigRefused("--portable writes plain 'ssa' (found on PATH), --ssa an absolute "

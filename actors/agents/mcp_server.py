@@ -21,6 +21,10 @@ Where a tool takes the caller's own key (``senderKey``, ``watcherKey``) it is
 optional: the server works it out from the session its tool process runs
 (:mod:`actors.agents.caller`, the record the session's prompt hook keeps).
 
+Requests are read by :mod:`actors.agents.mcp_stdio`: a line longer than
+:data:`~actors.agents.mcp_stdio.MAX_REQUEST_BYTES`, or one the SDK would drop
+unanswered (no JSON, a lone surrogate escape), gets a JSON-RPC error answer.
+
 Results are JSON text (and structured content), kept small: pages, and a
 watcher's queue holds at most ``GatewayConfig.queue_limit`` (20) entries. A
 bad argument comes back as a tool error with the gateway's message.
@@ -256,7 +260,9 @@ def main(db: str | None, *, err: TextIO) -> int:
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server.run()
+        from actors.agents.mcp_stdio import run  # noqa: PLC0415 - needs the mcp extra
+
+        run(server)  # the SDK's stdio, each request line bounded and checked
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -27,33 +27,28 @@ import msgspec
 from actors.cli.defaults import DEFAULT_WATCHER
 from actors.cli.execpool import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MAX_JOBS
 from actors.cli.listing import run_list
+from actors.cli.reading import DB_ENV, open_existing
 from actors.errors import SessionStateError
 from actors.facade import validate as v
 from actors.facade.gateway import default_state_path
 from actors.monitors.where import where_of
 from actors.upstream.sources import all_sources, source_names
 from persistence import (
-    APPLICATION_ID,
-    SCHEMA_VERSION,
     StorageError,
-    check_integrity,
     is_url,
-    open_backend,
-    open_connection,
     read_changes,
     read_entry,
     read_link,
     read_version,
+    text_faults,
     url_has_password,
     url_problem,
 )
 from persistence.errors import (
     BackendNotInstalled,
-    DatabaseCorrupt,
-    InvalidLocation,
-    recovery_hint,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
+from persistence.locations import sqlite_location_problem
 
 __all__ = ["main"]
 
@@ -77,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ssa", description="Session state awareness for multi-agent gateways.")
     parser.add_argument("--version", action="version", version=f"ssa {_version()}")
-    db_help = _DB_HELP.format(default=default_state_path())
+    # argparse %-formats help texts: a '%' in the default path must reach it as '%%'.
+    db_help = _DB_HELP.format(default=str(default_state_path()).replace("%", "%%"))
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through spawn, notices, drain, reconcile, restart")
     demo.add_argument("--db", type=_db_path, help="database file (default: a temporary one)")
@@ -160,8 +156,6 @@ _DB_HELP = ("SQLite file or postgresql:// URL (default: $SSA_DB when set, else {
             "from $SSA_STATE_DIR or $XDG_STATE_HOME when set). Keep a PostgreSQL password "
             "off the command line, where every local user can read it while ssa runs: use "
             "PGPASSWORD, ~/.pgpass, a service file (?service=NAME) or SSA_DB")
-DB_ENV = "SSA_DB"
-"""The environment variable that names the database when ``--db`` is not given."""
 
 
 def _add_push_commands(sub: Any, db_help: str) -> None:
@@ -188,6 +182,9 @@ def _db_path(value: str) -> Path | str:
     Another URL scheme is refused with a clear error (never a directory named
     after it); the PostgreSQL URL is checked when the command opens it.
     """
+    if not value.strip():
+        raise argparse.ArgumentTypeError("--db must not be empty: give a database file or a "
+                                         "postgresql:// URL")
     if not is_url(value):
         return Path(value)
     problem = url_problem(value)
@@ -197,29 +194,22 @@ def _db_path(value: str) -> Path | str:
 
 
 def _check_new_location(db: Path | str | None) -> None:
-    """Refuse an explicit ``--db`` file that could only be opened by creating directories.
+    """Refuse a ``--db`` file the location rule refuses, before anything is created.
 
-    Only the default location's directories are created (``Gateway.open``);
-    a path given on the command line must name a file in an existing
-    directory, so a typo never creates a directory tree. A ``postgresql://``
-    URL (a ``str``) and the default (``None``) pass. Caller's thread; one
-    ``stat`` or two.
+    The rule is :mod:`persistence.locations`' (the one ``Gateway.open``
+    applies): the default location's directories are created whole; a path
+    given gets at most its own folder, when that folder's parent exists. A
+    ``postgresql://`` URL (a ``str``) and the default (``None``) pass.
+    Caller's thread; a few ``stat`` calls.
 
     Raises:
-        SessionStateError: the parent directory is missing or not a
-            directory, or the path is a directory.
+        SessionStateError: the path is refused (the rule's one line).
     """
     if not isinstance(db, Path):
         return
-    parent = db.parent
-    if db.is_dir():
-        raise SessionStateError(f"--db {db} is a directory; give a database file, "
-                                f"e.g. {db / 'state.sqlite'}")
-    if not parent.exists():
-        raise SessionStateError(f"--db {db}: directory {parent} does not exist (create it "
-                                "first; only the default location's directories are created)")
-    if not parent.is_dir():
-        raise SessionStateError(f"--db {db}: {parent} is not a directory")
+    problem = sqlite_location_problem(db)
+    if problem is not None:
+        raise SessionStateError(f"--db {problem}")
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -270,111 +260,49 @@ def _check_exec_options(args: argparse.Namespace) -> None:
         raise SessionStateError(f"--exec-jobs must be from 1 to {MAX_JOBS}")
 
 
-_SIGNAL_LOG_TABLES = ("session_state_events", "session_state_heads", "sessions")
-"""The tables ``ssa status`` and ``ssa list`` read."""
-
-
-def _open_existing(db: Path | str | None) -> tuple[Any, str]:
-    """A read-only connection to an existing signal log and where it is (never creates one).
-
-    Returns:
-        ``(connection, location for messages)``.
-
-    Raises:
-        SessionStateError: there is no signal log there, or it cannot be
-            read (one line, in the user's terms).
-    """
-    if isinstance(db, str):
-        try:
-            backend = open_backend(db)
-        except InvalidLocation as exc:
-            raise SessionStateError(str(exc)) from None
-        conn = backend.connect(writer=False)
-        try:
-            schema = str(conn.execute("SELECT current_setting('search_path')").get).strip('"')
-            if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)).get is None:
-                problem = "no signal log at {} (open it with a gateway first)"
-            elif not conn.execute("SELECT has_schema_privilege(?, 'USAGE')", (schema,)).get:
-                problem = f"this role may not read {{}}: GRANT USAGE ON SCHEMA {schema} TO it"
-            else:
-                conn.execute("SELECT version FROM ssa_schema")
-                return conn, backend.location
-        except StorageError as exc:
-            problem = f"cannot read {{}}: {str(exc).splitlines()[0]}"
-        conn.close()
-        raise SessionStateError(problem.format(backend.location))
-    path = db if db is not None else default_state_path()
-    if not path.is_file():
-        raise SessionStateError(f"no database at {path} (pass --db PATH)")
-    try:
-        conn = open_connection(str(path))
-        try:
-            app_id = conn.pragma("application_id")
-            version = int(conn.pragma("user_version"))
-            tables = {str(name) for (name,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        except apsw.Error:
-            conn.close()
-            raise
-    except apsw.CorruptError as exc:
-        raise SessionStateError(f"{path} is corrupt ({exc}); "
-                                f"{recovery_hint(str(path))}") from exc
-    except apsw.Error as exc:
-        raise SessionStateError(f"cannot read {path}: {exc}") from exc
-    refusal = _refusal(conn, path, app_id, version, tables)
-    if refusal is not None:
-        conn.close()
-        raise SessionStateError(refusal)
-    return conn, str(path)
-
-
-def _refusal(conn: Any, path: Path, app_id: int, version: int, tables: set[str]) -> str | None:
-    """Why ``ssa status``/``list`` must not read this SQLite file, or ``None``."""
-    refusal: str | None = None
-    if app_id != APPLICATION_ID:
-        refusal = f"{path} is not a session-state database"
-    elif version > SCHEMA_VERSION:
-        refusal = (f"{path} has schema version {version}; this release reads up to "
-                   f"{SCHEMA_VERSION}: upgrade session-state-awareness")
-    elif not tables.issuperset(_SIGNAL_LOG_TABLES):
-        refusal = (f"{path} is an incomplete session-state database (its tables are "
-                   "missing); open it with a gateway to set it up")
-    if refusal is None:
-        try:
-            check_integrity(conn, str(path))  # never answer from a damaged file
-        except DatabaseCorrupt as exc:
-            refusal = str(exc)
-    return refusal
-
-
 def _status(args: argparse.Namespace) -> int:
     v.check_key(args.key, "KEY")
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
     if args.changes_since is not None and args.changes_since < 0:
         raise SessionStateError("--changes-since must not be negative")
-    conn, where = _open_existing(args.db)
+    conn, where = open_existing(args.db, args.db_named_by)
     try:
-        version = read_version(conn, args.key, agent)
-        if version == 0 and read_entry(conn, args.key, agent) is None:
-            # Never seen (version 0 would look like a session with no changes yet).
-            owner = "" if args.agent_id is None else f" of agent {agent}"
-            listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
-            raise SessionStateError(
-                f"no session {args.key}{owner} in {where} ({listing} shows the sessions it "
-                "knows)")
-        if args.changes_since is None:
-            status: dict[str, object] = {"stateVersion": version}
-        else:
-            after = v.check_changes_since(args.changes_since)
-            version, changes = read_changes(conn, args.key, agent, after, 200)
-            status = {"stateVersion": version, "stateChanges": changes}
-        link = read_link(conn, args.key, agent)
+        with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
+            status, link = _status_of(conn, args, agent, where)
     finally:
         conn.close()
     if link is not None:  # which adopted session this is (paths, never message text)
         status["upstream"] = where_of(link)
     sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
     return 0
+
+
+def _status_of(conn: Any, args: argparse.Namespace, agent: str,
+               where: str) -> tuple[dict[str, object], Any]:
+    """``ssa status``'s reads: ``(the JSON object, the upstream link or None)``."""
+    version = read_version(conn, args.key, agent)
+    if version == 0 and read_entry(conn, args.key, agent) is None:
+        # Never seen: version 0, as session_status answers (the contract: always a
+        # state version; a session may be watched before it exists). A typo would
+        # look like a quiet session, so a person is told on stderr.
+        owner = "" if args.agent_id is None else f" of agent {agent}"
+        listing = "ssa list" + ("" if args.db is None else f" --db {shlex.quote(where)}")
+        sys.stderr.write(f"ssa: note: no session {args.key}{owner} in {where} yet, so "
+                         f"version 0 ({listing} shows the sessions it knows)\n")
+    if args.changes_since is None:
+        status: dict[str, object] = {"stateVersion": version}
+    else:
+        after = v.check_changes_since(args.changes_since)
+        version, changes = read_changes(conn, args.key, agent, after, 200)
+        status = {"stateVersion": version, "stateChanges": changes}
+    link = read_link(conn, args.key, agent)
+    return status, link
+
+
+def _list(args: argparse.Namespace) -> int:
+    conn, where = open_existing(args.db, args.db_named_by)
+    with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
+        return run_list(conn, args.agent_id, as_json=args.json, out=sys.stdout)
 
 
 class _StderrHandler(logging.Handler):
@@ -432,8 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:  # name the subcommand's usage, not the top level's (exits 2)
         _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     # (the demo wants a new file; install writes what it was given, mcp reads $SSA_DB itself)
+    args.db_named_by = "--db" if getattr(args, "db", None) is not None else None
     if hasattr(args, "db") and args.command not in ("demo", "install", "uninstall", "mcp"):
         if args.db is None and os.environ.get(DB_ENV):
+            args.db_named_by = f"${DB_ENV}"
             try:
                 args.db = _db_path(os.environ[DB_ENV])
             except argparse.ArgumentTypeError as exc:
@@ -475,8 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from actors.agents.commands import run_command  # noqa: PLC0415
 
             return run_command(args)
-        conn, _ = _open_existing(args.db)
-        return run_list(conn, args.agent_id, as_json=args.json, out=sys.stdout)
+        return _list(args)
     except KeyboardInterrupt:
         return 130  # Ctrl-C before a command installed its own handler: no traceback
     except BrokenPipeError:

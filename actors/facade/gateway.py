@@ -139,8 +139,11 @@ class Gateway:
             path: the SQLite file, or a ``postgresql://user@host/db`` URL
                 (libpq's URL; add ``?schema=NAME`` for another schema than
                 ``ssa``; needs the ``postgres`` extra); ``None`` means
-                :func:`default_state_path`. A SQLite file's missing
-                directories are created 0700, the file 0600.
+                :func:`default_state_path`. A missing SQLite file is created
+                0600; of its missing directories, the default location's are
+                all created (0700), for another path only the file's own
+                folder, when that folder's parent exists
+                (:mod:`persistence.locations`).
             config: settings; defaults to ``GatewayConfig()``.
             clock: ``() -> int`` epoch milliseconds used for every timestamp,
                 retention and cadence decision (inject one in tests).
@@ -172,7 +175,9 @@ class Gateway:
                 ``os.PathLike``, or ``clock`` answers something else than an ``int``.
             InvalidArgument: ``path`` is a URL of another scheme, or a bad
                 PostgreSQL URL (the message says what is wrong), empty,
-                ``":memory:"``, holds a NUL or is a symlink loop; ``clock``
+                ``":memory:"``, holds a NUL or is a symlink loop, a directory
+                or no regular file, or a path whose folder and that folder's
+                parent are both missing; ``clock``
                 raised or answered a time that is not epoch milliseconds (a
                 clock of seconds).
             BackendNotInstalled: a ``postgresql://`` URL without the

@@ -105,9 +105,9 @@ def open_runtime(path: str | os.PathLike[str] | None, *, config: GatewayConfig |
     try:
         backend = open_backend(location, synchronous=config.synchronous,
                                busy_timeout_ms=config.busy_timeout_ms, vfs=config.vfs)
+        backend.prepare()  # a SQLite path: the location rule, then its folder and file
     except InvalidLocation as exc:
         raise InvalidArgument(str(exc)) from None
-    backend.prepare()
     clock = SaneClock(clock) if clock is not None else wall_clock
     host_id = uuid.uuid4().hex
     presence = backend.presence()

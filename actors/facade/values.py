@@ -40,7 +40,9 @@ class SessionStateEventInput(msgspec.Struct, frozen=True, kw_only=True):
         actor_id: who acted; an agent actor's session key makes the event
             self-suppressed for that watcher.
         run_id: the run the event belongs to.
-        occurred_at: epoch ms; defaults to now, clamped to [now - 24 h, now].
+        occurred_at: epoch ms; defaults to now, clamped to [now - 24 h, now] and
+            lifted to the session's previous event time when earlier (times never
+            go backwards along a session's versions).
         payload: a JSON-serializable ``dict`` of at most 16 KiB encoded.
         dedupe_key: makes the record idempotent: a repeat returns the stored
             event, changes nothing and notifies nobody.
