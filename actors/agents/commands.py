@@ -39,6 +39,9 @@ def add_commands(sub: Any) -> None:
                                 help="the ssa script the hooks run (default: this one)")
             parser.add_argument("--db", metavar="PATH_OR_URL",
                                 help="the database the hooks and the MCP server use")
+            parser.add_argument("--no-db-check", action="store_true",
+                                help="do not check that the hooks can open --db (e.g. a "
+                                "PostgreSQL server that is not up yet)")
             parser.add_argument("--portable", action="store_true",
                                 help="write plain 'ssa' (found on PATH when the tool runs the "
                                 "hook) instead of this ssa's absolute path: for --project "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
+from actors.agents.dbcheck import db_problem
 from actors.agents.installplan import apply, mcp_available, plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import tool_named
@@ -100,6 +101,11 @@ def _checked_db(db: str | None) -> str | None:
 
 def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     db = _checked_db(getattr(args, "db", None))
+    if install and db is not None and not getattr(args, "no_db_check", False):
+        problem = db_problem(db)
+        if problem is not None:
+            raise ConfigRefused(f"--db: the hooks could not open it: {problem} (fix it, or "
+                                "pass --no-db-check to install anyway)")
     portable = getattr(args, "portable", False)
     if portable and getattr(args, "ssa", None) is not None:
         raise ConfigRefused("--portable writes plain 'ssa' (found on PATH), --ssa an absolute "
