@@ -224,6 +224,16 @@ def gateway(open_gateway: Callable[..., Gateway]) -> Gateway:
 
 
 @pytest.fixture(autouse=True)
+def hook_errors_kept_aside(tmp_path_factory: pytest.TempPathFactory,
+                           monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``ssa hook`` failures (``actors.agents.hookerror``) go to a temporary file, never
+    to the real home's state folder (subprocesses inherit the variable)."""
+    path = tmp_path_factory.mktemp("hook-errors") / "last-errors.json"
+    monkeypatch.setenv("SSA_HOOK_ERRORS", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
     """Fail the test if it leaves one of our actors or a new thread running."""
     check = LeakCheck(timeout=JOIN_TIMEOUT_S)

@@ -106,11 +106,19 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
             run = prepare(args, source.read(MAX_INPUT_BYTES + 1))
             check(run, args, out, exit_now)
     except (HookTimeout, HookInputError) as exc:
-        say(err, str(exc))
+        _failed(err, args.tool, str(exc))
     except Exception as exc:  # never in the person's way
         logger.debug("ssa hook failed", exc_info=True)
-        say(err, f"{type(exc).__name__}: {exc}")
+        _failed(err, args.tool, f"{type(exc).__name__}: {exc}")
     finally:
         if timer is not None:
             timer.cancel()
     return 0
+
+
+def _failed(err: TextIO, tool: str, line: str) -> None:
+    """Say a failure on stderr and keep it for ``ssa doctor`` (never raises)."""
+    say(err, line)
+    from actors.agents.hookerror import note_error  # noqa: PLC0415 - only on a failure
+
+    note_error(tool, line.splitlines()[0] if line else "failed")

@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
     status.add_argument("--db", type=_db_path, help=db_help)
+    doctor = sub.add_parser("doctor", help="check the set-up: hooks, databases, ssa watch, "
+                            "the last hook failures; each problem with its fix")
+    doctor.add_argument("--db", help="also check this database (default: $SSA_DB, else the "
+                        "default file)")
+    doctor.add_argument("--json", action="store_true", help="one JSON object per finding")
     listing = sub.add_parser("list", help="list sessions with their state versions")
     listing.add_argument("--db", type=_db_path, help=db_help)
     listing.add_argument("--agent-id", help="only this agent's sessions")
@@ -401,6 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_manage(args.db if args.db is not None else default_state_path(),
                               args.session, off=args.off, wake=not args.no_wake,
                               out=sys.stdout)
+        if args.command == "doctor":
+            from actors.cli.doctor import run_doctor  # noqa: PLC0415 -- keep others light
+
+            return run_doctor(args.db, as_json=args.json, out=sys.stdout)
         if args.command in ("install", "uninstall", "mcp"):
             from actors.agents.commands import run_command  # noqa: PLC0415
 
