@@ -285,6 +285,8 @@ _LIGHT = (
     ("actors.cli.app", "actors.cli.watch"),
     ("actors.cli.app", "actors.agents.hook"),
     ("actors.cli.app", "actors.cli.demo"),
+    ("actors.cli.app", "actors.cli.doctor"),
+    ("actors.agents.hook", "actors.agents.hookerror"),
     ("actors.cli.app", "actors.agents.watches"),
     ("actors.cli.app", "actors.agents.manage"),
     ("actors.cli.command", "actors.agents.sendcli"),
