@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
 from actors.testing import (
     ClaudeCodeTranscript,
+    CodexRollout,
     OpenCodeTranscript,
     PiSession,
     QwenSession,
@@ -49,7 +51,13 @@ def _figures(path: Path, source: str, own: set[str]) -> tuple[int, int, int]:
     return tp, len(typed) - tp, len(own - set(typed))
 
 
-def _text(row: dict[str, object]) -> str:
+def _text(row: dict[str, Any]) -> str:
+    payload = row.get("payload")
+    if isinstance(payload, dict):  # a Codex rollout line
+        item = payload.get("item")
+        if isinstance(item, dict):
+            return "".join(str(b.get("text", "")) for b in item.get("content", []))
+        return str(payload.get("message", ""))
     message = row.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -321,6 +329,22 @@ def test_an_opencode_fork_whose_parent_session_is_deleted(tmp_path: Path) -> Non
                classify_db_session(fork.path, fork.session_id)]
     assert [d for d in decided if d[1] != "not_user"] == [
         (False, "copied_row", None), (True, "typed", "typed in the fork")]
+
+
+def test_a_codex_fork_whose_parent_is_deleted(tmp_path: Path) -> None:
+    """Codex 0.169.0 forks a paginated thread without copying its rows (``forked_from_id``;
+    the history is read from the parent): only the fork's own prompt is in its file."""
+    (tmp_path / "a").mkdir()
+    parent = CodexRollout(tmp_path / "a" / "rollout-parent.jsonl", paginated=True)
+    parent.append(Typed("typed before the fork"), Reply("one"))
+    fork = parent.fork(tmp_path / "a" / "rollout-fork.jsonl")
+    fork.append(Typed("typed in the fork"), Reply("two"))
+    parent.path.unlink()
+    head = json.loads(fork.path.read_bytes().splitlines()[0])
+    assert head["payload"]["forked_from_id"] == parent.thread_id
+    assert _figures(fork.path, "codex", {"typed in the fork"}) == (1, 0, 0)
+    with pytest.raises(ValueError, match="paginated"):
+        CodexRollout(tmp_path / "legacy.jsonl").fork(tmp_path / "legacy-fork.jsonl")
 
 
 # --- real transcripts ------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class CodexRollout:
             or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
         windows: a session recorded on Windows (``%USERPROFILE%\\.codex\\sessions``):
             a drive-letter ``cwd``; lines end ``\n`` as on every platform.
+        forked_from: the thread this one was forked from (``session_meta``
+            ``forked_from_id``); see :meth:`fork`.
         paginated: write the rows of Codex 0.169.0 (``history_mode: paginated``):
             each typed turn is a ``task_started`` with ``turn_attribution``
             (``turn_trigger: "user"``), the user-role response item and the
@@ -88,16 +90,33 @@ class CodexRollout:
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                  clock: Callable[[], int] | None = None, source: str = "cli",
                  cwd: str | None = None, paginated: bool = False,
-                 windows: bool = False) -> None:
+                 windows: bool = False, forked_from: str | None = None) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
         self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._paginated = paginated
+        self._forked_from = forked_from
         self._turn_id: str | None = None
         self.turn_ids: list[str] = []
         """The ids of the turns written so far (paginated rollouts), oldest first."""
+
+    def fork(self, path: str | os.PathLike[str]) -> CodexRollout:
+        """``codex fork <this thread>`` into the new rollout ``path``, as Codex 0.169.0 writes
+        a fork of a paginated thread: a new ``session_meta`` naming this thread in
+        ``forked_from_id`` and none of this thread's rows (the new thread's history is
+        read from its parent; checked with ``codex exec fork ID PROMPT``: the fork's
+        ``ordinal`` goes on from the parent's last). Shares this builder's clock.
+
+        Raises:
+            ValueError: this rollout is not paginated (older builds' forks copy the
+                parent's rows, which this builder does not write).
+        """
+        if not self._paginated:
+            raise ValueError("only a paginated (0.169.0) thread's fork is built")
+        return CodexRollout(path, clock=self._file.now, source=self._source, cwd=self._cwd,
+                            paginated=True, forked_from=self.thread_id)
 
     def append(self, *turns: CodexTurn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
@@ -140,6 +159,8 @@ class CodexRollout:
                             "originator": "codex_exec" if self._source == "exec"
                             else "codex-tui", "thread_source": "user",
                             "history_mode": "paginated"})
+        if self._forked_from is not None:
+            payload["forked_from_id"] = self._forked_from
         return {"timestamp": now, "type": "session_meta", "payload": payload}
 
     def _line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
