@@ -30,6 +30,7 @@ from actors.testing import (
 )
 from actors.upstream.classify import classify_units
 from actors.upstream.claude.copyblock import CopiedBlock, copy_boundary
+from actors.upstream.codex.copies import fork_replay, replay_of
 from actors.upstream.common import NO_OWN_TEXTS
 from actors.upstream.opencode.store import classify_db_session
 from actors.upstream.qwen import classify as q
@@ -342,9 +343,64 @@ def test_a_codex_fork_whose_parent_is_deleted(tmp_path: Path) -> None:
     parent.path.unlink()
     head = json.loads(fork.path.read_bytes().splitlines()[0])
     assert head["payload"]["forked_from_id"] == parent.thread_id
+    assert fork_replay(str(fork.path)) is None
     assert _figures(fork.path, "codex", {"typed in the fork"}) == (1, 0, 0)
-    with pytest.raises(ValueError, match="paginated"):
-        CodexRollout(tmp_path / "legacy.jsonl").fork(tmp_path / "legacy-fork.jsonl")
+
+
+def test_a_codex_fork_of_a_legacy_thread_whose_parent_is_deleted(tmp_path: Path) -> None:
+    """Forking a legacy thread replays its rows, re-stamped to the fork: not typed again."""
+    parent = CodexRollout(tmp_path / "rollout-parent.jsonl")
+    parent.append(Typed("typed before the fork"), Reply("one"), Typed("again"), Reply("two"))
+    fork = parent.fork(tmp_path / "rollout-fork.jsonl")
+    assert _figures(fork.path, "codex", set()) == (0, 0, 0)  # linked now: the copies only
+    fork.append(Typed("typed in the fork"), Reply("three"))
+    parent.path.unlink()
+    assert _figures(fork.path, "codex", {"typed in the fork"}) == (1, 0, 0)
+
+
+def test_a_real_legacy_thread_forked(real_fixtures: Path, tmp_path: Path) -> None:
+    """The real 0.57.0 rollout forked as 0.169.0 forks it (checked with the real binary: its
+    four prompts replayed, then the fork's own): only the fork's own prompt is typed."""
+    source = (real_fixtures / "codex"
+              / "codex-0.57.0-tui-agentsmd-aborted-customprompt-excerpt.jsonl")
+    thread = json.loads(source.read_bytes().splitlines()[0])["payload"]["id"]
+    parent = CodexRollout(tmp_path / f"rollout-{thread}.jsonl", thread_id=thread)
+    parent.path.write_bytes(source.read_bytes())
+    fork = parent.fork(tmp_path / "rollout-fork.jsonl")
+    fork.append(Typed("typed in the fork"))
+    parent.path.unlink()
+    assert _figures(fork.path, "codex", {"typed in the fork"}) == (1, 0, 0)
+    reasons = [u["reason"] for u in classify_units("codex", str(fork.path))]
+    assert reasons.count("copied_row") == 4
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    # not a fork, a paginated fork, a fork that replays nothing, a broken first line
+    ([b'{"type":"session_meta","timestamp":"2026-01-01T00:00:00Z","payload":{"id":"a"}}'], None),
+    ([b'{"type":"session_meta","timestamp":"2026-01-01T00:00:00Z","payload":{"id":"a",'
+      b'"forked_from_id":"p","history_mode":"paginated"}}'], None),
+    ([b'{"type":"session_meta","timestamp":"2026-01-01T00:00:00Z","payload":{"id":"a",'
+      b'"forked_from_id":"p"}}', b'{"type":"event_msg","payload":{"type":"task_started"}}'],
+     None),
+    ([b"not json"], None),
+    ([], None),
+])
+def test_replay_of_what_is_not_a_replaying_fork(lines: list[bytes], expected: None) -> None:
+    assert replay_of(lines) is expected
+
+
+def test_a_replay_with_no_own_line_yet_is_the_burst() -> None:
+    meta = (b'{"type":"session_meta","timestamp":"2026-01-01T00:00:00Z","payload":{"id":"a",'
+            b'"forked_from_id":"p","history_mode":"legacy"}}')
+    parent = b'{"type":"session_meta","timestamp":"2026-01-01T00:00:00Z","payload":{"id":"p"}}'
+    replay = replay_of([meta, parent])
+    assert replay is not None
+    assert replay.own_start is None
+    forked = replay.forked_at
+    assert replay.is_copy(forked)
+    assert replay.is_copy(forked + 1000)
+    assert not replay.is_copy(forked + 1001)
+    assert not replay.is_copy(None)
 
 
 # --- real transcripts ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.codex.prompts import CODEX_PROMPTS
+from actors.upstream.common import epoch_ms
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 from actors.upstream.kit.windows import WINDOWS_CWD
@@ -103,20 +104,44 @@ class CodexRollout:
         """The ids of the turns written so far (paginated rollouts), oldest first."""
 
     def fork(self, path: str | os.PathLike[str]) -> CodexRollout:
-        """``codex fork <this thread>`` into the new rollout ``path``, as Codex 0.169.0 writes
-        a fork of a paginated thread: a new ``session_meta`` naming this thread in
-        ``forked_from_id`` and none of this thread's rows (the new thread's history is
-        read from its parent; checked with ``codex exec fork ID PROMPT``: the fork's
-        ``ordinal`` goes on from the parent's last). Shares this builder's clock.
+        """``codex fork <this thread>`` into the new rollout ``path``, as Codex 0.169.0 writes it
+        (checked with ``codex exec fork ID PROMPT``). Returns the fork's builder (sharing
+        this builder's clock); its appends are the fork's own turns.
+
+        * A paginated thread: a new ``session_meta`` naming this thread in
+          ``forked_from_id`` and none of this thread's rows (the history is read
+          from the parent; the fork's ``ordinal`` goes on from the parent's).
+        * A legacy thread (any rollout of an older build, e.g. a file written with
+          ``paginated=False`` or a real one): the fork's ``session_meta``
+          (``forked_from_id``, ``history_mode: "legacy"``), then every line of this
+          rollout, this thread's ``session_meta`` first, re-stamped to the fork's
+          instant, then the start of the fork's first turn (``task_started`` and a
+          context item whose ``internal_chat_message_metadata_passthrough.create_time``
+          is the fork's time).
 
         Raises:
-            ValueError: this rollout is not paginated (older builds' forks copy the
-                parent's rows, which this builder does not write).
+            OSError: this rollout cannot be read, or the fork cannot be written.
+            ValueError: this rollout holds a line that is not JSON.
         """
-        if not self._paginated:
-            raise ValueError("only a paginated (0.169.0) thread's fork is built")
-        return CodexRollout(path, clock=self._file.now, source=self._source, cwd=self._cwd,
-                            paginated=True, forked_from=self.thread_id)
+        fork = CodexRollout(path, clock=self._file.now, source=self._source, cwd=self._cwd,
+                            paginated=self._paginated, forked_from=self.thread_id)
+        if self._paginated:
+            return fork
+        meta = fork._session_meta()
+        meta["payload"].update({"cli_version": "0.169.0", "history_mode": "legacy"})
+        at = meta["timestamp"]
+        replayed = [{**json.loads(line), "timestamp": at}
+                    for line in self.path.read_text(encoding="utf-8").splitlines() if line]
+        started = epoch_ms(at) or 0
+        context = fork._line("response_item", {
+            "type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions instructions>"}],
+            "internal_chat_message_metadata_passthrough": {
+                "turn_id": None, "create_time": started / 1000,
+                "content_item_kinds": ["permissions.instructions"]}})
+        fork._file.write([meta, *replayed,
+                          fork._line("event_msg", {"type": "task_started"}), context])
+        return fork
 
     def append(self, *turns: CodexTurn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
