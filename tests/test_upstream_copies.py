@@ -203,6 +203,41 @@ def test_an_ordinary_session_has_no_copied_block(tmp_path: Path) -> None:
     assert _figures(session.path, "claude", {"one", "two"}) == (2, 0, 0)
 
 
+def test_the_rows_claude_code_2_1_328_wrote_resuming_from_another_folder() -> None:
+    """The real rows (reduced to the fields the rule reads) of ``claude -p PROMPT --resume ID
+    --fork-session`` run in another folder than the session's, 2.1.328 against the harness's
+    fake model: the new file in the other folder's project directory holds ``mode``,
+    ``atis-latch``, the new prompt's ``queue-operation`` rows, the copies (``sessionId``
+    rewritten, the copied reply naming the earlier session in ``requestSessionId``), then
+    the new prompt. (``--resume ID`` without ``--fork-session`` appended to the earlier
+    session's own file, in its own folder.)"""
+    old, new = "ca9a5f67-d4c7-40f2-b029-d2cf77b3e98e", "fb0847cb-3471-4543-a77e-f0be31cc8e5e"
+
+    def row(kind: str, at: str | None, **extra: object) -> bytes:
+        fields: dict[str, object] = {"type": kind, "sessionId": new, **extra}
+        if at is not None:
+            fields["timestamp"] = f"2026-12-06T23:44:{at}Z"
+        return json.dumps(fields).encode()
+
+    block = CopiedBlock(new)
+    for line in (row("mode", None), row("atis-latch", None),
+                 row("queue-operation", "58.638", operation="enqueue"),
+                 row("queue-operation", "58.639", operation="dequeue"),
+                 row("user", "56.382", uuid="b6b110d3"),
+                 row("attachment", "56.380", uuid="9bceed21"),
+                 row("assistant", "56.496", uuid="b9dfc647", requestSessionId=old),
+                 row("attachment", "56.598", uuid="dfebbb65"),
+                 row("user", "58.682", uuid="7ae392d8")):
+        block.feed(line)
+    boundary = block.boundary()
+    assert boundary is not None
+    assert _at("56.382") <= boundary < _at("58.682")
+
+
+def _at(second: str) -> int:
+    return 1796600640000 + round(float(second) * 1000)
+
+
 # --- the copied block, line by line ---------------------------------------------------------
 
 
@@ -219,16 +254,20 @@ def _boundary(*lines: bytes) -> int | None:
 
 
 def _ms(second: str) -> int:
-    return 1767225600000 + int(second) * 1000
+    return 1767225600000 + round(float(second) * 1000)
 
 
 @pytest.mark.parametrize(("lines", "expected"), [
     # Desktop: queue-operation now, copies with the earlier id, then the prompt.
     ((_row("queue-operation", "50", NEW), _row("user", "10", OLD, uuid="a"),
-      _row("assistant", "11", OLD, uuid="b"), _row("user", "51", NEW, uuid="c")), "11"),
+      _row("assistant", "11", OLD, uuid="b"), _row("user", "51", NEW, uuid="c")), "49.999"),
     # Copies first, then the file's own id.
     ((_row("user", "10", OLD, uuid="a"), _row("assistant", "11", OLD, uuid="b"),
       _row("user", "51", NEW, uuid="c"), _row("assistant", "59", OLD, uuid="d")), "11"),
+    # Desktop: an unanswered copied prompt after the last copied reply is a copy too.
+    ((_row("queue-operation", "50", NEW), _row("user", "10", OLD, uuid="a"),
+      _row("assistant", "11", OLD, uuid="b"), _row("user", "12", OLD, uuid="c"),
+      _row("user", "51", NEW, uuid="d")), "49.999"),
     # 2.1.328: rewritten ids, the copied reply names the earlier session.
     ((_row("mode", "00", NEW), _row("user", "10", NEW, uuid="a"),
       _row("assistant", "11", NEW, uuid="b", requestSessionId=OLD),

@@ -7,6 +7,11 @@ the earlier session's rows into the new file, each with its ``uuid`` and
 ``timestamp`` kept, before the new session's own rows. The copies name the
 earlier session themselves, one way or another:
 
+* 2.1.328 run as ``claude -p PROMPT --resume ID --fork-session`` in another
+  folder than the session's (checked with the real binary): a new file in
+  that folder's project directory, ``mode``, ``atis-latch``, the prompt's
+  ``queue-operation`` rows, the copies, then the prompt (``--resume ID``
+  without ``--fork-session`` appends to the earlier session's own file);
 * Claude Desktop's copies keep the earlier ``sessionId`` (rows written
   after the fork carry the new one: anthropics/claude-code#95234,
   #93859, Desktop engine 2.1.2xx);
@@ -27,9 +32,13 @@ prompt it is given so, often as the file's first line), or, in a file whose
 first row with a ``uuid`` carries another session's id, the first row with
 the file's own id. The copied block's *boundary* is the newest time among
 the marked copies made before the own start (all of them when no own start
-is seen). Every prompt typed in the new session is typed after the copy was
-made, so after that boundary; a typed row of the file whose time is not
-after it was typed before the copy, in the earlier session: a copy.
+is seen); when the own start was written before every marked copy (the
+layout ``claude -p --resume ID --fork-session`` and the Agent SDK write: the
+prompt's ``queue-operation`` rows, then the copies, then the prompt), it is
+the own start itself, so an unanswered copied prompt is a copy too. Every
+prompt typed in the new session is typed after the copy was made, so after
+that boundary; a typed row of the file whose time is not after it was typed
+before the copy, in the earlier session: a copy.
 
 Marked rows made after the own start (another session's row appearing later
 in a file) never move the boundary. Conservative: a copied block with no
@@ -102,6 +111,7 @@ class CopiedBlock:
         """The own start is known and a later own row was read: nothing can change."""
         self._marked: list[int] = []
         self._first_uuid_foreign: bool | None = None
+        self._start_first = False
 
     def feed(self, line: bytes) -> None:
         """Read one complete line (without its newline). Never raises."""
@@ -129,14 +139,25 @@ class CopiedBlock:
         if self.own_start is None:
             if row.type == "queue-operation" or (has_uuid and self._first_uuid_foreign):
                 self.own_start = at
+                self._start_first = not self._marked
         elif has_uuid and at >= self.own_start:
             self.done = True
 
     def boundary(self) -> int | None:
-        """The newest marked copy made before the own start (epoch ms), or ``None``."""
+        """The newest time a copy can have (epoch ms), or ``None`` (no copied block).
+
+        The newest marked copy made before the own start; when the own start
+        was written before every marked copy (the Agent SDK's layout), the
+        moment before the own start itself: every row older than it came
+        with the copy, whatever it holds.
+        """
         start = self.own_start
         times = [at for at in self._marked if start is None or at < start]
-        return max(times) if times else None
+        if not times:
+            return None
+        if start is not None and self._start_first:
+            return start - 1
+        return max(times)
 
 
 class _State:
