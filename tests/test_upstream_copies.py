@@ -195,12 +195,25 @@ def test_another_sessions_row_later_in_a_file_moves_no_boundary(tmp_path: Path) 
     assert _figures(session.path, "claude", {"one", "two"}) == (2, 0, 0)
 
 
-def test_an_ordinary_session_has_no_copied_block(tmp_path: Path) -> None:
+def test_an_ordinary_session_has_no_copied_block(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decided at the session's own first reply: later scans read nothing more for it."""
     session = ClaudeCodeTranscript(_folder(tmp_path, "-work") / f"{NEW}.jsonl",
                                    entrypoint="cli", prompt_source="typed")
     session.append(Typed("one"), Reply("a"), Typed("two"))
     assert copy_boundary(str(session.path)) is None
     assert _figures(session.path, "claude", {"one", "two"}) == (2, 0, 0)
+    fed: list[bytes] = []
+    real_feed = CopiedBlock.feed
+
+    def spy(self: CopiedBlock, line: bytes) -> None:
+        fed.append(line)
+        real_feed(self, line)
+
+    monkeypatch.setattr(CopiedBlock, "feed", spy)
+    session.append(Reply("b"), Typed("three"))
+    assert copy_boundary(str(session.path)) is None
+    assert fed == []
 
 
 def test_the_rows_claude_code_2_1_328_wrote_resuming_from_another_folder() -> None:

@@ -41,7 +41,10 @@ that boundary; a typed row of the file whose time is not after it was typed
 before the copy, in the earlier session: a copy.
 
 Marked rows made after the own start (another session's row appearing later
-in a file) never move the boundary. Conservative: a copied block with no
+in a file) never move the boundary. A reply of the session's own (an
+``assistant`` row with its id, naming no other session) read before any
+marked copy ends the reading: the file has no copied block (a continued
+file's first reply is a copy). Conservative: a copied block with no
 marked row (a 2.1.328 copy of a single prompt with no reply) gives no
 boundary (the sibling search of :mod:`actors.upstream.claude.copies` may
 still find its original).
@@ -108,7 +111,8 @@ class CopiedBlock:
         self.own_start: int | None = None
         """When the new session's first certainly-own row was written (epoch ms)."""
         self.done = False
-        """The own start is known and a later own row was read: nothing can change."""
+        """Nothing later can change the boundary: the own start is known and a later own
+        row was read, or the session's own reply came before any copy."""
         self._marked: list[int] = []
         self._first_uuid_foreign: bool | None = None
         self._start_first = False
@@ -135,6 +139,9 @@ class CopiedBlock:
                 self._marked.append(at)
             return
         if at is None or session != self.own_id:
+            return
+        if row.type == "assistant" and not self._marked:
+            self.done = True  # the session's own reply before any copy: no copied block
             return
         if self.own_start is None:
             if row.type == "queue-operation" or (has_uuid and self._first_uuid_foreign):
