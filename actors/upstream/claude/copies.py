@@ -24,9 +24,15 @@ transcripts:
   ``requestSessionId`` naming it): then this file holds the original and
   the row counts here.
 
+Before the siblings, the file itself is asked
+(:mod:`actors.upstream.claude.copyblock`, issue 32): a typed row made no later
+than the newest row of the file's copied block that names the earlier session
+(another ``sessionId``, a copied assistant row's ``requestSessionId``) is a
+copy, wherever its original is, or whether it still exists.
+
 Conservative both ways: an unreadable sibling proves nothing (the row
-counts), and a copy whose original file is gone cannot be recognised (it
-counts). Runs in the caller's thread (the monitor's scan, ``ssa classify``);
+counts), and a copy that neither its own file nor a sibling proves counts.
+Runs in the caller's thread (the monitor's scan, ``ssa classify``);
 blocks on directory listing and bounded reads; never raises.
 """
 
@@ -39,6 +45,7 @@ from collections.abc import Callable
 import msgspec
 
 from actors.upstream.claude.classify import classify_claude_line
+from actors.upstream.claude.copyblock import copy_boundary
 from actors.upstream.common import Unit, epoch_ms
 from actors.upstream.files import open_regular
 
@@ -133,15 +140,22 @@ def claude_copy_classifier(path: str) -> Callable[[bytes], Unit]:
     """:func:`~actors.upstream.claude.classify.classify_claude_line` for the transcript ``path``,
     where a typed row copied from an earlier session is ``copied_row``.
 
-    Only rows decided typed are checked (the row's ``uuid`` is read again from
-    the line; a row without one stays typed). The returned callable runs in
-    the caller's thread, blocks only as :func:`copied_from_elsewhere` does and
-    never raises.
+    Reads the file's copied block now (:func:`~actors.upstream.claude.copyblock.copy_boundary`:
+    a typed row made no later than its boundary is a copy). Then only rows
+    decided typed are checked against the siblings (the row's ``uuid`` is read
+    again from the line; a row without one stays typed). The returned callable
+    runs in the caller's thread, blocks only as :func:`copied_from_elsewhere`
+    does and never raises.
     """
+    boundary = copy_boundary(path)
+
     def classify(line: bytes) -> Unit:
         unit = classify_claude_line(line)
         if not unit.human:
             return unit
+        if boundary is not None and unit.occurred_at is not None and unit.occurred_at <= boundary:
+            logger.debug("a typed Claude Code row predates its file's copied block's end: a copy")
+            return Unit(human=False, reason="copied_row", occurred_at=unit.occurred_at)
         try:
             ids = _IDS.decode(line)
         except (msgspec.MsgspecError, RecursionError):

@@ -6,6 +6,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,13 @@ from actors.upstream.kit.jsonl import JsonlFile, iso
 from actors.upstream.kit.windows import WINDOWS_CWD
 
 __all__ = ["ClaudeCodeTranscript", "sample", "type_turn"]
+
+def _epoch_ms(value: object) -> int:
+    """A row's ISO ``timestamp`` as epoch ms (0 when it has none)."""
+    if not isinstance(value, str):
+        return 0
+    return int(datetime.fromisoformat(value).timestamp() * 1000)
+
 
 _COMPACTED = ("This session is being continued from a previous conversation that ran out of "
               "context. The conversation is summarized below:\n")
@@ -41,6 +49,10 @@ class ClaudeCodeTranscript:
             row (``None``: none). With either option a typed row also gets
             ``origin: {"kind": "human"}``, as 2.1.328 and Claude Desktop write.
         version: the ``version`` written into each row.
+        queue_operations: write the Agent SDK's ``queue-operation`` rows
+            (``enqueue`` with the text, then ``dequeue``) before each
+            :class:`~actors.testing.Typed` row, as ``claude -p``, the Agent SDK
+            and Claude Desktop do (fixture ``cc-2.1.152-sdk-cli-redacted.jsonl``).
 
     Each :meth:`append` writes whole lines with one ``write`` call, as the
     tool's append-only writer does, so a monitor never sees half a turn.
@@ -50,12 +62,14 @@ class ClaudeCodeTranscript:
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, cwd: str | None = None,
                  entrypoint: str | None = None, prompt_source: str | None = None,
-                 version: str = "2.1.37", windows: bool = False) -> None:
+                 version: str = "2.1.37", windows: bool = False,
+                 queue_operations: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.session_id = session_id or self.path.stem
         self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._entrypoint, self._prompt_source, self._version = entrypoint, prompt_source, version
+        self._queue_operations = queue_operations
 
     def injected(self, text: str, *, origin_kind: str | None, prompt_source: str | None = None,
                  **extra: Any) -> int:
@@ -77,13 +91,25 @@ class ClaudeCodeTranscript:
             fields["promptSource"] = source
         return self._file.write([self._user(text, **fields)])
 
-    def copy_of(self, earlier: Path) -> int:
-        """Start this transcript as Claude Code 2.1.328 does for a conversation continued
-        under a new session id (``--continue --fork-session``): its ``mode``,
-        ``permission-mode`` and ``atis-latch`` rows, then every row of ``earlier``
-        that has a ``uuid``, with ``uuid`` and ``timestamp`` kept and ``sessionId``
-        rewritten (a copied assistant row names the earlier session in
-        ``requestSessionId``). Returns how many lines were written.
+    def copy_of(self, earlier: Path, *, keep_session_ids: bool = False) -> int:
+        """Start this transcript as Claude Code does for a conversation continued
+        under a new session id: its ``mode``, ``permission-mode`` and ``atis-latch``
+        rows, then every row of ``earlier`` that has a ``uuid``, with ``uuid`` and
+        ``timestamp`` kept. Returns how many lines were written.
+
+        Args:
+            earlier: the earlier session's transcript (it may live in another
+                project folder; it may be deleted afterwards).
+            keep_session_ids: ``False`` (default): as 2.1.328 does
+                (``--continue --fork-session``, ``--resume ID --fork-session``):
+                ``sessionId`` rewritten to this session's, a copied assistant
+                row naming the earlier session in ``requestSessionId``.
+                ``True``: as Claude Desktop's engine does when it reopens or
+                forks a conversation (anthropics/claude-code#95234): every
+                copy keeps the earlier ``sessionId``.
+
+        The transcript's own clock (when no clock was given) moves past the
+        copies, as the real session's rows come after them.
 
         Raises:
             OSError: a file cannot be read or written.
@@ -93,18 +119,54 @@ class ClaudeCodeTranscript:
             {"type": "mode", "mode": "normal", "sessionId": self.session_id},
             {"type": "permission-mode", "permissionMode": "default", "sessionId": self.session_id},
             {"type": "atis-latch", "atis": "", "sessionId": self.session_id}]
+        rows += self._copies(earlier, keep_session_ids=keep_session_ids)
+        return self._file.write(rows)
+
+    def desktop_continuation(self, earlier: Path, text: str) -> int:
+        """Claude Desktop continues the conversation of ``earlier`` in this new file with
+        the prompt ``text``: the Agent SDK's ``queue-operation`` rows for the prompt
+        (``enqueue`` with its text, ``dequeue``), then every row of ``earlier`` with
+        ``uuid``, ``timestamp`` and ``sessionId`` kept, then the typed prompt row
+        (``entrypoint`` and ``promptSource`` as this transcript's, e.g.
+        ``claude-desktop`` / ``sdk``, with ``origin.kind: "human"``). Returns how
+        many lines were written.
+
+        Raises:
+            OSError: a file cannot be read or written.
+            ValueError: ``earlier`` holds a line that is not JSON.
+        """
+        copies = self._copies(earlier, keep_session_ids=True)
+        queued = self._queue_operations_of(text)
+        typed = [row for row in self._rows(t.Typed(text)) if row["type"] != "queue-operation"]
+        return self._file.write(queued + copies + typed)
+
+    def _copies(self, earlier: Path, *, keep_session_ids: bool) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
         parent: str | None = None
+        newest = 0
         for line in earlier.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if not isinstance(row, dict) or "uuid" not in row:
                 continue
-            copy = {**row, "sessionId": self.session_id, "parentUuid": parent}
-            if row.get("type") == "assistant":
-                copy["requestSessionId"] = row.get("sessionId")
+            copy = {**row, "parentUuid": parent}
+            if not keep_session_ids:
+                copy["sessionId"] = self.session_id
+                if row.get("type") == "assistant":
+                    copy["requestSessionId"] = row.get("sessionId")
             rows.append(copy)
             parent = str(row["uuid"])
+            newest = max(newest, _epoch_ms(row.get("timestamp")))
         self._file.parent = parent
-        return self._file.write(rows)
+        self._file.catch_up(newest)
+        return rows
+
+    def _queue_operations_of(self, text: str) -> list[dict[str, Any]]:
+        enqueue = {"type": "queue-operation", "operation": "enqueue",
+                   "timestamp": iso(self._file.now()), "sessionId": self.session_id,
+                   "content": text}
+        dequeue = {"type": "queue-operation", "operation": "dequeue",
+                   "timestamp": iso(self._file.now()), "sessionId": self.session_id}
+        return [enqueue, dequeue]
 
     def prompt_command(self, name: str, expansion: str, *, meta: bool = False) -> int:
         """The person runs a built-in prompt command (``/init``): Claude Code writes the
@@ -169,12 +231,13 @@ class ClaudeCodeTranscript:
     def _rows(self, turn: t.Turn) -> list[dict[str, Any]]:
         match turn:
             case t.Typed(text=text):
+                queued = self._queue_operations_of(text) if self._queue_operations else []
                 if self._entrypoint is None and self._prompt_source is None:
-                    return [self._user(text)]
+                    return [*queued, self._user(text)]
                 typed: dict[str, Any] = {"origin": {"kind": "human"}}
                 if self._prompt_source is not None:
                     typed["promptSource"] = self._prompt_source
-                return [self._user(text, **typed)]
+                return [*queued, self._user(text, **typed)]
             case t.Reply(text=text):
                 return [self._assistant({"type": "text", "text": text})]
             case t.ToolCall(name=name, input=arguments, call_id=call_id):

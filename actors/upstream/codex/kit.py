@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.codex.prompts import CODEX_PROMPTS
+from actors.upstream.common import epoch_ms
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 from actors.upstream.kit.windows import WINDOWS_CWD
@@ -68,6 +69,8 @@ class CodexRollout:
             or :data:`~actors.upstream.kit.windows.WINDOWS_CWD` when ``windows``).
         windows: a session recorded on Windows (``%USERPROFILE%\\.codex\\sessions``):
             a drive-letter ``cwd``; lines end ``\n`` as on every platform.
+        forked_from: the thread this one was forked from (``session_meta``
+            ``forked_from_id``); see :meth:`fork`.
         paginated: write the rows of Codex 0.169.0 (``history_mode: paginated``):
             each typed turn is a ``task_started`` with ``turn_attribution``
             (``turn_trigger: "user"``), the user-role response item and the
@@ -88,16 +91,57 @@ class CodexRollout:
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                  clock: Callable[[], int] | None = None, source: str = "cli",
                  cwd: str | None = None, paginated: bool = False,
-                 windows: bool = False) -> None:
+                 windows: bool = False, forked_from: str | None = None) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
         self._source = source
         self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
         self._paginated = paginated
+        self._forked_from = forked_from
         self._turn_id: str | None = None
         self.turn_ids: list[str] = []
         """The ids of the turns written so far (paginated rollouts), oldest first."""
+
+    def fork(self, path: str | os.PathLike[str]) -> CodexRollout:
+        """``codex fork <this thread>`` into the new rollout ``path``, as Codex 0.169.0 writes it
+        (checked with ``codex exec fork ID PROMPT``). Returns the fork's builder (sharing
+        this builder's clock); its appends are the fork's own turns.
+
+        * A paginated thread: a new ``session_meta`` naming this thread in
+          ``forked_from_id`` and none of this thread's rows (the history is read
+          from the parent; the fork's ``ordinal`` goes on from the parent's).
+        * A legacy thread (any rollout of an older build, e.g. a file written with
+          ``paginated=False`` or a real one): the fork's ``session_meta``
+          (``forked_from_id``, ``history_mode: "legacy"``), then every line of this
+          rollout, this thread's ``session_meta`` first, re-stamped to the fork's
+          instant, then the start of the fork's first turn (``task_started`` and a
+          context item whose ``internal_chat_message_metadata_passthrough.create_time``
+          is the fork's time).
+
+        Raises:
+            OSError: this rollout cannot be read, or the fork cannot be written.
+            ValueError: this rollout holds a line that is not JSON.
+        """
+        fork = CodexRollout(path, clock=self._file.now, source=self._source, cwd=self._cwd,
+                            paginated=self._paginated, forked_from=self.thread_id)
+        if self._paginated:
+            return fork
+        meta = fork._session_meta()
+        meta["payload"].update({"cli_version": "0.169.0", "history_mode": "legacy"})
+        at = meta["timestamp"]
+        replayed = [{**json.loads(line), "timestamp": at}
+                    for line in self.path.read_text(encoding="utf-8").splitlines() if line]
+        started = epoch_ms(at) or 0
+        context = fork._line("response_item", {
+            "type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions instructions>"}],
+            "internal_chat_message_metadata_passthrough": {
+                "turn_id": None, "create_time": started / 1000,
+                "content_item_kinds": ["permissions.instructions"]}})
+        fork._file.write([meta, *replayed,
+                          fork._line("event_msg", {"type": "task_started"}), context])
+        return fork
 
     def append(self, *turns: CodexTurn) -> int:
         """Write the rows of ``turns`` in one write; return how many lines.
@@ -140,6 +184,8 @@ class CodexRollout:
                             "originator": "codex_exec" if self._source == "exec"
                             else "codex-tui", "thread_source": "user",
                             "history_mode": "paginated"})
+        if self._forked_from is not None:
+            payload["forked_from_id"] = self._forked_from
         return {"timestamp": now, "type": "session_meta", "payload": payload}
 
     def _line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:

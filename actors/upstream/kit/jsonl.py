@@ -48,6 +48,12 @@ class JsonlFile:
         assert self._clock is not None
         return self._clock()
 
+    def catch_up(self, ms: int) -> None:
+        """Move a private clock on to at least ``ms`` (epoch ms), e.g. past rows copied
+        from another file; a clock the caller gave is the caller's to move."""
+        if self._own is not None and self._own() < ms:
+            self._own.advance(ms - self._own())
+
     def is_empty(self) -> bool:
         """Whether nothing was written yet (a missing file counts as empty)."""
         try:
