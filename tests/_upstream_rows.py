@@ -46,9 +46,13 @@ def pi_header(version: int | None = 3) -> bytes:
     return json.dumps(row).encode() + b"\n"
 
 
-def pi_user(text: str) -> bytes:
-    """A Pi v3 user message entry."""
-    return PiSession(_UNUSED, session_id=_PI_SESSION).lines(Typed(text))
+def pi_user(text: str, *, version: int = 3) -> bytes:
+    """A Pi user message entry (``version``: the session format, 1-3)."""
+    return PiSession(_UNUSED, session_id=_PI_SESSION, version=version).lines(Typed(text))
+
+
+NOT_A_PI_SESSION = b'{"type":"note","id":"x","timestamp":"2026-06-05T05:24:28.246Z"}\n'
+"""A first line that is no Pi ``session`` header: such a file is adopted without a link."""
 
 
 def codex_paginated_user(text: str, *, ordinal: int = 100) -> bytes:

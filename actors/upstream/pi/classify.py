@@ -2,8 +2,11 @@
 
 Pi (badlogic/pi-mono ``coding-agent``) keeps one JSONL file per session under
 ``~/.pi/agent/sessions/--<cwd>--/``: line 0 is a ``{"type": "session"}``
-header, every later line an entry (upstream-formats.md §5.2). Only append-only
-v3 files are linked (anchor-openclaw-behaviour.md §3.17 "Pi"); the monitor
+header, every later line an entry (upstream-formats.md §5.2). Files of every
+format Pi wrote are linked: v1 (no ``version``, until 2025-12-30), v2
+(2025-12-30 to 2026-01-05) and v3 (since then); see
+:func:`pi_header_verdict`. OpenClaw links v3 only (anchor-openclaw-behaviour.md
+§3.17 "Pi"); the monitor
 reads the header with :func:`pi_header_version` and then feeds each complete
 line to :func:`classify_pi_line`.
 
@@ -333,11 +336,19 @@ _header_id_decoder = msgspec.json.Decoder(_HeaderId)
 def pi_header_verdict(first_line: bytes) -> tuple[str | None, str | None]:
     """``(session id or None, refusal or None)`` from a Pi session file's header line.
 
-    Only v3 files may be linked: an older or unreadable header is refused
-    ``legacy_pi_format``. Pure; never raises.
+    Every format version Pi wrote is linked (v1, v2, v3; a later one too):
+    their user ``message`` entries have the same shape, so each line is
+    decided by the same rules. Pi's migrations
+    (``packages/coding-agent/src/core/session-manager.ts`` at pi-mono
+    ``83378aad``: ``migrateV1ToV2`` adds ``id``/``parentId`` and a ``version``,
+    ``migrateV2ToV3`` renames the ``hookMessage`` role to ``custom``) change
+    no user message. When Pi opens an older file it rewrites it whole in the
+    new format; the scan re-baselines a rewritten file (nothing in it counts
+    again). A first line that is not a ``session`` header with a usable
+    ``version`` is refused ``not_a_pi_session``. Pure; never raises.
     """
     version = pi_header_version(first_line)
-    refusal = "legacy_pi_format" if version is None or version < 3 else None
+    refusal = "not_a_pi_session" if version is None else None
     try:
         value = _header_id_decoder.decode(first_line).id
     except (msgspec.DecodeError, RecursionError):
