@@ -10,6 +10,7 @@ fixtures are read in place from ``shared/`` beside the repository.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,24 @@ def test_the_real_v1_files_are_read() -> None:
     assert not [d for d in decisions if d[0]]
     assert [i for i, d in enumerate(decisions) if d[1] == "copied_row"] == [
         1, 12, 20, 23, 25, 27, 29]
+
+
+def test_an_unknown_entry_type_or_role_is_not_typed_and_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    PiSession(path).append(Typed("hello"))
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"brand_new_entry_xyz","id":"a1","text":"secret words"}\n'
+                     b'{"type":"message","id":"a2","message":{"role":"narratorXyz",'
+                     b'"content":"secret words"}}\n'
+                     b'{"type":"brand_new_entry_xyz","id":"a3"}\n')
+    with caplog.at_level(logging.WARNING, logger="actors.upstream.pi.classify"):
+        decisions = _decisions(path)
+    assert decisions[-3:] == [(False, "not_message"), (False, "not_user"),
+                              (False, "not_message")]
+    logged = [r.getMessage() for r in caplog.records if "Xyz" in r.getMessage()
+              or "xyz" in r.getMessage()]
+    assert logged == ["Pi row kind 'brand_new_entry_xyz' is unknown: decided not typed",
+                      "Pi row kind 'role:narratorXyz' is unknown: decided not typed"]
+    assert "secret" not in caplog.text
