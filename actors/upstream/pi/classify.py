@@ -54,7 +54,12 @@ decisions:
   never writes them, so only a corrupted file is affected. Lone ``\\uD8xx``
   escapes are valid JSON and are accepted.
 
-Everything here is pure: no I/O, no logging, no shared mutable state, safe to
+Everything here is pure: no I/O, no shared mutable state beyond the
+lock-guarded set of unknown kinds already logged (an entry ``type`` or a
+message role this release does not know is decided not typed, ``not_message``
+/ ``not_user``, and its name logged once per process:
+:func:`~actors.upstream.kindlog.log_unknown_kind`; every entry type and role
+of pi-mono ``83378aad`` and the v1/v2 ``hookMessage`` are known), safe to
 call from any thread, and nothing raises whatever the input. The typed text is
 returned only so the monitor can recognise the gateway's own texts; it is
 never logged.
@@ -62,6 +67,7 @@ never logged.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 
@@ -77,7 +83,10 @@ from actors.upstream.common import (
     is_utf8,
     normalize_text,
 )
+from actors.upstream.kindlog import log_unknown_kind
 from actors.upstream.pi.inputs import INPUT_FIELD, input_source_reason
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["classify_pi_line", "pi_header_verdict", "pi_header_version", "pi_project",
            "skill_invocation"]
@@ -173,9 +182,13 @@ def _decide(
     """The classification rule, on a view both decode paths build the same way."""
     if entry_type != "message":
         reason = _ENTRY_REASONS.get(entry_type) if isinstance(entry_type, str) else None
+        if reason is None and isinstance(entry_type, str):
+            log_unknown_kind(logger, "Pi", entry_type)
         return Unit(human=False, reason=reason or "not_message")
     if role != "user":
         reason = _ROLE_REASONS.get(role) if isinstance(role, str) else None
+        if reason is None and isinstance(role, str):
+            log_unknown_kind(logger, "Pi", f"role:{role}")
         return Unit(human=False, reason=reason or "not_user")
     media = False
     if isinstance(content, str):
@@ -264,8 +277,8 @@ def classify_pi_line(line: bytes) -> Unit:
         recorded as sent by a program, :mod:`actors.upstream.pi.inputs`).
 
     Rule source: upstream-formats.md §5.2, §5.3, §5.5 and the policies in
-    the module docstring. Pure (no I/O, no logging), thread-safe, and never
-    raises.
+    the module docstring. Pure (no I/O; an unknown entry type or role is logged
+    once, its name only), thread-safe, and never raises.
     """
     if not is_utf8(line):
         return _STOP
@@ -301,7 +314,8 @@ def pi_header_version(first_line: bytes) -> int | None:
         so the caller can refuse to link it. Only v3 files are append-only
         and may be linked (anchor §3.17 "Pi").
 
-    Pure (no I/O, no logging), thread-safe, and never raises.
+    Pure (no I/O; an unknown entry type or role is logged once, its name only),
+    thread-safe, and never raises.
     """
     if not is_utf8(first_line):
         return None

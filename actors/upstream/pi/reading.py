@@ -12,15 +12,13 @@ from actors.upstream.jsonl import line_reading
 from actors.upstream.pi.classify import classify_pi_line, pi_header_verdict, pi_project
 from actors.upstream.pi.copies import pi_copy_classifier
 from actors.upstream.pi.kit import sample, type_turn
-from actors.upstream.pi.unknown import logging_unknown
 from actors.upstream.reading import Reading
 
 __all__ = ["READING"]
 
-READING: Reading = line_reading(logging_unknown(classify_pi_line),
-                                classify_at=lambda path: logging_unknown(pi_copy_classifier(path)),
+READING: Reading = line_reading(classify_pi_line, classify_at=pi_copy_classifier,
                                 header=pi_header_verdict, project=pi_project,
                                 sample=sample, type_turn=type_turn)
 """Pi's reading: session files of every format (v1-v3, by their header) are linked; the
 prompts a forked session copied from its parent (:mod:`actors.upstream.pi.copies`) are not
-typed; an entry kind Pi is not known to write is logged once (:mod:`actors.upstream.pi.unknown`)."""
+typed."""
