@@ -158,8 +158,8 @@ class _Writer:
         path = (self.catalogs["claude"] / f"-home-user-work-project{i % self.projects:04d}"
                 / f"{thread}.jsonl")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"".join(claude_user(prose(self.rng, 12))
-                                  + claude_assistant(prose(self.rng, 90))
+        path.write_bytes(b"".join(claude_user(prose(self.rng, 12), session_id=thread)
+                                  + claude_assistant(prose(self.rng, 90), session_id=thread)
                                   for _ in range(TURNS)))
         return Transcript("claude", path, thread)
 
@@ -260,6 +260,6 @@ def append_typed(transcript: Transcript, text: str) -> None:
     """
     if transcript.source == "claude":
         with open(transcript.path, "ab") as handle:
-            handle.write(claude_user(text))
+            handle.write(claude_user(text, session_id=transcript.thread_id))
         return
     _reading(transcript.source).type_turn(str(transcript.path), transcript.thread_id, text)

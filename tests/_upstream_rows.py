@@ -23,16 +23,22 @@ def _ms(timestamp: str) -> int:
     return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def claude_user(text: str, *, timestamp: str | None = None) -> bytes:
+CLAUDE_SESSION = _CLAUDE_SESSION
+"""The session id the rows below carry by default: name a ``<uuid>.jsonl`` transcript
+after it (a row of another session in such a file is a copy of that session's)."""
+
+
+def claude_user(text: str, *, timestamp: str | None = None,
+                session_id: str = _CLAUDE_SESSION) -> bytes:
     """A Claude Code user row as the CLI writes it for a typed prompt."""
     clock = None if timestamp is None else (lambda: _ms(timestamp))
-    return ClaudeCodeTranscript(_UNUSED, session_id=_CLAUDE_SESSION, clock=clock).lines(
+    return ClaudeCodeTranscript(_UNUSED, session_id=session_id, clock=clock).lines(
         Typed(text))
 
 
-def claude_assistant(text: str) -> bytes:
+def claude_assistant(text: str, *, session_id: str = _CLAUDE_SESSION) -> bytes:
     """A Claude Code assistant row."""
-    return ClaudeCodeTranscript(_UNUSED, session_id=_CLAUDE_SESSION).lines(Reply(text))
+    return ClaudeCodeTranscript(_UNUSED, session_id=session_id).lines(Reply(text))
 
 
 def pi_header(version: int | None = 3) -> bytes:
@@ -46,9 +52,13 @@ def pi_header(version: int | None = 3) -> bytes:
     return json.dumps(row).encode() + b"\n"
 
 
-def pi_user(text: str) -> bytes:
-    """A Pi v3 user message entry."""
-    return PiSession(_UNUSED, session_id=_PI_SESSION).lines(Typed(text))
+def pi_user(text: str, *, version: int = 3) -> bytes:
+    """A Pi user message entry (``version``: the session format, 1-3)."""
+    return PiSession(_UNUSED, session_id=_PI_SESSION, version=version).lines(Typed(text))
+
+
+NOT_A_PI_SESSION = b'{"type":"note","id":"x","timestamp":"2026-06-05T05:24:28.246Z"}\n'
+"""A first line that is no Pi ``session`` header: such a file is adopted without a link."""
 
 
 def codex_paginated_user(text: str, *, ordinal: int = 100) -> bytes:

@@ -82,17 +82,19 @@ PIPE_TIMEOUT_S = 20.0
 MAX_SCANS = 12
 SOURCE_DIRS = {"claude": "claude-code", "codex": "codex", "pi": "pi"}
 # Transcripts the monitor links (the others are adopted without a link: Codex exec
-# threads, Pi files older than v3).
+# threads). pi-v1-compaction-bash-excerpt.jsonl is a v1 branch (branchedFrom) whose rows
+# are copies, decided by the header's time, which the per-line count here does not model:
+# tests/test_upstream_pi_versions.py reads it.
 LINKED = {
     "claude": sorted(p.name for p in (FIXTURES / "claude-code").glob("*.jsonl")),
     "codex": ["codex-0.152.1-tui-paginated.jsonl",
               "codex-0.34.0-tui-kind-plain-excerpt.jsonl",
               "codex-0.57.0-tui-agentsmd-aborted-customprompt-excerpt.jsonl",
               "codex-0.34.0-env-context-only.jsonl"],
-    "pi": ["pi-v3-openclaw-gateway-excerpt.jsonl", "pi-v3-print-redacted.jsonl"],
+    "pi": ["pi-v3-openclaw-gateway-excerpt.jsonl", "pi-v3-print-redacted.jsonl",
+           "pi-v1-header-mode-excerpt.jsonl"],
 }
-REFUSED = {"codex": ["codex-0.135.0-exec-legacy-redacted.jsonl"],
-           "pi": ["pi-v1-compaction-bash-excerpt.jsonl", "pi-v1-header-mode-excerpt.jsonl"]}
+REFUSED = {"codex": ["codex-0.135.0-exec-legacy-redacted.jsonl"]}
 MAIN_FIXTURE = {"claude": "cc-2.1.37-cli-prompt-tools-exit.jsonl",
                 "codex": "codex-0.152.1-tui-paginated.jsonl",
                 "pi": "pi-v3-print-redacted.jsonl"}

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from actors.engine.notices import notice_text
 from persistence import open_backend
 from scripts.procs import Worker
-from tests._upstream_rows import claude_assistant, claude_user
+from tests._upstream_rows import CLAUDE_SESSION, claude_assistant, claude_user
 from tests.conftest import SignalLogDb
 
 WATCHER = "agent:main:main"
@@ -230,7 +230,7 @@ def test_an_unhosted_watcher_is_woken_in_the_process_of_the_producer(
 def test_two_monitoring_processes_count_each_typed_turn_once(
     db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = _transcript(tmp_path, "0b6c2a3e-5f0a-4c1e-9a57-3f1f7c1a2b3c")
+    transcript = _transcript(tmp_path, CLAUDE_SESSION)
     key = "agent:main:claude:one"
     # Leases of 10 ms pass the link back and forth between the two monitors,
     # whose scans are sent at the same moment: whichever scans, and however
@@ -261,7 +261,7 @@ def test_two_monitoring_processes_count_each_typed_turn_once(
 def test_a_scan_lease_keeps_the_second_monitor_off_the_link(
     db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = _transcript(tmp_path, "1c7d3b4f-6a1b-4d2f-8b68-4a2a8d2b3c4d")
+    transcript = _transcript(tmp_path, CLAUDE_SESSION)
     key = "agent:main:claude:two"
     a, b = _start(workers, db), _start(workers, db)
     a.call("adopt", key, "claude", str(transcript), WATCHER)
@@ -499,7 +499,7 @@ def test_a_replacement_host_is_woken_for_the_notices_its_dead_predecessor_left(
 def test_a_process_that_only_adopts_leaves_the_link_to_the_monitoring_one(
     db: Path | str, workers: list[Worker], tmp_path: Path,
 ) -> None:
-    transcript = _transcript(tmp_path, "2d8e4c5a-7b2c-4e3a-9c79-5b3b9e3c4d5e")
+    transcript = _transcript(tmp_path, CLAUDE_SESSION)
     key = "agent:main:claude:three"
     web, scheduler = _start(workers, db), _start(workers, db)
     assert scheduler.call("scan") == []  # it monitors (nothing linked yet)

@@ -17,7 +17,7 @@ import pytest
 from actors import Gateway, GatewayConfig
 from actors.errors import ArgumentTypeError, InvalidArgument, InvalidSessionKey
 from actors.upstream.classify import classify_units
-from tests._upstream_rows import claude_user, pi_header, pi_user
+from tests._upstream_rows import NOT_A_PI_SESSION, claude_user, pi_header, pi_user
 from tests.conftest import DAY_MS, WATCHER, ManualClock
 
 TIMEOUT = 10.0
@@ -141,11 +141,15 @@ def test_classify_reports_what_the_monitor_would_decide(tmp_path: Path) -> None:
     assert [(u["line"], u["reason"])
             for u in classify_units("claude", str(big), scan_cap_bytes=1000)] == [
         (0, "typed"), (1, "typed"), (2, "partial_line")]  # a row for every line, long or not
-    legacy = tmp_path / "legacy.jsonl"
-    legacy.write_bytes(pi_header(None) + pi_user("typed"))
-    assert [u["human"] for u in classify_units("pi", str(legacy))] == [False, False]
-    assert "not_monitored: legacy_pi_format" in next(
-        iter(u["reason"] for u in classify_units("pi", str(legacy)) if u["line"] == 1))
+    legacy = tmp_path / "legacy.jsonl"  # a v1 file (no version): read like v3
+    legacy.write_bytes(pi_header(None) + pi_user("typed", version=1))
+    assert [(u["human"], u["reason"]) for u in classify_units("pi", str(legacy))] == [
+        (False, "header"), (True, "typed")]
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(NOT_A_PI_SESSION + pi_user("typed"))
+    assert [u["human"] for u in classify_units("pi", str(odd))] == [False, False]
+    assert "not_monitored: not_a_pi_session" in next(
+        iter(u["reason"] for u in classify_units("pi", str(odd)) if u["line"] == 1))
 
 
 def test_adopt_rejects_bad_paths_flags_and_thread_ids(gateway: Gateway, tmp_path: Path) -> None:

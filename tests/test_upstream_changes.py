@@ -314,7 +314,7 @@ def test_adopt_many_adopts_watches_and_answers_in_order(
 
     gw = open_gateway()
     legacy_pi = tmp_path / "legacy.jsonl"
-    legacy_pi.write_bytes(b'{"type":"session","id":"x","timestamp":"2025-01-01T00:00:00Z"}\n')
+    legacy_pi.write_bytes(b'{"type":"note","id":"x","timestamp":"2025-01-01T00:00:00Z"}\n')
     requests = [AdoptRequest(key=_key(i), source="claude", path=p) for i, p in enumerate(home)]
     requests.insert(2, AdoptRequest(key="agent:main:gone", source="claude",
                                     path=str(tmp_path / "missing.jsonl")))

@@ -187,7 +187,7 @@ def test_paginated_fixture_reasons() -> None:
         "event",  # 1 task_started
         "response_item",  # 2 developer message
         "injected_context",  # 3 <environment_context>
-        "other",  # 4 world_state
+        "world_state",  # 4
         "turn_context",  # 5
         "response_item_duplicate",  # 6 "Hi", content_item_kinds user.text
         "typed",  # 7 item_completed UserMessage
@@ -492,8 +492,13 @@ def test_other_events_are_not_human(payload: dict[str, object]) -> None:
         ("session_meta", "session_meta"),
         ("turn_context", "turn_context"),
         ("compacted", "compacted"),
-        ("world_state", "other"),
-        ("inter_agent_communication", "other"),
+        ("world_state", "world_state"),
+        ("inter_agent_communication", "inter_agent_communication"),
+        ("inter_agent_communication_metadata", "inter_agent_communication_metadata"),
+        ("security_risk_score", "security_risk_score"),
+        ("realtime_item", "realtime_item"),
+        ("thread_rolled_back_in_2027", "unknown_kind"),
+        ("message", "pre_envelope"),
     ],
 )
 def test_non_event_rows(kind: str, reason: str) -> None:
@@ -502,10 +507,10 @@ def test_non_event_rows(kind: str, reason: str) -> None:
 
 
 def test_user_message_outside_event_msg_or_without_payload() -> None:
-    assert classify_codex_line(b'{"type":"event_msg"}').reason == "other"
-    assert classify_codex_line(b'{"type":"event_msg","payload":null}').reason == "other"
+    assert classify_codex_line(b'{"type":"event_msg"}').reason == "no_payload"
+    assert classify_codex_line(b'{"type":"event_msg","payload":null}').reason == "no_payload"
     assert classify_codex_line(b'{"payload":{"type":"user_message","message":"x"}}').reason == (
-        "other"
+        "unknown_kind"
     )
 
 

@@ -37,12 +37,17 @@ def _append(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
+def _pi_v1_user(text: str) -> bytes:
+    return pi_user(text, version=1)
+
+
 CASES = [
     ("claude", "claude-code/cc-2.1.37-cli-prompt-tools-exit.jsonl", claude_user),
     ("claude", "claude-code/cc-2.0.74-vscode-ide-opened-file.jsonl", claude_user),
     ("codex", "codex/codex-0.152.1-tui-paginated.jsonl", codex_paginated_user),
     ("codex", "codex/codex-0.34.0-tui-kind-plain-excerpt.jsonl", codex_legacy_user),
     ("pi", "pi/pi-v3-print-redacted.jsonl", pi_user),
+    ("pi", "pi/pi-v1-header-mode-excerpt.jsonl", _pi_v1_user),  # Pi's v1 format is read too
 ]
 
 
@@ -101,7 +106,6 @@ def test_a_typed_turn_in_a_real_opencode_store_gives_one_event_then_missing(
 
 @pytest.mark.parametrize(("source", "fixture"), [
     ("codex", "codex/codex-0.135.0-exec-legacy-redacted.jsonl"),
-    ("pi", "pi/pi-v1-header-mode-excerpt.jsonl"),
 ])
 def test_untrusted_real_sources_are_adopted_without_a_link(
     gateway: Gateway, tmp_path: Path, source: str, fixture: str,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from actors import AdoptRequest, Gateway, GatewayConfig
-from tests._upstream_rows import claude_assistant, claude_user
+from tests._upstream_rows import CLAUDE_SESSION, claude_assistant, claude_user
 from tests.conftest import WATCHER, ManualClock
 
 CONFIG = GatewayConfig(lease_ms=10_000)
@@ -14,7 +14,7 @@ KEY = "agent:main:claude:leased"
 
 
 def _transcript(tmp_path: Path) -> Path:
-    path = tmp_path / "projects" / "-work" / "3e9f5d6b-8c3d-4f4b-8d8a-6c4caf4d5e6f.jsonl"
+    path = tmp_path / "projects" / "-work" / f"{CLAUDE_SESSION}.jsonl"  # its rows' session
     path.parent.mkdir(parents=True)
     path.write_bytes(claude_user("before") + claude_assistant("ok"))
     return path

@@ -18,8 +18,15 @@ import pytest
 
 from actors import Gateway, GatewayConfig
 from actors.errors import StorageError
+from actors.testing import PiSession, Typed
 from persistence import read_link
-from tests._upstream_rows import claude_assistant, claude_user, pi_header, pi_user
+from tests._upstream_rows import (
+    NOT_A_PI_SESSION,
+    claude_assistant,
+    claude_user,
+    pi_header,
+    pi_user,
+)
 from tests.conftest import DAY_MS, WATCHER, ManualClock, WakeRecorder
 
 KEY = "agent:main:adopted:claude"
@@ -342,11 +349,13 @@ def test_re_adopting_the_same_source_keeps_progress_and_a_new_source_rebases(
     assert [e.payload for e in gateway.scan_upstream()] == [None]
 
 
-def test_a_legacy_pi_file_is_adopted_without_a_link(gateway: Gateway, tmp_path: Path) -> None:
-    legacy = tmp_path / "legacy.jsonl"
-    legacy.write_bytes(pi_header(version=None) + pi_user("hello"))
-    assert gateway.adopt("agent:main:pi:legacy", source="pi", path=legacy) is None
-    assert _events(gateway, "agent:main:pi:legacy") == [("adopted", "session adopted from pi")]
+def test_a_pi_file_without_a_session_header_is_adopted_without_a_link(
+    gateway: Gateway, tmp_path: Path,
+) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(NOT_A_PI_SESSION + pi_user("hello"))
+    assert gateway.adopt("agent:main:pi:odd", source="pi", path=odd) is None
+    assert _events(gateway, "agent:main:pi:odd") == [("adopted", "session adopted from pi")]
     current = tmp_path / "v3.jsonl"
     current.write_bytes(pi_header(3) + pi_user("hello"))
     _adopt_watched(gateway, current, "agent:main:pi:v3", "pi")
@@ -356,6 +365,26 @@ def test_a_legacy_pi_file_is_adopted_without_a_link(gateway: Gateway, tmp_path: 
     _append(current, pi_user("external Pi turn") + b"{not-json}\n" + pi_user("behind"))
     assert [e.summary for e in gateway.scan_upstream()] == ["human message via pi"]
     assert gateway.scan_upstream() == []  # the cursor never passes the bad row
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_pi_format_is_linked_and_pis_migration_counts_nothing_again(
+    gateway: Gateway, tmp_path: Path, version: int,
+) -> None:
+    path = tmp_path / "old.jsonl"
+    old = PiSession(path, version=version)
+    old.append(Typed("typed before the adoption"))
+    _adopt_watched(gateway, path, "agent:main:pi:old", "pi")
+    old.append(Typed("typed in the old format"))
+    assert [e.summary for e in gateway.scan_upstream()] == ["human message via pi"]
+    # Pi opens the file again: it migrates it to v3 and rewrites it whole.
+    replacement = tmp_path / "old.new"
+    migrated = PiSession(replacement, session_id=old.session_id)
+    migrated.append(Typed("typed before the adoption"), Typed("typed in the old format"))
+    replacement.replace(path)
+    assert gateway.scan_upstream() == []
+    _append(path, pi_user("typed after the migration"))
+    assert [e.summary for e in gateway.scan_upstream()] == ["human message via pi"]
 
 
 def test_a_pi_file_rewritten_in_place_rebaselines_without_counting(

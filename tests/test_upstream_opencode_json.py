@@ -8,7 +8,10 @@ next to PROVENANCE.md's description of how each session was produced.
 from __future__ import annotations
 
 import io
+import json
+import shutil
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -80,8 +83,8 @@ def test_every_message_decision_of_the_json_store(session_id: str) -> None:
 
 
 def test_child_sessions_are_flagged_and_unknown_sessions_refused() -> None:
-    assert load_json_messages(STORE, "ses_dd453a73effeJ2q2pb1uto7mJI")[1] is True
-    assert load_json_messages(STORE, "ses_dd453b2f4ffeobJR6XPM6HOxvT")[1] is False
+    assert load_json_messages(STORE, "ses_dd453a73effeJ2q2pb1uto7mJI")[1] == "child_session"
+    assert load_json_messages(STORE, "ses_dd453b2f4ffeobJR6XPM6HOxvT")[1] is None
     with pytest.raises(LookupError):
         load_json_messages(STORE, "ses_nope")
 
@@ -93,3 +96,25 @@ def test_ssa_classify_reads_a_json_storage_directory() -> None:
                      "--session", "ses_dd4539991ffed3rSdqhFLOnKuq"]) == 0
     rows = [msgspec.json.decode(line) for line in out.getvalue().splitlines()]
     assert [r["human"] for r in rows] == [True, False, True, False, True, False]
+
+
+def test_an_opencode_run_session_of_the_json_store_is_program_driven(tmp_path: Path) -> None:
+    # opencode 1.1.65's `opencode run` creates its session with this ruleset (read from
+    # the npm binary: sdk.session.create({title, permission: rules2})); the JSON store
+    # keeps it in session/<project>/<id>.json, as 1.18's keeps it in session.permission.
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    session = "ses_dd4539991ffed3rSdqhFLOnKuq"
+    (session_file,) = (store / "storage" / "session").glob(f"*/{session}.json")
+    info = json.loads(session_file.read_bytes())
+    info["permission"] = [{"permission": name, "action": "deny", "pattern": "*"}
+                          for name in ("question", "plan_enter", "plan_exit")]
+    session_file.write_text(json.dumps(info))
+    assert load_json_messages(store, session)[1] == "program_session"
+    decisions = classify_json_session(store, session)
+    assert not [unit for _, unit in decisions if unit.human]
+    assert {unit.reason for _, unit in decisions} == {"program_session"}
+    # A subagent's own ruleset (todowrite/task denied) is no program's.
+    info["permission"] = [{"permission": "task", "action": "deny", "pattern": "*"}]
+    session_file.write_text(json.dumps(info))
+    assert load_json_messages(store, session)[1] is None

@@ -23,7 +23,7 @@ import pytest
 from actors import Gateway
 from actors.cli.watch import run_watch
 from actors.upstream.catalog import default_catalogs, discover
-from tests._upstream_rows import claude_user, pi_header, pi_user
+from tests._upstream_rows import NOT_A_PI_SESSION, claude_user, pi_header, pi_user
 from tests.conftest import FIXTURES, needs_fixtures
 
 TIMEOUT = 20.0
@@ -50,7 +50,7 @@ def _catalog(tmp_path: Path) -> tuple[Path, Path]:
     session.write_bytes(claude_user("history"))
     pi = tmp_path / "pi" / "--work--"
     pi.mkdir(parents=True)
-    (pi / "2026-06-05T05-24-28-246Z_legacy.jsonl").write_bytes(pi_header(None) + pi_user("x"))
+    (pi / "2026-06-05T05-24-28-246Z_legacy.jsonl").write_bytes(NOT_A_PI_SESSION + pi_user("x"))
     return claude, session
 
 
@@ -68,7 +68,8 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     args = _args(tmp_path, claude=[str(claude)], pi=[str(tmp_path / "pi")])
     assert run_watch(args, out=out, err=io.StringIO()) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("adopted 1 session (claude 1); not monitored: 1 legacy Pi format")
+    assert lines[0].startswith(
+        "adopted 1 session (claude 1); not monitored: 1 not a Pi session file")
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
@@ -216,7 +217,7 @@ def test_a_session_that_appears_with_an_old_time_is_adopted_at_its_end_and_annou
                 moved.write_bytes(claude_user("an old session, moved in"))
                 old = time.time() - 3600
                 os.utime(moved, (old, old))  # mv keeps the modification time
-                legacy.write_bytes(pi_header(None) + pi_user("x"))
+                legacy.write_bytes(NOT_A_PI_SESSION + pi_user("x"))
             return super().write(text)
 
     out = MoveInOnAdopt()
@@ -227,7 +228,7 @@ def test_a_session_that_appears_with_an_old_time_is_adopted_at_its_end_and_annou
     assert announced["adoptedSession"] == {
         "source": "claude", "sessionKey": "agent:main:claude:moved", "path": str(moved),
         "fromStart": False}  # its turns are old: not reported
-    assert announced["notMonitoredSession"]["reason"] == "legacy Pi format"
+    assert announced["notMonitoredSession"]["reason"] == "not a Pi session file"
     assert not [r for r in records if "notice" in r]
 
 

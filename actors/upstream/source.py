@@ -149,7 +149,7 @@ class Source(NamedTuple):
         discover: ``root -> sessions`` found there (a missing root: none;
             never raises).
         no_link: why a session it adopts without an upstream link gets
-            none, in a person's words (``"legacy Pi format"``).
+            none, in a person's words (``"not a Pi session file"``).
         reading: loads and returns the heavy half (cached by the source).
         watch_files: the files whose changes may hold news for a link at
             ``path`` (its change fingerprint: a stat of each).

@@ -87,13 +87,31 @@ from actors.upstream.codex.prompts import CODEX_PROMPTS
 from actors.upstream.common import Unit, normalize_text
 
 __all__ = [
+    "KNOWN_LINE_KINDS",
     "CodexThread",
     "classify_codex_line",
     "codex_header_verdict",
     "codex_link_refusal",
     "codex_project",
+    "line_kind",
     "read_codex_thread",
 ]
+
+KNOWN_LINE_KINDS = frozenset({
+    # RolloutItem variants besides response_item / event_msg (codex-rs/protocol
+    # protocol.rs, later codex-rs/history lib.rs): none is a turn a person typed.
+    "session_meta", "turn_context", "compacted",
+    "world_state",  # 0.15x: the AGENTS.md / environment baseline
+    "inter_agent_communication", "inter_agent_communication_metadata",  # multi-agent mail
+    "security_risk_score", "realtime_item",  # a risk score; a voice session's item
+})
+"""Rollout line ``type`` values Codex writes that are never a typed turn (their reason is
+the kind itself); ``response_item`` and ``event_msg`` have their own rules, and any other
+kind is ``unknown_kind`` (logged once by :mod:`actors.upstream.codex.turns`)."""
+
+_PRE_ENVELOPE_KINDS = frozenset({"message", "function_call", "function_call_output",
+                                 "local_shell_call", "reasoning"})
+"""Bare ``ResponseItem`` types of rollouts written before the line envelope (2025-09)."""
 
 # --- decoding -----------------------------------------------------------------
 #
@@ -274,6 +292,22 @@ def _non_empty_list(raw: msgspec.Raw) -> bool:
     return bool(values)
 
 
+class _KindOnly(msgspec.Struct):
+    type: object = None
+
+
+_KIND_ONLY = msgspec.json.Decoder(_KindOnly)
+
+
+def line_kind(line: bytes) -> object:
+    """The top-level ``type`` of a rollout line as read (``None`` when it has none or
+    is not a JSON object). Pure; never raises."""
+    try:
+        return _KIND_ONLY.decode(line).type
+    except (*_DECODE_ERRORS, msgspec.ValidationError):
+        return None
+
+
 # --- per-kind rules ---------------------------------------------------------------
 
 
@@ -413,6 +447,12 @@ def classify_codex_line(line: bytes) -> Unit:
         return Unit(human=False, reason="event", occurred_at=occurred_at)
     if kind == "response_item" and payload is not None:
         return _classify_response_item(payload, occurred_at)
-    if kind in ("session_meta", "turn_context", "compacted"):
+    if kind in ("event_msg", "response_item"):  # without an object payload
+        return Unit(human=False, reason="no_payload", occurred_at=occurred_at)
+    if isinstance(kind, str) and kind in KNOWN_LINE_KINDS:
         return Unit(human=False, reason=kind, occurred_at=occurred_at)
-    return Unit(human=False, reason="other", occurred_at=occurred_at)
+    if kind in _PRE_ENVELOPE_KINDS or (kind is None and payload is None):
+        # A bare ResponseItem or state line (rollouts before the envelope,
+        # refused at the header: meta.pre_envelope_thread).
+        return Unit(human=False, reason="pre_envelope", occurred_at=occurred_at)
+    return Unit(human=False, reason="unknown_kind", occurred_at=occurred_at)

@@ -76,6 +76,13 @@ class CodexRollout:
             (``turn_trigger: "user"``), the user-role response item and the
             ``item_completed`` ``UserMessage`` that counts; a reply ends the
             turn (``task_complete``). Default: the 0.57 rows.
+        version: the Codex release whose rows to write: ``"0.57"`` (default),
+            ``"0.169"`` (the same as ``paginated``) or ``"0.34"`` (fixture
+            codex-0.34.0: ``session_meta`` with no ``source``, and a
+            ``user_message`` event carrying ``kind: "plain"``).
+
+    Raises:
+        ValueError: an unknown ``version``, or ``"0.34"`` with ``paginated``.
 
     Turns map to what the CLI writes: :class:`~actors.testing.Typed` a
     user-role response item and the ``user_message`` event that counts;
@@ -91,7 +98,12 @@ class CodexRollout:
     def __init__(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                  clock: Callable[[], int] | None = None, source: str = "cli",
                  cwd: str | None = None, paginated: bool = False,
-                 windows: bool = False, forked_from: str | None = None) -> None:
+                 windows: bool = False, forked_from: str | None = None,
+                 version: str = "0.57") -> None:
+        if version not in ("0.34", "0.57", "0.169") or (paginated and version == "0.34"):
+            raise ValueError(f"no Codex {version!r} rows (paginated={paginated})")
+        self._version = "0.169" if paginated else version
+        paginated = self._version == "0.169"
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         self.thread_id = thread_id or str(uuid.uuid4())
@@ -179,6 +191,9 @@ class CodexRollout:
             "originator": "codex_exec" if self._source == "exec" else "codex_cli_rs",
             "cli_version": "0.57.0", "instructions": None, "source": self._source,
             "model_provider": "openai"}
+        if self._version == "0.34":  # no source, no model_provider yet
+            del payload["source"], payload["model_provider"]
+            payload["cli_version"] = "0.34.0"
         if self._paginated:
             payload.update({"session_id": self.thread_id, "cli_version": "0.169.0",
                             "originator": "codex_exec" if self._source == "exec"
@@ -258,6 +273,10 @@ class CodexRollout:
         elif isinstance(turn, QueuedMessage | Steer | HookContinuation):
             raise TypeError(f"{type(turn).__name__} needs a paginated rollout")
         match turn:
+            case t.Typed(text=text) if self._version == "0.34":
+                return [self._user_item({"type": "input_text", "text": text}),
+                        self._line("event_msg", {"type": "user_message", "message": text,
+                                                 "kind": "plain"})]
             case t.Typed(text=text):
                 return [self._user_item({"type": "input_text", "text": text}),
                         self._line("event_msg", {"type": "user_message", "message": text,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 __all__ = ["CodexThread", "codex_header_verdict", "codex_link_refusal", "codex_project",
+           "pre_envelope_thread",
            "read_codex_thread"]
 
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
@@ -165,12 +166,52 @@ def codex_link_refusal(thread: CodexThread | None) -> str | None:
     return _SOURCE_REFUSALS.get(source.split(":", 1)[0], "non_interactive_source")
 
 
+class _BareMeta(msgspec.Struct):
+    type: object = None
+    payload: object = None
+    id: object = None
+    timestamp: object = None
+
+
+_BARE_META = msgspec.json.Decoder(_BareMeta)
+
+
+def pre_envelope_thread(first_line: bytes) -> str | None:
+    """The thread id of a rollout Codex wrote before its line envelope, else ``None``.
+
+    Until openai/codex PR #3380 (merged 2025-09-09, before 0.34.0) a rollout's
+    first line was a bare ``SessionMeta`` (``{"id", "timestamp",
+    "instructions"}``, ``codex-rs/core/src/rollout.rs`` at ``89a151f5``) and
+    every later line a bare ``ResponseItem`` or a ``{"record_type": "state"}``
+    line: no ``type``/``payload`` envelope, no ``event_msg``, no
+    ``originator`` or ``source``. Pure; never raises.
+    """
+    try:
+        bare = _BARE_META.decode(first_line)
+    except _DECODE_ERRORS:
+        return None
+    if bare.type is not None or bare.payload is not None:
+        return None
+    if isinstance(bare.id, str) and bare.id and isinstance(bare.timestamp, str):
+        return bare.id
+    return None
+
+
 def codex_header_verdict(first_line: bytes) -> tuple[str | None, str | None]:
     """``(thread id or None, refusal or None)`` from a rollout's ``session_meta`` line.
 
+    A rollout from before Codex's line envelope (:func:`pre_envelope_thread`)
+    is refused ``legacy_rollout_format``: nothing in it tells a ``codex exec``
+    run from a person at the TUI, and its only user turns are user-role
+    response items, which also carry the injected context (AGENTS.md,
+    ``<environment_context>``) with no event to tell a typed prompt from it.
     Pure; never raises (see :func:`read_codex_thread`, :func:`codex_link_refusal`).
     """
     thread = read_codex_thread(first_line)
+    if thread is None:
+        legacy = pre_envelope_thread(first_line)
+        if legacy is not None:
+            return legacy, "legacy_rollout_format"
     found = thread.thread_id if thread is not None and thread.thread_id else None
     return found, codex_link_refusal(thread)
 

@@ -47,14 +47,17 @@ from collections.abc import Callable
 
 import msgspec
 
-from actors.upstream.codex.classify import classify_codex_line
+from actors.upstream.codex.classify import classify_codex_line, line_kind
 from actors.upstream.common import Unit
 from actors.upstream.files import file_state, read_range
+from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = ["LOOKBACK_BYTES", "QUEUE_TRIGGER", "TurnStart", "UserItem", "codex_turn_classifier",
            "find_turn", "queued_message", "turn_start", "user_item"]
 
 logger = logging.getLogger(__name__)
+_classify_logger = logging.getLogger("actors.upstream.codex.classify")
+"""Where an unknown line kind is logged (once per process: :mod:`actors.upstream.kindlog`)."""
 
 QUEUE_TRIGGER = "queue"
 """The ``turn_trigger`` of a turn Codex 0.169.0 started on a ``codex queue`` message."""
@@ -254,6 +257,8 @@ def codex_turn_classifier(path: str) -> Callable[[bytes], Unit]:
     earlier), is looked up with :func:`find_turn` (a bounded read of the file's
     end), each turn once and at most :data:`_MAX_LOOKUPS` turns, so a scan reads
     at most that many times :data:`LOOKBACK_BYTES` more.
+    A line of a kind Codex is not known to write (``unknown_kind``) is logged once per
+    process, its kind's name only (:func:`~actors.upstream.kindlog.log_unknown_kind`).
     Creating it reads nothing. The callable runs in the caller's thread, is not thread-safe (one
     per scan), and never raises; it logs no text.
     """
@@ -278,6 +283,8 @@ def codex_turn_classifier(path: str) -> Callable[[bytes], Unit]:
             remember(start, None)
             return classify_codex_line(line)
         unit = classify_codex_line(line)
+        if unit.reason == "unknown_kind":
+            log_unknown_kind(_classify_logger, "Codex", line_kind(line))
         if not unit.human:
             return unit
         item = user_item(line)

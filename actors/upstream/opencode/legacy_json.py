@@ -20,6 +20,7 @@ from actors.upstream.opencode.rows import (
     _decode_message,
     _decode_part,
     _sort_key,
+    is_program_ruleset,
 )
 
 __all__ = ["classify_json_session", "is_json_storage", "json_session_ids", "load_json_messages"]
@@ -28,6 +29,7 @@ __all__ = ["classify_json_session", "is_json_storage", "json_session_ids", "load
 class _SessionFile(msgspec.Struct):
     id: object = None
     parentID: object = None  # noqa: N815 - OpenCode's field name
+    permission: object = None
 
 
 def is_json_storage(path: Path) -> bool:
@@ -48,8 +50,14 @@ def json_session_ids(path: Path) -> list[str]:
     return sorted(entry.name for entry in (_root(path) / "message").iterdir() if entry.is_dir())
 
 
-def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessage], bool]:
-    """Load a session's messages (user parts decoded) and whether it is a child session.
+def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessage], str | None]:
+    """Load a session's messages (user parts decoded) and why none of its turns counts.
+
+    Returns:
+        ``(messages, refusal)``: the refusal is ``"child_session"`` (its session
+        file names a ``parentID``), ``"program_session"`` (its ``permission``
+        is ``opencode run``'s ruleset: :func:`~actors.upstream.opencode.rows.is_program_ruleset`)
+        or ``None``.
 
     Raises:
         LookupError: no such session in the store.
@@ -59,13 +67,16 @@ def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessag
     message_dir = root / "message" / session_id
     if not message_dir.is_dir():
         raise LookupError(session_id)
-    child = False
+    refusal: str | None = None
     for session_file in (root / "session").glob(f"*/{session_id}.json"):
         try:
-            child = bool(msgspec.json.decode(session_file.read_bytes(), type=_SessionFile)
-                         .parentID)
+            info = msgspec.json.decode(session_file.read_bytes(), type=_SessionFile)
         except msgspec.DecodeError:
-            child = False
+            continue
+        if info.parentID:
+            refusal = "child_session"
+        elif is_program_ruleset(info.permission):
+            refusal = "program_session"
     messages: list[OpenCodeMessage] = []
     for message_file in sorted(message_dir.glob("msg_*.json")):
         raw = message_file.read_bytes()
@@ -81,11 +92,11 @@ def load_json_messages(path: Path, session_id: str) -> tuple[list[OpenCodeMessag
             message = msgspec.structs.replace(message, parts=tuple(parts))
         messages.append(message)
     messages.sort(key=_sort_key)
-    return messages, child
+    return messages, refusal
 
 
 def classify_json_session(path: Path, session_id: str) -> list[tuple[str, Unit]]:
     """The monitor's decision for every message of a JSON-era session (from the start)."""
-    messages, child = load_json_messages(path, session_id)
+    messages, refusal = load_json_messages(path, session_id)
     return list(classify_messages(messages, last_human_message_id=None,
-                                  refusal="child_session" if child else None).decisions)
+                                  refusal=refusal).decisions)

@@ -151,9 +151,7 @@ class OpenCodeSession(msgspec.Struct, frozen=True, kw_only=True):
             rules = msgspec.json.decode(self.permission)
         except msgspec.DecodeError:
             return False
-        return isinstance(rules, list) and any(
-            isinstance(rule, dict) and rule.get("permission") == "question"
-            and rule.get("action") == "deny" and rule.get("pattern") == "*" for rule in rules)
+        return is_program_ruleset(rules)
 
     @property
     def refusal(self) -> str | None:
@@ -164,6 +162,20 @@ class OpenCodeSession(msgspec.Struct, frozen=True, kw_only=True):
         if self.is_child:
             return "child_session"
         return "program_session" if self.is_program_driven else None
+
+
+def is_program_ruleset(rules: object) -> bool:
+    """Whether a session's ``permission`` ruleset (decoded JSON) is the one ``opencode run``
+    gives the sessions it creates: ``question`` denied for every pattern.
+
+    Written by every release read here: 1.18.33 (``run.ts``) and 1.1.65 (the
+    npm binary's ``opencode run``: ``sdk.session.create({title, permission:
+    rules})`` with ``question``, ``plan_enter`` and ``plan_exit`` denied), whose
+    JSON store keeps the list in ``session/<project>/<id>.json``. Pure.
+    """
+    return isinstance(rules, list) and any(
+        isinstance(rule, dict) and rule.get("permission") == "question"
+        and rule.get("action") == "deny" and rule.get("pattern") == "*" for rule in rules)
 
 
 class OpenCodeMarker(msgspec.Struct, frozen=True):

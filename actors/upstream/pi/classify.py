@@ -2,8 +2,11 @@
 
 Pi (badlogic/pi-mono ``coding-agent``) keeps one JSONL file per session under
 ``~/.pi/agent/sessions/--<cwd>--/``: line 0 is a ``{"type": "session"}``
-header, every later line an entry (upstream-formats.md §5.2). Only append-only
-v3 files are linked (anchor-openclaw-behaviour.md §3.17 "Pi"); the monitor
+header, every later line an entry (upstream-formats.md §5.2). Files of every
+format Pi wrote are linked: v1 (no ``version``, until 2025-12-30), v2
+(2025-12-30 to 2026-01-05) and v3 (since then); see
+:func:`pi_header_verdict`. OpenClaw links v3 only (anchor-openclaw-behaviour.md
+§3.17 "Pi"); the monitor
 reads the header with :func:`pi_header_version` and then feeds each complete
 line to :func:`classify_pi_line`.
 
@@ -51,7 +54,12 @@ decisions:
   never writes them, so only a corrupted file is affected. Lone ``\\uD8xx``
   escapes are valid JSON and are accepted.
 
-Everything here is pure: no I/O, no logging, no shared mutable state, safe to
+Everything here is pure: no I/O, no shared mutable state beyond the
+lock-guarded set of unknown kinds already logged (an entry ``type`` or a
+message role this release does not know is decided not typed, ``not_message``
+/ ``not_user``, and its name logged once per process:
+:func:`~actors.upstream.kindlog.log_unknown_kind`; every entry type and role
+of pi-mono ``83378aad`` and the v1/v2 ``hookMessage`` are known), safe to
 call from any thread, and nothing raises whatever the input. The typed text is
 returned only so the monitor can recognise the gateway's own texts; it is
 never logged.
@@ -59,6 +67,7 @@ never logged.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 
@@ -74,7 +83,10 @@ from actors.upstream.common import (
     is_utf8,
     normalize_text,
 )
+from actors.upstream.kindlog import log_unknown_kind
 from actors.upstream.pi.inputs import INPUT_FIELD, input_source_reason
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["classify_pi_line", "pi_header_verdict", "pi_header_version", "pi_project",
            "skill_invocation"]
@@ -170,9 +182,13 @@ def _decide(
     """The classification rule, on a view both decode paths build the same way."""
     if entry_type != "message":
         reason = _ENTRY_REASONS.get(entry_type) if isinstance(entry_type, str) else None
+        if reason is None and isinstance(entry_type, str):
+            log_unknown_kind(logger, "Pi", entry_type)
         return Unit(human=False, reason=reason or "not_message")
     if role != "user":
         reason = _ROLE_REASONS.get(role) if isinstance(role, str) else None
+        if reason is None and isinstance(role, str):
+            log_unknown_kind(logger, "Pi", f"role:{role}")
         return Unit(human=False, reason=reason or "not_user")
     media = False
     if isinstance(content, str):
@@ -261,8 +277,8 @@ def classify_pi_line(line: bytes) -> Unit:
         recorded as sent by a program, :mod:`actors.upstream.pi.inputs`).
 
     Rule source: upstream-formats.md §5.2, §5.3, §5.5 and the policies in
-    the module docstring. Pure (no I/O, no logging), thread-safe, and never
-    raises.
+    the module docstring. Pure (no I/O; an unknown entry type or role is logged
+    once, its name only), thread-safe, and never raises.
     """
     if not is_utf8(line):
         return _STOP
@@ -298,7 +314,8 @@ def pi_header_version(first_line: bytes) -> int | None:
         so the caller can refuse to link it. Only v3 files are append-only
         and may be linked (anchor §3.17 "Pi").
 
-    Pure (no I/O, no logging), thread-safe, and never raises.
+    Pure (no I/O; an unknown entry type or role is logged once, its name only),
+    thread-safe, and never raises.
     """
     if not is_utf8(first_line):
         return None
@@ -333,11 +350,19 @@ _header_id_decoder = msgspec.json.Decoder(_HeaderId)
 def pi_header_verdict(first_line: bytes) -> tuple[str | None, str | None]:
     """``(session id or None, refusal or None)`` from a Pi session file's header line.
 
-    Only v3 files may be linked: an older or unreadable header is refused
-    ``legacy_pi_format``. Pure; never raises.
+    Every format version Pi wrote is linked (v1, v2, v3; a later one too):
+    their user ``message`` entries have the same shape, so each line is
+    decided by the same rules. Pi's migrations
+    (``packages/coding-agent/src/core/session-manager.ts`` at pi-mono
+    ``83378aad``: ``migrateV1ToV2`` adds ``id``/``parentId`` and a ``version``,
+    ``migrateV2ToV3`` renames the ``hookMessage`` role to ``custom``) change
+    no user message. When Pi opens an older file it rewrites it whole in the
+    new format; the scan re-baselines a rewritten file (nothing in it counts
+    again). A first line that is not a ``session`` header with a usable
+    ``version`` is refused ``not_a_pi_session``. Pure; never raises.
     """
     version = pi_header_version(first_line)
-    refusal = "legacy_pi_format" if version is None or version < 3 else None
+    refusal = "not_a_pi_session" if version is None else None
     try:
         value = _header_id_decoder.decode(first_line).id
     except (msgspec.DecodeError, RecursionError):

@@ -15,6 +15,11 @@ stamps the header with the moment of the copy
 * ``/new`` from a session (``newSession({parentSession})``) writes only the
   header.
 
+Pi until 2026-01-01 (format v1, pi-mono ``484d7e06`` renamed the field) named
+the source ``branchedFrom`` (``createBranchedSessionFromEntries``: the header
+stamped now, then the entries before the branch point, unchanged); Pi's
+migration to v3 keeps that name, so either field names the source.
+
 A prompt in such a file that was created before the file's header was
 typed in the earlier session, where it counts: it is ``copied_row`` here.
 Every entry Pi writes into the new session itself is stamped after its
@@ -47,6 +52,7 @@ class _Header(msgspec.Struct, rename="camel"):
     type: object = None
     timestamp: object = None
     parent_session: object = None
+    branched_from: object = None
 
 
 _HEADER = msgspec.json.Decoder(_Header)
@@ -54,7 +60,7 @@ _HEADER = msgspec.json.Decoder(_Header)
 
 def fork_time(first_line: bytes) -> int | None:
     """The copy time of a Pi session started from another: its header's ``timestamp``
-    in epoch ms when the header names a ``parentSession``, else ``None``.
+    in epoch ms when the header names a ``parentSession`` (v1: ``branchedFrom``), else ``None``.
 
     Args:
         first_line: line 0 of the session file (with or without its newline).
@@ -65,9 +71,8 @@ def fork_time(first_line: bytes) -> int | None:
         header = _HEADER.decode(first_line)
     except (msgspec.MsgspecError, RecursionError):
         return None
-    if header.type != "session" or not isinstance(header.parent_session, str):
-        return None
-    if not header.parent_session:
+    parent = header.parent_session if header.parent_session is not None else header.branched_from
+    if header.type != "session" or not isinstance(parent, str) or not parent:
         return None
     return epoch_ms(header.timestamp)
 

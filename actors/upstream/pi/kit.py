@@ -1,4 +1,4 @@
-"""A Pi coding-agent session (format v3), written in the entries Pi writes."""
+"""A Pi coding-agent session (format v3, or the older v1/v2), written in the entries Pi writes."""
 
 from __future__ import annotations
 
@@ -42,6 +42,16 @@ class PiSession:
         ssa_input: the ``ssaInput`` record our Pi extension adds to every user
             message (``{"v": 1, "source": "rpc", "ui": True}``...), or ``None``
             (no extension). Settable between appends (:attr:`ssa_input`).
+        version: the session format Pi wrote (``session-manager.ts`` in
+            badlogic/pi-mono): ``3`` (since 2026-01-05, default); ``2``
+            (2025-12-30 to 2026-01-05: ``version: 2``, entries already carry
+            ``id``/``parentId``); ``1`` (until 2025-12-30: a header with no
+            ``version`` but ``provider``/``modelId``/``thinkingLevel``, the
+            parent named ``branchedFrom``, entries with no ``id``/``parentId``,
+            a compaction's ``firstKeptEntryIndex``).
+
+    Raises:
+        ValueError: ``version`` is not 1, 2 or 3.
 
     Not thread-safe; blocks on the file write.
     """
@@ -49,8 +59,13 @@ class PiSession:
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
                  clock: Callable[[], int] | None = None, cwd: str | None = None,
                  parent_session: str | None = None,
-                 ssa_input: Mapping[str, object] | None = None, windows: bool = False) -> None:
+                 ssa_input: Mapping[str, object] | None = None, windows: bool = False,
+                 version: int = 3) -> None:
+        if version not in (1, 2, 3):
+            raise ValueError(f"Pi wrote session formats 1, 2 and 3, not {version!r}")
+        self.version = version
         self._file = JsonlFile(path, clock)
+        self._entries = 0  # entries written (v1 compactions point at an index)
         self.path: Path = self._file.path
         self.session_id = session_id or str(uuid.uuid4())
         self._cwd = cwd or (WINDOWS_CWD if windows else "/work")
@@ -70,7 +85,8 @@ class PiSession:
         """
         copies = self.path.read_bytes().splitlines(keepends=True)[1:]
         forked = PiSession(path, clock=self._clock or self._file.now, cwd=self._cwd,
-                           parent_session=str(self.path), ssa_input=self.ssa_input)
+                           parent_session=str(self.path), ssa_input=self.ssa_input,
+                           version=self.version)
         forked._file.path.write_bytes(forked.header_line() + b"".join(copies))
         forked._file.parent = self._file.parent
         return forked
@@ -105,13 +121,23 @@ class PiSession:
         return encode([self._header()])
 
     def _header(self) -> dict[str, Any]:
-        header: dict[str, Any] = {"type": "session", "version": 3, "id": self.session_id,
+        header: dict[str, Any] = {"type": "session", "version": self.version,
+                                  "id": self.session_id,
                                   "timestamp": iso(self._file.now()), "cwd": self._cwd}
-        if self._parent_session is not None:
+        if self.version == 1:  # v1: no version; the model in the header; branchedFrom
+            del header["version"]
+            header.update(provider="anthropic", modelId="claude-sonnet-4-5",
+                          thinkingLevel="off")
+            if self._parent_session is not None:
+                header["branchedFrom"] = self._parent_session
+        elif self._parent_session is not None:
             header["parentSession"] = self._parent_session
         return header
 
     def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        self._entries += 1
+        if self.version == 1:  # v1 entries form a list, not a tree
+            return {"type": kind, "timestamp": iso(self._file.now()), **fields}
         entry_id = uuid.uuid4().hex[:8]
         entry = {"type": kind, "id": entry_id, "parentId": self._file.parent,
                  "timestamp": iso(self._file.now()), **fields}
@@ -161,6 +187,10 @@ class PiSession:
                 return []  # other built-in commands write no entry
             case t.Interrupt():
                 return [self._assistant([], "aborted")]
+            case t.Compaction(summary=summary) if self.version == 1:
+                return [self._entry("compaction", summary=summary,
+                                    firstKeptEntryIndex=max(self._entries, 1),
+                                    tokensBefore=1000)]
             case t.Compaction(summary=summary):
                 return [self._entry("compaction", summary=summary,
                                     firstKeptEntryId=self._file.parent, tokensBefore=1000)]

@@ -19,5 +19,6 @@ __all__ = ["READING"]
 READING: Reading = line_reading(classify_pi_line, classify_at=pi_copy_classifier,
                                 header=pi_header_verdict, project=pi_project,
                                 sample=sample, type_turn=type_turn)
-"""Pi's reading: only v3 session files (by their header) are linked; the prompts a
-forked session copied from its parent (:mod:`actors.upstream.pi.copies`) are not typed."""
+"""Pi's reading: session files of every format (v1-v3, by their header) are linked; the
+prompts a forked session copied from its parent (:mod:`actors.upstream.pi.copies`) are not
+typed."""

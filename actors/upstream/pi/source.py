@@ -1,4 +1,4 @@
-"""Pi as an upstream source: v3 session JSONL files (upstream-formats.md §5).
+"""Pi as an upstream source: session JSONL files, formats v1-v3 (upstream-formats.md §5).
 
 The light half (locations, discovery) is here; the line classifier and the
 header's verdict are :mod:`actors.upstream.pi.classify`, its sample writer
@@ -45,6 +45,6 @@ def reading() -> Reading:
 
 
 PI = Source(name=NAME, title="Pi", flag=NAME, metavar="DIR", holds="file",
-            locations=locations, discover=discover, no_link="legacy Pi format",
+            locations=locations, discover=discover, no_link="not a Pi session file",
             reading=reading)
-"""Pi: the session header's version decides whether it may be linked (v3 only)."""
+"""Pi: a file whose first line is a session header (any version) may be linked."""
