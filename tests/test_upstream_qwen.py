@@ -74,6 +74,8 @@ def test_torn_line_and_slug(tmp_path: Path) -> None:
     rest = q.read_qwen_rows(data[first.cursor.offset:], first.cursor)
     assert [r.text for r in first.rows + rest.rows if r.typed] == ["one", "two"]
     assert q.qwen_project_slug("/tmp/gx/q1/project") == "-tmp-gx-q1-project"
+    assert q.qwen_project_slug("/Tmp/Project") == "-Tmp-Project"  # case kept off Windows
+    assert q.qwen_project_slug("C:\\Users\\Ann\\Repo") == "c--users-ann-repo"  # Windows
     assert q.qwen_fingerprint(tmp_path / "missing") is None
 
 

@@ -290,8 +290,15 @@ def qwen_refusal(session: QwenSession, interactive: bool | None = None, *,
 
 
 def qwen_project_slug(cwd: str) -> str:
-    """The ``~/.qwen/projects`` directory name of a working directory. Pure."""
-    return "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
+    """The ``~/.qwen/projects`` directory name of a working directory. Pure.
+
+    As Qwen Code's ``sanitizeCwd`` (0.24.4, ``packages/core/src/utils/paths.ts``): on
+    Windows the path is lower-cased first; a path recorded there (a drive letter or
+    backslashes) is lower-cased here too.
+    """
+    windows = (len(cwd) > 1 and cwd[1] == ":" and cwd[0].isalpha()) or "\\" in cwd
+    return "".join(c if c.isascii() and c.isalnum() else "-"
+                   for c in (cwd.lower() if windows else cwd))
 
 
 def qwen_fingerprint(session_file: str | os.PathLike[str]) -> tuple[int, ...] | None:
