@@ -62,8 +62,9 @@ NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
 """Harness tool name -> npm package."""
 PYPI_PACKAGES = {"aider": "aider-chat"}
 """Harness tool name -> PyPI distribution."""
-UNKNOWN_REASONS = frozenset({"unknown_kind", "unknown_role", "unknown_part"})
-"""Reason codes the readers give a row kind they have not seen (decided not typed)."""
+UNKNOWN_REASONS = frozenset({"unknown_kind", "unknown_role", "unknown_part", "unexpected_shape"})
+"""Reason codes the readers give a row kind (or, Codex's ``unexpected_shape``, a row
+of a known kind with fields of another type) they have not seen: decided not typed."""
 BASELINE = Path(__file__).with_name("drift_baseline.json")
 """The known set: ``{tool: {"kinds": [...], "keys": [...]}}``."""
 KEY_DEPTH = 3
