@@ -91,3 +91,10 @@ def test_a_store_transcript_gives_kinds_without_keys(tmp_path: Path) -> None:
 
 def test_tool_specs_name_a_version_or_the_newest() -> None:
     assert _parse_tools(["codex=0.171.0", "claude"]) == {"codex": "0.171.0", "claude": None}
+
+
+def test_a_run_that_failed_is_not_clean_even_with_nothing_new() -> None:
+    drift = drift_of(survey("aider", "0.86.2", [], error="start failed: TimeoutError: x"), {})
+    assert not drift.clean
+    assert render([drift]).splitlines()[:2] == [
+        "== aider 0.86.2: RUN FAILED", "   error: start failed: TimeoutError: x"]

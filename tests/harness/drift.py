@@ -16,7 +16,8 @@ reported as not driven (its lock needs a full ``pip freeze`` first).
 
 Each tool then runs the scripted actions of
 :func:`tests.harness.scenarios.typed_prompts_and_a_shell_call` (two typed
-prompts, the second answered with a shell call) in tmux against a fake model
+prompts, the second answered with a shell call; Aider, which offers the
+model no tools, a text) in tmux against a fake model
 server, and every unit of the transcripts it wrote is decided through
 ``ssa classify``'s code path. The report lists, per tool:
 
@@ -103,7 +104,8 @@ class ToolSurvey:
         keys: key path -> reason codes of the units holding it.
         unknown: ``(kind, reason)`` -> count of units with an :data:`UNKNOWN_REASONS` code.
         logged: kinds the classifiers logged as unknown (:mod:`actors.upstream.kindlog`).
-        comparison: the action-log comparison's first report line, or an error.
+        comparison: the action-log comparison's first report line.
+        error: why the run failed or was not driven (``""``: it ran).
     """
 
     tool: str
@@ -113,6 +115,7 @@ class ToolSurvey:
     unknown: Counter[tuple[str, str]] = field(default_factory=Counter)
     logged: list[str] = field(default_factory=list)
     comparison: str = ""
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,8 @@ class Drift:
         new_keys: key path -> sorted reason codes, keys not in the known set.
         unknown: ``"kind (reason)"`` -> count, units decided with an unknown reason.
         logged: kinds logged once as unknown.
-        comparison: the action-log comparison (precision/recall) or the error.
+        comparison: the action-log comparison (precision/recall).
+        error: why the run failed or was not driven (``""``: it ran).
     """
 
     tool: str
@@ -135,18 +139,20 @@ class Drift:
     unknown: dict[str, int]
     logged: list[str]
     comparison: str
+    error: str = ""
 
     @property
     def clean(self) -> bool:
-        """Nothing new and nothing unknown."""
-        return not (self.new_kinds or self.new_keys or self.unknown or self.logged)
+        """It ran, and nothing is new or unknown."""
+        return not (self.error or self.new_kinds or self.new_keys or self.unknown
+                    or self.logged)
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field plus ``clean``."""
         return {"tool": self.tool, "version": self.version, "clean": self.clean,
                 "new_kinds": self.new_kinds, "new_keys": self.new_keys,
                 "unknown": self.unknown, "logged": self.logged,
-                "comparison": self.comparison}
+                "comparison": self.comparison, "error": self.error}
 
 
 # -- pure report building -----------------------------------------------------------------------
@@ -170,9 +176,10 @@ def key_paths(value: Any, depth: int = KEY_DEPTH, prefix: str = "") -> Iterator[
 
 
 def survey(tool: str, version: str, units: Iterable[Unit], logged: Iterable[str] = (),
-           comparison: str = "") -> ToolSurvey:
+           comparison: str = "", error: str = "") -> ToolSurvey:
     """Fold decided units into a :class:`ToolSurvey`; pure."""
-    out = ToolSurvey(tool, version, logged=sorted(set(logged)), comparison=comparison)
+    out = ToolSurvey(tool, version, logged=sorted(set(logged)), comparison=comparison,
+                     error=error)
     for unit in units:
         out.kinds.setdefault(unit.kind, Counter())[unit.reason] += 1
         for key in unit.keys:
@@ -191,7 +198,7 @@ def drift_of(found: ToolSurvey, known: Mapping[str, Any]) -> Drift:
         {k: dict(sorted(r.items())) for k, r in sorted(found.kinds.items()) if k not in kinds},
         {k: sorted(r) for k, r in sorted(found.keys.items()) if k not in keys},
         {f"{k} ({r})": n for (k, r), n in sorted(found.unknown.items())},
-        list(found.logged), found.comparison)
+        list(found.logged), found.comparison, found.error)
 
 
 def baseline_of(surveys: Iterable[ToolSurvey]) -> dict[str, dict[str, list[str]]]:
@@ -203,8 +210,10 @@ def render(drifts: Sequence[Drift]) -> str:
     """A readable report of ``drifts``, one section per tool; pure."""
     lines: list[str] = []
     for d in drifts:
-        lines.append(f"== {d.tool} {d.version}: "
-                     f"{'nothing new' if d.clean else 'DRIFT'}")
+        verdict = "RUN FAILED" if d.error else "nothing new" if d.clean else "DRIFT"
+        lines.append(f"== {d.tool} {d.version}: {verdict}")
+        if d.error:
+            lines.append(f"   error: {d.error}")
         if d.comparison:
             lines.append(f"   actions: {d.comparison}")
         for kind, reasons in d.new_kinds.items():
@@ -343,28 +352,40 @@ def drive(tool: str, version: str, install: Any, root: Path) -> ToolSurvey:
     upstream = logging.getLogger("actors.upstream")
     upstream.addHandler(collect)
     nonce = secrets.token_hex(4)
-    comparison, rows = "", []
-    harness = Harness(root / tool, install)
+    comparison, error, rows = "", "", []
+    root.mkdir(parents=True, exist_ok=True)
+    harness = Harness(Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=root)), install)
     try:
-        agent = harness.start(profile)
+        agent = harness.start(profile, project=harness.project(git=True))
         try:
             from tests.harness.script import Text
             agent.script(Text(f"first answer {nonce}"))
             agent.prompt(f"hello one {nonce}")
-            agent.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
+            try:
+                agent.script_shell(f"echo shell-marker-{nonce}", then=f"done {nonce}")
+                shell = True
+            except NotImplementedError:  # Aider offers the model no tools: a text turn
+                agent.script(Text(f"done {nonce}"))
+                shell = False
             agent.prompt(f"please run the command {nonce}")
-            agent.model.wait_main(3)
+            if shell:
+                agent.model.wait_main(3)
         except Exception as exc:
-            comparison = f"run failed: {type(exc).__name__}: {str(exc)[:300]}"
+            error = f"run failed: {_short(exc)}"
         rows = agent.decided_rows()
-        result = compare(rows, harness.log.actions(agent=agent.name))
-        comparison = comparison or result.report().splitlines()[0]
+        comparison = compare(rows, harness.log.actions(agent=agent.name)).report().splitlines()[0]
     except Exception as exc:
-        comparison = comparison or f"start failed: {type(exc).__name__}: {str(exc)[:300]}"
+        error = error or f"start failed: {_short(exc)}"
     finally:
         harness.close()
         upstream.removeHandler(collect)
-    return survey(tool, version, _units(rows), [k for _, k in collect.kinds], comparison)
+    return survey(tool, version, _units(rows), [k for _, k in collect.kinds], comparison, error)
+
+
+def _short(exc: Exception) -> str:
+    """``Type: first line of the message`` (a screen dump is cut to its first line)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first[:300]}"
 
 
 def _parse_tools(specs: Sequence[str]) -> dict[str, str | None]:
@@ -402,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     surveys: list[ToolSurvey] = []
     for tool, version in versions.items():
         if tool in PYPI_PACKAGES and version != pins.get(tool):
-            surveys.append(ToolSurvey(tool, version, comparison=(
+            surveys.append(ToolSurvey(tool, version, error=(
                 f"not driven: only the pinned {pins.get(tool)} is installed; "
                 "freeze a lock for this version into tests/agents/aider-requirements.txt")))
             continue
@@ -411,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known: dict[str, Any] = (json.loads(args.baseline.read_text())
                              if args.baseline.is_file() else {})
     if args.record:
-        for tool, entry in baseline_of(s for s in surveys if s.kinds).items():
+        for tool, entry in baseline_of(s for s in surveys if s.kinds and not s.error).items():
             old = known.get(tool, {})
             known[tool] = {k: sorted(set(old.get(k, ())) | set(entry[k])) for k in entry}
         args.baseline.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
