@@ -411,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="scratch folder (default: a new temp dir)")
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="the known set")
     parser.add_argument("--record", action="store_true",
-                        help="write this run's kinds and keys into --baseline (merged)")
+                        help="after the report, merge this run's kinds and keys into --baseline")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -431,12 +431,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         surveys.append(drive(tool, version, install, scratch / "runs"))
     known: dict[str, Any] = (json.loads(args.baseline.read_text())
                              if args.baseline.is_file() else {})
+    drifts = [drift_of(s, known.get(s.tool, {})) for s in surveys]
     if args.record:
         for tool, entry in baseline_of(s for s in surveys if s.kinds and not s.error).items():
             old = known.get(tool, {})
             known[tool] = {k: sorted(set(old.get(k, ())) | set(entry[k])) for k in entry}
         args.baseline.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
-    drifts = [drift_of(s, known.get(s.tool, {})) for s in surveys]
     if args.json:
         sys.stdout.write(json.dumps([d.as_json() for d in drifts], indent=1) + "\n")
     else:
