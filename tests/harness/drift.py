@@ -54,8 +54,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BASELINE", "NPM_PACKAGES", "UNKNOWN_REASONS", "Drift", "ToolSurvey", "drift_of",
-           "key_paths", "main", "render", "survey"]
+__all__ = ["BASELINE", "NPM_PACKAGES", "PYPI_PACKAGES", "UNKNOWN_REASONS", "Drift", "ToolSurvey",
+           "Unit", "baseline_of", "drift_of", "drive", "install_npm", "key_paths", "main",
+           "newest_version", "pinned_versions", "render", "survey"]
 
 NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
                 "opencode": "opencode-ai", "pi": "@mariozechner/pi-coding-agent",
