@@ -1,4 +1,4 @@
-"""Claude Code 2.1.328 end to end: the real TUI in tmux against the fake Anthropic server.
+"""Claude Code 2.1.332 end to end: the real TUI in tmux against the fake Anthropic server.
 
 What the harness did (the action log) is the ground truth for how
 ``ssa classify``'s code path decides every row the real tool wrote.
@@ -103,7 +103,7 @@ def test_a_conversation_continued_under_a_new_id_counts_only_its_own_prompts(
         agent_harness: Harness) -> None:
     """``claude --continue --fork-session`` copies the earlier prompts (uuid and
     timestamp kept) into a new file: only the prompt typed there counts there;
-    every 2.1.328 row kind is decided (none unknown)."""
+    every 2.1.332 row kind is decided (none unknown)."""
     nonce = secrets.token_hex(4)
     home = agent_harness.home()
     first = agent_harness.start("claude", home=home)

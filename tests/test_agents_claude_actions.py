@@ -1,4 +1,4 @@
-"""Claude Code 2.1.328: slash commands, a skill, compaction, an interrupt, --continue,
+"""Claude Code 2.1.332: slash commands, a skill, compaction, an interrupt, --continue,
 --resume and --fork-session, decided through ``ssa classify``'s code path and through
 ``ssa watch --json`` running beside the TUI.
 

@@ -1,4 +1,4 @@
-"""Codex 0.169.0 end to end: the real TUI in tmux against the fake Responses server.
+"""Codex 0.171.0 end to end: the real TUI in tmux against the fake Responses server.
 
 What the harness did (the action log) is the ground truth for how
 ``ssa classify``'s code path decides every row the real tool wrote.

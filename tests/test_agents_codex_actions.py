@@ -1,4 +1,4 @@
-"""Codex 0.169.0: a spawn_agent sub-agent, /compact, /review (a preset and custom
+"""Codex 0.171.0: a spawn_agent sub-agent, /compact, /review (a preset and custom
 instructions), an interrupt, ``codex resume --last`` and ``codex fork --last``, decided
 through ``ssa classify``'s code path and through ``ssa watch --json`` beside the TUI.
 

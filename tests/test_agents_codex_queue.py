@@ -1,4 +1,4 @@
-"""Codex 0.169.0: prompts another program (or a hook) put into a running session (issue 22,
+"""Codex 0.171.0: prompts another program (or a hook) put into a running session (issue 22,
 class 4), decided through ``ssa classify``'s code path and through ``ssa watch --json``.
 
 * ``codex queue --thread ID --message TEXT`` stores the message in

@@ -46,12 +46,12 @@ API_KEY = "sk-ant-harness-0000-dummy-key-for-tests"
 
 
 class ClaudeCode(AgentTool):
-    """Claude Code 2.1.328 (see the module docstring)."""
+    """Claude Code 2.1.332 (see the module docstring: a note names the version it was seen in)."""
 
     name = "claude"
     api = "anthropic"
     binary = "claude"
-    version = "2.1.328"
+    version = "2.1.332"
     quit_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("C-c",), ("C-c",))
 
     def configure(self, home: Home, project: Path, model: FakeModelServer) -> None:

@@ -45,12 +45,12 @@ MODEL = "gpt-5.4"
 
 
 class Codex(AgentTool):
-    """Codex 0.169.0 (see the module docstring)."""
+    """Codex 0.171.0 (see the module docstring: a note names the version it was seen in)."""
 
     name = "codex"
     api = "responses"
     binary = "codex"
-    version = "0.169.0"
+    version = "0.171.0"
     quit_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("C-c",), ("C-c",))
 
     @staticmethod
