@@ -58,6 +58,50 @@ def _frozen_by(flags: int | None) -> str | None:
     return None
 
 
+def _mapped_fd(shm: str) -> int | None:
+    """A descriptor of ``shm`` this process holds already (SQLite's, mapping it), or ``None``.
+
+    Opening and closing the ``-shm`` ourselves would drop every POSIX lock this
+    process holds on it (``close`` releases a process's ``fcntl`` locks on the
+    file, whichever descriptor took them): SQLite's shared lock that says "in
+    use" would go, the next process to open the database would take itself for
+    the first, truncate the ``-shm`` to 3 bytes and rebuild it, and our map
+    would fault (SIGBUS). So the flags are read through SQLite's own descriptor
+    when there is one (Linux: ``/proc/self/fd``). Never raises.
+    """
+    try:
+        want = os.stat(shm)
+    except OSError:
+        return None
+    cached = _FDS.get(shm)
+    if cached is not None:
+        try:
+            st = os.fstat(cached)
+            if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+                return cached
+        except OSError:
+            pass
+        _FDS.pop(shm, None)
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for name in names:
+        try:
+            fd = int(name)
+            st = os.fstat(fd)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino) and stat.S_ISREG(st.st_mode):
+            _FDS[shm] = fd
+            return fd
+    return None
+
+
+_FDS: dict[str, int] = {}
+"""The last descriptor found per ``-shm`` path (checked by inode before each use)."""
+
+
 def shm_refusal(database: str) -> str | None:
     """Why ``<database>-shm`` must not be mapped now (one line), or ``None``.
 
@@ -65,7 +109,8 @@ def shm_refusal(database: str) -> str | None:
     or append-only flag, a file this user cannot open for writing (SQLite
     would map it read-only and fail every write). A missing ``-shm`` is fine
     (SQLite creates it); one on a read-only file system is left to the
-    database file's own check.
+    database file's own check. While this process maps it already, only its
+    flags are read, through that descriptor (:func:`_mapped_fd`).
     """
     shm = f"{database}-shm"
     try:
@@ -74,6 +119,10 @@ def shm_refusal(database: str) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return f"{shm} is not a regular file; {_FIX}"
+    mapped = _mapped_fd(shm)
+    if mapped is not None:
+        frozen = _frozen_by(_flags(mapped))
+        return None if frozen is None else f"{shm} is {frozen} (chattr); {_FIX}"
     try:
         fd = os.open(shm, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -82,7 +131,7 @@ def shm_refusal(database: str) -> str | None:
         try:
             frozen = _frozen_by(_flags(fd))
         finally:
-            os.close(fd)
+            os.close(fd)  # no lock of ours on it yet: nothing to drop
         if frozen is not None:
             return f"{shm} is {frozen} (chattr); {_FIX}"
     try:
@@ -98,13 +147,12 @@ def shm_refusal(database: str) -> str | None:
 
 
 def shm_frozen(database: str) -> str | None:
-    """``immutable``/``append-only`` when ``<database>-shm`` was made so, else ``None``
-    (one ``open``, ``ioctl`` and ``close``; used before each use of an open database)."""
-    try:
-        fd = os.open(f"{database}-shm", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return _frozen_by(_flags(fd))
-    finally:
-        os.close(fd)
+    """``immutable``/``append-only`` when ``<database>-shm`` was made so, else ``None``.
+
+    Used before each use of an open database: reads the flags through the
+    descriptor SQLite maps it with (:func:`_mapped_fd`); never opens or closes
+    the file (that would drop SQLite's locks). ``None`` when this process does
+    not map it (then no store of ours can fault).
+    """
+    fd = _mapped_fd(f"{database}-shm")
+    return None if fd is None else _frozen_by(_flags(fd))
