@@ -25,6 +25,7 @@ __all__ = [
     "EventPeek",
     "LinkPeek",
     "PeekUnavailable",
+    "cursor_marks",
     "events_after",
     "links",
     "manager_since",
@@ -36,6 +37,7 @@ __all__ = [
     "session_keys",
     "watched_targets",
     "watches",
+    "watermark",
 ]
 
 APPLICATION_ID = 0x53534131
@@ -192,20 +194,40 @@ def links(conn: Any) -> list[LinkPeek]:
 
 
 def events_after(conn: Any, key: str, agent_id: str, since: int,
-                 limit: int) -> tuple[list[EventPeek], int]:
-    """Up to ``limit`` events of a session after ``since``, and how many there are in all.
+                 limit: int, until: int | None = None) -> tuple[list[EventPeek], int]:
+    """Up to ``limit`` events of a session after ``since`` (and at most ``until``, a
+    notice's frozen watermark: what it covers), and how many there are in all.
 
     Returns:
-        ``(events oldest first, total count after since)``.
+        ``(events oldest first, total count in that range)``.
     """
+    top = until if until is not None else (1 << 62)
     events = [EventPeek(int(s), str(k), str(a), int(t), str(m)) for s, k, a, t, m in conn.execute(
         "SELECT sequence, kind, actor_type, occurred_at, summary FROM session_state_events"
-        " WHERE session_key = ? AND agent_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-        (key, agent_id, since, limit))]
+        " WHERE session_key = ? AND agent_id = ? AND sequence > ? AND sequence <= ?"
+        " ORDER BY sequence LIMIT ?",
+        (key, agent_id, since, top, limit))]
     total = conn.execute(
         "SELECT count(*) FROM session_state_events WHERE session_key = ? AND agent_id = ?"
-        " AND sequence > ?", (key, agent_id, since)).get
+        " AND sequence > ? AND sequence <= ?", (key, agent_id, since, top)).get
     return events, int(total or 0)
+
+
+def cursor_marks(conn: Any, watcher: str) -> dict[str, tuple[int, int]]:
+    """``{target key: (last_seen, notified)}`` of ``watcher``'s cursors (the frozen
+    watermark of an open notice is ``notified``; once acknowledged, ``last_seen``)."""
+    return {str(k): (int(ls), int(nt)) for k, ls, nt in conn.execute(
+        "SELECT target_session_key, last_seen_sequence, notified_sequence"
+        " FROM session_watch_cursors WHERE watcher_session_key = ?", (watcher,))}
+
+
+def watermark(conn: Any, watcher: str, key: str, agent_id: str) -> int | None:
+    """The frozen watermark (``notified_sequence``) of ``watcher``'s cursor on a target:
+    the last state version its open notice covers; ``None`` without a cursor."""
+    value = conn.execute(
+        "SELECT notified_sequence FROM session_watch_cursors WHERE watcher_session_key = ?"
+        " AND target_session_key = ? AND target_agent_id = ?", (watcher, key, agent_id)).get
+    return None if value is None else int(value)
 
 
 def _object(text: object) -> dict[str, Any]:

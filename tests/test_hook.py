@@ -703,3 +703,27 @@ def test_after_the_acknowledgement_comes_only_the_exit(
         windows.append((ended - acked - 1, acked - printed))
     assert windows == [(0, 1)] * 3  # nothing between the acknowledgement and the exit
     assert home.context() == ""  # and each was acknowledged
+
+
+def _listed(context: str) -> list[str]:
+    return [line.split()[0] for line in context.splitlines() if line.lstrip().startswith("#")]
+
+
+def test_a_change_after_a_notices_watermark_is_listed_once_under_its_follow_up(
+    home: Home,
+) -> None:
+    """Adversary finding (round 34): a notice listed every change up to the head, but its
+    acknowledgement covers only up to its frozen watermark; the change after it came
+    back in the follow-up, listed twice (#5 #6, then #6 #7 #8, ...)."""
+    home.context()
+    with Gateway.open(str(home.db), monitor=False) as other:  # another process scans
+        home.worker.append(Typed("first"), Reply("ok"))
+        assert len(other.scan_upstream()) == 1  # the manager's notice opens here
+        other.release_leases()
+    # Typed before the next prompt; that prompt's hook scans it after the notice froze.
+    home.worker.append(Typed("second"), Reply("ok"))
+    first, second = home.context(), home.context()
+    assert len(_listed(first)) == 1
+    assert len(_listed(second)) == 1
+    assert _listed(first) != _listed(second)
+    assert home.context() == ""

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -484,3 +485,24 @@ def test_a_new_watcher_is_not_told_turns_typed_before_it_started(tmp_path: Path)
     assert notices == ["  #4 human_direct_message by human: human message via claude"]
     with Gateway.open(tmp_path / "state.sqlite", monitor=False) as gw:
         assert len(gw.pending_notices("agent:main:other")) == 1  # the earlier turn, for it
+
+
+def test_a_change_after_a_notices_watermark_is_printed_once(
+    open_gateway: Callable[..., Gateway],
+) -> None:
+    """Adversary finding (round 34): ``ssa watch`` listed every change up to the head
+    under a notice whose acknowledgement covers only its frozen watermark, and the
+    follow-up listed the change after it again."""
+    from actors.cli.watch import _report
+
+    gw = open_gateway()
+    assert gw.watch("agent:main:w", "agent:main:t")
+    assert gw.human_message("agent:main:t", channel="x") is not None  # the notice opens
+    assert gw.human_message("agent:main:t", channel="x") is not None  # after its watermark
+    listed: list[list[str]] = []
+    for _ in range(3):
+        out = io.StringIO()
+        _report(gw, "agent:main:w", False, out)
+        listed.append([line.split()[0] for line in out.getvalue().splitlines()
+                       if line.startswith("  #")])
+    assert listed == [["#1"], ["#2"], []]

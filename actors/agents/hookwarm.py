@@ -229,8 +229,11 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
             if match is None:
                 continue
             key, since = match.group("key"), int(match.group("since"))
-            events, total = peek.events_after(conn, key, agent_id_of(key), since,
-                                              MAX_EVENTS_PER_NOTICE)
+            # Only what this notice covers (up to its frozen watermark): a change after
+            # it gets its own follow-up notice, and is listed there, once.
+            events, total = peek.events_after(
+                conn, key, agent_id_of(key), since, MAX_EVENTS_PER_NOTICE,
+                until=peek.watermark(conn, watcher, key, agent_id_of(key)))
             link = links.get(key)
             views.append(NoticeView(
                 text=text, target_key=key, changes_since=since, total=total,

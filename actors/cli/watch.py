@@ -30,6 +30,7 @@ from actors.monitors.where import UpstreamWhere, describe, in_store, where_of
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from actors.upstream.source import Source
 from actors.upstream.sources import all_sources, find_source
+from persistence import peek
 from persistence.keys import agent_id_of
 
 __all__ = ["NOTICE_PATTERN", "NoticeRecord", "run_watch"]
@@ -150,10 +151,24 @@ def _report(gw: Gateway, watcher: str, as_json: bool, out: TextIO,
     # Print (and hand off) before acknowledging: a kill between the two shows a
     # notice again after the restart instead of losing it (at least once).
     shown = gw.pending_notices(watcher)
-    _print_notices(gw, shown, as_json, out, handoff)
+    _print_notices(gw, shown, as_json, out, handoff, until=_marks(gw, watcher, 1))
     drained = gw.drain(watcher)
-    _print_notices(gw, [t for t in drained if t not in shown], as_json, out, handoff)
+    late = [t for t in drained if t not in shown]
+    if late:  # acknowledged now: each covered up to where its cursor's last_seen moved
+        _print_notices(gw, late, as_json, out, handoff, until=_marks(gw, watcher, 0))
     return len(set(shown) | set(drained))
+
+
+def _marks(gw: Gateway, watcher: str, which: int) -> dict[str, int]:
+    """Per target, ``watcher``'s cursor's last_seen (``which`` 0) or frozen watermark (1):
+    a notice lists only the changes it covers, so a change after its watermark is
+    listed once, under its own follow-up (never raises: ``{}`` lists everything)."""
+    try:
+        with gw.read_pool.connection() as conn:
+            return {k: marks[which] for k, marks in peek.cursor_marks(conn, watcher).items()}
+    except Exception as exc:  # listing is a courtesy: never stop the watch
+        logger.debug("cannot read the cursors of %s: %s", watcher, exc)
+        return {}
 
 
 _where_caches: weakref.WeakKeyDictionary[Gateway, dict[str, UpstreamWhere | None]] = (
@@ -179,17 +194,23 @@ def _where(gw: Gateway, key: str) -> UpstreamWhere | None:
     return where
 
 
-def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
-    """The notice with the events behind it; ``None`` for a line that is not a notice."""
+def _reconcile(gw: Gateway, text: str, until: dict[str, int] | None = None,
+               ) -> NoticeRecord | None:
+    """The notice with the events behind it (those up to ``until[key]``, what it covers,
+    when given); ``None`` for a line that is not a notice."""
     match = NOTICE_PATTERN.search(text)
     if match is None:
         return None
     key, since = match["key"], int(match["since"])
     status = gw.session_status(key, changes_since=since)
     changes = status.state_changes
+    top = (until or {}).get(key)
+    events = changes.events if changes else ()
+    if top is not None and top > since:
+        events = tuple(e for e in events if e.sequence <= top)
     return NoticeRecord(
         notice=text, session_key=key, changes_since=since, state_version=status.state_version,
-        events=changes.events if changes else (),
+        events=events,
         history_gap=changes.history_gap if changes else False,
         truncated=changes.truncated if changes else False,
         earliest_available_sequence=changes.earliest_available_sequence if changes else 0,
@@ -197,8 +218,9 @@ def _reconcile(gw: Gateway, text: str) -> NoticeRecord | None:
 
 
 def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
-                   handoff: Handoff | None = None) -> None:
-    records = [r for r in (_reconcile(gw, text) for text in notices) if r is not None]
+                   handoff: Handoff | None = None, *, until: dict[str, int] | None = None,
+                   ) -> None:
+    records = [r for r in (_reconcile(gw, text, until) for text in notices) if r is not None]
     for record in records:
         if as_json:
             out.write(msgspec.json.encode(record).decode() + "\n")
