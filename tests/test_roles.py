@@ -163,8 +163,11 @@ def test_a_command_run_in_the_tool_finds_the_session_its_hook_recorded(tmp_path:
 
 
 def test_manage_outside_a_session_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(SessionStateError, match="--session KEY"):
+    with pytest.raises(SessionStateError, match="with --session KEY"):
         resolve_self(tmp_path / "state.sqlite", None)
+    # ssa send names its own option (adversary: it said --session, which send refuses)
+    with pytest.raises(SessionStateError, match="with --from KEY"):
+        resolve_self(tmp_path / "state.sqlite", None, option="--from KEY")
     assert resolve_self(tmp_path / "state.sqlite", "agent:main:pi:x") == "agent:main:pi:x"
 
 

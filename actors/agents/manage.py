@@ -39,12 +39,15 @@ def state_dir_of(location: Path | str) -> Path:
     return default_state_path().parent if text.startswith(URL_SCHEMES) else Path(text).parent
 
 
-def resolve_self(location: Path | str, session: str | None) -> str:
-    """The session key ``ssa manage`` (or an MCP tool) acts for.
+def resolve_self(location: Path | str, session: str | None, *,
+                 option: str = "--session KEY") -> str:
+    """The session key ``ssa manage`` (or ``ssa send``, or an MCP tool) acts for.
 
     Args:
         location: the signal log (where the hook's caller records are).
         session: an explicit key, or ``None`` to find the caller's own.
+        option: how the caller names a key explicitly, for the message
+            (``"--session KEY"``, ``"--from KEY"``, an MCP argument).
 
     Returns:
         The session key.
@@ -58,14 +61,14 @@ def resolve_self(location: Path | str, session: str | None) -> str:
     Caller's thread; blocks on a few small file reads.
     """
     if session is not None:
-        v.check_key(session, "--session")
+        v.check_key(session, option.split(maxsplit=1)[0])
         return session
     key = find_caller(state_dir_of(location), os.getpid())
     if key is None:
         raise SessionStateError(
             "this command does not run inside a coding-agent session whose ssa hook has run "
             "(run it from the agent's shell tool, or from the tool's shell escape, after "
-            "one prompt); or pass --session KEY (ssa list shows the keys)")
+            f"one prompt); or name the session with {option} (ssa list shows the keys)")
     return key
 
 

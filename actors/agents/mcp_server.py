@@ -71,13 +71,14 @@ INSTRUCTIONS = (
     "times; never message text). drain(watcherKey) consumes and acknowledges your notices.")
 
 
-def _caller(holder: GatewayHolder, given: str | None) -> str:
+def _caller(holder: GatewayHolder, given: str | None, argument: str = "watcherKey") -> str:
     """``given``, else the key of the session whose tool process runs this server.
 
     Raises:
-        SessionStateError: not found (the message says to pass the key).
+        SessionStateError: not found (the message says to pass ``argument``).
     """
-    return resolve_self(holder.location or default_state_path(), given)
+    return resolve_self(holder.location or default_state_path(), given,
+                        option=f"the {argument} argument")
 
 
 class GatewayHolder:
@@ -203,7 +204,7 @@ def build_server(holder: GatewayHolder) -> Any:
     def sessions_send(targetKey: str, text: str, watch: bool = False,  # noqa: N803
                       senderKey: str | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
-            sender = _caller(holder, senderKey)
+            sender = _caller(holder, senderKey, "senderKey")
             return send(gw.watch, state_dir_of(holder.location or default_state_path()),
                         sender, targetKey, text, watch=watch)
         return dict(call(run))

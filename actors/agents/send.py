@@ -167,7 +167,7 @@ def run_send(location: Path | str, target: str, text: str, *, sender: str | None
     from actors import Gateway  # noqa: PLC0415 - a command's own import (start-up cost)
     from actors.agents.manage import resolve_self, state_dir_of  # noqa: PLC0415
 
-    who = resolve_self(location, sender)
+    who = resolve_self(location, sender, option="--from KEY")
     def start_watch(watcher: str, watched: str) -> bool:
         with Gateway.open(location, monitor=False) as gw:
             return gw.watch(watcher, watched)
