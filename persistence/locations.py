@@ -16,6 +16,7 @@ fresh per-project folder (``--db .ssa/state.sqlite``) still works.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -51,6 +52,10 @@ def _missing_folders(path: Path) -> list[Path]:
     return missing
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
+"""A URL's scheme (two letters or more: ``C:/`` is a Windows drive)."""
+
+
 def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     """Why a signal log cannot be made or opened at SQLite path ``path``, or ``None``.
 
@@ -67,6 +72,10 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
                 "other processes share; give a file path")
     if "\0" in text:
         return "the path holds a NUL character"
+    scheme = _SCHEME.match(text)
+    if scheme is not None:  # postgresql:// is a URL, taken before this; C:/... is a path
+        return (f"{text} looks like a {scheme.group(1)}: URL, which is not a database this "
+                "takes: give a file path or a postgresql:// URL")
     where = Path(text)
     try:
         st = os.stat(where)

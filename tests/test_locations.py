@@ -136,7 +136,10 @@ def test_the_hook_checks_its_db_before_it_creates_anything(tmp_path: Path) -> No
     for db, says in ((":memory:", "no file path"), ("", "must not be empty"),
                      (str(project / "dir"), "is a directory"),
                      (str(fifo), "not a regular file"),
-                     (str(project / "a" / "b" / "x.sqlite"), "neither")):
+                     (str(project / "a" / "b" / "x.sqlite"), "neither"),
+                     # adversary, round 34: these made hooks/ (or sqlite:/hooks) in the project
+                     ("state.sqlite", "relative path"),
+                     ("sqlite:///state.db", "looks like a sqlite: URL")):
         done = _hook(project, "--db", db)
         assert done.returncode == 0
         assert done.stdout == b""
@@ -146,6 +149,10 @@ def test_the_hook_checks_its_db_before_it_creates_anything(tmp_path: Path) -> No
         # Nothing beside the bad path; the failure is kept in our own state folder.
         assert [p for p in _tree(project) if not p.startswith("state")] == ["dir", "fifo"], db
         assert (project / "state" / "ssa" / "hooks" / "last-errors.json").is_file()
+    # ~ is expanded as the shell would (a plugin runs the hook without one): no ./~/ folder.
+    done = _hook(project, "--db", "~/tilde.sqlite")
+    assert done.returncode == 0, done.stderr
+    assert not (project / "~").exists()
     # A good one: its own folder is made, as the gateway makes it (the rule, once more).
     done = _hook(project, "--db", str(project / "run" / "x.sqlite"))
     assert done.returncode == 0, done.stderr

@@ -159,5 +159,12 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
 
 
 def location_of(args: HookArgs) -> str:
-    """The signal log: ``--db``, else ``$SSA_DB``, else ``ssa watch``'s default (pure but env)."""
-    return args.db or os.environ.get("SSA_DB") or str(default_state_path())
+    """The signal log: ``--db``, else ``$SSA_DB``, else ``ssa watch``'s default (pure but env).
+
+    A leading ``~`` is expanded (a plugin runs the hook without a shell, which would
+    have expanded it); a URL is returned as given.
+    """
+    given = args.db or os.environ.get("SSA_DB")
+    if not given:
+        return str(default_state_path())
+    return given if given.startswith(URL_SCHEMES) else os.path.expanduser(given)

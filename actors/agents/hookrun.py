@@ -78,6 +78,11 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
     # directory, a missing tree) gets nothing created beside it, no hooks/ folder.
     signal_log = Path(location) if not is_url else default_state_path()
     problem = sqlite_location_problem(signal_log)
+    if problem is None and not signal_log.is_absolute():
+        # The tool runs the hook in each project's folder: a relative path would be a
+        # database (and a hooks/ folder) per project.
+        problem = (f"{location} is a relative path; give an absolute one (the hook runs in "
+                   "each project's folder)")
     if problem is not None:
         named_by = ("the default database" if is_url or location == str(default_state_path())
                     else "--db" if args.db else "$SSA_DB")

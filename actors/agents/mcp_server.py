@@ -249,6 +249,10 @@ def main(db: str | None, *, err: TextIO) -> int:
                   "'session-state-awareness[mcp]'\n")
         return 1
     location = db if db is not None else (os.environ.get("SSA_DB") or None)
+    if location is not None and "://" not in location:
+        # MCP arguments reach no shell: expand ~ as the hooks' shell does, so both name
+        # the same database (not a literal ./~/ folder).
+        location = os.path.expanduser(location)
     holder = GatewayHolder(location)
     server = build_server(holder)
 
