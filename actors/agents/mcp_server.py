@@ -71,14 +71,14 @@ INSTRUCTIONS = (
     "times; never message text). drain(watcherKey) consumes and acknowledges your notices.")
 
 
-def _caller(holder: GatewayHolder, given: str | None, argument: str = "watcherKey") -> str:
+def _caller(holder: GatewayHolder, given: str | None,
+            option: str = "the watcherKey argument") -> str:
     """``given``, else the key of the session whose tool process runs this server.
 
     Raises:
-        SessionStateError: not found (the message says to pass ``argument``).
+        SessionStateError: not found (the message says how to name it: ``option``).
     """
-    return resolve_self(holder.location or default_state_path(), given,
-                        option=f"the {argument} argument")
+    return resolve_self(holder.location or default_state_path(), given, option=option)
 
 
 class GatewayHolder:
@@ -204,7 +204,7 @@ def build_server(holder: GatewayHolder) -> Any:
     def sessions_send(targetKey: str, text: str, watch: bool = False,  # noqa: N803
                       senderKey: str | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
-            sender = _caller(holder, senderKey, "senderKey")
+            sender = _caller(holder, senderKey, "the senderKey argument")
             return send(gw.watch, state_dir_of(holder.location or default_state_path()),
                         sender, targetKey, text, watch=watch)
         return dict(call(run))
@@ -224,7 +224,7 @@ def build_server(holder: GatewayHolder) -> Any:
                  "project; on=false makes it a worker again and drops its watches.")
     def manage(on: bool = True, wake: bool = True) -> dict[str, Any]:
         def run(gw: Any) -> dict[str, Any]:
-            key = _caller(holder, None)
+            key = _caller(holder, None, "ssa manage --session KEY in a shell")
             changed = set_role(gw, key, off=not on, wake=wake)
             role, woken = gw.role(key)
             return {"sessionKey": key, "role": role, "wake": woken, "changed": changed}
