@@ -61,7 +61,7 @@ def resolve_self(location: Path | str, session: str | None, *,
     Caller's thread; blocks on a few small file reads.
     """
     if session is not None:
-        v.check_key(session, option.split(maxsplit=1)[0])
+        v.check_key(session, option.removesuffix(" KEY"))
         return session
     key = find_caller(state_dir_of(location), os.getpid())
     if key is None:
