@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from actors import Gateway
+
 pytest.importorskip("mcp")
 
 from actors.agents.mcp_stdio import (  # after importorskip: it needs the mcp extra
@@ -142,3 +144,34 @@ def test_forty_sends_of_four_mib_are_answered_and_leave_the_server_small(
     grown = server.rss_mb() - before
     assert grown < 20, f"grew by {grown:.0f} MB"  # measured: +4 MB; +53 MB before
     assert server.call(99, "session_status", {"sessionKey": "agent:main:x"})["id"] == 99
+
+
+@pytest.mark.timeout(90)
+def test_a_drain_asked_just_before_stdin_closes_is_answered(tmp_path: Path) -> None:
+    """Adversary finding (round 34): a client that sends ``drain`` and closes stdin at once
+    got no answer, while the drain had acknowledged the notice: it was lost. The server
+    now answers what it was asked before it stops (within a grace)."""
+    db = tmp_path / "state.sqlite"
+    with Gateway.open(db) as gw:
+        assert gw.watch("agent:main:mgr", "agent:main:w")
+        assert gw.human_message("agent:main:w", channel="x") is not None
+    served = Server(db)
+    try:
+        for line in (
+                {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+                    "name": "drain", "arguments": {"watcherKey": "agent:main:mgr"}}}):
+            served.send(json.dumps(line).encode())
+        assert served.child.stdin is not None
+        served.child.stdin.close()  # at once, as a client that goes away
+        assert served.child.stdout is not None
+        served.child.wait(timeout=ANSWER_TIMEOUT_S)  # it ends once it answered
+        out = served.child.stdout.read()
+    finally:
+        served.close()
+    answers = {a.get("id"): a for a in map(json.loads, out.splitlines())}
+    assert 6 in answers, out
+    assert len(answers[6]["result"]["structuredContent"]["notices"]) == 1

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -33,7 +35,8 @@ import mcp_types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_REQUEST_BYTES", "Refusal", "RequestLines", "request_problem", "run"]
+__all__ = ["ANSWER_GRACE_S", "MAX_REQUEST_BYTES", "Refusal", "RequestLines", "Unanswered",
+           "request_problem", "run"]
 
 MAX_REQUEST_BYTES = 1024 * 1024
 """The longest request line read, in bytes (with its newline): sixty times the longest
@@ -123,11 +126,13 @@ class RequestLines:
         limit: the longest line taken, in bytes.
     """
 
-    def __init__(self, fd: int, limit: int = MAX_REQUEST_BYTES) -> None:
+    def __init__(self, fd: int, limit: int = MAX_REQUEST_BYTES,
+                 unanswered: Unanswered | None = None) -> None:
         self._reader = os.fdopen(fd, "rb", closefd=False)
         self._limit = limit
         self._answers: Any = None
         self._ready = anyio.Event()
+        self._unanswered = unanswered
 
     def answer_on(self, stream: Any) -> None:
         """Answer refused lines on ``stream`` (the transport's write stream); call once."""
@@ -147,6 +152,10 @@ class RequestLines:
         while True:
             line, whole = await anyio.to_thread.run_sync(self._read_line)
             if line is None:
+                if self._unanswered is not None:
+                    # The client closed its end after its last request: answer what was
+                    # asked before the server stops (a drain acknowledges as it runs).
+                    await self._unanswered.settled(ANSWER_GRACE_S)
                 raise StopAsyncIteration
             if not whole:
                 await self._refuse(Refusal(
@@ -158,6 +167,8 @@ class RequestLines:
                 continue
             refusal = request_problem(text)
             if refusal is None:
+                if self._unanswered is not None:
+                    self._unanswered.asked(text)
                 return text
             await self._refuse(refusal)
 
@@ -181,6 +192,70 @@ class RequestLines:
             error=mcp_types.ErrorData(code=refusal.code, message=refusal.message))))
 
 
+ANSWER_GRACE_S = 30.0
+"""How long the server still runs after its input ended, for requests not answered yet."""
+
+
+class Unanswered:
+    """The ids of the requests read and not answered yet (event loop only).
+
+    At the end of input the server waits (at most a grace) until these are
+    answered: a tool such as ``drain`` acts as it runs, and its answer must
+    not be lost because the client closed stdin right after asking.
+    """
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._empty = anyio.Event()
+        self._empty.set()
+
+    def asked(self, line: str) -> None:
+        """Note a request line (one with an ``id`` and a ``method``); pure but for the set."""
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(value, dict) and "method" in value and _id_of(value.get("id")) is not None:
+            self._ids.add(json.dumps(value["id"]))
+            if self._empty.is_set():
+                self._empty = anyio.Event()
+
+    def answered(self, text: str) -> None:
+        """Note an outgoing message: a response (``result`` or ``error``) settles its id."""
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(value, dict) and ("result" in value or "error" in value):
+            self._ids.discard(json.dumps(value.get("id")))
+            if not self._ids:
+                self._empty.set()
+
+    async def settled(self, grace_s: float) -> None:
+        """Wait until every request read was answered, at most ``grace_s`` seconds."""
+        with anyio.move_on_after(grace_s):
+            await self._empty.wait()
+
+
+class _AnsweringOut:
+    """The SDK's stdout (an ``anyio`` text file) that tells :class:`Unanswered` what went out."""
+
+    def __init__(self, real: Any, unanswered: Unanswered) -> None:
+        self._real = real
+        self._unanswered = unanswered
+
+    async def write(self, text: str) -> int:
+        """Write ``text`` (one JSON message and its newline); then note its id answered."""
+        written: int = await self._real.write(text)
+        await self._real.flush()
+        self._unanswered.answered(text)
+        return written
+
+    async def flush(self) -> None:
+        """Flush the real stdout."""
+        await self._real.flush()
+
+
 @contextlib.contextmanager
 def _claimed_stdin() -> Iterator[int]:
     """A private duplicate of fd 0 while fd 0 reads the null device (as the SDK does):
@@ -197,6 +272,20 @@ def _claimed_stdin() -> Iterator[int]:
         os.dup2(private, 0)  # private stays open: a worker thread may still read it
 
 
+@contextlib.contextmanager
+def _claimed_stdout() -> Iterator[int]:
+    """A private duplicate of fd 1 while fd 1 writes to stderr (as the SDK does): a stray
+    print of a handler or a child never corrupts the protocol. fd 1 is restored after."""
+    sys.stdout.flush()
+    private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.dup2(2, 1)
+    try:
+        yield private
+    finally:
+        os.dup2(private, 1)
+        os.close(private)
+
+
 def run(server: Any) -> None:
     """Serve ``server`` (an ``MCPServer``) over stdin/stdout until stdin ends.
 
@@ -211,8 +300,11 @@ async def _serve(server: Any) -> None:
     # MCPServer has no public name for its low-level server yet: the SDK's own
     # in-memory Client reaches it the same way (its "TODO: make public").
     lowlevel = server._lowlevel_server
-    with _claimed_stdin() as fd:
-        lines = RequestLines(fd)
-        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+    unanswered = Unanswered()
+    with _claimed_stdin() as fd, _claimed_stdout() as out_fd:
+        text = io.TextIOWrapper(os.fdopen(out_fd, "wb", closefd=False), encoding="utf-8")
+        out = _AnsweringOut(anyio.wrap_file(text), unanswered)
+        lines = RequestLines(fd, unanswered=unanswered)
+        async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
             lines.answer_on(write)
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
