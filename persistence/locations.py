@@ -62,8 +62,10 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     Refused: an empty path, ``:memory:`` and ``file:`` names (the signal log
     is a file its readers and other processes share), a NUL, a directory,
     something that is not a regular file (``/dev/null``, a FIFO), a folder
-    that exists but is no directory, and a path given (not the default)
-    whose folder is missing together with that folder's parent. The message
+    that exists but is no directory, a path given (not the default)
+    whose folder is missing together with that folder's parent, and, for a
+    process running as root, a file or folder another user owns (sudo that
+    keeps HOME: what root made there, that user could not open). The message
     starts with the path. Caller's thread; a few ``stat`` calls; never raises.
     """
     text = os.fspath(path)
@@ -95,7 +97,26 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
                 "that exists)")
     if missing and not os.path.isdir(missing[-1].parent):
         return f"{text}: {missing[-1].parent} is not a directory"
+    owner = _other_owner(where, missing)
+    if owner is not None:
+        return (f"{text} is in a folder of user {owner} while ssa runs as root: the files it "
+                "made would be root's and that user's own hooks could not open them; run it "
+                f"as that user (sudo -u '#{owner}' ...)")
     return None
+
+
+def _other_owner(where: Path, missing: list[Path]) -> int | None:
+    """The uid owning ``where`` (or its nearest existing folder) when this process is root
+    and that owner is not; ``None`` otherwise (``stat`` calls only; never raises)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    existing = where if os.path.lexists(where) else (
+        missing[-1].parent if missing else Path(os.path.abspath(where)).parent)
+    try:
+        uid = os.stat(existing).st_uid
+    except OSError:
+        return None
+    return uid if uid != 0 else None
 
 
 def folders_to_create(path: str | os.PathLike[str]) -> list[Path]:

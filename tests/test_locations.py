@@ -157,3 +157,23 @@ def test_the_hook_checks_its_db_before_it_creates_anything(tmp_path: Path) -> No
     done = _hook(project, "--db", str(project / "run" / "x.sqlite"))
     assert done.returncode == 0, done.stderr
     assert (project / "run").is_dir()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_root_is_refused_a_database_in_another_users_folder(tmp_path: Path) -> None:
+    """Adversary finding (round 34): root with another user's HOME (sudo that keeps HOME)
+    made root-owned state files there, which that user's own hooks then could not open."""
+    theirs = tmp_path / "home"
+    (theirs / ".local" / "state").mkdir(parents=True)
+    for folder in (theirs, theirs / ".local", theirs / ".local" / "state"):
+        os.chown(folder, 65534, 65534)
+    db = theirs / ".local" / "state" / "ssa" / "state.sqlite"
+    problem = sqlite_location_problem(db)
+    assert problem is not None
+    assert "user 65534" in problem
+    assert "runs as root" in problem
+    assert not (theirs / ".local" / "state" / "ssa").exists()
+    with pytest.raises(InvalidArgument, match="runs as root"):
+        Gateway.open(db)
+    assert not (theirs / ".local" / "state" / "ssa").exists()
+    assert sqlite_location_problem(tmp_path / "mine.sqlite") is None  # root's own folder
