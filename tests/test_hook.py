@@ -727,3 +727,25 @@ def test_a_change_after_a_notices_watermark_is_listed_once_under_its_follow_up(
     assert len(_listed(second)) == 1
     assert _listed(first) != _listed(second)
     assert home.context() == ""
+
+
+def test_a_conversation_continued_in_a_new_file_reports_its_first_prompt(home: Home) -> None:
+    """Adversary finding (round 34): a continued conversation's new file begins with the
+    earlier session's rows and times, so the hook took it for an old session, linked it at
+    its end, and its first prompt was never reported. Its start is its first own row."""
+    directory = home.manager.path.parent
+    old, new = str(uuid.uuid4()), str(uuid.uuid4())  # a transcript is named by its session
+    earlier = ClaudeCodeTranscript(directory / f"{old}.jsonl", session_id=old,
+                                   cwd=str(home.project),
+                                   clock=lambda: 1_700_000_000_000)  # long before the manager
+    earlier.append(Typed("an old prompt"), Reply("ok"))
+    home.context()
+    continued = ClaudeCodeTranscript(directory / f"{new}.jsonl", session_id=new,
+                                     cwd=str(home.project),
+                                     clock=lambda: time.time_ns() // 1_000_000)  # now
+    continued.copy_of(earlier.path, keep_session_ids=True)  # Claude Desktop keeps the ids
+    continued.append(Typed("the first prompt of the continued conversation"), Reply("ok"))
+    context = home.context()
+    assert _notice_targets(context) == [f"agent:main:claude:{continued.session_id}"]
+    assert len(_listed(context)) == 1
+    assert "human_direct_message" in context

@@ -40,8 +40,20 @@ if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (s
     Holds: TypeAlias = Literal["file", "store"]
     Locations: TypeAlias = Callable[[Mapping[str, str], Path], list[Path]]
 
-__all__ = ["HEAD_BYTES", "MISSING", "Candidate", "Source", "StoreRow", "glob_sessions",
-           "json_head", "note_store_problem", "only_itself", "unreadable_store"]
+__all__ = [
+    "HEAD_BYTES",
+    "MISSING",
+    "Candidate",
+    "Source",
+    "StoreRow",
+    "epoch_ms_of",
+    "glob_sessions",
+    "json_head",
+    "note_store_problem",
+    "only_itself",
+    "string_field",
+    "unreadable_store",
+]
 
 MISSING = "missing"
 """The marker key of a link told missing (``upstream_missing``): since when, epoch ms.
@@ -88,6 +100,12 @@ _CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
 _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
+def string_field(pattern: re.Pattern[bytes], head: bytes) -> str | None:
+    """The first JSON string value ``pattern`` (one group: the quoted string) finds in
+    ``head``, decoded; ``None`` when absent or empty (pure)."""
+    return _string(pattern, head)
+
+
 def _string(pattern: re.Pattern[bytes], head: bytes) -> str | None:
     match = pattern.search(head)
     if match is None:
@@ -97,6 +115,21 @@ def _string(pattern: re.Pattern[bytes], head: bytes) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) and value else None
+
+
+def epoch_ms_of(stamp: str | None) -> int | None:
+    """An ISO-8601 time (``Z`` or an offset; naive means UTC) as epoch ms, or ``None``."""
+    if stamp is None:
+        return None
+    from datetime import UTC, datetime  # noqa: PLC0415 - only for a transcript new to the hook's cache
+
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def json_head(path: str) -> tuple[str | None, int | None]:
@@ -110,20 +143,7 @@ def json_head(path: str) -> tuple[str | None, int | None]:
             head = file.read(HEAD_BYTES)
     except (OSError, ValueError):
         return None, None
-    stamp = _string(_TIMESTAMP, head)
-    started: int | None = None
-    if stamp is not None:
-        from datetime import UTC, datetime  # noqa: PLC0415 - only for a transcript new to the hook's cache
-
-        try:
-            moment = datetime.fromisoformat(stamp)
-        except ValueError:
-            moment = None
-        if moment is not None:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            started = int(moment.timestamp() * 1000)
-    return _string(_CWD, head), started
+    return _string(_CWD, head), epoch_ms_of(_string(_TIMESTAMP, head))
 
 
 def only_itself(path: str) -> tuple[str, ...]:

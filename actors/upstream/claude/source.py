@@ -11,11 +11,20 @@ Its heavy half is :data:`actors.upstream.claude.reading.READING`.
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.upstream.source import Candidate, Source, glob_sessions
+from actors.upstream.source import (
+    HEAD_BYTES,
+    Candidate,
+    Source,
+    epoch_ms_of,
+    glob_sessions,
+    string_field,
+)
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -38,6 +47,40 @@ def discover(root: Path) -> Iterator[Candidate]:
     return glob_sessions(NAME, root, "*/*.jsonl", str)
 
 
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*("(?:[^"\\]|\\.)*")')
+_CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def head(path: str) -> tuple[str | None, int | None]:
+    """``(cwd, started_ms)`` of a transcript: the session's own start, not its copies'.
+
+    A conversation continued in a new file (Claude Desktop) begins with rows of
+    the earlier session, which keep its ``sessionId`` and its times: they are
+    skipped, so the session's start is its first row of its own (its file name
+    is its id). When the head holds copies only, the file's modification time
+    stands in (it was written when the copy was made). Reads at most
+    :data:`HEAD_BYTES`; caller's thread; never raises.
+    """
+    try:
+        with open(path, "rb") as file:
+            data = file.read(HEAD_BYTES)
+            mtime_ms = os.fstat(file.fileno()).st_mtime_ns // 1_000_000
+    except (OSError, ValueError):
+        return None, None
+    own = Path(path).stem.encode()
+    copies = False
+    for line in data.split(b"\n")[:-1]:  # complete lines only
+        session = string_field(_SESSION_ID, line)
+        if session is not None and session.encode() != own:
+            copies = True
+            continue
+        started = epoch_ms_of(string_field(_TIMESTAMP, line))
+        if started is not None:
+            return string_field(_CWD, data), started
+    return string_field(_CWD, data), (mtime_ms if copies else None)
+
+
 @functools.cache
 def reading() -> Reading:
     """Claude Code's heavy half (loaded once, on first use; any thread)."""
@@ -48,5 +91,5 @@ def reading() -> Reading:
 
 CLAUDE = Source(name=NAME, title="Claude Code", flag=NAME, metavar="DIR", holds="file",
                 locations=locations, discover=discover, no_link="not monitorable",
-                reading=reading)
+                reading=reading, head=head)
 """Claude Code: every transcript may be linked (no header decides)."""
