@@ -8,8 +8,9 @@ tells that apart from what an install created, so the install writes it down:
 per settings file: whether the install created the file, and which containers
 (object keys from the root, e.g. ``["hooks", "Stop"]``) it created. Uninstall then
 removes an emptied container only if an install created it, and an emptied file only
-if an install created it; a file with no entry (an install by an older ssa) is
-treated as before (emptied containers and ``{}`` files go).
+if an install created it; a file with no entry (an install by an older ssa, a record
+in another state directory, a damaged record) keeps its emptied containers and stays
+as ``{}``: what is not known to be ours is never removed.
 
 :class:`InstallRecord` is read when the plan is made and collects what the
 transforms note; its own :meth:`InstallRecord.transform` (the plan's last file
@@ -84,17 +85,17 @@ class InstallRecord:
     # --- what uninstall asks ---------------------------------------------------------
 
     def may_remove_file(self, name: str) -> bool:
-        """Whether an emptied ``name`` may be removed: an install created it, or nothing
-        is known of it."""
+        """Whether an emptied ``name`` may be removed: only when the record says an
+        install created it (nothing known of it: it stays)."""
         entry = self._known.get(name)
-        return entry is None or bool(entry.get("created"))
+        return entry is not None and bool(entry.get("created"))
 
     def keeps(self, name: str) -> Callable[[Iterable[str | int]], bool]:
         """A test of a container's path in ``name``: ``True`` when it must stay even
         when emptied (it was there before the install)."""
         entry = self._known.get(name)
         if entry is None:
-            return lambda _path: False
+            return lambda _path: True  # nothing known: every container stays
         created = {tuple(p) for p in entry.get("containers", []) if isinstance(p, list)}
         return lambda path: tuple(path) not in created
 
