@@ -237,9 +237,11 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                     created.append(("hooks", event))
                 doc.append(["hooks", event], group)
         if record is not None and install:
-            record.note_install(name, created=old is None, containers=created)
+            record.note_install(name, created=old is None, containers=created,
+                                empties=doc.filled)
         elif record is not None:
             record.note_uninstall(name)
+            doc.restore_empty(record.empty_texts(name))
         if kept and notes is not None:
             notes.append(kept_note(name, kept))
         if install and wrapper:
@@ -306,11 +308,9 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
         record = setup.record
-        if install and record is not None:
-            missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
-                       if doc.node(key_path[:depth]) is None]
-            record.note_install(name, created=old is None, containers=missing)
-        elif record is not None:
+        missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
+                   if doc.node(key_path[:depth]) is None]
+        if not install and record is not None:
             record.note_uninstall(name)
         if install and current is None:
             doc.set([*key_path, MCP_NAME], entry)
@@ -323,6 +323,11 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
         elif current is not None:
             doc.remove([*key_path, MCP_NAME], prune=len(key_path),
                        keep=record.keeps(name) if record is not None else None)
+        if install and record is not None:
+            record.note_install(name, created=old is None, containers=missing,
+                                empties=doc.filled)
+        elif record is not None:
+            doc.restore_empty(record.empty_texts(name))
         if doc.text == (old or ""):
             return old
         return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))

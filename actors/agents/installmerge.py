@@ -91,9 +91,9 @@ def merge_argv(existing: list[str], wanted: list[str], head: int,
     """
     prefix = env_prefix(existing)  # the person's VAR=value in front stays theirs
     if prefix:
-        merged, kept = merge_argv(existing[len(prefix):], wanted, head, explicit)
-        whole = prefix + merged
-        return (existing if whole == existing else whole), kept
+        rest, kept_here = merge_argv(existing[len(prefix):], wanted, head, explicit)
+        whole = prefix + rest
+        return (existing if whole == existing else whole), kept_here
     owned = ALWAYS_OURS | explicit
     wanted_runs = {name: tokens for name, tokens in _options(wanted[head:])
                    if name is not None}
