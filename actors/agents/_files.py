@@ -11,7 +11,10 @@ Every change ``ssa install``/``ssa uninstall`` makes goes through
 * a file is replaced atomically (a temporary file in the same directory,
   written, fsynced, renamed over the old one, the directory fsynced); a
   symbolic link is followed, so a dotfile kept in another place is edited
-  there and stays a link;
+  there and stays a link (a link whose target does not exist, or a loop of
+  links, is refused: writing it would create folders wherever it points);
+* a file the person made read-only (no owner write bit, ``chattr +i``/``+a``)
+  is refused before anything is written;
 * before a person's file is changed its previous bytes go to
   ``<file>.ssa-backup`` (the latest change's backup; same mode as the file).
   No backup is kept of a file that is ours whole (a plugin, an extension) or
