@@ -175,6 +175,31 @@ def test_crlf_files_get_crlf_lines_and_come_back_byte_for_byte(
     assert state.read_bytes() == state_original
 
 
+def test_a_crlf_codex_config_gets_crlf_lines_and_comes_back_byte_for_byte(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    original = b'# mine\r\nmodel = "o3"\r\n\r\n[profiles.fast]\r\nmodel = "o4-mini"\r\n'
+    config.write_bytes(original)
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    data = config.read_bytes()
+    assert b"[mcp_servers.ssa]" in data
+    assert data.count(b"\n") == data.count(b"\r\n")
+    assert run(capsys, "uninstall", "codex")[0] == 0
+    assert config.read_bytes() == original
+
+
+def test_a_dangling_link_in_place_of_a_folder_is_refused(
+        home: Path, ssa: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = home / ".claude"
+    folder.symlink_to(tmp_path / "nowhere" / "claude")
+    code, out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    _refused(code, out, err, folder)
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_container_filled_since_keeps_its_new_layout(
         home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
     settings = home / ".claude" / "settings.json"

@@ -152,10 +152,17 @@ def _owner_of_folder(directory: Path) -> tuple[int, int]:
 def _make_dirs(directory: Path) -> None:
     """Create ``directory`` and missing parents, each new one 0700 and owned like the
     nearest folder that was there (root installing into another user's home keeps it
-    theirs)."""
+    theirs).
+
+    Raises:
+        ConfigRefused: a folder of the path is a dangling symbolic link (or a loop).
+    """
     missing = []
     current = directory
     while not current.exists():
+        if current.is_symlink():  # a link to nothing (or a loop) in place of a folder
+            raise ConfigRefused(f"{current} is a symbolic link to {os.readlink(current)}, "
+                                "which does not lead to a folder; not changed")
         missing.append(current)
         current = current.parent
     owner = _owner_of_folder(current)

@@ -22,6 +22,10 @@ EMPTY_DOCUMENT = "{}\n"
 
 PathPart = str | int
 
+MAX_EMPTY_TEXT = 4096
+"""The longest original text of an empty container :attr:`Doc.filled` keeps (characters);
+a longer one (pages of blank lines) comes back as ``[]``/``{}``."""
+
 
 class Doc:
     """A document being edited: ``text`` plus a re-parsed tree after each edit.
@@ -89,7 +93,8 @@ class Doc:
 
     def _filling(self, path: Sequence[PathPart], node: _jsonc.Node) -> None:
         """Note ``node`` (at ``path``) before a first child goes into it."""
-        if self.existed and not node.children() and tuple(path) not in self.filled:
+        if (self.existed and not node.children() and tuple(path) not in self.filled
+                and node.end - node.start <= MAX_EMPTY_TEXT):
             self.filled[tuple(path)] = self.text[node.start:node.end]
 
     def restore_empty(self, originals: Mapping[tuple[PathPart, ...], str]) -> None:
