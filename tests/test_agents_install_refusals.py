@@ -98,12 +98,7 @@ def test_an_immutable_settings_file_is_refused_and_no_backup_is_left(
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"model": "x"}\n')
-    try:
-        locked = subprocess.run(["chattr", "+i", str(settings)], capture_output=True,
-                                timeout=10, check=False).returncode == 0
-    except FileNotFoundError:
-        locked = False
-    if not locked:
+    if not _chattr("+i", settings):
         pytest.skip("chattr +i needs root and a file system that has the flag")
     try:
         before = snapshot(home)
@@ -112,7 +107,33 @@ def test_an_immutable_settings_file_is_refused_and_no_backup_is_left(
         assert "immutable" in err
         assert snapshot(home) == before  # no .ssa-backup, no record
     finally:
-        subprocess.run(["chattr", "-i", str(settings)], timeout=10, check=False)
+        _chattr("-i", settings)
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    """Run ``chattr flag path``; whether it worked (root and a file system with flags)."""
+    try:
+        return subprocess.run(["chattr", flag, str(path)], capture_output=True, timeout=10,
+                              check=False).returncode == 0
+    except FileNotFoundError:
+        return False
+
+
+def test_an_immutable_settings_folder_is_refused_in_one_line(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = home / ".claude"
+    folder.mkdir()
+    (folder / "settings.json").write_text('{"model": "x"}\n')
+    if not _chattr("+i", folder):
+        pytest.skip("chattr +i needs root and a file system that has the flag")
+    try:
+        before = snapshot(home)
+        code, out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+        _refused(code, out, err, folder)
+        assert "immutable" in err
+        assert snapshot(home) == before
+    finally:
+        _chattr("-i", folder)
 
 
 @pytest.mark.parametrize("command", ["install", "uninstall"])
@@ -155,6 +176,16 @@ def test_an_empty_container_that_was_there_comes_back_byte_for_byte(
     assert run(capsys, "uninstall", "claude-code")[0] == 0
     assert settings.read_bytes() == original.encode()
     assert state.read_bytes() == b'{"mcpServers": {\n}}\n'
+
+
+def test_a_reinstall_that_empties_a_container_that_was_there_gives_its_bytes_back(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"hooks": {"Stop": [ ]}}\n')
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
+    assert '"Stop": [ ]' in settings.read_text()  # our waiting hook went, the layout came back
 
 
 def test_crlf_files_get_crlf_lines_and_come_back_byte_for_byte(

@@ -258,6 +258,18 @@ def _fs_flags(fd: int) -> int:
     return int.from_bytes(buf[:4], sys.byteorder)
 
 
+def _folder_flags(directory: Path) -> int:
+    """The inode flags of ``directory`` (0 when unknown or it cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        return _fs_flags(fd)
+    finally:
+        os.close(fd)
+
+
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
@@ -455,6 +467,9 @@ def _check_writable(path: Path, found: _Seen) -> None:
     """Refuse (before anything is written) a file we could not replace as it is, or one
     the person made read-only (mode without the owner's write bit, or ``chattr +i`` /
     ``+a``)."""
+    if _folder_flags(path.parent) & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
+        raise ConfigRefused(f"{path}: its folder {path.parent} is immutable or append-only "
+                            "(chattr); not changed")
     if found.flags & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
         kind = "immutable" if found.flags & _FS_IMMUTABLE_FL else "append-only"
         raise ConfigRefused(f"{path} is {kind} (chattr); not changed (chattr -i/-a it "

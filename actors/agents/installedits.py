@@ -241,6 +241,7 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                                 empties=doc.filled)
         elif record is not None:
             record.note_uninstall(name)
+        if record is not None:  # a re-install --no-wake empties "Stop": [ ] too
             doc.restore_empty(record.empty_texts(name))
         if kept and notes is not None:
             notes.append(kept_note(name, kept))
@@ -326,7 +327,7 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
         if install and record is not None:
             record.note_install(name, created=old is None, containers=missing,
                                 empties=doc.filled)
-        elif record is not None:
+        if record is not None:
             doc.restore_empty(record.empty_texts(name))
         if doc.text == (old or ""):
             return old
