@@ -71,3 +71,15 @@ def test_a_server_that_cannot_be_reached_is_refused_within_the_bound(
                          "--no-db-check")
     assert code == 0, err
     assert "127.0.0.1:1" in json.dumps(json.loads(settings.read_text()))
+
+
+@pytest.mark.parametrize("name", [":memory:", "file:x.sqlite", "file:x?mode=memory"])
+def test_a_name_that_is_no_file_is_refused_before_it_is_made_absolute(
+    home: Path, ssa: str, name: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, err = _install(capsys, ssa, "--db", name)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "is no file path" in err
+    assert str(Path.cwd()) not in err  # judged as given, not as /cwd/:memory:
+    assert not (home / ".claude" / "settings.json").exists()

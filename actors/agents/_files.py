@@ -11,7 +11,10 @@ Every change ``ssa install``/``ssa uninstall`` makes goes through
 * a file is replaced atomically (a temporary file in the same directory,
   written, fsynced, renamed over the old one, the directory fsynced); a
   symbolic link is followed, so a dotfile kept in another place is edited
-  there and stays a link;
+  there and stays a link (a link whose target does not exist, or a loop of
+  links, is refused: writing it would create folders wherever it points);
+* a file the person made read-only (no owner write bit, ``chattr +i``/``+a``)
+  is refused before anything is written;
 * before a person's file is changed its previous bytes go to
   ``<file>.ssa-backup`` (the latest change's backup; same mode as the file).
   No backup is kept of a file that is ours whole (a plugin, an extension) or
@@ -45,6 +48,7 @@ import errno
 import fcntl
 import os
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -117,8 +121,26 @@ def diff(change: Change) -> str:
 
 
 def _target(path: Path) -> Path:
-    """The file a write to ``path`` must replace: a symbolic link's final target."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """The file a write to ``path`` must replace: a symbolic link's final target.
+
+    Raises:
+        ConfigRefused: ``path`` is a symbolic link whose target does not exist (writing
+            it would create the target's folders wherever the link points) or a loop
+            of links.
+    """
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        raise ConfigRefused(f"{path} is a symbolic link to {os.readlink(path)}, which does "
+                            "not exist; not changed (create the target, or remove the "
+                            "link)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigRefused(f"{path} is a loop of symbolic links; not changed") from None
+        raise ConfigRefused(f"{path}: cannot follow the symbolic link "
+                            f"({exc.strerror}); not changed") from None
 
 
 def _owner_of_folder(directory: Path) -> tuple[int, int]:
@@ -130,10 +152,17 @@ def _owner_of_folder(directory: Path) -> tuple[int, int]:
 def _make_dirs(directory: Path) -> None:
     """Create ``directory`` and missing parents, each new one 0700 and owned like the
     nearest folder that was there (root installing into another user's home keeps it
-    theirs)."""
+    theirs).
+
+    Raises:
+        ConfigRefused: a folder of the path is a dangling symbolic link (or a loop).
+    """
     missing = []
     current = directory
     while not current.exists():
+        if current.is_symlink():  # a link to nothing (or a loop) in place of a folder
+            raise ConfigRefused(f"{current} is a symbolic link to {os.readlink(current)}, "
+                                "which does not lead to a folder; not changed")
         missing.append(current)
         current = current.parent
     owner = _owner_of_folder(current)
@@ -210,6 +239,35 @@ class _Seen:
     owner: tuple[int, int] | None
     mode: int | None
     links: int
+    flags: int = 0
+    """The inode flags (``chattr``: immutable, append-only); 0 when unknown."""
+
+
+_FS_IOC_GETFLAGS = 0x80086601  # Linux, 64-bit (_IOR('f', 1, long))
+_FS_IMMUTABLE_FL = 0x00000010
+_FS_APPEND_FL = 0x00000020
+
+
+def _fs_flags(fd: int) -> int:
+    """The inode flags (``lsattr``) of open file ``fd``, or 0 where the platform or file
+    system has none."""
+    try:
+        buf = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, b"\0" * 8)
+    except OSError:
+        return 0
+    return int.from_bytes(buf[:4], sys.byteorder)
+
+
+def _folder_flags(directory: Path) -> int:
+    """The inode flags of ``directory`` (0 when unknown or it cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        return _fs_flags(fd)
+    finally:
+        os.close(fd)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -229,8 +287,13 @@ def _read(path: Path) -> _Seen:
         return _Seen(None, None, None, None, 0)
     except IsADirectoryError:
         raise ConfigRefused(f"{path} is a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a loop in a folder of the path
+            raise ConfigRefused(f"{path}: a loop of symbolic links; not changed") from None
+        raise
     try:
         st = os.fstat(fd)
+        flags = _fs_flags(fd) if stat.S_ISREG(st.st_mode) else 0
         if not stat.S_ISREG(st.st_mode):
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
             raise ConfigRefused(f"{path} is {kind}, not a regular file; not changed")
@@ -252,7 +315,7 @@ def _read(path: Path) -> _Seen:
     except UnicodeDecodeError:
         raise ConfigRefused(f"{path} is not UTF-8 text; not changed") from None
     return _Seen(text, _identity(st), (st.st_uid, st.st_gid), stat.S_IMODE(st.st_mode),
-                 st.st_nlink)
+                 st.st_nlink, flags)
 
 
 class _ChangedMeanwhile(Exception):
@@ -401,7 +464,21 @@ def _remove_backup(path: Path) -> None:
 
 
 def _check_writable(path: Path, found: _Seen) -> None:
-    """Refuse (before anything is written) a file we could not replace as it is."""
+    """Refuse (before anything is written) a file we could not replace as it is, or one
+    the person made read-only (mode without the owner's write bit, or ``chattr +i`` /
+    ``+a``)."""
+    if _folder_flags(path.parent) & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
+        raise ConfigRefused(f"{path}: its folder {path.parent} is immutable or append-only "
+                            "(chattr); not changed")
+    if found.flags & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
+        kind = "immutable" if found.flags & _FS_IMMUTABLE_FL else "append-only"
+        raise ConfigRefused(f"{path} is {kind} (chattr); not changed (chattr -i/-a it "
+                            "to let ssa change it, or make the change --dry-run shows by "
+                            "hand)")
+    if found.mode is not None and not found.mode & stat.S_IWUSR:
+        raise ConfigRefused(f"{path} is read-only (mode {found.mode:04o}); not changed "
+                            "(make it writable to let ssa change it, or make the change "
+                            "--dry-run shows by hand)")
     if found.links > 1:
         raise ConfigRefused(
             f"{path} has {found.links} hard links, which replacing it would split; not "

@@ -8,7 +8,8 @@ of object keys (``str``) and array indexes (``int``). Pure functions; any thread
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from actors.agents import _jsonc
@@ -20,6 +21,10 @@ EMPTY_DOCUMENT = "{}\n"
 """What a file we create starts from."""
 
 PathPart = str | int
+
+MAX_EMPTY_TEXT = 4096
+"""The longest original text of an empty container :attr:`Doc.filled` keeps (characters);
+a longer one (pages of blank lines) comes back as ``[]``/``{}``."""
 
 
 class Doc:
@@ -38,9 +43,14 @@ class Doc:
     def __init__(self, text: str | None, name: str, *, strict: bool) -> None:
         self.name = name
         self.strict = strict
+        self.original = text
         self.existed = text is not None and text.strip() != ""
         self.text = text if self.existed and text is not None else EMPTY_DOCUMENT
         self._root: _jsonc.Node | None = self._parse(self.text)
+        self.filled: dict[tuple[PathPart, ...], str] = {}
+        """Each container of the file as it was that an edit put a first child into: its
+        path and its original text (``"[ ]"``), so an uninstall can give those bytes back
+        (:meth:`restore_empty`)."""
         if self.root.kind != "object":
             raise ConfigRefused(f"{name}: the document is not a JSON object; not changed")
 
@@ -81,6 +91,30 @@ class Doc:
                 node = node.items[part]
         return node
 
+    def _filling(self, path: Sequence[PathPart], node: _jsonc.Node) -> None:
+        """Note ``node`` (at ``path``) before a first child goes into it."""
+        if (self.existed and not node.children() and tuple(path) not in self.filled
+                and node.end - node.start <= MAX_EMPTY_TEXT):
+            self.filled[tuple(path)] = self.text[node.start:node.end]
+
+    def restore_empty(self, originals: Mapping[tuple[PathPart, ...], str]) -> None:
+        """Give each container in ``originals`` (path -> text it had before an install put
+        a child in it) its original text back when it is empty again and differs from it
+        only in whitespace (``[]`` back to ``[ ]``; a comment added since keeps its text)."""
+        for path, original in originals.items():
+            node = self.node(path)
+            if node is None or node.children():
+                continue
+            current = self.text[node.start:node.end]
+            if current == original or _squeezed(current) != _squeezed(original):
+                continue
+            try:
+                parsed = _jsonc.parse(original, strict=self.strict)
+            except _jsonc.JsoncError:
+                continue
+            if parsed.kind == node.kind and not parsed.children():
+                self._edit(self.text[:node.start] + original + self.text[node.end:])
+
     def _expect(self, path: Sequence[PathPart], kind: str) -> _jsonc.Node | None:
         node = self.node(path)
         if node is not None and node.kind != kind:
@@ -100,6 +134,7 @@ class Doc:
             assert parent is not None
             member = _jsonc.find_member(parent, path[depth])
             if member is None:
+                self._filling(path[:depth], parent)
                 nested: Any = value
                 for key in reversed(path[depth + 1:]):
                     nested = {key: nested}
@@ -119,6 +154,7 @@ class Doc:
         assert parent is not None
         member = _jsonc.find_member(parent, key)
         if member is None:
+            self._filling(path, parent)
             self._edit(_jsonc.insert_member(self.text, parent, key, value))
         elif member.value.value != value or type(member.value.value) is not type(value):
             self._edit(_jsonc.replace_value(self.text, member.value, value))
@@ -129,6 +165,7 @@ class Doc:
         if node is None:
             self.set(path, [value])
         else:
+            self._filling(path, node)
             self._edit(_jsonc.append_element(self.text, node, value))
 
     def remove(self, path: list[PathPart], *, prune: int = 0,
@@ -160,8 +197,16 @@ class Doc:
         """The text to write: ``None`` (remove the file) when an emptied file we edit holds
         ``{}`` and ``remove_empty`` (the install created it) allows.
 
-        A file that did not exist and would be just ``{}`` is not created.
+        A file that did not exist (or was blank) and would be just ``{}`` is left as it was
+        (not created, not filled).
         """
+        if not self.existed and self.text == EMPTY_DOCUMENT:
+            return self.original
         if remove_empty and not self.root.children() and self.text.strip() == "{}":
             return None
         return self.text
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without its whitespace (what two layouts of one empty container share)."""
+    return re.sub(r"\s+", "", text)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["JsoncError", "Member", "Node", "append_element", "dump_value", "find_member",
-           "insert_member", "parse", "remove_child", "replace_value"]
+           "insert_member", "line_ending", "parse", "remove_child", "replace_value"]
 
 
 class JsoncError(ValueError):
@@ -320,23 +320,33 @@ def indent_unit(text: str) -> str:
     return match.group(1) if match else "  "
 
 
-def dump_value(value: Any, unit: str, base: str, *, inline: bool = False) -> str:
-    """``value`` as JSON text placed at indentation ``base`` (``inline``: on one line)."""
+def line_ending(text: str) -> str:
+    """The document's line ending: ``"\r\n"`` when its first line ends so, else ``"\n"``."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def dump_value(value: Any, unit: str, base: str, *, inline: bool = False,
+               newline: str = "\n") -> str:
+    """``value`` as JSON text placed at indentation ``base`` (``inline``: on one line),
+    its lines ended with ``newline``."""
     if inline:
         return str(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")))
     if unit.strip(" ") == "":
         dumped = str(json.dumps(value, ensure_ascii=False, indent=len(unit)))
     else:  # tabs
         dumped = str(json.dumps(value, ensure_ascii=False, indent=unit))
-    return dumped.replace("\n", "\n" + base)
+    return dumped.replace("\n", newline + base)
 
 
-def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) -> str:
-    """Insert a child at the end of container ``node``.
+def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str, str], str]) -> str:
+    """Insert a child at the end of container ``node``, its lines ended like the
+    document's (:func:`line_ending`).
 
-    ``piece_of(inline, unit, base)`` renders the child's text.
+    ``piece_of(inline, unit, base, newline)`` renders the child's text.
     """
     unit = indent_unit(text)
+    nl = line_ending(text)
     container_indent = _line_indent(text, node.start)
     children = node.children()
     if not children:
@@ -345,8 +355,8 @@ def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) ->
         comments = list(_COMMENT.finditer(inside))
         if comments:  # "mcp": { // none yet }: the comment stays, the child goes after it
             at = node.start + 1 + comments[-1].end()
-            return text[:at] + "\n" + base + piece_of(False, unit, base) + text[at:]
-        inner = "\n" + base + piece_of(False, unit, base) + "\n" + container_indent
+            return text[:at] + nl + base + piece_of(False, unit, base, nl) + text[at:]
+        inner = nl + base + piece_of(False, unit, base, nl) + nl + container_indent
         return text[:node.start + 1] + inner + text[node.end - 1:]
     multiline = "\n" in text[node.start:node.end]
     last_start, last_end = children[-1]
@@ -354,30 +364,31 @@ def _insert(text: str, node: Node, piece_of: Callable[[bool, str, str], str]) ->
         base = _line_indent(text, last_start)
         if text.rfind("\n", 0, last_start) < node.start:  # first child on the opening line
             base = container_indent + unit
-        addition = ",\n" + base + piece_of(False, unit, base)
+        addition = "," + nl + base + piece_of(False, unit, base, nl)
     else:
-        addition = ", " + piece_of(True, unit, "")
+        addition = ", " + piece_of(True, unit, "", nl)
     return text[:last_end] + addition + text[last_end:]
 
 
 def insert_member(text: str, node: Node, key: str, value: Any) -> str:
     """Add ``"key": value`` after the last member of object ``node`` (the key must be new)."""
     quoted = json.dumps(key, ensure_ascii=False)
-    return _insert(text, node, lambda inline, unit, base:
-                   f"{quoted}: {dump_value(value, unit, base, inline=inline)}")
+    return _insert(text, node, lambda inline, unit, base, nl:
+                   f"{quoted}: {dump_value(value, unit, base, inline=inline, newline=nl)}")
 
 
 def append_element(text: str, node: Node, value: Any) -> str:
     """Add ``value`` after the last element of array ``node``."""
-    return _insert(text, node, lambda inline, unit, base:
-                   dump_value(value, unit, base, inline=inline))
+    return _insert(text, node, lambda inline, unit, base, nl:
+                   dump_value(value, unit, base, inline=inline, newline=nl))
 
 
 def replace_value(text: str, node: Node, value: Any) -> str:
     """Replace the text of ``node`` with ``value`` laid out at its line's indentation."""
     base = _line_indent(text, node.start)
     inline = "\n" not in text[node.start:node.end] and node.kind not in ("object", "array")
-    rendered = dump_value(value, indent_unit(text), base, inline=inline)
+    rendered = dump_value(value, indent_unit(text), base, inline=inline,
+                          newline=line_ending(text))
     return text[:node.start] + rendered + text[node.end:]
 
 

@@ -19,6 +19,7 @@ import tomllib
 from typing import Any
 
 from actors.agents._files import ConfigRefused
+from actors.agents._jsonc import line_ending
 
 __all__ = ["parse", "remove_hook_states", "remove_table", "set_table", "update_keys"]
 
@@ -33,7 +34,7 @@ def _our_header(table: str, name: str) -> re.Pattern[str]:
               rf"|'{re.escape(name)}')")
     dotted = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in table.split("."))
     return re.compile(rf"^[ \t]*\[[ \t]*{dotted}[ \t]*\.[ \t]*{quoted}"
-                      rf"[ \t]*(?:\][ \t]*(?:#[^\n]*)?$|\.)", re.MULTILINE)
+                      rf"[ \t]*(?:\][ \t]*(?:#[^\r\n]*)?\r?$|\.)", re.MULTILINE)
 
 
 def _region(text: str, table: str, name: str) -> tuple[int, int] | None:
@@ -136,15 +137,16 @@ def set_table(old: str | None, name: str, table: str, key: str,
     expected = _expected(parsed, table, key, entry)
     if table in parsed and not isinstance(parsed[table], dict):
         raise ConfigRefused(f"{name}: {table} is not a table; not changed")
-    block = _block(table, key, entry)
+    nl = line_ending(text)  # a CRLF file gets CRLF lines
+    block = _block(table, key, entry).replace("\n", nl)
     region = _region(text, table, key)
     if region is None:
-        glue = "" if text == "" else ("\n" if text.endswith("\n") else "\n\n")
+        glue = "" if text == "" else (nl if text.endswith("\n") else nl + nl)
         new = text + glue + block
     else:
         start, end = region
-        kept_blank = text[start:end][len(text[start:end].rstrip("\n")):]
-        new = text[:start] + block.rstrip("\n") + (kept_blank or "\n") + text[end:]
+        kept_blank = text[start:end][len(text[start:end].rstrip("\r\n")):]
+        new = text[:start] + block.rstrip("\r\n") + (kept_blank or nl) + text[end:]
     if _normal(_safe_parse(new), table) != expected:
         new = _via_tomlkit(text, table, key, entry)
         if _normal(_safe_parse(new), table) != expected:
@@ -191,8 +193,9 @@ def remove_table(old: str, name: str, table: str, key: str) -> str:
     if region is not None:
         start, end = region
         new = old[:start] + old[end:]
-        if end == len(old) and new.endswith("\n\n"):
-            new = new[:-1]  # the blank line install put before the table
+        nl = line_ending(old)
+        if end == len(old) and new.endswith(nl + nl):
+            new = new[:-len(nl)]  # the blank line install put before the table
     if new is None or _normal(_safe_parse(new), table) != expected:
         new = _via_tomlkit(old, table, key, None)
         if _normal(_safe_parse(new), table) != expected:

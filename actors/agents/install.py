@@ -92,6 +92,9 @@ def _checked_db(db: str | None) -> str | None:
         if problem is not None:
             raise ConfigRefused(f"--db: {problem}")
         return db
+    problem = sqlite_location_problem(db)  # ":memory:", "file:..." as given, before
+    if problem is not None:                 # the path is made absolute (as ssa hook does)
+        raise ConfigRefused(f"--db {problem}")
     path = str(Path(db).expanduser().absolute())
     problem = sqlite_location_problem(path)
     if problem is not None:

@@ -24,7 +24,7 @@ from typing import Any
 from actors.agents import _toml_edit
 from actors.agents._files import ConfigRefused
 from actors.agents._json_ops import Doc
-from actors.agents.installmerge import merge_argv, merge_entry
+from actors.agents.installmerge import env_prefix, merge_argv, merge_entry
 from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
 from actors.agents.push import PushPath
 from actors.agents.tools import tool_named
@@ -56,13 +56,15 @@ def _is_ssa_path(command: object) -> bool:
 
 
 def is_our_hook_command(command: object, tool: str) -> bool:
-    """Whether a hook's command line runs ``<dir>/ssa hook <tool>``."""
+    """Whether a hook's command line runs ``<dir>/ssa hook <tool>``, perhaps after
+    environment assignments a person put in front (``SSA_DB=/x <dir>/ssa hook <tool>``)."""
     if not isinstance(command, str):
         return False
     try:
         argv = shlex.split(command)
     except ValueError:
         return False
+    argv = argv[len(env_prefix(argv)):]
     return len(argv) >= 3 and _is_ssa_path(argv[0]) and argv[1:3] == ["hook", tool]
 
 
@@ -200,7 +202,7 @@ def _places_of_ours(doc: Doc, event: str, tool: str) -> list[tuple[str, int, int
 
 def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                     wrapper: dict[str, Any] | None = None, notes: list[str] | None = None,
-                    removed: list[tuple[str, int, int]] | None = None
+                    removed: list[tuple[str, int, int]] | None = None, strict: bool = True
                     ) -> Callable[[str | None], str | None]:
     """The settings file's change: our two hook groups in, or out.
 
@@ -209,10 +211,11 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
     the person's edits of them (``--scope all``, a longer ``timeout``, a ``matcher``)
     stay, and a line saying so goes to ``notes``. ``removed`` collects where each of
     our handlers sat, ``(event, group index, handler index)``, before it was removed
-    (Codex keys its trust records by that place).
+    (Codex keys its trust records by that place). ``strict``: plain JSON (Claude Code,
+    Codex), else JSONC (Gemini CLI and Qwen Code strip comments before parsing).
     """
     def transform(old: str | None) -> str | None:
-        doc = Doc(old, name, strict=True)
+        doc = Doc(old, name, strict=strict)
         hooks = doc.node(["hooks"])
         if hooks is not None and hooks.kind != "object":
             raise ConfigRefused(f"{name}: \"hooks\" is not an object; not changed")
@@ -234,9 +237,12 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
                     created.append(("hooks", event))
                 doc.append(["hooks", event], group)
         if record is not None and install:
-            record.note_install(name, created=old is None, containers=created)
+            record.note_install(name, created=old is None, containers=created,
+                                empties=doc.filled)
         elif record is not None:
             record.note_uninstall(name)
+        if record is not None:  # a re-install --no-wake empties "Stop": [ ] too
+            doc.restore_empty(record.empty_texts(name))
         if kept and notes is not None:
             notes.append(kept_note(name, kept))
         if install and wrapper:
@@ -249,18 +255,21 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
 
 
 def _may_remove(setup: Setup, name: str) -> bool:
-    """Whether uninstall may remove ``name`` when nothing is left in it."""
-    return setup.record is None or setup.record.may_remove_file(name)
+    """Whether uninstall may remove ``name`` when nothing is left in it: only when the
+    record says an install created it."""
+    return setup.record is not None and setup.record.may_remove_file(name)
 
 
 def settings_transform(setup: Setup, tool: str, name: str, *, install: bool,
-                       notes: list[str] | None = None) -> Callable[[str | None], str | None]:
+                       notes: list[str] | None = None, strict: bool = True
+                       ) -> Callable[[str | None], str | None]:
     """A ``settings.json`` holding both the hook groups and ``mcpServers`` (Gemini CLI, Qwen
-    Code): our hooks, and with ``setup.mcp`` (or on uninstall) our MCP server, in one write."""
-    hooks = hooks_transform(setup, tool, name, install=install, notes=notes)
+    Code): our hooks, and with ``setup.mcp`` (or on uninstall) our MCP server, in one write.
+    ``strict=False``: the file is JSONC (comments and trailing commas kept)."""
+    hooks = hooks_transform(setup, tool, name, install=install, notes=notes, strict=strict)
     entry = {"command": setup.ssa, "args": setup.mcp_args()}
     mcp = (mcp_json_transform(setup, name, ["mcpServers"], entry, install=install,
-                              strict=False, notes=notes)
+                              strict=strict, notes=notes)
            if setup.mcp or not install else None)
 
     def both(old: str | None) -> str | None:
@@ -300,11 +309,9 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
             raise ConfigRefused(f"{name}: an MCP server named \"{MCP_NAME}\" that is not "
                                 "ours is already there; not changed")
         record = setup.record
-        if install and record is not None:
-            missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
-                       if doc.node(key_path[:depth]) is None]
-            record.note_install(name, created=old is None, containers=missing)
-        elif record is not None:
+        missing = [tuple(key_path[:depth]) for depth in range(1, len(key_path) + 1)
+                   if doc.node(key_path[:depth]) is None]
+        if not install and record is not None:
             record.note_uninstall(name)
         if install and current is None:
             doc.set([*key_path, MCP_NAME], entry)
@@ -317,6 +324,11 @@ def mcp_json_transform(setup: Setup, name: str, key_path: list[str], entry: Any,
         elif current is not None:
             doc.remove([*key_path, MCP_NAME], prune=len(key_path),
                        keep=record.keeps(name) if record is not None else None)
+        if install and record is not None:
+            record.note_install(name, created=old is None, containers=missing,
+                                empties=doc.filled)
+        if record is not None:
+            doc.restore_empty(record.empty_texts(name))
         if doc.text == (old or ""):
             return old
         return doc.text if install else doc.result(remove_empty=_may_remove(setup, name))

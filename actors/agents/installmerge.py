@@ -19,17 +19,40 @@ Each merge also returns the lines to tell the person (what was kept). Pure; any 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ALWAYS_OURS", "ARITY", "merge_argv", "merge_entry"]
+__all__ = ["ALWAYS_OURS", "ARITY", "env_prefix", "join_command", "merge_argv", "merge_entry"]
 
 ARITY: Mapping[str, int] = {"--db": 1, "--scope": 1, "--no-wake": 0, "--wait": 0}
 """The options install writes, with how many values each takes."""
 
 ALWAYS_OURS = frozenset({"--no-wake", "--wait"})
 """Options every install sets (from ``--no-wake`` and the hook's role), given or not."""
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def env_prefix(argv: list[str]) -> list[str]:
+    """The leading shell variable assignments of a command line (``["SSA_DB=/x"]`` of
+    ``SSA_DB=/x ssa hook claude-code``; empty when none). Pure."""
+    count = 0
+    while count < len(argv) and _ASSIGNMENT.match(argv[count]):
+        count += 1
+    return argv[:count]
+
+
+def join_command(argv: list[str]) -> str:
+    """``argv`` as one shell command line: like :func:`shlex.join`, but a leading
+    ``NAME=value`` is written ``NAME=<quoted value>`` so the shell still takes it as an
+    assignment (``shlex.join`` would quote it whole into a command name). Pure."""
+    prefix = env_prefix(argv)
+    assignments = [f"{token.split('=', 1)[0]}={shlex.quote(token.split('=', 1)[1])}"
+                   if token.split("=", 1)[1] else token for token in prefix]
+    return " ".join([*assignments, shlex.join(argv[len(prefix):])]).strip()
 
 
 def _options(tail: list[str]) -> list[tuple[str | None, list[str]]]:
@@ -55,7 +78,8 @@ def merge_argv(existing: list[str], wanted: list[str], head: int,
     """The command line to install where ``existing`` (ours, perhaps hand-edited) is.
 
     Args:
-        existing: the installed argument vector.
+        existing: the installed argument vector (leading ``VAR=value`` assignments a
+            person put in front stay, in front).
         wanted: what this install would write afresh.
         head: how many leading tokens are ours whole (``[ssa, "hook", tool]``: 3).
         explicit: the options given on this command line (they replace the file's).
@@ -65,6 +89,11 @@ def merge_argv(existing: list[str], wanted: list[str], head: int,
         and the options kept from the file against this install's defaults
         (e.g. ``["--scope all"]``).
     """
+    prefix = env_prefix(existing)  # the person's VAR=value in front stays theirs
+    if prefix:
+        rest, kept_here = merge_argv(existing[len(prefix):], wanted, head, explicit)
+        whole = prefix + rest
+        return (existing if whole == existing else whole), kept_here
     owned = ALWAYS_OURS | explicit
     wanted_runs = {name: tokens for name, tokens in _options(wanted[head:])
                    if name is not None}
@@ -122,7 +151,7 @@ def merge_entry(existing: Mapping[str, Any], wanted: Mapping[str, Any],
             merged, kept_options = merge_argv(old_argv, new_argv, argv_of[key], explicit)
             kept += kept_options
             if merged != old_argv:
-                changes[key] = shlex.join(merged) if is_text else merged
+                changes[key] = join_command(merged) if is_text else merged
         elif key not in existing or (key in replace and current != value):
             changes[key] = value
         elif current != value and not (isinstance(value, dict | list) and not value

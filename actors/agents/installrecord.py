@@ -5,11 +5,14 @@ person wrote, or be a file that existed before (even as ``{}``). Nothing in the 
 tells that apart from what an install created, so the install writes it down:
 ``installed.json`` in ssa's state directory (``$SSA_STATE_DIR``, else
 ``$XDG_STATE_HOME/ssa``, else ``~/.local/state/ssa``; 0600, ours whole), one entry
-per settings file: whether the install created the file, and which containers
-(object keys from the root, e.g. ``["hooks", "Stop"]``) it created. Uninstall then
+per settings file: whether the install created the file, which containers
+(object keys from the root, e.g. ``["hooks", "Stop"]``) it created, and the text of
+each empty container that was there and got our first entry (``"Stop": [ ]``), so
+uninstall gives back those bytes, not ``[]``. Uninstall then
 removes an emptied container only if an install created it, and an emptied file only
-if an install created it; a file with no entry (an install by an older ssa) is
-treated as before (emptied containers and ``{}`` files go).
+if an install created it; a file with no entry (an install by an older ssa, a record
+in another state directory, a damaged record) keeps its emptied containers and stays
+as ``{}``: what is not known to be ours is never removed.
 
 :class:`InstallRecord` is read when the plan is made and collects what the
 transforms note; its own :meth:`InstallRecord.transform` (the plan's last file
@@ -30,6 +33,20 @@ __all__ = ["RECORD_NAME", "InstallRecord", "record_path"]
 RECORD_NAME = "installed.json"
 
 _Path = tuple[str, ...]
+_Key = tuple[str | int, ...]
+
+
+def _empty_texts(entry: Mapping[str, Any]) -> dict[_Key, str]:
+    """An entry's ``"empty"`` list as ``{container path: original text}`` (malformed
+    items skipped)."""
+    found: dict[_Key, str] = {}
+    items = entry.get("empty")
+    for item in items if isinstance(items, list) else []:
+        if (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+                and isinstance(item[1], str)
+                and all(isinstance(p, str | int) for p in item[0])):
+            found.setdefault(tuple(item[0]), item[1])
+    return found
 
 
 def record_path(home: Path, env: Mapping[str, str]) -> Path:
@@ -67,6 +84,7 @@ class InstallRecord:
         self.path = path
         self._known = _entries(text)
         self._installed: dict[str, tuple[bool, set[_Path]]] = {}
+        self._empties: dict[str, dict[_Key, str]] = {}
         self._uninstalled: set[str] = set()
 
     @classmethod
@@ -84,27 +102,38 @@ class InstallRecord:
     # --- what uninstall asks ---------------------------------------------------------
 
     def may_remove_file(self, name: str) -> bool:
-        """Whether an emptied ``name`` may be removed: an install created it, or nothing
-        is known of it."""
+        """Whether an emptied ``name`` may be removed: only when the record says an
+        install created it (nothing known of it: it stays)."""
         entry = self._known.get(name)
-        return entry is None or bool(entry.get("created"))
+        return entry is not None and bool(entry.get("created"))
 
     def keeps(self, name: str) -> Callable[[Iterable[str | int]], bool]:
         """A test of a container's path in ``name``: ``True`` when it must stay even
         when emptied (it was there before the install)."""
         entry = self._known.get(name)
         if entry is None:
-            return lambda _path: False
+            return lambda _path: True  # nothing known: every container stays
         created = {tuple(p) for p in entry.get("containers", []) if isinstance(p, list)}
         return lambda path: tuple(path) not in created
 
+    def empty_texts(self, name: str) -> dict[_Key, str]:
+        """The containers of ``name`` that were empty before an install put our first
+        entry in them: ``{path: original text}`` (empty when nothing is known)."""
+        entry = self._known.get(name)
+        return {} if entry is None else _empty_texts(entry)
+
     # --- what the transforms note ----------------------------------------------------
 
-    def note_install(self, name: str, *, created: bool, containers: Iterable[_Path]) -> None:
-        """An install changed ``name``: whether it created the file, and the containers
-        it created (unions over several transforms of one file)."""
+    def note_install(self, name: str, *, created: bool, containers: Iterable[_Path],
+                     empties: Mapping[_Key, str] | None = None) -> None:
+        """An install changed ``name``: whether it created the file, the containers it
+        created, and the original text of each empty container it put a first entry in
+        (``empties``; unions over several transforms of one file, the first text kept)."""
         was_created, known = self._installed.get(name, (False, set()))
         self._installed[name] = (was_created or created, known | set(containers))
+        texts = self._empties.setdefault(name, {})
+        for path, text in (empties or {}).items():
+            texts.setdefault(path, text)
 
     def note_uninstall(self, name: str) -> None:
         """An uninstall took our entries out of ``name``: its entry goes."""
@@ -118,15 +147,26 @@ class InstallRecord:
             files.pop(name, None)
         for name, (created, containers) in self._installed.items():
             entry = files.get(name)
+            empties = self._empties.get(name, {})
             if entry is None:
-                files[name] = {"created": created,
-                               "containers": sorted(list(p) for p in containers)}
+                files[name] = _entry(created, containers, empties)
                 continue
             merged = {tuple(p) for p in entry.get("containers", []) if isinstance(p, list)}
-            files[name] = {"created": bool(entry.get("created")),
-                           "containers": sorted(list(p) for p in merged | containers)}
+            files[name] = _entry(bool(entry.get("created")), merged | containers,
+                                 {**empties, **_empty_texts(entry)})
         if files == _entries(old):
             return old
         if not files:
             return None
         return json.dumps({"version": 1, "files": files}, indent=2, sort_keys=True) + "\n"
+
+
+def _entry(created: bool, containers: Iterable[_Path], empties: Mapping[_Key, str]
+           ) -> dict[str, Any]:
+    """One file's entry as the record holds it (``"empty"`` only when there is one)."""
+    entry: dict[str, Any] = {"created": created,
+                             "containers": sorted(list(p) for p in containers)}
+    if empties:
+        entry["empty"] = sorted(([list(p), text] for p, text in empties.items()),
+                                key=lambda item: json.dumps(item[0]))
+    return entry

@@ -38,8 +38,9 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
                           f"MCP server [mcp_servers.{MCP_NAME}]"))
     if install:
         events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
-        notes.append("Codex asks you to trust new hooks: start codex, run /hooks, and "
-                     f"trust the ssa hooks ({events}).")
+        notes.append("Codex asks you to trust new hooks: start codex; at \"Hooks need "
+                     "review\" choose \"Trust all and continue\" (or run /hooks later and "
+                     f"trust the ssa hooks: {events}).")
         if setup.project is not None:
             notes.append("Project hooks and config load only in a project Codex trusts.")
     return Plan(ops, notes)

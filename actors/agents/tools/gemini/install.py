@@ -38,4 +38,5 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     what = "BeforeAgent and SessionStart hooks" + (f", MCP server mcpServers.{MCP_NAME}"
                                                    if setup.mcp else "")
     return Plan([FileOp(settings, settings_transform(setup, tool, str(settings),
-                                                     install=install, notes=notes), what)], notes)
+                                                     install=install, notes=notes,
+                                                     strict=False), what)], notes)

@@ -34,4 +34,5 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
         notes.append("Qwen Code managers are woken through its cross-session messaging "
                      "socket (on by default; agents.crossSessionMessaging).")
     return Plan([FileOp(settings, settings_transform(setup, "qwen", str(settings),
-                                                     install=install, notes=notes), what)], notes)
+                                                     install=install, notes=notes,
+                                                     strict=False), what)], notes)
