@@ -3,10 +3,10 @@
 Tools (arguments in camelCase, as the notice text names them):
 
 * ``session_status(sessionKey, changesSince?, limit?)``: the state version and,
-  with ``changesSince``, at most ``limit`` (default 50) of the events after
+  with ``changesSince``, at most ``limit`` (default 20, at most 50) of the events after
   it; ``nextChangesSince`` says where to continue when more remain.
 * ``sessions_list(agentId?, cursor?, limit?)``: a page of sessions (default
-  50, at most 200); ``nextCursor`` fetches the next page.
+  20, at most 50); ``nextCursor`` fetches the next page.
 * ``sessions_send(targetKey, text, watch?, senderKey?)``: delivers the text
   into the target's running session through its tool's push path
   (:mod:`actors.agents.send`); the result keeps the seed's ``accepted`` and
