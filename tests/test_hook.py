@@ -749,3 +749,22 @@ def test_a_conversation_continued_in_a_new_file_reports_its_first_prompt(home: H
     assert _notice_targets(context) == [f"agent:main:claude:{continued.session_id}"]
     assert len(_listed(context)) == 1
     assert "human_direct_message" in context
+
+
+def test_the_person_sees_one_line_when_the_manager_was_told(home: Home) -> None:
+    """Issue 33 item 4: where a tool shows a hook's ``systemMessage`` to the person (Claude
+    Code, Codex), one short line says that notices went to the agent; the notice's own
+    words stay in the agent's context only."""
+    home.context()
+    home.worker.append(Typed("typed into the worker"), Reply("ok"))
+    out, _ = home.run()
+    message = json.loads(out)["systemMessage"]
+    assert message == "ssa: 1 session you watch changed; the agent was told"
+    out, _ = home.run()
+    assert out == ""  # nothing to tell: nothing shown
+    quiet = HookInput(tool="opencode", source="opencode", session_id="s", cwd="/w",
+                      event="UserPromptSubmit")
+    assert "systemMessage" not in render_output(quiet, "context", notices=2)
+    session_start = HookInput(tool="claude-code", source="claude", session_id="s", cwd="/w",
+                              event="SessionStart")
+    assert "systemMessage" not in json.loads(render_output(session_start, "c", notices=2))

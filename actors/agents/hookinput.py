@@ -33,6 +33,8 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 """Largest hook input read (a prompt may be long; more is refused, not buffered)."""
 
 _DEFAULT_EVENTS = {name: tool.default_event for name, tool in _REGISTRY.items()}
+_NOTICE_LINE_EVENTS = {name: frozenset(tool.notice_line_events)
+                       for name, tool in _REGISTRY.items()}
 _CONTEXT_EVENTS = {name: frozenset(tool.context_events) for name, tool in _REGISTRY.items()
                    if tool.json_output}
 """Events whose ``additionalContext`` Claude Code and Codex add to the model's context
@@ -103,8 +105,12 @@ def parse_hook_input(tool: str, raw: bytes, *, event: str | None = None) -> Hook
                      event=event, transcript_path=transcript)
 
 
-def render_output(hook: HookInput, context: str) -> str:
+def render_output(hook: HookInput, context: str, notices: int = 0) -> str:
     """What ``ssa hook`` writes on stdout to put ``context`` into the tool's next request.
+
+    With ``notices`` (how many notices ``context`` hands over) and a tool that shows a
+    hook's ``systemMessage`` to the person for this event, one short line says so there
+    (the person sees that the manager was told; the details went to the agent).
 
     Claude Code and Codex: their JSON ``hookSpecificOutput.additionalContext``
     for ``UserPromptSubmit``, ``SessionStart`` and ``PostToolUse`` (plain
@@ -118,9 +124,13 @@ def render_output(hook: HookInput, context: str) -> str:
     if hook.event == STREAM_EVENT:
         return json.dumps({"text": context}, ensure_ascii=True) + "\n"
     if hook.event in _CONTEXT_EVENTS.get(hook.tool, ()):
-        return json.dumps({"hookSpecificOutput": {
-            "hookEventName": hook.event, "additionalContext": context}},
-            ensure_ascii=False) + "\n"
+        output: dict[str, object] = {"hookSpecificOutput": {
+            "hookEventName": hook.event, "additionalContext": context}}
+        if notices and hook.event in _NOTICE_LINE_EVENTS.get(hook.tool, ()):
+            output["systemMessage"] = (
+                f"ssa: {notices} session{'s' if notices > 1 else ''} you watch changed; "
+                "the agent was told")
+        return json.dumps(output, ensure_ascii=False) + "\n"
     return context if context.endswith("\n") else context + "\n"
 
 

@@ -241,7 +241,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
                                           e.summary) for e in events),
                 source=link.source if link else None, path=link.path if link else None))
     context, shown = render_context(watcher, views, pending=total_pending)
-    output = render_output(hook, context)
+    output = render_output(hook, context, notices=len(shown))
     if not output:
         return False
     out.write(output)

@@ -47,5 +47,8 @@ class AgentTool(NamedTuple):
     plugin_dir: bool = False
     mcp: bool = True
     context_events: tuple[str, ...] = ()
+    notice_line_events: tuple[str, ...] = ()
+    """Events whose JSON output may carry a ``systemMessage`` the tool shows the person:
+    one short line when notices were handed to the agent (issue 33 item 4)."""
     hook_events: tuple[str, ...] = ()
     timeout_unit_ms: bool = False

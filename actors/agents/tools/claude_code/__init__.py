@@ -20,6 +20,7 @@ __all__ = ["TOOL"]
 TOOL = AgentTool(
     name="claude-code", source="claude", default_event="UserPromptSubmit", json_output=True,
     context_events=("UserPromptSubmit", "SessionStart", "PostToolUse"),
+    notice_line_events=("UserPromptSubmit",),  # systemMessage: shown to the person
     hook_events=("UserPromptSubmit", "SessionStart"),
     install="actors.agents.tools.claude_code.install", plugin_dir=True,
     push=PushPath(event="Stop", delivery="exit", exit_code=2, hook_event="Stop",

@@ -28,6 +28,7 @@ def _codex_queue(tool_pid: int, session_id: str, text: str) -> list[str]:
 TOOL = AgentTool(
     name="codex", source="codex", default_event="UserPromptSubmit", json_output=True,
     context_events=("UserPromptSubmit", "SessionStart", "PostToolUse"),
+    notice_line_events=("UserPromptSubmit",),  # systemMessage: shown to the person
     hook_events=("UserPromptSubmit", "SessionStart"),
     install="actors.agents.tools.codex.install",
     push=PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
