@@ -155,3 +155,24 @@ def test_crush_store_recorded_on_windows(tmp_path: Path) -> None:
     result = poll_crush(db)
     assert result is not None
     _check([(u.human, u.text or "") for _, u in result[0]])
+
+
+# --- Qwen Code ----------------------------------------------------------------------
+
+
+def test_qwen_session_recorded_on_windows(tmp_path: Path) -> None:
+    """``%USERPROFILE%\\.qwen\\projects\\c--users-user-work\\chats\\<id>.jsonl``: Qwen Code
+    lower-cases a Windows working directory for its project folder (``sanitizeCwd``)."""
+    from actors.upstream.classify import classify_units
+    from actors.upstream.qwen.classify import qwen_project_slug
+    from actors.upstream.qwen.kit import QwenSession
+
+    assert qwen_project_slug(WINDOWS_CWD) == "c--users-user-work"
+    chats = tmp_path / "projects" / qwen_project_slug(WINDOWS_CWD) / "chats"
+    chats.mkdir(parents=True)
+    session = QwenSession(chats / f"{uuid.uuid4()}.jsonl", windows=True)
+    session.append(Typed(TYPED[0]), Reply("Read it."), SlashCommand("model", "x"),
+                   Typed(TYPED[1]), Reply("Done."))
+    assert b'"cwd":"C:\\\\Users\\\\user\\\\work"' in session.path.read_bytes()
+    decided = list(classify_units("qwen", str(session.path)))
+    assert [d["human"] for d in decided].count(True) == len(TYPED)

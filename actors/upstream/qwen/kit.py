@@ -11,6 +11,7 @@ from typing import Any
 
 from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, iso
+from actors.upstream.kit.windows import WINDOWS_CWD
 
 __all__ = ["QwenSession", "sample", "type_turn"]
 
@@ -23,7 +24,11 @@ class QwenSession:
         session_id: default the file's name without ``.jsonl`` (Qwen Code names
             the file after the session), else a new UUID.
         clock: epoch-ms clock (default: a private one moving 1 s per row).
-        cwd: the ``cwd`` of every record.
+        cwd: the ``cwd`` of every record (default ``/work``, or with ``windows``
+            :data:`~actors.upstream.kit.windows.WINDOWS_CWD`).
+        windows: a session recorded on Windows (a drive-letter ``cwd``; the
+            project folder Qwen Code names after it is lower-cased there, see
+            :func:`~actors.upstream.qwen.classify.qwen_project_slug`).
         interactive: write the ``<session id>.runtime.json`` sidecar the
             interactive UI writes (``False``: a ``qwen -p`` run).
 
@@ -41,14 +46,14 @@ class QwenSession:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
-                 clock: Callable[[], int] | None = None, cwd: str = "/work",
-                 interactive: bool = True) -> None:
+                 clock: Callable[[], int] | None = None, cwd: str | None = None,
+                 interactive: bool = True, windows: bool = False) -> None:
         self._file = JsonlFile(path, clock)
         self.path: Path = self._file.path
         stem = self.path.name.removesuffix(".jsonl")
         self.session_id = session_id or (stem if stem != self.path.name and stem
                                          else str(uuid.uuid4()))
-        self._cwd = cwd
+        self._cwd = cwd if cwd is not None else (WINDOWS_CWD if windows else "/work")
         self._interactive = interactive
         self._prompts = 0
 
