@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         SessionStateEvent,
         SessionStatus,
         StateChanges,
+        TypedRead,
         UpstreamLink,
     )
 
@@ -148,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "SessionStateEvent": "persistence.records",
     "SessionStatus": "persistence.records",
     "StateChanges": "persistence.records",
+    "TypedRead": "persistence.records",
     "StorageError": "persistence.errors",
     "StorageUnavailable": "persistence.errors",
     "SweepOutcome": "persistence._messages",
@@ -233,6 +235,7 @@ __all__ = [
     "StorageError",
     "StorageUnavailable",
     "SweepOutcome",
+    "TypedRead",
     "Unwatch",
     "UpsertLink",
     "UpsertSession",

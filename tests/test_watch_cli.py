@@ -86,8 +86,8 @@ def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
     summary, record = (msgspec.json.decode(line) for line in out.getvalue().splitlines()[:2])
     assert summary["adopted"] == {"claude": 1}
     assert record["sessionKey"] == "agent:main:claude:abc"
-    assert [(e["kind"], e.get("payload")) for e in record["events"]] == [
-        ("human_direct_message", {"turns": 2})]
+    assert [(e["kind"], e["payload"]["turns"], len(e["payload"]["source"]["rows"]))
+            for e in record["events"]] == [("human_direct_message", 2, 2)]
 
 
 def test_watch_with_no_catalog_says_where_it_looked(

@@ -456,10 +456,11 @@ class AsyncGateway:
                                 agent_id=agent_id)
 
     async def session_status(self, key: str, *, changes_since: int | None = None,
-                             agent_id: str | None = None) -> SessionStatus:
+                             agent_id: str | None = None,
+                             typed_text: int | None = None) -> SessionStatus:
         """:meth:`Gateway.session_status`, awaited."""
         return await self._read(self.gateway.session_status, key, changes_since=changes_since,
-                                agent_id=agent_id)
+                                agent_id=agent_id, typed_text=typed_text)
 
     async def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:
         """:meth:`Gateway.sessions_list`, awaited."""

@@ -314,9 +314,10 @@ class Gateway:
 
     @_doc_of(SessionsApi.session_status)
     def session_status(self, key: str, *, changes_since: int | None = None,
-                       agent_id: str | None = None) -> SessionStatus:
+                       agent_id: str | None = None,
+                       typed_text: int | None = None) -> SessionStatus:
         return self._session_api.session_status(key, changes_since=changes_since,
-                                                agent_id=agent_id)
+                                                agent_id=agent_id, typed_text=typed_text)
 
     @_doc_of(SessionsApi.sessions_list)
     def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:

@@ -21,6 +21,7 @@ from actors.engine.registry import ActorPool
 from actors.engine.session import Handoff
 from actors.errors import InvalidArgument, StorageError
 from actors.facade import validate as v
+from actors.facade.typed import typed_texts
 from actors.monitors.service import UpstreamService
 from persistence import (
     Command,
@@ -297,7 +298,8 @@ class SessionsApi:
         return dropped is True
 
     def session_status(self, key: str, *, changes_since: int | None = None,
-                       agent_id: str | None = None) -> SessionStatus:
+                       agent_id: str | None = None,
+                       typed_text: int | None = None) -> SessionStatus:
         """Return the state version and, with ``changes_since``, the typed changes after it.
 
         Never advances a cursor. ``history_gap`` comes only from the session's
@@ -305,14 +307,25 @@ class SessionsApi:
         is empty (version 0) with ``history_gap=True``, telling the caller to
         refresh the whole session instead of trusting an empty delta.
 
+        With ``typed_text=N`` (characters, 1 to 100,000; needs
+        ``changes_since``) the result's ``typed_text`` gives, for each listed
+        ``human_direct_message`` of an adopted session, what the person typed,
+        read now from the tool's own transcript, each text cut to ``N``
+        characters, or why it cannot be shown (the transcript changed or is
+        gone). The text is never stored or logged. Blocks on bounded reads of
+        those transcripts; caller's thread.
+
         Raises:
-            ArgumentTypeError: ``changes_since`` is not an ``int``.
+            ArgumentTypeError: ``changes_since`` or ``typed_text`` is not an ``int``.
             InvalidChangesSince: ``changes_since`` is negative.
+            InvalidArgument: ``typed_text`` is out of range, or given without
+                ``changes_since``.
         """
         self._guard()
         v.check_key(key, "key")
         agent = v.check_agent_id(agent_id) or agent_id_of(key)
         after = None if changes_since is None else v.check_changes_since(changes_since)
+        bound = None if typed_text is None else v.check_typed_text(typed_text, after)
         try:
             with self._reads.connection(self._timeout) as conn:
                 if after is None:
@@ -320,7 +333,10 @@ class SessionsApi:
                 else:
                     version, changes = read_changes(conn, key, agent, after,
                                                     self.config.changes_limit)
-                    status = SessionStatus(state_version=version, state_changes=changes)
+                    status = SessionStatus(
+                        state_version=version, state_changes=changes,
+                        typed_text=None if bound is None else typed_texts(
+                            conn, changes.events, bound))
             self._note_read_ok()
             return status
         except (StorageError, apsw.Error) as exc:

@@ -43,6 +43,7 @@ __all__ = [
     "check_since",
     "check_text",
     "check_texts",
+    "check_typed_text",
 ]
 
 MAX_SUMMARY_LENGTH = 1000
@@ -196,6 +197,27 @@ def check_changes_since(value: object) -> int:
     if value < 0:
         raise InvalidChangesSince("changes_since must not be negative")
     return min(value, _INT64_MAX)
+
+
+MAX_TYPED_TEXT = 100_000
+"""The largest ``typed_text`` bound (characters per text)."""
+
+
+def check_typed_text(value: object, changes_since: int | None) -> int:
+    """Return a valid ``typed_text`` bound: an ``int`` from 1 to :data:`MAX_TYPED_TEXT`.
+
+    Raises:
+        ArgumentTypeError: not an ``int`` (``bool`` and ``float`` included).
+        InvalidArgument: out of range, or ``changes_since`` is ``None`` (only
+            listed events have text to show).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArgumentTypeError(f"typed_text must be an int, not {type(value).__name__}")
+    if not 1 <= value <= MAX_TYPED_TEXT:
+        raise InvalidArgument(f"typed_text must be from 1 to {MAX_TYPED_TEXT} characters")
+    if changes_since is None:
+        raise InvalidArgument("typed_text needs changes_since: only listed events have text")
+    return value
 
 
 def check_since(value: object) -> int | None:
