@@ -768,3 +768,38 @@ def test_the_person_sees_one_line_when_the_manager_was_told(home: Home) -> None:
     session_start = HookInput(tool="claude-code", source="claude", session_id="s", cwd="/w",
                               event="SessionStart")
     assert "systemMessage" not in json.loads(render_output(session_start, "c", notices=2))
+
+
+def test_excerpt_shows_what_the_person_typed_read_from_the_transcript(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert home.context() == ""
+    home.worker.append(Typed("please   rebase the branch\nonto main"), Reply("done"),
+                       Typed('and say "done"'))
+    text = home.context("--excerpt", "12")  # 12 characters, the ellipsis included
+    assert '    typed: "please reba…"' in text.splitlines()
+    assert '    typed: "and say \\"do…"' in text.splitlines()
+    home.worker.append(Typed("a turn shown whole"), Reply("ok"))
+    monkeypatch.setenv("SSA_HOOK_EXCERPT", "100")  # the setting, without the option
+    assert '    typed: "a turn shown whole"' in home.context().splitlines()
+    monkeypatch.delenv("SSA_HOOK_EXCERPT")
+    home.worker.append(Typed("not shown by default"), Reply("ok"))
+    assert "not shown by default" not in home.context()
+
+
+def test_an_excerpt_that_cannot_be_read_says_why_and_shows_no_text() -> None:
+    view = _view("agent:main:codex:w", 2, 2)
+    events = (view.events[0]._replace(typed=("first words",)),
+              view.events[1]._replace(typed_note="changed"))
+    text, _ = render_context("agent:main:claude:m", [view._replace(events=events)])
+    lines = text.splitlines()
+    assert lines[lines.index('    typed: "first words"') - 1].startswith("  #3 ")
+    assert lines[lines.index("    (typed text not shown: the transcript no longer holds it "
+                             "there)") - 1].startswith("  #4 ")
+
+
+@pytest.mark.parametrize("value", ["-1", "2001", "x"])
+def test_a_bad_excerpt_is_one_line(home: Home, value: str) -> None:
+    out, err = home.run("--excerpt", value)
+    assert out == ""
+    assert "--excerpt" in err
+    assert len(err.strip().splitlines()) == 1

@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from actors import Gateway, GatewayConfig, SessionStateEventInput
+from actors.cli.app import main
 from actors.errors import ArgumentTypeError, InvalidArgument
 from actors.testing import CodexRollout, Reply, Typed
 from actors.upstream.common import Unit, text_hash
@@ -180,3 +182,20 @@ def test_read_typed_matches_digests_in_order_and_skips_other_rows() -> None:
     for payload in (None, {}, {"source": "x"}, {"source": {"path": 1, "rows": []}}):
         assert read_typed(1, payload, key=_key, units_in=_reader(units),
                           limit=5).status == "no_pointer"
+
+
+def test_ssa_status_typed_text_reads_the_transcript(
+        open_gateway: Callable[..., Gateway], db_path: Path, transcript: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    gateway = open_gateway()
+    _adopted(gateway, transcript)
+    _append(transcript, claude_user("fix the flaky test"))
+    gateway.scan_upstream()
+    gateway.close()
+    assert main(["status", KEY, "--changes-since", "0", "--typed-text", "8",
+                 "--db", str(db_path)]) == 0
+    status = msgspec.json.decode(capsys.readouterr().out)
+    assert [(t["sequence"], t["status"], t["texts"]) for t in status["typedText"]] == [
+        (2, "ok", ["fix the…"])]
+    assert main(["status", KEY, "--typed-text", "8", "--db", str(db_path)]) == 1
+    assert "--typed-text needs --changes-since" in capsys.readouterr().err

@@ -2,8 +2,9 @@
 
 Each pending notice is printed in the seed's text, followed by a compact
 summary of the changes behind it (what, which actor, when; the signal log
-holds no message text, and neither does this), the adopted session's tool
-and transcript, and how to get more. The whole text stays under
+holds no message text), the adopted session's tool and transcript, and how
+to get more. With ``ssa hook --excerpt N`` a typed upstream turn also shows
+its first ``N`` characters, read from the tool's transcript at delivery. The whole text stays under
 :data:`MAX_CONTEXT_CHARS`, below Claude Code's 10,000-character cap on hook
 output: notices that do not fit are left pending for the next turn, and
 only the notices printed are acknowledged.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import time
 from typing import NamedTuple
+
+import msgspec
 
 from actors.upstream.sources import find_source
 
@@ -37,6 +40,11 @@ class SummaryEvent(NamedTuple):
     occurred_at: int
     """Epoch milliseconds."""
     summary: str
+    typed: tuple[str, ...] = ()
+    """With ``ssa hook --excerpt N``: the typed turns' first characters, read from the
+    tool's transcript now (never stored)."""
+    typed_note: str | None = None
+    """Why no excerpt is shown for an upstream turn (``changed``, ``gone``, ...)."""
 
 
 class NoticeView(NamedTuple):
@@ -63,6 +71,18 @@ class NoticeView(NamedTuple):
     cwd: str | None = None
 
 
+_NOTES = {"changed": "the transcript no longer holds it there",
+          "gone": "the transcript cannot be read",
+          "too_large": "too much to read back",
+          "unsupported": "this tool's turns cannot be read back yet",
+          "no_pointer": "recorded without a pointer to its transcript"}
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a JSON string: quoted, control characters escaped, one line (pure)."""
+    return msgspec.json.encode(text).decode()
+
+
 def _when(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
 
@@ -72,6 +92,10 @@ def _block(notice: NoticeView) -> str:
     for event in notice.events:
         lines.append(f"  #{event.sequence} {event.kind} by {event.actor_type} at "
                      f"{_when(event.occurred_at)}: {event.summary}")
+        lines.extend(f"    typed: {_quoted(text)}" for text in event.typed)
+        if event.typed_note is not None:
+            why = _NOTES.get(event.typed_note, event.typed_note)
+            lines.append(f"    (typed text not shown: {why})")
     where = []
     if notice.source is not None:
         source = find_source(notice.source)

@@ -63,6 +63,11 @@ def _parser() -> Any:
     parser.add_argument("--no-wake", action="store_true",
                         help="never wait beside the session nor start a waiting hook "
                         "(ssa install --no-wake)")
+    parser.add_argument("--excerpt", type=int, default=None, metavar="CHARS",
+                        help="under each notice, show the first CHARS characters of each "
+                        "turn a person typed, read from the tool's transcript at delivery "
+                        f"(never stored; 0: off, the default; at most {MAX_EXCERPT}; "
+                        "default from $SSA_HOOK_EXCERPT)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
                         f"0: none; at most {MAX_TIMEOUT_S:g})")
@@ -71,7 +76,7 @@ def _parser() -> Any:
 
 class HookArgs(NamedTuple):
     """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``,
-    ``--timeout``, ``--wait`` and ``--no-wake``.
+    ``--timeout``, ``--wait``, ``--no-wake`` and ``--excerpt``.
 
     ``timeout`` is in seconds (``0``: no budget); with ``wait`` it bounds each
     check, not the wait.
@@ -84,9 +89,27 @@ class HookArgs(NamedTuple):
     timeout: float = DEFAULT_TIMEOUT_S
     wait: bool = False
     no_wake: bool = False
+    excerpt: int = 0
+    """Characters of each typed turn shown under a notice (``0``: none)."""
 
 
-_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
+MAX_EXCERPT = 2000
+"""The longest ``--excerpt`` (characters per typed turn)."""
+
+_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout",
+            "--excerpt": "excerpt"}
+
+
+def excerpt_of(value: object) -> int | None:
+    """``--excerpt``'s value (``$SSA_HOOK_EXCERPT`` when ``None``) as characters, or ``None``
+    when it is no number from 0 to :data:`MAX_EXCERPT` (pure apart from the environment)."""
+    if value is None:
+        value = os.environ.get("SSA_HOOK_EXCERPT", "0") or "0"
+    try:
+        number = int(str(value))
+    except ValueError:
+        return None
+    return number if 0 <= number <= MAX_EXCERPT else None
 
 
 def parse(argv: list[str]) -> HookArgs | None:
@@ -122,6 +145,10 @@ def parse(argv: list[str]) -> HookArgs | None:
         return None
     if timeout_problem(values["timeout"]) is not None:
         return None  # argparse's path says why
+    excerpt = excerpt_of(values.get("excerpt"))
+    if excerpt is None:
+        return None  # argparse's path says why
+    values["excerpt"] = excerpt
     return HookArgs(tool=tool, **values)
 
 
@@ -150,12 +177,16 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
     problem = timeout_problem(namespace.timeout)
     if namespace.db is not None and not namespace.db.strip():
         problem = "--db must not be empty: give a database file or a postgresql:// URL"
+    excerpt = excerpt_of(namespace.excerpt)
+    if excerpt is None:
+        problem = (f"--excerpt (or $SSA_HOOK_EXCERPT) must be a number of characters from 0 "
+                   f"to {MAX_EXCERPT}")
     if problem is not None:
         say(err, problem)
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
                     agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait,
-                    no_wake=namespace.no_wake)
+                    no_wake=namespace.no_wake, excerpt=excerpt or 0)
 
 
 def location_of(args: HookArgs) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+import msgspec
+
 from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
 from actors.agents.hookinput import HookInput, render_output
@@ -26,8 +28,9 @@ from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
 from actors.facade.gateway import Gateway
+from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
-from persistence import peek
+from persistence import TypedRead, peek
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
@@ -95,7 +98,7 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
             # Scans are done: the next prompt's hook may scan at once (this process
             # ends without closing, so its leases would otherwise last lease_ms).
             gw.release_leases()
-            if _deliver(gw, hook, watcher, out):
+            if _deliver(gw, hook, watcher, out, excerpt=args.excerpt):
                 acknowledged()
                 return True
             return False
@@ -211,8 +214,38 @@ def watching_since(conn: Any, watcher: str) -> int | None:
     return max(created, peek.manager_since(conn, watcher) or 0)
 
 
-def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
+def _summaries(conn: Any, events: list[peek.EventPeek],
+               excerpt: int) -> tuple[SummaryEvent, ...]:
+    """The summary lines of one notice; with ``excerpt``, its typed turns' first characters
+    read from their transcripts (:mod:`actors.facade.typed`). Blocks on bounded reads."""
+    reads: dict[int, TypedRead] = {}
+    if excerpt:
+        typed = [(e.sequence, _payload(e.payload_json)) for e in events
+                 if e.kind == "human_direct_message"]
+        reads = {r.sequence: r for r in typed_of(conn, typed, excerpt)}
+    out = []
+    for e in events:
+        read = reads.get(e.sequence)
+        out.append(SummaryEvent(
+            e.sequence, e.kind, e.actor_type, e.occurred_at, e.summary,
+            typed=read.texts if read is not None and read.status == "ok" else (),
+            typed_note=read.status if read is not None and read.status != "ok" else None))
+    return tuple(out)
+
+
+def _payload(text: str | None) -> Any:
+    try:
+        return msgspec.json.decode(text) if text else None
+    except msgspec.DecodeError:
+        return None
+
+
+def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
+             excerpt: int = 0) -> bool:
     """Print the pending notices, flush, then acknowledge exactly those printed.
+
+    With ``excerpt`` (characters), each typed upstream turn listed shows its first
+    ``excerpt`` characters, read from the tool's transcript now (never stored).
 
     Returns:
         Whether something was printed (and its acknowledgement attempted).
@@ -237,8 +270,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
             link = links.get(key)
             views.append(NoticeView(
                 text=text, target_key=key, changes_since=since, total=total,
-                events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
-                                          e.summary) for e in events),
+                events=_summaries(conn, events, excerpt),
                 source=link.source if link else None, path=link.path if link else None))
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))

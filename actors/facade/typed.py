@@ -16,7 +16,7 @@ from actors.upstream.sources import find_source
 from actors.upstream.typedtext import UnitsIn, read_typed
 from persistence import SessionStateEvent, TypedRead, keyed_hash, read_secret
 
-__all__ = ["typed_texts"]
+__all__ = ["typed_of", "typed_texts"]
 
 
 def _units_in(tool: str, path: str) -> UnitsIn | None:
@@ -39,9 +39,15 @@ def typed_texts(conn: Any, events: Iterable[SessionStateEvent],
         is gone or changed (see :data:`~persistence.records.TypedStatus`);
         blocks on bounded reads of each transcript (caller's thread).
     """
-    chosen = [e for e in events if e.kind == "human_direct_message"]
-    if not chosen:
+    return typed_of(conn, [(e.sequence, e.payload) for e in events
+                           if e.kind == "human_direct_message"], limit)
+
+
+def typed_of(conn: Any, events: list[tuple[int, Any]], limit: int) -> tuple[TypedRead, ...]:
+    """:func:`typed_texts` for ``(sequence, payload)`` pairs of ``human_direct_message``
+    events (the hook's summary lines). Same blocking and errors."""
+    if not events:
         return ()
     key = partial(keyed_hash, read_secret(conn))
-    return tuple(read_typed(e.sequence, e.payload, key=key, units_in=_units_in, limit=limit)
-                 for e in chosen)
+    return tuple(read_typed(sequence, payload, key=key, units_in=_units_in, limit=limit)
+                 for sequence, payload in events)

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_DEDUPE_KEY_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_SUMMARY_LENGTH",
+    "MAX_TYPED_TEXT",
     "check_actor_type",
     "check_agent_id",
     "check_changes_since",
