@@ -196,7 +196,8 @@ class Backend(Protocol):
 
 
 def url_has_password(location: str) -> bool:
-    """Whether a database URL carries a password (in its user part or as ``?password=``; pure).
+    """Whether a database URL carries a secret: a password (in its user part or as
+    ``?password=``) or an SSL key passphrase (``?sslpassword=``); pure.
 
     A location that is not a URL, or that cannot be split as one, has none.
     """
@@ -207,7 +208,13 @@ def url_has_password(location: str) -> bool:
         in_user = parts.password is not None
     except ValueError:
         return False
-    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
+    return in_user or any(key.strip().lower() in SECRET_PARAMETERS
+                          for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+
+
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq connection parameters whose value is a secret: the password, and the
+passphrase of the client's SSL key (both refused in a URL that ends up in command lines)."""
 
 
 def url_problem(location: str) -> str | None:

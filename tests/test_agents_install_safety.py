@@ -41,7 +41,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 # --- item 4: no password in a command line; absolute paths in committed files ------------
 
 @pytest.mark.parametrize("url", ["postgresql://me:s3cret@db.example/ssa",
-                                 "postgresql://me@db.example/ssa?password=s3cret"])
+                                 "postgresql://me@db.example/ssa?password=s3cret",
+                                 "postgresql://me@db.example/ssa?PassWord=s3cret",
+                                 "postgresql://me@db.example/ssa?sslmode=require&sslpassword=s3cret"])
 @pytest.mark.parametrize("project", [False, True])
 def test_a_password_in_the_db_url_is_refused(home: Path, ssa: str, url: str, project: bool,
                                              capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,10 +65,11 @@ def resolve_ssa(explicit: str | None, argv0: str | None = None) -> str:
 
 
 URL_SECRET_REFUSAL = (
-    "--db: the URL holds a password, which install would write into the hook command "  # noqa: S105 -- a message
+    "--db: the URL holds a password (or an SSL key passphrase, sslpassword=), which "  # noqa: S105 -- a message
+    "install would write into the hook command "
     "lines and the MCP server's arguments (every local user sees it in ps at each prompt, "
     "and --project files are usually committed); leave it out of the URL and give it by "
-    "PGPASSWORD, ~/.pgpass or a service file (?service=NAME)")
+    "PGPASSWORD, ~/.pgpass or a service file (?service=NAME; sslpassword goes there too)")
 """The one line ``ssa install --db URL`` refuses a URL with a password with (exit 2)."""
 
 
