@@ -46,7 +46,10 @@ def test_the_rule_as_a_pure_function(tmp_path: Path, monkeypatch: pytest.MonkeyP
         tmp_path / "state", tmp_path / "state" / "deep"]
     for bad, says in (("", "no file path"), (":memory:", "no file path"),
                       ("file:x.db?mode=memory", "no file path"), (str(tmp_path), "directory"),
-                      ("/dev/null", "not a regular file"), ("a\0b", "NUL")):
+                      ("/dev/null", "not a regular file"), ("a\0b", "NUL"),
+                      # adversary round 3: a new file there made /dev/hooks as root
+                      ("/dev/x.sqlite", "/dev"), ("/dev/shm/x.sqlite", "/dev"),
+                      ("/proc/x.sqlite", "/proc"), ("/sys/kernel/x.sqlite", "/sys")):
         problem = sqlite_location_problem(bad)
         assert problem is not None, bad
         assert says in problem, (bad, problem)
