@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from persistence.lazylog import lazy_export
 
 if TYPE_CHECKING:
+    from persistence._activity import read_activities, read_activity
     from persistence._backend import (
         Backend,
         Presence,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         DeleteSession,
         HostWatchers,
         LinkOutcome,
+        NoteActivity,
         NoteOwnText,
         NoticeDescriptor,
         Prune,
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
         StateChanges,
         TypedRead,
         UpstreamLink,
+        WorkerActivity,
     )
 
 _EXPORTS: dict[str, str] = {
@@ -127,7 +130,11 @@ _EXPORTS: dict[str, str] = {
     "EntryRow": "persistence._reads",
     "HostWatchers": "persistence._messages",
     "LinkOutcome": "persistence._messages",
+    "NoteActivity": "persistence._messages",
     "NoteOwnText": "persistence._messages",
+    "read_activity": "persistence._activity",
+    "read_activities": "persistence._activity",
+    "WorkerActivity": "persistence.records",
     "NoticeDescriptor": "persistence._messages",
     "PersistenceActor": "persistence._writer",
     "Ping": "persistence._writer",
@@ -210,6 +217,7 @@ __all__ = [
     "EntryRow",
     "HostWatchers",
     "LinkOutcome",
+    "NoteActivity",
     "NoteOwnText",
     "NoticeDescriptor",
     "PersistenceActor",
@@ -241,6 +249,7 @@ __all__ = [
     "UpsertSession",
     "UpstreamLink",
     "WakeSignal",
+    "WorkerActivity",
     "check_integrity",
     "clear_all_leases",
     "collect",
@@ -257,6 +266,8 @@ __all__ = [
     "open_connection",
     "pending_cursors",
     "prepare_path",
+    "read_activities",
+    "read_activity",
     "read_adoption_notes",
     "read_changes",
     "read_entry",

@@ -42,7 +42,7 @@ __all__ = [
 
 APPLICATION_ID = 0x53534131
 """``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
 
 

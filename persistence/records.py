@@ -12,7 +12,7 @@ from typing import Any, Literal
 import msgspec
 
 __all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges", "TypedRead",
-           "TypedStatus", "UpstreamLink"]
+           "TypedStatus", "UpstreamLink", "WorkerActivity"]
 
 
 class SessionStateEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -101,6 +101,27 @@ class TypedRead(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     path: str | None = None
 
 
+class WorkerActivity(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                     omit_defaults=True):
+    """Where an adopted session's tool stands, as its own hooks last told (issue 33 item 2).
+
+    Attributes:
+        state: ``"busy"`` (a turn runs), ``"idle"`` (its turn ended; waiting for
+            the next prompt), ``"waiting"`` (for a permission answer or input:
+            see ``detail``), ``"finished"`` (the session ended), ``"failed"``
+            (its turn ended on an error).
+        since: when it entered this state, epoch ms.
+        updated_at: the last time its hooks said so, epoch ms (last activity).
+        detail: ``"permission"`` or ``"input"`` for ``waiting``, the outcome for
+            ``failed`` (``"error"``), else ``None``.
+    """
+
+    state: str
+    since: int
+    updated_at: int
+    detail: str | None = None
+
+
 class SessionStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
                     omit_defaults=True):
     """What ``session_status`` returns.
@@ -110,11 +131,14 @@ class SessionStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
         state_changes: present only when ``changes_since`` was given.
         typed_text: with ``typed_text=N``, one entry per listed
             ``human_direct_message`` event, in order (empty when none is listed).
+        worker_state: where the session's tool stands (an adopted session whose
+            tool's hooks report it), else absent.
     """
 
     state_version: int
     state_changes: StateChanges | None = None
     typed_text: tuple[TypedRead, ...] | None = None
+    worker_state: WorkerActivity | None = None
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel",

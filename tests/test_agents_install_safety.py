@@ -534,7 +534,9 @@ def test_uninstall_removes_codexs_trust_records_of_our_hooks_only(
     # What Codex writes when the person trusts the hooks in /hooks: one record per handler.
     records = {f"{hooks}:user_prompt_submit:0:0": "theirs",
                f"{hooks}:user_prompt_submit:1:0": "ours", f"{hooks}:session_start:0:0": "ours",
-               f"{hooks}:post_tool_use:0:0": "ours", f"{hooks}:stop:0:0": "no hook of ours",
+               f"{hooks}:post_tool_use:0:0": "ours", f"{hooks}:stop:0:0": "ours",
+               f"{hooks}:permission_request:0:0": "ours",
+               f"{hooks}:pre_tool_use:0:0": "no hook of ours",
                "/elsewhere/hooks.json:session_start:0:0": "other"}
     text = config.read_text()
     for key, who in records.items():

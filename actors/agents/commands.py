@@ -51,6 +51,11 @@ def add_commands(sub: Any) -> None:
             parser.add_argument("--no-wake", action="store_true",
                                 help="do not install the waiting hook that wakes an idle "
                                 "manager (it is then told at its next prompt only)")
+            parser.add_argument("--permission-wait", type=float, metavar="MIN",
+                                default=None,
+                                help="a worker session waiting MIN minutes for a permission "
+                                "answer opens one notice for its managers (default: never; "
+                                "its state shows in ssa list and session_status all the same)")
             parser.add_argument("--scope", choices=("project", "all", "list"),
                                 default=None,
                                 help="which sessions the manager watches (ssa hook --scope): "

@@ -23,7 +23,7 @@ import msgspec
 from actors.upstream.sources import find_source
 
 __all__ = ["MAX_CONTEXT_CHARS", "MAX_EVENTS_PER_NOTICE", "NoticeView", "SummaryEvent",
-           "render_context"]
+           "render_context", "state_words"]
 
 MAX_CONTEXT_CHARS = 9000
 """Longest context printed, in characters (Claude Code caps hook output at 10,000)."""
@@ -69,6 +69,9 @@ class NoticeView(NamedTuple):
     source: str | None = None
     path: str | None = None
     cwd: str | None = None
+    state: str | None = None
+    """Where the session's tool stands, in words (``"waiting for permission since
+    12:03:04 UTC"``), when its hooks report it."""
 
 
 _NOTES = {"changed": "the transcript no longer holds it there",
@@ -104,6 +107,8 @@ def _block(notice: NoticeView) -> str:
         where.append(f"in {notice.cwd}")
     if notice.path:
         where.append(f"transcript {notice.path}")
+    if notice.state:
+        where.append(f"now {notice.state}")
     if where:
         lines.append("  (" + ", ".join(where) + ")")
     more = notice.total - len(notice.events)
@@ -112,6 +117,22 @@ def _block(notice: NoticeView) -> str:
                      f"(sessionKey, changesSince {notice.changes_since}) or "
                      f"`ssa status {notice.target_key} --changes-since {notice.changes_since}`.")
     return "\n".join(lines)
+
+
+_STATE_WORDS = {"busy": "busy", "idle": "idle", "finished": "finished (the session ended)",
+                "failed": "failed"}
+
+
+def state_words(state: str, detail: str | None, since: int) -> str:
+    """A worker state in a person's words, e.g. ``waiting for permission since 12:03:04 UTC``
+    (pure)."""
+    if state == "waiting":
+        what = "waiting for permission" if detail == "permission" else "waiting for input"
+    elif state == "idle" and detail == "input":
+        what = "idle, waiting for input"
+    else:
+        what = _STATE_WORDS.get(state, state)
+    return f"{what} since {time.strftime('%H:%M:%S UTC', time.gmtime(since / 1000))}"
 
 
 def _units(text: str) -> int:

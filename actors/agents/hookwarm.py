@@ -21,16 +21,23 @@ from typing import Any, TextIO
 
 import msgspec
 
-from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
+from actors.agents.context import (
+    MAX_EVENTS_PER_NOTICE,
+    NoticeView,
+    SummaryEvent,
+    render_context,
+    state_words,
+)
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
 from actors.agents.hookinput import HookInput, render_output
 from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
+from actors.facade.activity import current_activity, transcript_mtime_ms
 from actors.facade.gateway import Gateway
 from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
-from persistence import TypedRead, peek
+from persistence import TypedRead, peek, read_activity
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
@@ -233,6 +240,13 @@ def _summaries(conn: Any, events: list[peek.EventPeek],
     return tuple(out)
 
 
+def _state(conn: Any, key: str, path: str | None) -> str | None:
+    """Where ``key``'s tool stands, in words, or ``None`` (its hooks never said)."""
+    found = current_activity(read_activity(conn, key, agent_id_of(key)),
+                             transcript_mtime_ms(path))
+    return None if found is None else state_words(found.state, found.detail, found.since)
+
+
 def _payload(text: str | None) -> Any:
     try:
         return msgspec.json.decode(text) if text else None
@@ -271,6 +285,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
             views.append(NoticeView(
                 text=text, target_key=key, changes_since=since, total=total,
                 events=_summaries(conn, events, excerpt),
+                state=_state(conn, key, link.path if link else None),
                 source=link.source if link else None, path=link.path if link else None))
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import shutil
 import sys
@@ -117,11 +118,22 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     ssa = ("ssa" if portable else resolve_ssa(getattr(args, "ssa", None))) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
     scope = getattr(args, "scope", None)
+    wait = getattr(args, "permission_wait", None)
+    if wait is not None and not (math.isfinite(wait) and 0 < wait <= MAX_PERMISSION_WAIT_MIN):
+        raise ConfigRefused(f"--permission-wait must be a number of minutes, more than 0 and "
+                            f"at most {MAX_PERMISSION_WAIT_MIN}")
     explicit = frozenset(name for name, given in (("--db", db is not None),
-                                                   ("--scope", scope is not None)) if given)
+                                                   ("--scope", scope is not None),
+                                                   ("--permission-wait", wait is not None))
+                         if given)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
                  home=Path.home(), env=os.environ, mcp=mcp, scope=scope or "project",
-                 wake=not getattr(args, "no_wake", False), explicit=explicit)
+                 wake=not getattr(args, "no_wake", False), explicit=explicit,
+                 permission_wait=wait)
+
+
+MAX_PERMISSION_WAIT_MIN = 1440
+"""The longest ``--permission-wait`` (a day, in minutes)."""
 
 
 def project_path_warning(setup: Setup) -> str | None:

@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 import apsw
+import msgspec
 
 from actors.config import GatewayConfig
 from actors.engine.messages import Register, Reset
@@ -21,12 +22,14 @@ from actors.engine.registry import ActorPool
 from actors.engine.session import Handoff
 from actors.errors import InvalidArgument, StorageError
 from actors.facade import validate as v
+from actors.facade.activity import current_activity, transcript_mtime_ms
 from actors.facade.typed import typed_texts
 from actors.monitors.service import UpstreamService
 from persistence import (
     Command,
     DeleteOutcome,
     DeleteSession,
+    NoteActivity,
     ReadPool,
     SessionRow,
     SessionStatus,
@@ -34,9 +37,12 @@ from persistence import (
     StateChanges,
     Unwatch,
     UpsertSession,
+    WorkerActivity,
     list_sessions,
     peek,
+    read_activity,
     read_changes,
+    read_link,
     read_version,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
@@ -66,6 +72,7 @@ class SessionsApi:
         reads: the read connections.
         note_read_ok, note_read_fault: the read-fault bookkeeping
             (``() -> None`` and ``(exc, what) -> None``).
+        clock: ``() -> int``, the gateway's clock in epoch ms.
 
     Thread-safe: it keeps no state.
     """
@@ -79,8 +86,10 @@ class SessionsApi:
                  cursors: ActorPool[tuple[str, str, str]], handoff: Handoff,
                  upstream: UpstreamService, reads: ReadPool,
                  note_read_ok: Callable[[], None],
-                 note_read_fault: Callable[[BaseException, str], None]) -> None:
+                 note_read_fault: Callable[[BaseException, str], None],
+                 clock: Callable[[], int]) -> None:
         """Wire the collaborator (non-blocking)."""
+        self._now = clock
         self.config = config
         self._timeout = config.ask_timeout_s
         self._guard = guard
@@ -246,6 +255,60 @@ class SessionsApi:
             self._cursors.discard_where(lambda k: k[0] == key)
         return changed
 
+    def note_activity(self, key: str, state: str, *, detail: str | None = None,
+                      at: int | None = None) -> bool:
+        """Record where ``key``'s tool stands now, as its own hook saw it (issue 33 item 2).
+
+        Args:
+            key: the adopted session's key.
+            state: ``"busy"``, ``"idle"``, ``"waiting"``, ``"finished"`` or ``"failed"``.
+            detail: ``"permission"`` or ``"input"`` for ``waiting``; the outcome
+                (``"error"``, ``"timeout"``, ``"cancelled"``) for ``failed``; else ``None``.
+            at: when, epoch ms (default: the gateway's clock).
+
+        Returns:
+            Whether the stored state or detail changed (an older note than the
+            stored one changes nothing; the same state again keeps its ``since``).
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+            InvalidArgument: an unknown state or detail.
+            StorageError: the write failed.
+            GatewayClosed: the gateway is closed.
+
+        Records no event: the turn's end (``run_completed``/``run_failed``) is
+        recorded by the caller with :meth:`Gateway.record`. Any thread; blocks on
+        one write.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        checked = v.check_activity(state, detail)
+        when = v.check_int(at, "at", optional=True)
+        return bool(self._write(NoteActivity(
+            session_key=key, agent_id=agent_id_of(key), state=checked, detail=detail,
+            at=self._now() if when is None else when)))
+
+    def activity(self, key: str) -> WorkerActivity | None:
+        """Where ``key``'s tool stands, as its hooks last told, or ``None`` (never told, or
+        a read fault, which is logged); ``busy`` when its transcript grew since
+        (:mod:`actors.facade.activity`). Any thread; blocks on two reads and a ``stat``.
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                found = read_activity(conn, key, agent_id_of(key))
+                link = read_link(conn, key, agent_id_of(key)) if found is not None else None
+            self._note_read_ok()
+            return current_activity(found, transcript_mtime_ms(
+                link.upstream_ref.get("path") if link is not None else None))
+        except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc, "activity")
+            return None
+
     def role(self, key: str) -> tuple[str, bool]:
         """``key``'s role: ``("manager", wake)`` or ``("worker", False)``.
 
@@ -337,6 +400,12 @@ class SessionsApi:
                         state_version=version, state_changes=changes,
                         typed_text=None if bound is None else typed_texts(
                             conn, changes.events, bound))
+                activity = read_activity(conn, key, agent)
+                if activity is not None:
+                    link = read_link(conn, key, agent)
+                    activity = current_activity(activity, transcript_mtime_ms(
+                        link.upstream_ref.get("path") if link is not None else None))
+                    status = msgspec.structs.replace(status, worker_state=activity)
             self._note_read_ok()
             return status
         except (StorageError, apsw.Error) as exc:

@@ -10,6 +10,7 @@ import errno
 import math
 import os
 import time
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -25,11 +26,16 @@ from actors.errors import (
 from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 
+if TYPE_CHECKING:
+    from persistence._messages import ActivityState
+
 __all__ = [
+    "ACTIVITY_DETAILS",
     "MAX_DEDUPE_KEY_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_SUMMARY_LENGTH",
     "MAX_TYPED_TEXT",
+    "check_activity",
     "check_actor_type",
     "check_agent_id",
     "check_changes_since",
@@ -198,6 +204,36 @@ def check_changes_since(value: object) -> int:
     if value < 0:
         raise InvalidChangesSince("changes_since must not be negative")
     return min(value, _INT64_MAX)
+
+
+ACTIVITY_DETAILS: dict[str, frozenset[str | None]] = {
+    "busy": frozenset({None}),
+    "idle": frozenset({None, "input"}),
+    "waiting": frozenset({"permission", "input"}),
+    "finished": frozenset({None}),
+    "failed": frozenset({"error", "timeout", "cancelled"}),
+}
+"""Each worker state and the details it takes (``note_activity``)."""
+
+
+def check_activity(state: object, detail: object) -> ActivityState:
+    """Return a valid worker ``state`` given its ``detail`` (see :data:`ACTIVITY_DETAILS`).
+
+    Raises:
+        ArgumentTypeError: ``state`` or ``detail`` is not a ``str`` (``detail``: or ``None``).
+        InvalidArgument: an unknown state, or a detail that state does not take.
+    """
+    if not isinstance(state, str):
+        raise ArgumentTypeError(f"state must be a str, not {type(state).__name__}")
+    if detail is not None and not isinstance(detail, str):
+        raise ArgumentTypeError(f"detail must be a str or None, not {type(detail).__name__}")
+    allowed = ACTIVITY_DETAILS.get(state)
+    if allowed is None:
+        raise InvalidArgument(f"state must be one of {sorted(ACTIVITY_DETAILS)}, not {state!r}")
+    if detail not in allowed:
+        raise InvalidArgument(f"a {state} state takes detail "
+                              f"{sorted(str(d) for d in allowed)}, not {detail!r}")
+    return cast("ActivityState", state)
 
 
 MAX_TYPED_TEXT = 100_000
