@@ -3,8 +3,10 @@
 A prompt hook runs at every prompt a person submits, so ``ssa hook`` must
 not pay for importing the command line's other commands (the gateway, the
 actor runtime, msgspec): it is dispatched here, before :mod:`actors.cli.app` is
-imported; so is ``ssa send``, whose latency a waiting session feels. Every
-other command goes to :func:`actors.cli.app.main`.
+imported; so is ``ssa send``, whose latency a waiting session feels, and
+``ssa mcp`` (with at most ``--db``), whose first answer a tool waits for
+before every prompt. Every other command (and ``ssa mcp --help``) goes to
+:func:`actors.cli.app.main`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.agents.hook import main as hook_main  # noqa: PLC0415 - the light path
 
         return hook_main(args[1:], exit_now=os._exit)
+    if args[:1] == ["mcp"] and (db := _mcp_db(args[1:])) is not None:
+        from actors.agents.mcp_server import main as mcp_main  # noqa: PLC0415 - light path
+
+        return mcp_main(db or None, err=sys.stderr)
     if args[:1] == ["send"]:
         from actors.agents.sendcli import main as send_main  # noqa: PLC0415 - light path
 
@@ -34,3 +40,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from actors.cli.app import main as cli_main  # noqa: PLC0415 - every other command
 
     return cli_main(args)
+
+
+def _mcp_db(rest: Sequence[str]) -> str | None:
+    """The ``--db`` of ``ssa mcp`` arguments ``rest`` (``""``: none given), or ``None`` when
+    they are anything else (``--help``, a mistake): the full parser answers those (pure)."""
+    match list(rest):
+        case []:
+            return ""
+        case ["--db", db] if db and not db.startswith("-"):
+            return db
+        case [option] if option.startswith("--db=") and len(option) > len("--db="):
+            return option[len("--db="):]
+    return None
