@@ -61,8 +61,10 @@ def _integer(value: object) -> int:
 def _boolean(value: object) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
+    if isinstance(value, int):
+        if value in (0, 1):
+            return bool(value)
+        raise _Bad("Input should be a valid boolean, unable to interpret input")
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _TRUE or word in _FALSE:
