@@ -477,10 +477,11 @@ def test_peek_knows_the_schema_the_gateway_writes() -> None:
 
 
 def test_the_cold_path_imports_no_engine() -> None:
+    """Nor hashlib (OpenSSL: about 3 ms of a regular install's hook, issue 33)."""
     code = ("import sys, actors.agents.hook, actors.cli.command; "
             "print(sorted(m for m in ('msgspec', 'pykka', 'actors.facade.gateway',"
             " 'persistence._writer',"
-            " 'argparse', 'dataclasses', 'logging') if m in sys.modules))")
+            " 'argparse', 'dataclasses', 'logging', 'hashlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"
