@@ -241,6 +241,11 @@ def _bench_mcp(label: str, ssa: list[str], python: str, runs: int, db: Path) -> 
     return ok
 
 
+_BUILT_FROM = ("pyproject.toml", "README.md", "actors", "persistence", "ssa_cli.py",
+               "ssa_pytest_plugin.py")
+"""What the wheel is built from (pyproject.toml's packages and modules, and its readme)."""
+
+
 def _regular_install(root: Path) -> Path:
     """A throw-away venv with this checkout installed as a wheel (not editable); its ``bin``.
 
@@ -248,9 +253,17 @@ def _regular_install(root: Path) -> Path:
     environment's ``site-packages`` (offline; nothing is downloaded but
     the build back-end ``pip wheel`` may fetch for its isolated build).
     """
+    source = root / "source"  # a copy: setuptools would leave build/ in the checkout
+    source.mkdir(parents=True)
+    for name in _BUILT_FROM:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
     wheels = root / "wheel"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
-                    str(ROOT)], check=True, timeout=600, capture_output=True)
+                    str(source)], check=True, timeout=600, capture_output=True)
     (wheel,) = wheels.glob("session_state_awareness-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
