@@ -321,3 +321,15 @@ def test_the_grace_ends_a_call_that_never_returns() -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}).encode()], grace_s=0.2)
     assert not settled
     assert [a["id"] for a in answers] == [1]
+
+
+def test_no_stdin_at_all_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """Through the light path (no full command line parser) a failure still says one line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "actors", "mcp", "--db", str(tmp_path / "s.sqlite")],
+        capture_output=True, timeout=ANSWER_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),  # the child has no stdin at all
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 1
+    assert done.stderr.decode().startswith("ssa: ")
+    assert done.stderr.count(b"\n") == 1

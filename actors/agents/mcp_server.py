@@ -67,7 +67,8 @@ def main(db: str | None, *, err: TextIO) -> int:
     closed and the process exits at once with 128 + the signal's number (a
     tool may be blocked on a worker thread that nothing can interrupt). 0
     when stdin ended (after answering what was asked, within
-    :data:`~actors.agents.mcp_stdio.ANSWER_GRACE_S`).
+    :data:`~actors.agents.mcp_stdio.ANSWER_GRACE_S`); 1 with one line on
+    ``err`` when stdin or stdout cannot be used.
     """
     location = db if db is not None else (os.environ.get("SSA_DB") or None)
     if location is not None and "://" not in location:
@@ -89,6 +90,9 @@ def main(db: str | None, *, err: TextIO) -> int:
         from actors.agents.mcp_stdio import run  # noqa: PLC0415 - only when serving
 
         run(server)
+    except OSError as exc:  # e.g. no stdin at all: one line, as the other commands say it
+        err.write(f"ssa: {exc}\n")
+        return 1
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
