@@ -498,3 +498,24 @@ def test_the_callers_own_key_is_worked_out_and_manage_makes_it_a_manager(
     assert len(payload(drained)["notices"]) == 1
     (off,) = call(build_server(holder), ("manage", {"on": False}))
     assert payload(off)["role"] == "worker"
+
+
+@pytest.mark.parametrize(("rest", "light"), [
+    ([], ""), (["--db", "/x/s.sqlite"], "/x/s.sqlite"), (["--db=~/s.sqlite"], "~/s.sqlite"),
+    (["--help"], None), (["--db"], None), (["--db", "--help"], None), (["--db="], None),
+    (["--db", "a", "extra"], None), (["-h"], None)])
+def test_only_ssa_mcp_with_at_most_db_takes_the_light_path(rest: list[str],
+                                                           light: str | None) -> None:
+    """The rest (help, mistakes) goes to the full parser, which answers them as before."""
+    from actors.cli.command import _mcp_db
+
+    assert _mcp_db(rest) == light
+
+
+def test_ssa_mcp_help_is_the_full_parsers(capsys: pytest.CaptureFixture[str]) -> None:
+    from actors.cli.command import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["mcp", "--help"])
+    assert exited.value.code == 0
+    assert "--db PATH_OR_URL" in capsys.readouterr().out
