@@ -716,3 +716,33 @@ def test_gemini_and_qwen_get_their_prompt_hooks_and_the_mcp_server_in_one_file(
     assert run(capsys, "uninstall", tool)[0] == 0
     assert json.loads(settings.read_text()) == {"theme": "Dracula",
                                                 "hooks": {"AfterAgent": [{"hooks": []}]}}
+
+
+def test_the_mcp_server_is_registered_without_the_mcp_sdk(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: ``ssa mcp`` serves without the MCP SDK, so ``ssa install`` registers it even
+    where ``mcp`` cannot be imported (it used to skip it and ask for the ``mcp`` extra)."""
+    import builtins
+    import importlib.util
+
+    real_import, real_find = builtins.__import__, importlib.util.find_spec
+
+    def no_mcp(name: str, *args: object, **kwargs: object) -> object:
+        if name == "mcp" or name.startswith("mcp."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    def find_no_mcp(name: str, *args: object, **kwargs: object) -> object:
+        if name == "mcp" or name.startswith("mcp."):
+            return None
+        return real_find(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_mcp)
+    monkeypatch.setattr(importlib.util, "find_spec", find_no_mcp)
+    code, out, err = run(capsys, "install", "claude-code", "--ssa", ssa)
+    assert code == 0, err
+    assert "extra" not in out + err
+    servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert servers["ssa"]["command"] == ssa
+    assert servers["ssa"]["args"] == ["mcp"]

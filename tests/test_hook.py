@@ -477,13 +477,33 @@ def test_peek_knows_the_schema_the_gateway_writes() -> None:
 
 
 def test_the_cold_path_imports_no_engine() -> None:
+    """Nor hashlib (OpenSSL: about 3 ms of a regular install's hook, issue 33)."""
     code = ("import sys, actors.agents.hook, actors.cli.command; "
             "print(sorted(m for m in ('msgspec', 'pykka', 'actors.facade.gateway',"
             " 'persistence._writer',"
-            " 'argparse', 'dataclasses', 'logging') if m in sys.modules))")
+            " 'argparse', 'dataclasses', 'logging', 'hashlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cold_paths_imports_set_off_no_collection(tmp_path: Path) -> None:
+    """Issue 33: loading ``ssa hook``'s modules set off about 17 runs of the cyclic garbage
+    collector (3-5 ms of a cold prompt hook on a regular install); the light path pauses
+    it while they load and freezes what they made."""
+    code = ("import gc, sys\n"
+            "runs = []\n"
+            "sys.argv = ['ssa', 'hook', 'claude-code']\n"
+            "from ssa_cli import main\n"  # as the ssa script does
+            "gc.callbacks.append(lambda phase, info: phase == 'stop' and runs.append(1))\n"
+            "code = main()\n"
+            "sys.stderr.write(f'\\nCOLLECTIONS {len(runs)} {gc.isenabled()}\\n')\n"
+            "raise SystemExit(code)\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SSA_")}
+    done = subprocess.run([sys.executable, "-c", code], input=GOOD, capture_output=True,
+                          env={**base, "HOME": str(tmp_path)}, timeout=SUBPROCESS_TIMEOUT_S,
+                          check=True)
+    assert done.stderr.decode().rsplit("COLLECTIONS ", 1)[1].split() == ["0", "True"]
 
 
 def test_two_hooks_of_one_session_at_once_print_a_notice_once(home: Home) -> None:

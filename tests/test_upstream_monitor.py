@@ -100,7 +100,8 @@ def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
     assert set(events[0].payload) == {"source"}
     assert pointer["path"] == os.path.realpath(transcript)
     assert pointer["to"] == transcript.stat().st_size
-    assert re.fullmatch(r"[0-9a-f]{16}", pointer["rows"][0]) and len(pointer["rows"]) == 1
+    assert re.fullmatch(r"[0-9a-f]{16}", pointer["rows"][0])
+    assert len(pointer["rows"]) == 1
     assert events[0].occurred_at == clock.now - 3_600_000  # the row's own time
     assert len(gateway.pending_notices(WATCHER)) == 1
     assert wakes.calls == [WATCHER]

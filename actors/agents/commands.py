@@ -62,8 +62,7 @@ def add_commands(sub: Any) -> None:
                                 "the project's other sessions (default), all, or only those "
                                 "added with 'ssa watches add'; a re-install without --scope "
                                 "keeps the scope the installed hook has")
-    mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout (needs the "
-                         "mcp extra)")
+    mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout")
     mcp.add_argument("--db", metavar="PATH_OR_URL",
                      help="SQLite file or postgresql:// URL (default: $SSA_DB, else the "
                      "default file)")

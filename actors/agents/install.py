@@ -22,7 +22,6 @@ change how :mod:`actors.agents.installplan`.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import shutil
@@ -32,9 +31,8 @@ from typing import TextIO
 
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
 from actors.agents.dbcheck import db_problem
-from actors.agents.installplan import apply, mcp_available, plan
+from actors.agents.installplan import apply, plan
 from actors.agents.installsetup import Setup
-from actors.agents.tools import tool_named
 from persistence import is_url, url_has_password, url_problem
 from persistence.locations import sqlite_location_problem
 
@@ -159,13 +157,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     install = args.command == "install"
     try:
         setup = _setup_from(args, install)
-        notes: list[str] = []
-        found = tool_named(args.tool)
-        if install and setup.mcp and found is not None and found.mcp and not mcp_available():
-            setup = dataclasses.replace(setup, mcp=False)
-            notes.append("MCP server not registered: it needs the mcp extra "
-                         "(python -m pip install 'session-state-awareness[mcp]'), then run "
-                         f"ssa install {args.tool} again.")
         the_plan = plan(args.tool, setup, install=install, plugin_dir=args.plugin)
         changes = apply(the_plan, dry_run=args.dry_run)
     except ConfigRefused as exc:
@@ -201,6 +192,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in dict.fromkeys(notes + the_plan.notes):  # a retried transform says it twice
+    for note in dict.fromkeys(the_plan.notes):  # a retried transform says it twice
         out.write(note + "\n")
     return 0
