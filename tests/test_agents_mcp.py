@@ -25,7 +25,8 @@ from actors.agents import inbox
 from actors.agents.caller import record_caller
 from actors.agents.mcp_rpc import PROTOCOL_VERSIONS, McpServer
 from actors.agents.mcp_server import MAX_PAGE, GatewayHolder, build_server
-from actors.agents.mcp_tools import DESCRIPTIONS, ToolFailure, tool_functions
+from actors.agents.mcp_tools import DEFAULT_TYPED_TEXT, DESCRIPTIONS, ToolFailure, tool_functions
+from tests._upstream_rows import claude_user
 
 mcp = pytest.importorskip("mcp")
 
@@ -235,6 +236,37 @@ def test_session_status_pages(holder: GatewayHolder) -> None:
     assert "nextChangesSince" not in tail
     assert too_big.is_error
     assert f"limit must be from 1 to {MAX_PAGE}" in too_big.content[0].text
+
+
+def test_session_status_gives_the_typed_text_state_and_transcript(
+        holder: GatewayHolder, tmp_path: Path) -> None:
+    """Issue 33: what a person typed into an adopted session, read from its transcript,
+    where its tool stands, and the transcript itself, in one call."""
+    gw = holder.get()
+    path = tmp_path / "projects" / "-work" / "ce24e94d.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(claude_user("already there"))
+    key = "agent:main:claude:ce24e94d"
+    assert gw.adopt(key, source="claude", path=path) is not None
+    assert gw.watch(WATCHER, key)
+    with path.open("ab") as handle:
+        handle.write(claude_user("please stop the deploy " + "x" * 600))
+    assert gw.scan_upstream()
+    gw.note_activity(key, "idle", at=1_000)
+    default, short, none = call(
+        build_server(holder),
+        ("session_status", {"sessionKey": key, "changesSince": 0}),
+        ("session_status", {"sessionKey": key, "changesSince": 0, "typedText": 10}),
+        ("session_status", {"sessionKey": key, "changesSince": 0, "typedText": 0}))
+    answer = payload(default)
+    [typed] = answer["typedText"]
+    assert typed["status"] == "ok"
+    assert typed["texts"][0].startswith("please stop the deploy")
+    assert len(typed["texts"][0]) == DEFAULT_TYPED_TEXT
+    assert answer["upstream"]["path"] == str(path.resolve())
+    assert answer["workerState"]["state"] in ("idle", "busy")
+    assert payload(short)["typedText"][0]["texts"] == ["please st…"]
+    assert "typedText" not in payload(none)
 
 
 def test_sessions_list_pages(holder: GatewayHolder) -> None:

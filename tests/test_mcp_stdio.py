@@ -274,6 +274,8 @@ class _Blocking:
     def __init__(self) -> None:
         self.release = threading.Event()
         self.started = threading.Event()
+        self.notified = threading.Event()
+        """Set when a notification (no id) is handled: the lines before it are answered."""
 
     def slow(self, message: Mapping[str, Any]) -> bool:
         return message.get("method") == "tools/call"
@@ -285,6 +287,7 @@ class _Blocking:
             self.started.set()
             assert self.release.wait(ANSWER_TIMEOUT_S)
         if "id" not in message:
+            self.notified.set()
             return None
         return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
 
@@ -295,9 +298,11 @@ def test_ping_is_answered_while_a_tool_call_blocks_and_the_call_before_the_end()
     server = _Blocking()
     lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}).encode(),
              json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode(),
-             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "boom"}).encode()]
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "boom"}).encode(),
+             # Read (and handled) only once the lines before it were answered.
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()]
     def release_once_started() -> None:
-        if server.started.wait(ANSWER_TIMEOUT_S):
+        if server.started.wait(ANSWER_TIMEOUT_S) and server.notified.wait(ANSWER_TIMEOUT_S):
             server.release.set()
 
     releaser = threading.Thread(target=release_once_started)

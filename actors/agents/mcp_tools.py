@@ -25,8 +25,8 @@ from actors.errors import SessionStateError
 from persistence.errors import BackendNotInstalled, StorageError
 from persistence.locations import default_state_path
 
-__all__ = ["DEFAULT_PAGE", "DESCRIPTIONS", "INSTRUCTIONS", "MAX_PAGE", "GatewayHolder",
-           "ToolFailure", "input_schema", "output_schema", "tool_functions"]
+__all__ = ["DEFAULT_PAGE", "DEFAULT_TYPED_TEXT", "DESCRIPTIONS", "INSTRUCTIONS", "MAX_PAGE",
+           "GatewayHolder", "ToolFailure", "input_schema", "output_schema", "tool_functions"]
 
 DEFAULT_PAGE = 20
 """Rows or events per result unless ``limit`` says otherwise."""
@@ -35,16 +35,25 @@ MAX_PAGE = 50
 content), and 50 events of about 250 characters each keep it near 6,000 tokens,
 under Claude Code's 10,000-token warning (measured: 200 events made 137 KB)."""
 
+DEFAULT_TYPED_TEXT = 500
+"""Characters of each typed turn ``session_status`` shows unless ``typedText`` says otherwise."""
+
 INSTRUCTIONS = (
     "Session state awareness: when a notice says 'Session \"K\" changed (other actor). "
     "Reconcile before acting: session_status sessionKey \"K\" changesSince N', call "
     "session_status with sessionKey K and changesSince N to see what changed (kinds, actors, "
-    "times; never message text). drain(watcherKey) consumes and acknowledges your notices.")
+    "times, where the session's tool stands, and what a person typed into an adopted "
+    "session, read from its transcript). drain(watcherKey) consumes and acknowledges your "
+    "notices.")
 
 DESCRIPTIONS: dict[str, str] = {
     "session_status": "A session's state version; with changesSince, the typed changes after "
                       "that version (a page of at most `limit` events; nextChangesSince "
-                      "continues). Never consumes anything.",
+                      "continues), what a person typed in each listed turn of an adopted "
+                      "session (typedText: at most typedText characters each, default "
+                      f"{DEFAULT_TYPED_TEXT}; 0: none; read now from the tool's transcript), "
+                      "where its tool stands (workerState) and its transcript (upstream). "
+                      "Never consumes anything.",
     "sessions_list": "Sessions the gateway knows, ordered by key, one page at a time: pass "
                      "nextCursor as cursor for the next page.",
     "sessions_send": "Send text into another running coding-agent session: an idle one takes "
@@ -128,6 +137,21 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
+def _upstream_of(gw: Any, key: str, agent_id: str | None) -> dict[str, Any] | None:
+    """Where an adopted session's turns are read from (its tool, transcript, thread), as
+    ``ssa status`` shows it, or ``None``. Blocks on one read; never raises for a fault."""
+    from actors.monitors.where import where_of  # noqa: PLC0415 - at a call only
+    from persistence import read_link  # noqa: PLC0415
+    from persistence.keys import agent_id_of  # noqa: PLC0415
+
+    try:
+        with gw.read_pool.connection() as conn:
+            link = read_link(conn, key, agent_id or agent_id_of(key))
+    except Exception:  # a read fault: the status itself says so
+        return None
+    return None if link is None else dict(_plain(where_of(link, project=False)))
+
+
 def _page_limit(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_PAGE
@@ -164,16 +188,25 @@ def tool_functions(holder: GatewayHolder) -> dict[str, Callable[..., dict[str, A
 
     def session_status(sessionKey: str, changesSince: int | None = None,  # noqa: N803
                        agentId: str | None = None,  # noqa: N803
-                       limit: int | None = None) -> dict[str, Any]:
+                       limit: int | None = None,
+                       typedText: int | None = None) -> dict[str, Any]:  # noqa: N803
         def run(gw: Any) -> dict[str, Any]:
             page = _page_limit(limit)
-            status = _plain(gw.session_status(sessionKey, changes_since=changesSince,
-                                              agent_id=agentId))
+            chars = DEFAULT_TYPED_TEXT if typedText is None else typedText
+            status = _plain(gw.session_status(
+                sessionKey, changes_since=changesSince, agent_id=agentId,
+                typed_text=chars if chars and changesSince is not None else None))
             changes = status.get("stateChanges")
             if changes is not None and len(changes["events"]) > page:
                 changes["events"] = changes["events"][:page]
                 changes["truncated"] = True
                 status["nextChangesSince"] = changes["events"][-1]["sequence"]
+            if changes is not None and "typedText" in status:
+                last = changes["events"][-1]["sequence"] if changes["events"] else 0
+                status["typedText"] = [t for t in status["typedText"] if t["sequence"] <= last]
+            upstream = _upstream_of(gw, sessionKey, agentId)
+            if upstream is not None:
+                status["upstream"] = upstream
             return dict(status)
         return dict(call(run))
 
