@@ -106,14 +106,14 @@ class WorkerActivity(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     """Where an adopted session's tool stands, as its own hooks last told (issue 33 item 2).
 
     Attributes:
-        state: ``"busy"`` (a turn runs), ``"idle"`` (its turn ended; waiting for
-            the next prompt), ``"waiting"`` (for a permission answer or input:
-            see ``detail``), ``"finished"`` (the session ended), ``"failed"``
-            (its turn ended on an error).
+        state: ``"busy"`` (a turn runs), ``"finished"`` (its turn completed;
+            ``detail`` ``"ended"``: the session itself ended), ``"waiting"`` (for a
+            permission answer or for input: see ``detail``), ``"failed"`` (its turn
+            ended on an error), ``"idle"`` (nothing runs; for a gateway's own use).
         since: when it entered this state, epoch ms.
         updated_at: the last time its hooks said so, epoch ms (last activity).
-        detail: ``"permission"`` or ``"input"`` for ``waiting``, the outcome for
-            ``failed`` (``"error"``), else ``None``.
+        detail: ``"permission"`` or ``"input"`` for ``waiting``, ``"ended"`` for a
+            session that ended, the outcome for ``failed`` (``"error"``), else ``None``.
     """
 
     state: str

@@ -36,10 +36,10 @@ def test_each_tools_rules_name_the_events_and_kinds() -> None:
     claude = tool_named("claude-code")
     assert claude is not None
     rules = claude.activity
-    assert rule_for(rules, "Stop", None) == ActivityRule("Stop", "idle", run="ok")
+    assert rule_for(rules, "Stop", None) == ActivityRule("Stop", "finished", run="ok")
     assert rule_for(rules, "Notification", "permission_prompt") == ActivityRule(
         "Notification:permission_prompt", "waiting", "permission")
-    assert rule_for(rules, "Notification", "idle_prompt").state == "idle"  # type: ignore[union-attr]
+    assert rule_for(rules, "Notification", "idle_prompt").detail == "input"  # type: ignore[union-attr]
     assert rule_for(rules, "Notification", "auth_success") is None
     assert rule_for(rules, "StopFailure", None).run == "error"  # type: ignore[union-attr]
     assert rule_for(rules, "UserPromptSubmit", None) is None
@@ -56,7 +56,11 @@ def test_a_transcript_that_grew_after_a_pause_reads_busy() -> None:
     assert busy is not None
     assert (busy.state, busy.since) == ("busy", 1_001 + BUSY_SLACK_MS)
     finished = WorkerActivity(state="finished", since=1_000, updated_at=1_000)
-    assert current_activity(finished, 99_999) == finished  # an ended session stays ended
+    resumed = current_activity(finished, 99_999)  # prompted again (or resumed)
+    assert resumed is not None
+    assert resumed.state == "busy"
+    busy_now = WorkerActivity(state="busy", since=1_000, updated_at=1_000)
+    assert current_activity(busy_now, 99_999) == busy_now
     assert current_activity(None, 5) is None
 
 
@@ -123,7 +127,7 @@ def test_a_workers_turn_end_is_logged_and_shown_without_a_notice(home: Home) -> 
     assert _events(home)[-1] == "run_completed"
     found = _activity(home)
     assert found is not None
-    assert found.state == "idle"
+    assert found.state == "finished"
     assert home.context() == ""  # log only: the manager is not told
     _activity_hook(home, "Stop", turn_id="turn-1")  # the same turn again: one event
     assert _events(home).count("run_completed") == 1

@@ -2,7 +2,7 @@
 
 Each tool lists which of its hook events say what about its session
 (:attr:`~actors.agents.tools.base.AgentTool.activity`), e.g. Claude Code's
-``Stop`` (its turn ended: ``idle``, and the turn's ``run_completed``) or its
+``Stop`` (its turn ended: ``finished``, and the turn's ``run_completed``) or its
 ``Notification`` of kind ``permission_prompt`` (``waiting`` for a permission
 answer). ``ssa install`` registers ``ssa hook <tool> --activity`` under those
 events; :mod:`actors.agents.activityrun` records what they say.
@@ -23,9 +23,10 @@ class ActivityRule(NamedTuple):
     Attributes:
         event: the hook event, or ``"Event:kind"`` for a kind of it (Claude
             Code's ``Notification:permission_prompt``).
-        state: the worker state it means (``idle``, ``waiting``, ``finished``,
-            ``failed``; ``busy`` is read from the transcript growing).
-        detail: ``permission``/``input`` for a wait, the outcome for a failure.
+        state: the worker state it means (``waiting``, ``finished``, ``failed``;
+            ``busy`` is read from the transcript growing).
+        detail: ``permission``/``input`` for a wait, ``ended`` for a session's end,
+            the outcome for a failure.
         run: the turn's end it records: ``"ok"`` a ``run_completed`` event,
             ``"error"`` (or another outcome) a ``run_failed`` one; ``None``: no event.
     """

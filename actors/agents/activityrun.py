@@ -1,10 +1,10 @@
 """``ssa hook <tool> --activity``: record where a session stands, as its tool's hook says.
 
 Run by the hooks ``ssa install`` registers under the tool's activity events
-(:mod:`actors.agents.activity`): a turn's end (``idle``, and the seed's
+(:mod:`actors.agents.activity`): a turn's end (``finished``, and the seed's
 log-only ``run_completed``), a failed turn (``failed``, ``run_failed`` with
 its outcome), a permission prompt (``waiting``/``permission``), an idle
-prompt (``idle``/``input``), the session's end (``finished``). Only a
+prompt (``waiting``/``input``), the session's end (``finished``/``ended``). Only a
 session the signal log knows (one a manager adopted) is recorded; any other
 costs one read-only look.
 

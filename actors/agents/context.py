@@ -119,7 +119,7 @@ def _block(notice: NoticeView) -> str:
     return "\n".join(lines)
 
 
-_STATE_WORDS = {"busy": "busy", "idle": "idle", "finished": "finished (the session ended)",
+_STATE_WORDS = {"busy": "busy", "idle": "idle", "finished": "finished its turn",
                 "failed": "failed"}
 
 
@@ -128,8 +128,8 @@ def state_words(state: str, detail: str | None, since: int) -> str:
     (pure)."""
     if state == "waiting":
         what = "waiting for permission" if detail == "permission" else "waiting for input"
-    elif state == "idle" and detail == "input":
-        what = "idle, waiting for input"
+    elif state == "finished" and detail == "ended":
+        what = "ended (the session was closed)"
     else:
         what = _STATE_WORDS.get(state, state)
     return f"{what} since {time.strftime('%H:%M:%S UTC', time.gmtime(since / 1000))}"

@@ -2,9 +2,10 @@
 
 The tool's hooks say when a turn ended, a permission prompt opened or the
 session ended (:mod:`actors.agents.activityrun`); no hook is needed to see a
-session at work again: its transcript grows. So a stored ``idle``,
-``waiting`` or ``failed`` state whose transcript changed more than
-:data:`BUSY_SLACK_MS` after it reads as ``busy`` since that change.
+session at work again: its transcript grows. So any stored state but
+``busy`` whose transcript changed more than
+:data:`BUSY_SLACK_MS` after it (a new prompt, a permission answered, a session
+resumed) reads as ``busy`` since that change.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ def current_activity(stored: WorkerActivity | None,
     changed after a stored pause (see the module); ``None`` when nothing was stored."""
     if stored is None or transcript_mtime is None:
         return stored
-    if stored.state in ("idle", "waiting", "failed") \
-            and transcript_mtime > stored.updated_at + BUSY_SLACK_MS:
+    if stored.state != "busy" and transcript_mtime > stored.updated_at + BUSY_SLACK_MS:
         return msgspec.structs.replace(stored, state="busy", detail=None,
                                        since=transcript_mtime, updated_at=transcript_mtime)
     return stored

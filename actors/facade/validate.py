@@ -210,7 +210,7 @@ ACTIVITY_DETAILS: dict[str, frozenset[str | None]] = {
     "busy": frozenset({None}),
     "idle": frozenset({None, "input"}),
     "waiting": frozenset({"permission", "input"}),
-    "finished": frozenset({None}),
+    "finished": frozenset({None, "ended"}),
     "failed": frozenset({"error", "timeout", "cancelled"}),
 }
 """Each worker state and the details it takes (``note_activity``)."""

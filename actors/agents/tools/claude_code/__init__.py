@@ -29,9 +29,9 @@ TOOL = AgentTool(
     push=PushPath(event="Stop", delivery="exit", exit_code=2, hook_event="Stop",
                   hook_fields=(("asyncRewake", True), ("timeout", WAIT_TIMEOUT_S)),
                   headless=("-p", "--print")),
-    activity=(ActivityRule("Stop", "idle", run="ok"),
+    activity=(ActivityRule("Stop", "finished", run="ok"),
               ActivityRule("StopFailure", "failed", "error", run="error"),
               ActivityRule("Notification:permission_prompt", "waiting", "permission"),
-              ActivityRule("Notification:idle_prompt", "idle", "input"),
-              ActivityRule("SessionEnd", "finished")),
+              ActivityRule("Notification:idle_prompt", "waiting", "input"),
+              ActivityRule("SessionEnd", "finished", "ended")),
     activity_fields=(("async", True), ("timeout", 30)))

@@ -36,6 +36,6 @@ TOOL = AgentTool(
     push=PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
                   mid_turn_event="PostToolUse", mid_turn_fields=(("async", True),),
                   command=_codex_queue),
-    activity=(ActivityRule("Stop", "idle", run="ok"),
+    activity=(ActivityRule("Stop", "finished", run="ok"),
               ActivityRule("PermissionRequest", "waiting", "permission")),
     activity_fields=(("timeout", 10),))
