@@ -20,7 +20,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["default_state_path", "folders_to_create", "sqlite_location_problem"]
+__all__ = ["default_state_path", "folders_to_create", "foreign_owner", "sqlite_location_problem"]
 
 
 def default_state_path() -> Path:
@@ -136,6 +136,14 @@ def _other_owner(where: Path, missing: list[Path]) -> int | None:
     except OSError:
         return None
     return uid if uid != 0 else None
+
+
+def foreign_owner(path: str | os.PathLike[str]) -> int | None:
+    """The uid of another user who owns ``path`` (or its nearest existing folder) when this
+    process runs as root; ``None`` otherwise. What root would make there, that user could
+    not open: a caller writes nothing there (``stat`` calls only; never raises)."""
+    where = Path(os.fspath(path))
+    return _other_owner(where, _missing_folders(where))
 
 
 def folders_to_create(path: str | os.PathLike[str]) -> list[Path]:

@@ -180,3 +180,18 @@ def test_root_is_refused_a_database_in_another_users_folder(tmp_path: Path) -> N
         Gateway.open(db)
     assert not (theirs / ".local" / "state" / "ssa").exists()
     assert sqlite_location_problem(tmp_path / "mine.sqlite") is None  # root's own folder
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_refused_root_hook_leaves_nothing_in_the_users_folder(tmp_path: Path) -> None:
+    """Adversary round 3 (finding 12): the hook refused root in another user's folder but
+    first kept its failure line there, in a root-owned hooks/last-errors.json, after which
+    that user's own ssa manage could no longer find its session."""
+    theirs = tmp_path / "home"
+    (theirs / "state").mkdir(parents=True)
+    for folder in (theirs, theirs / "state"):
+        os.chown(folder, 65534, 65534)
+    done = _hook(theirs)
+    assert done.returncode == 0
+    assert b"runs as root" in done.stderr  # refused, in one line
+    assert [p for p in theirs.rglob("*") if p.stat().st_uid != 65534] == []
