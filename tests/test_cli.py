@@ -604,6 +604,8 @@ def test_no_database_says_what_named_the_path(
     err = capsys.readouterr().err
     assert err.startswith(f"ssa: no database at {tmp_path / 'state' / 'state.sqlite'}, the "
                           "default location (pass --db PATH or set $SSA_DB")
+    # Adversary round 3 (finding 08): it says what makes one, workers' hooks alone do not.
+    assert "ssa manage, run inside that session" in err
 
 
 @pytest.mark.parametrize("command", ["status", "list", "watch", "watches", "manage"])

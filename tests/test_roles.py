@@ -200,7 +200,7 @@ def test_manage_refuses_a_key_that_is_no_sessions_and_notes_an_unknown_one(home:
     out, err = io.StringIO(), io.StringIO()
     assert run_manage(_db(home), "agent:main:claude:not-yet-seen", off=False, wake=True,
                       out=out, err=err) == 0
-    assert "no session agent:main:claude:not-yet-seen is known yet" in err.getvalue()
+    assert "has not seen session agent:main:claude:not-yet-seen yet" in err.getvalue()
 
 
 _TOOL = '''

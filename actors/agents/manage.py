@@ -68,7 +68,8 @@ def resolve_self(location: Path | str, session: str | None, *,
         raise SessionStateError(
             "this command does not run inside a coding-agent session whose ssa hook has run "
             "(run it from the agent's shell tool, or from the tool's shell escape, after "
-            f"one prompt); or name the session with {option} (ssa list shows the keys)")
+            f"one prompt); or name the session with {option} (ssa list shows the keys the "
+            "signal log knows)")
     return key
 
 
@@ -120,8 +121,9 @@ def run_manage(location: Path | str, session: str | None, *, off: bool, wake: bo
             known = peek.session_created_at(conn, key) is not None
         changed = set_role(gw, key, off=off, wake=wake)
     if not known and session is not None:  # a key typed by hand: a typo?
-        err.write(f"ssa: note: no session {key} is known yet (ssa list shows the known "
-                  "ones: a typo?); it takes this role from its next prompt\n")
+        err.write(f"ssa: note: the signal log has not seen session {key} yet (ssa list "
+                  "shows the sessions it knows; check the key if no such session runs); it "
+                  "takes this role from its next prompt\n")
     if off:
         out.write(f"{key} is a worker{' again' if changed else ''}: it is not notified "
                   "or woken, and its watches were dropped.\n")

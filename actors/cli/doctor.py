@@ -175,7 +175,9 @@ def _database(location: str) -> list[Finding]:
                         "move it aside (the next hook makes a new one) or restore a backup; "
                         "or install with another --db")]
     if not is_url(location) and not Path(location).is_file():
-        return [Finding("note", what, "not made yet: the first hook run or ssa watch makes it")]
+        return [Finding("note", what, "not made yet: ssa manage (run inside the session that "
+                        "should be told) makes it, or ssa watch; the hooks of workers alone "
+                        "make none")]
     if is_url(location):
         return [Finding("ok", what, "the server answers")]
     try:

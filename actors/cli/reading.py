@@ -97,7 +97,9 @@ def _no_database(path: Path, named_by: str | None) -> str:
         return f"{path} is not a database file"
     if named_by is None:
         return (f"no database at {path}, the default location (pass --db PATH or set "
-                f"${DB_ENV}; ssa watch or a gateway creates one)")
+                f"${DB_ENV}). It is made when a session first becomes a manager (ssa "
+                "manage, run inside that session), or by ssa watch or a gateway; until then "
+                "no session is known")
     return f"no database at {path} (given by {named_by}: check the path)"
 
 
