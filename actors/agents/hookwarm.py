@@ -48,9 +48,11 @@ logger = get_logger(__name__)
 
 LEASE_MS = 3000
 """The hook's scan leases: a hook killed mid-scan holds them this long at most."""
-NEW_SESSION_SLACK_MS = 2000
+NEW_SESSION_SLACK_MS = 100
 """A session first seen after the manager's first hook run counts from its start when
-it began at most this long before that run (clocks of two tools may differ a little)."""
+it began at most this long before that run. Both times come from this machine's clock
+(the tool's first row, our database's write), so the slack only covers their write
+order; 2 s let a session begun 0.5-2 s before the manager report its earlier turns."""
 _NOTICE = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
 
 
