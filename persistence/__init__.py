@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from persistence._messages import (
         Acknowledge,
         AckOutcome,
+        ActivityState,
         ClaimLink,
         ClaimWakes,
         Command,
@@ -88,7 +89,7 @@ if TYPE_CHECKING:
         read_link,
         read_own_texts,
     )
-    from persistence._writer import PersistenceActor, Ping, is_epoch_ms
+    from persistence._writer import PersistenceActor, Ping, after_acknowledgement, is_epoch_ms
     from persistence._writes import sweep_cursors
     from persistence.errors import DatabaseBusy, SchemaError, StorageError, StorageUnavailable
     from persistence.records import (
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "clear_all_leases": "persistence._leases",
     "has_waking_notice": "persistence._reads",
     "is_epoch_ms": "persistence._writer",
+    "after_acknowledgement": "persistence._writer",
     "is_url": "persistence._backend",
     "keyed_hash": "persistence._secret",
     "link_lease": "persistence._leases",
@@ -133,6 +135,7 @@ _EXPORTS: dict[str, str] = {
     "HostWatchers": "persistence._messages",
     "LinkOutcome": "persistence._messages",
     "NoteActivity": "persistence._messages",
+    "ActivityState": "persistence._messages",
     "NoteOwnText": "persistence._messages",
     "read_activity": "persistence._activity",
     "read_activities": "persistence._activity",
@@ -208,6 +211,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AckOutcome",
     "Acknowledge",
+    "ActivityState",
     "Backend",
     "ClaimLink",
     "ClaimWakes",
@@ -252,6 +256,7 @@ __all__ = [
     "UpstreamLink",
     "WakeSignal",
     "WorkerActivity",
+    "after_acknowledgement",
     "check_integrity",
     "clear_all_leases",
     "collect",

@@ -22,18 +22,46 @@ from persistence import _prune
 from persistence._backend import Backend, write_transaction
 from persistence._dispatch import apply_command
 from persistence._episodes import FaultEpisodes, fatal_hint
-from persistence._messages import Command, Prune, RecordEvent, WriteRequest
+from persistence._messages import Acknowledge, Command, Prune, RecordEvent, WriteRequest
 from persistence.errors import StorageError, StorageUnavailable
 from persistence.lazylog import quiet_package
 from persistence.runtime import Dispatcher, InlineActor, Mailbox
 
-__all__ = ["BATCH_LIMIT", "PersistenceActor", "Ping", "is_epoch_ms"]
+__all__ = ["BATCH_LIMIT", "PersistenceActor", "Ping", "after_acknowledgement", "is_epoch_ms"]
 
 logger = logging.getLogger(__name__)
 quiet_package("persistence")  # direct imports of the engine get the NullHandler too
 
 BATCH_LIMIT = 512
 """Most write commands applied in one transaction (bounds commit latency)."""
+
+_AFTER_ACK: dict[str, Callable[[], None]] = {}
+
+
+def after_acknowledgement(watcher_key: str, then: Callable[[], None] | None) -> None:
+    """Call ``then`` in the writer thread the moment an acknowledgement of ``watcher_key``'s
+    notices commits, before the drain that asked for it is answered (``None``: forget it).
+
+    For a short-lived process whose output counts only if it exits 0 (``ssa hook``,
+    issue 34 item 3): it ends the process there, so nothing runs between the
+    acknowledgement and the exit, where a kill would lose the printed notices. Any
+    thread; never blocks.
+    """
+    if then is None:
+        _AFTER_ACK.pop(watcher_key, None)
+    else:
+        _AFTER_ACK[watcher_key] = then
+
+
+def _after_commit(commands: list[Command]) -> None:
+    """Run the :func:`after_acknowledgement` callbacks of the committed acknowledgements."""
+    if not _AFTER_ACK:
+        return
+    for command in commands:
+        if isinstance(command, Acknowledge):
+            then = _AFTER_ACK.get(command.watcher_key)
+            if then is not None:
+                then()
 
 _MAX_CLOCK_MS = 2**53
 """Clock readings at or above this are not plausible epoch milliseconds."""
@@ -273,6 +301,7 @@ class PersistenceActor(InlineActor):
                 return [(batch[0], None, exc)]
             return self._apply_isolated(conn, batch, now)
         conn.execute("COMMIT")
+        _after_commit([request.command for request in batch])
         return [(request, value, None) for request, value in zip(batch, values, strict=True)]
 
     def _top_up(self, batch: list[WriteRequest]) -> None:
@@ -299,6 +328,7 @@ class PersistenceActor(InlineActor):
                 conn.execute("RELEASE command")
                 results.append((request, value, None))
         conn.execute("COMMIT")
+        _after_commit([request.command for request, _, error in results if error is None])
         return results
 
     def _note_command_error(self, request: WriteRequest, exc: Exception) -> None:

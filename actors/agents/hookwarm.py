@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,7 +38,7 @@ from actors.facade.activity import current_activity, transcript_mtime_ms
 from actors.facade.gateway import Gateway
 from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
-from persistence import TypedRead, peek, read_activity
+from persistence import TypedRead, after_acknowledgement, peek, read_activity
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
@@ -107,10 +108,17 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
             # Scans are done: the next prompt's hook may scan at once (this process
             # ends without closing, so its leases would otherwise last lease_ms).
             gw.release_leases()
-            if _deliver(gw, hook, watcher, out, excerpt=args.excerpt):
-                acknowledged()
-                return True
-            return False
+            once = _Once(acknowledged)
+            # The writer thread ends the process the moment the acknowledgement
+            # commits (issue 34 item 3): nothing runs between the two.
+            after_acknowledgement(watcher, once)
+            try:
+                if _deliver(gw, hook, watcher, out, excerpt=args.excerpt):
+                    once()
+                    return True
+                return False
+            finally:
+                after_acknowledgement(watcher, None)
         finally:
             gw.close(timeout=2.0)
 
@@ -212,6 +220,20 @@ def watch_spawned(run: Any, args: HookArgs) -> None:
         gw.watch(parent, key, since=0)
         gw.scan_upstream(keys=(key,))
         gw.release_leases()
+
+
+class _Once:
+    """Calls ``fn`` the first time it is called, never again (any thread)."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn: Callable[[], None] | None = fn
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
 
 
 def watching_since(conn: Any, watcher: str) -> int | None:

@@ -23,7 +23,6 @@ exception in ``on_wake`` is logged and survived.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import threading
@@ -37,19 +36,14 @@ from typing import Any, ParamSpec, Self, TypeVar
 from actors.config import GatewayConfig
 from actors.errors import GatewayClosed
 from actors.facade import validate as v
+from actors.facade.asyncwakes import run_wakes
 from actors.facade.callthreads import CallThreads, in_thread
 from actors.facade.gateway import Clock, DeliverFn, Gateway
 from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.adoption import AdoptRequest
 from actors.upstream.claude.node import NodeTranscriptReader
-from persistence import (
-    ReadPool,
-    SessionRow,
-    SessionStateEvent,
-    SessionStatus,
-    UpstreamLink,
-    WorkerActivity,
-)
+from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
+from persistence.records import WorkerActivity
 
 __all__ = ["AsyncGateway", "OnWake"]
 
@@ -135,17 +129,11 @@ class AsyncGateway:
     ) -> AsyncGateway:
         """Open (creating if needed) the database and start the engine, off the loop.
 
-        Args:
-            path: the SQLite file or ``postgresql://`` URL, as :meth:`Gateway.open`.
-            config: settings, as :meth:`Gateway.open`.
-            clock: ``() -> int`` epoch milliseconds, as :meth:`Gateway.open`.
-            on_wake: ``(watcher_key) -> None``, a plain function or a coroutine
-                function; runs on this loop (see the module docstring), once per newly
-                opened notice that wakes. Wakes of the open itself (the restart
-                sweep, a host's takeover) run as tasks once the open returns.
-            monitor: start the upstream cadence, as :meth:`Gateway.open`.
-            hosts: watcher keys whose agent loop runs here, as :meth:`Gateway.open`.
-        It also raises whatever :meth:`Gateway.open` raises (run in a call thread).
+        Args: ``path``, ``config``, ``clock``, ``monitor`` and ``hosts`` as
+        :meth:`Gateway.open` (which it runs in a call thread, raising what it raises);
+        ``on_wake``: ``(watcher_key) -> None``, a plain function or a coroutine function,
+        run on this loop (see the module docstring) once per newly opened notice that
+        wakes; the open's own wakes (restart sweep, takeover) run as tasks once it returns.
 
         Returns:
             The open gateway, bound to the running loop.
@@ -355,22 +343,8 @@ class AsyncGateway:
         task.add_done_callback(self._tasks.discard)
 
     async def _run_wakes(self, watcher_keys: list[str]) -> None:
-        """Run ``on_wake`` for each key in turn; one that fails does not stop the others."""
-        if self._on_wake is None:
-            return
-        for watcher_key in watcher_keys:
-            try:
-                outcome = self._on_wake(watcher_key)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # this task is being cancelled (at close): stop here
-                logger.error("on_wake for %s raised CancelledError; the gateway goes on",
-                             watcher_key)
-            except Exception:  # the notice stays open; the watcher sees it at its next turn
-                logger.exception("on_wake for %s raised; the gateway goes on", watcher_key)
+        """Run ``on_wake`` for each key in turn (:func:`~actors.facade.asyncwakes.run_wakes`)."""
+        await run_wakes(self._on_wake, watcher_keys)
 
     # --- sessions ------------------------------------------------------------
 
@@ -470,8 +444,7 @@ class AsyncGateway:
 
     async def activity(self, key: str) -> WorkerActivity | None:
         """:meth:`Gateway.activity`, awaited."""
-        found: WorkerActivity | None = await self._read(self.gateway.activity, key)
-        return found
+        return await self._read(self.gateway.activity, key)
 
     async def session_status(self, key: str, *, changes_since: int | None = None,
                              agent_id: str | None = None,

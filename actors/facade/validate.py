@@ -27,7 +27,7 @@ from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 
 if TYPE_CHECKING:
-    from persistence._messages import ActivityState
+    from persistence import ActivityState
 
 __all__ = [
     "ACTIVITY_DETAILS",

@@ -21,7 +21,7 @@ from actors.upstream.reading import ScanContext
 from actors.upstream.scan import PendingLine, ScanResult, StoreHint
 from actors.upstream.source import MISSING, Source
 from actors.upstream.sources import find_source
-from actors.upstream.typedtext import pointer_of
+from actors.upstream.typedtext import payload_of
 from persistence import (
     ClaimLink,
     CommitScan,
@@ -199,21 +199,6 @@ def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: Monitor
                           replay_window=settings.replay_window,
                           busy_timeout_ms=settings.busy_timeout_ms)
     return source.reading().scan(path, link.thread_id, link.marker, hint, context)
-
-
-def _payload_of(link: UpstreamLink, result: ScanResult,
-                key: Callable[[str], str]) -> str | None:
-    """A ``human_direct_message``'s payload: ``turns`` (when more than one) and the
-    source pointer that reads the typed text back on request (local transcripts;
-    :mod:`actors.upstream.typedtext`). Holds no text. Pure."""
-    payload: dict[str, Any] = {}
-    if result.human_turns > 1:
-        payload["turns"] = result.human_turns
-    path = link.upstream_ref.get("path")
-    if result.typed and isinstance(path, str) and not link.host_id.startswith("node:"):
-        payload["source"] = pointer_of(tool=link.source, path=path, thread=link.thread_id,
-                                       span=result.span, digests=result.typed, key=key)
-    return msgspec.json.encode(payload).decode() if payload else None
 
 
 def _settles(result: ScanResult, hint: StoreHint | None) -> bool:
@@ -469,7 +454,7 @@ class UpstreamMonitor(GatewayActor):
                         self._key)
         record = None
         if result.human_turns > 0:
-            payload = _payload_of(link, result, self._keyer)
+            payload = payload_of(link, result, self._keyer)
             record = RecordEvent(
                 session_key=self._key, agent_id=self._agent_id, kind="human_direct_message",
                 actor_type="human", summary=f"human message via {link.source}",

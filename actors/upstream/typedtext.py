@@ -29,11 +29,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from actors.upstream.common import Unit, text_hash
-from persistence.records import TypedRead
+import msgspec
 
-__all__ = ["MAX_SPAN_BYTES", "ROW_DIGEST_CHARS", "SpanChanged", "UnitsIn", "pointer_of",
-           "read_typed", "row_digest"]
+from actors.upstream.common import Unit, text_hash
+from actors.upstream.scanning import ScanResult
+from persistence.records import TypedRead, UpstreamLink
+
+__all__ = ["MAX_SPAN_BYTES", "ROW_DIGEST_CHARS", "SpanChanged", "UnitsIn", "payload_of",
+           "pointer_of", "read_typed", "row_digest"]
 
 ROW_DIGEST_CHARS = 16
 """Hex digits of each row digest kept in a pointer (64 bits: enough to tell rows apart)."""
@@ -131,3 +134,18 @@ def read_typed(sequence: int, payload: Any, *, key: Callable[[str], str],
     if looking is not None:
         return TypedRead(sequence=sequence, status="changed", path=path)
     return TypedRead(sequence=sequence, status="ok", texts=tuple(texts), cut=cut, path=path)
+
+
+def payload_of(link: UpstreamLink, result: ScanResult,
+               key: Callable[[str], str]) -> str | None:
+    """A ``human_direct_message``'s payload: ``turns`` (when more than one) and the
+    source pointer that reads the typed text back on request (local transcripts).
+    Holds no text. Pure."""
+    payload: dict[str, Any] = {}
+    if result.human_turns > 1:
+        payload["turns"] = result.human_turns
+    path = link.upstream_ref.get("path")
+    if result.typed and isinstance(path, str) and not link.host_id.startswith("node:"):
+        payload["source"] = pointer_of(tool=link.source, path=path, thread=link.thread_id,
+                                       span=result.span, digests=result.typed, key=key)
+    return msgspec.json.encode(payload).decode() if payload else None
