@@ -121,6 +121,24 @@ def test_claude_rename_far_into_a_long_transcript_is_found_in_the_tail(tmp_path:
     assert name_of("claude", str(t.path), t.session_id) == "late name"
 
 
+def test_claude_first_words_read_no_other_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The copy check lists and reads the folder's other transcripts (a listing of
+    2,000 sessions took 6 minutes that way): a name reads its own file only."""
+    t = ClaudeCodeTranscript(tmp_path / "11111111-2222-3333-4444-555555555555.jsonl")
+    t.append(Typed("write the release notes"))
+    ClaudeCodeTranscript(tmp_path / "99999999-2222-3333-4444-555555555555.jsonl").append(
+        Typed("another session"))
+
+    def no_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a name listed the transcripts folder")
+
+    monkeypatch.setattr("os.scandir", no_listing)
+    monkeypatch.setattr("os.listdir", no_listing)
+    assert name_of("claude", str(t.path), t.session_id) == "write the release notes"
+
+
 @pytest.mark.skipif(not conftest.HAVE_FIXTURES, reason="no shared fixtures")
 def test_claude_fixture_is_named_by_its_first_typed_turn() -> None:
     path = conftest.FIXTURES / "claude-code" / "cc-2.1.37-cli-prompt-tools-exit.jsonl"

@@ -34,10 +34,12 @@ NAME_CHARS = 60
 """Most characters a name made from the first typed turn keeps."""
 TITLE_CHARS = 80
 """Most characters of a tool's own title shown (longer ones end in ``…``)."""
-HEAD = 256 * 1024
-"""Bytes of a file's start read for a title or the first typed turn."""
-TAIL = 1024 * 1024
-"""Bytes of a file's end read for the latest title (tools append renames)."""
+HEAD = 64 * 1024
+"""Bytes of a file's start read for a title or the first typed turn (Claude Code's
+own session list reads as much of each end)."""
+TAIL = 256 * 1024
+"""Bytes of a file's end read for the latest title (tools append renames; Claude Code
+writes its title again near the end)."""
 
 _decoder = msgspec.json.Decoder()
 
@@ -105,6 +107,28 @@ def _span(path: str, head: int, tail: int) -> tuple[bytes, bytes]:
     return first, (last[newline + 1:] if newline >= 0 else b"")
 
 
+def _chunks(path: str, head: int, tail: int) -> list[bytes]:
+    """The parts of ``path`` :func:`row_lines` reads, each cut to whole lines ([] on failure)."""
+    try:
+        first, last = _span(path, head, tail)
+    except (OSError, ValueError):
+        return []
+    if last or len(first) == head + tail:  # the head's last line is cut by the skip
+        first = first[:first.rfind(b"\n") + 1]
+    return [chunk for chunk in (first, last) if chunk]
+
+
+def _lines_of(chunk: bytes) -> Iterator[bytes]:
+    start = 0
+    while start < len(chunk):
+        end = chunk.find(b"\n", start)
+        end = len(chunk) if end < 0 else end
+        line = chunk[start:end].rstrip(b"\r")
+        if line:
+            yield line
+        start = end + 1
+
+
 def row_lines(path: str, *, head: int = HEAD, tail: int = TAIL) -> Iterator[bytes]:
     """The complete lines of ``path``'s first ``head`` and last ``tail`` bytes, in order.
 
@@ -112,40 +136,36 @@ def row_lines(path: str, *, head: int = HEAD, tail: int = TAIL) -> Iterator[byte
     line at either cut is left out). Nothing on a read failure. Caller's
     thread; blocks on at most ``head + tail`` bytes; never raises.
     """
-    try:
-        first, last = _span(path, head, tail)
-    except (OSError, ValueError):
-        return
-    if last:
-        lines = first.split(b"\n")[:-1]  # the head's last line is cut by the skip
-        lines += last.split(b"\n")
-    else:
-        lines = first.split(b"\n")
-        if len(first) == head + tail:
-            lines = lines[:-1]
-    for line in lines:
-        stripped = line.rstrip(b"\r")
-        if stripped:
-            yield stripped
+    for chunk in _chunks(path, head, tail):
+        yield from _lines_of(chunk)
 
 
 def rows_with(path: str, needles: tuple[bytes, ...], *, head: int = HEAD,
               tail: int = TAIL) -> Iterator[dict[str, Any]]:
-    """The JSON objects among :func:`row_lines` that contain one of ``needles``.
+    """The JSON objects among :func:`row_lines` that contain one of ``needles``, in order.
 
-    A line is decoded only when it holds a needle (a cheap byte test first),
-    so a long transcript costs one bounded read and a scan. Lines that are
-    not JSON objects are skipped. Caller's thread; never raises.
+    The needles are searched in the bytes read (no line is split or decoded
+    unless it holds one), so a long transcript costs one bounded read and a
+    scan. Lines that are not JSON objects are skipped. Caller's thread; never
+    raises.
     """
-    for line in row_lines(path, head=head, tail=tail):
-        if not any(needle in line for needle in needles):
-            continue
-        try:
-            row = _decoder.decode(line)
-        except (msgspec.DecodeError, ValueError):
-            continue
-        if isinstance(row, dict):
-            yield row
+    for chunk in _chunks(path, head, tail):
+        spans: set[tuple[int, int]] = set()
+        for needle in needles:
+            at = chunk.find(needle)
+            while at >= 0:
+                start = chunk.rfind(b"\n", 0, at) + 1
+                end = chunk.find(b"\n", at)
+                end = len(chunk) if end < 0 else end
+                spans.add((start, end))
+                at = chunk.find(needle, end)
+        for start, end in sorted(spans):
+            try:
+                row = _decoder.decode(chunk[start:end])
+            except (msgspec.DecodeError, ValueError):
+                continue
+            if isinstance(row, dict):
+                yield row
 
 
 def first_typed(path: str, classify: Callable[[bytes], Unit], *,
@@ -153,8 +173,13 @@ def first_typed(path: str, classify: Callable[[bytes], Unit], *,
     """The first words (:func:`first_words`) of the first turn a person typed in
     ``path``'s first ``head`` bytes, classified line by line with ``classify``.
 
-    ``None`` when none is there or the file cannot be read. Caller's thread;
-    never raises (a classifier that raises ends the search).
+    Sources pass their plain line classifier (``Reading.lines(None)``): the
+    copy checks ``Reading.lines(path)`` adds list and read the other
+    transcripts of the folder, far too much for a name (a 2,000-session
+    listing took six minutes that way); a continued session is then named by
+    the first turn it carries. ``None`` when none is there or the file cannot
+    be read. Caller's thread; never raises (a classifier that raises ends the
+    search).
     """
     for line in row_lines(path, head=head, tail=0):
         try:

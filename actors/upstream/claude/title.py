@@ -44,4 +44,4 @@ def title(path: str, thread_id: str) -> str | None:
     if custom or summary:
         return custom or summary
     lines = READING.lines
-    return first_typed(path, lines(path)) if lines is not None else None
+    return first_typed(path, lines(None)) if lines is not None else None

@@ -65,4 +65,4 @@ def title(path: str, thread_id: str) -> str | None:
     if summary:
         return summary
     lines = READING.lines
-    return first_typed(path, lines(path)) if lines is not None else None
+    return first_typed(path, lines(None)) if lines is not None else None

@@ -30,4 +30,4 @@ def title(path: str, thread_id: str) -> str | None:
     if name:
         return name
     lines = READING.lines
-    return first_typed(path, lines(path)) if lines is not None else None
+    return first_typed(path, lines(None)) if lines is not None else None

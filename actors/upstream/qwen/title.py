@@ -21,4 +21,4 @@ def title(path: str, thread_id: str) -> str | None:
         thread_id: the session id (unused: a file is one session).
     """
     lines = READING.lines
-    return first_typed(path, lines(path)) if lines is not None else None
+    return first_typed(path, lines(None)) if lines is not None else None
