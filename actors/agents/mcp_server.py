@@ -53,6 +53,7 @@ from actors.agents.manage import resolve_self, set_role, state_dir_of
 from actors.agents.send import send
 from actors.errors import SessionStateError
 from persistence.errors import BackendNotInstalled, StorageError
+from persistence.keys import agent_id_of
 from persistence.locations import default_state_path
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "GatewayHolder", "build_server", "main"]
@@ -147,6 +148,17 @@ def _cursor_offset(cursor: str | None) -> int:
     return int(cursor)
 
 
+def _names(gw: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The sessions' names in their tools (:mod:`actors.agents.linkname`), read now;
+    ``{}`` when the links cannot be read (a name is a courtesy)."""
+    from actors.agents.linkname import session_names  # noqa: PLC0415 - only when a tool runs
+
+    try:
+        return session_names(gw, pairs)
+    except StorageError:
+        return {}
+
+
 def build_server(holder: GatewayHolder) -> Any:
     """The :class:`mcp.server.mcpserver.MCPServer` with the six tools, on ``holder``'s gateway.
 
@@ -180,6 +192,10 @@ def build_server(holder: GatewayHolder) -> Any:
                 changes["events"] = changes["events"][:page]
                 changes["truncated"] = True
                 status["nextChangesSince"] = changes["events"][-1]["sequence"]
+            pair = (sessionKey, agentId or agent_id_of(sessionKey))
+            name = _names(gw, [pair]).get(pair)
+            if name is not None:
+                status["name"] = name  # the tool's title, read now (never stored)
             return dict(status)
         return dict(call(run))
 
@@ -193,7 +209,11 @@ def build_server(holder: GatewayHolder) -> Any:
             rows = gw.sessions_list(agent_id=agentId)
             chunk = rows[start:start + page]
             following = start + page
-            return {"sessions": _plain(chunk), "total": len(rows),
+            names = _names(gw, [(r.session_key, r.agent_id) for r in chunk])
+            sessions = [dict(_plain(r), **({"name": names[(r.session_key, r.agent_id)]}
+                                           if (r.session_key, r.agent_id) in names else {}))
+                        for r in chunk]
+            return {"sessions": sessions, "total": len(rows),
                     "nextCursor": str(following) if following < len(rows) else None}
         return dict(call(run))
 
