@@ -768,3 +768,21 @@ def test_the_person_sees_one_line_when_the_manager_was_told(home: Home) -> None:
     session_start = HookInput(tool="claude-code", source="claude", session_id="s", cwd="/w",
                               event="SessionStart")
     assert "systemMessage" not in json.loads(render_output(session_start, "c", notices=2))
+
+
+# --- names (issue 33 item 3) -----------------------------------------------------------
+
+
+def test_the_context_names_a_session_by_its_title() -> None:
+    view = _view("agent:main:codex:w", 4, 1)._replace(name="Uploader retries")
+    text, _ = render_context("agent:main:claude:m", [view])
+    assert '(Codex session "Uploader retries", transcript /s/' in text
+    plain, _ = render_context("agent:main:claude:m", [_view("agent:main:codex:w", 4, 1)])
+    assert "(Codex session, transcript /s/" in plain
+
+
+def test_the_hook_reads_the_workers_name_from_its_rollout(home: Home) -> None:
+    home.context()
+    home.worker.rename("Uploader retries")
+    home.worker.append(Typed("typed"), Reply("ok"))
+    assert 'Codex session "Uploader retries"' in home.context()

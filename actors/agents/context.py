@@ -51,6 +51,9 @@ class NoticeView(NamedTuple):
         source: the adopted session's tool (``"claude"``, ...), or ``None``.
         path: its transcript (OpenCode: the database), or ``None``.
         cwd: its working directory, or ``None``.
+        name: its name in its tool (its title, else the first words typed
+            there), read from the tool's files when shown and never stored;
+            or ``None``.
     """
 
     text: str
@@ -61,6 +64,7 @@ class NoticeView(NamedTuple):
     source: str | None = None
     path: str | None = None
     cwd: str | None = None
+    name: str | None = None
 
 
 def _when(ms: int) -> str:
@@ -75,7 +79,8 @@ def _block(notice: NoticeView) -> str:
     where = []
     if notice.source is not None:
         source = find_source(notice.source)
-        where.append(f"{source.title if source is not None else notice.source} session")
+        tool = source.title if source is not None else notice.source
+        where.append(f'{tool} session "{notice.name}"' if notice.name else f"{tool} session")
     if notice.cwd:
         where.append(f"in {notice.cwd}")
     if notice.path:

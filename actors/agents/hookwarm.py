@@ -27,6 +27,7 @@ from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
 from actors.facade.gateway import Gateway
 from actors.monitors.adoption import AdoptRequest
+from actors.upstream.names import name_of
 from persistence import peek
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
@@ -221,6 +222,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
     if not texts:
         return False
     views: list[NoticeView] = []
+    named: list[tuple[int, str, str | None, str]] = []
     with gw.read_pool.connection() as conn:
         total_pending = len(peek.pending(conn, watcher))
         links = {link.session_key: link for link in peek.links(conn)}
@@ -240,6 +242,11 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
                 events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
                                           e.summary) for e in events),
                 source=link.source if link else None, path=link.path if link else None))
+            if link is not None and not link.host_id.startswith("node:"):
+                named.append((len(views) - 1, link.source, link.path, link.thread_id))
+    # Names are read from the tools' files after the database read (never stored).
+    for index, source, path, thread_id in named:
+        views[index] = views[index]._replace(name=name_of(source, path, thread_id))
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))
     if not output:
