@@ -437,8 +437,9 @@ def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
     listing = io.StringIO()
     assert run_watches("list", manager_key, [], home.db, listing) == 0
     header, row = listing.getvalue().splitlines()
-    assert row.startswith(f"Claude Code {home.manager.session_id[:8]} in proj (manager)  "
-                          f"Codex {home.worker.thread_id[:8]} in proj  ")  # readable names
+    assert row.startswith(  # readable names: the tool, the id, its first typed words, where
+        f'Claude Code {home.manager.session_id[:8]} "plan the work" in proj (manager)  '
+        f'Codex {home.worker.thread_id[:8]} "an earlier prompt" in proj  ')
     assert row.split()[-2:] == [manager_key, worker_key]  # then the keys to copy
     assert header.index("TARGET_KEY") == row.index(worker_key)  # aligned
     home.worker.append(Typed("typed after it was added"), Reply("ok"))
