@@ -272,6 +272,7 @@ _LIGHT = (
     ("actors.agents.hook", "actors.agents.hookwait"),
     ("actors.agents.hookargs", "argparse"),
     ("actors.agents.mcp_server", "actors"),
+    ("actors.agents.mcp_server", "actors.agents.linkname"),
     ("actors.agents.sessions", "tempfile"),
     ("actors.agents.spawn", "subprocess"),
     ("actors.agents.watches", "actors"),

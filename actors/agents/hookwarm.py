@@ -212,6 +212,13 @@ def watching_since(conn: Any, watcher: str) -> int | None:
     return max(created, peek.manager_since(conn, watcher) or 0)
 
 
+def _name(link: peek.LinkPeek | None) -> str | None:
+    """The linked session's name in its tool (a paired node's files are not here)."""
+    if link is None or link.host_id.startswith("node:"):
+        return None
+    return name_of(link.source, link.path, link.thread_id)
+
+
 def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
     """Print the pending notices, flush, then acknowledge exactly those printed.
 
@@ -221,8 +228,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
     texts = gw.pending_notices(watcher)
     if not texts:
         return False
-    views: list[NoticeView] = []
-    named: list[tuple[int, str, str | None, str]] = []
+    found: list[tuple[dict[str, Any], peek.LinkPeek | None]] = []
     with gw.read_pool.connection() as conn:
         total_pending = len(peek.pending(conn, watcher))
         links = {link.session_key: link for link in peek.links(conn)}
@@ -237,16 +243,14 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
                 conn, key, agent_id_of(key), since, MAX_EVENTS_PER_NOTICE,
                 until=peek.watermark(conn, watcher, key, agent_id_of(key)))
             link = links.get(key)
-            views.append(NoticeView(
-                text=text, target_key=key, changes_since=since, total=total,
-                events=tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
-                                          e.summary) for e in events),
-                source=link.source if link else None, path=link.path if link else None))
-            if link is not None and not link.host_id.startswith("node:"):
-                named.append((len(views) - 1, link.source, link.path, link.thread_id))
-    # Names are read from the tools' files after the database read (never stored).
-    for index, source, path, thread_id in named:
-        views[index] = views[index]._replace(name=name_of(source, path, thread_id))
+            found.append(({
+                "text": text, "target_key": key, "changes_since": since, "total": total,
+                "events": tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
+                                             e.summary) for e in events),
+                "source": link.source if link else None,
+                "path": link.path if link else None}, link))
+    # Names are read from the tools' files after the database read, never stored.
+    views = [NoticeView(**fields, name=_name(link)) for fields, link in found]
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))
     if not output:

@@ -29,6 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -169,8 +170,6 @@ def named_by(module: str) -> Callable[[str, str], str | None]:
     """
 
     def session_name(path: str, thread_id: str) -> str | None:
-        from importlib import import_module  # noqa: PLC0415 - only when a name is shown
-
         title: Callable[[str, str], str | None] = import_module(module).title
         return title(path, thread_id)
 
