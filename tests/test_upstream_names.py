@@ -8,6 +8,7 @@ the first typed turn; bounded reads; a failure is ``None``, never raised.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import apsw
@@ -281,3 +282,24 @@ def test_a_title_module_that_raises_gives_none(monkeypatch: pytest.MonkeyPatch) 
     claude = next(s for s in BUILT_IN if s.name == "claude")
     monkeypatch.setattr(names, "find_source", lambda name: claude._replace(session_name=boom))
     assert name_of("claude", "/x", "y") is None
+
+
+def test_gemini_document_summary_else_first_typed_message(tmp_path: Path) -> None:
+    chats = tmp_path / "chats"
+    chats.mkdir()
+    session = GeminiSession(chats / "session-2026-01-10T09-00-abcdef12.json", format="json")
+    session.append(Typed("map the module graph"))
+    assert name_of("gemini", str(session.path), session.session_id) == "map the module graph"
+    document = json.loads(session.path.read_text())
+    document["summary"] = "Module graph map"
+    session.path.write_text(json.dumps(document))
+    assert name_of("gemini", str(session.path), session.session_id) == "Module graph map"
+
+
+def test_codex_archived_rollout_reads_the_same_index(tmp_path: Path) -> None:
+    archived = tmp_path / "codex" / "archived_sessions"
+    archived.mkdir(parents=True)
+    rollout = CodexRollout(archived / "rollout-2026-12-07T01-00-00-x.jsonl")
+    rollout.append(Typed("old work"))
+    index_thread_name(tmp_path / "codex", rollout.thread_id, "Archived thread")
+    assert name_of("codex", str(rollout.path), rollout.thread_id) == "Archived thread"
