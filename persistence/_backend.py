@@ -196,7 +196,8 @@ class Backend(Protocol):
 
 
 def url_has_password(location: str) -> bool:
-    """Whether a database URL carries a password (in its user part or as ``?password=``; pure).
+    """Whether a database URL carries a secret: a password (in its user part or as
+    ``?password=``) or an SSL key passphrase (``?sslpassword=``); pure.
 
     A location that is not a URL, or that cannot be split as one, has none.
     """
@@ -207,7 +208,35 @@ def url_has_password(location: str) -> bool:
         in_user = parts.password is not None
     except ValueError:
         return False
-    return in_user or any(key.lower() == "password" for key, _ in parse_qsl(parts.query))
+    return in_user or any(key.strip().lower() in SECRET_PARAMETERS
+                          for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+
+
+def redact_url(location: str) -> str:
+    """``location`` with every secret replaced by ``***``: the password of its user part and
+    the values of :data:`SECRET_PARAMETERS` in its query (pure). A location that is no URL
+    comes back as given; a URL that cannot be split as one, as ``<a database URL>``."""
+    if not is_url(location):
+        return location
+    try:
+        parts = urlsplit(location)
+        password = parts.password
+    except ValueError:
+        return "<a database URL>"
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        netloc = f"{name}:***@{host}"
+    query = "&".join(
+        f"{key}=***" if key.strip().lower() in SECRET_PARAMETERS else f"{key}={value}"
+        for key, value in (pair.partition("=")[::2] for pair in parts.query.split("&") if pair))
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq connection parameters whose value is a secret: the password, and the
+passphrase of the client's SSL key (both refused in a URL that ends up in command lines)."""
 
 
 def url_problem(location: str) -> str | None:

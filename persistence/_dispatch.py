@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from persistence import _leases, _roles, _upstream, _writes
+from persistence import _activity, _leases, _roles, _upstream, _writes
 from persistence._messages import (
     Acknowledge,
     ClaimLink,
@@ -20,6 +20,7 @@ from persistence._messages import (
     CommitScan,
     DeleteSession,
     HostWatchers,
+    NoteActivity,
     NoteOwnText,
     RecordEvent,
     RegisterWatch,
@@ -89,4 +90,6 @@ def apply_command(conn: Any, command: Command, now: int, version: int, *,
             return _leases.release_leases(conn, host_id)
         case NoteOwnText():
             return _upstream.note_own_text(conn, command, now)
+        case NoteActivity():
+            return _activity.note_activity(conn, command)
     raise ValueError(f"unknown command {type(command).__name__}")

@@ -16,6 +16,7 @@ from persistence.records import SessionStateEvent, UpstreamLink
 __all__ = [
     "AckOutcome",
     "Acknowledge",
+    "ActivityState",
     "ClaimLink",
     "ClaimWakes",
     "Command",
@@ -24,6 +25,7 @@ __all__ = [
     "DeleteSession",
     "HostWatchers",
     "LinkOutcome",
+    "NoteActivity",
     "NoteOwnText",
     "NoticeDescriptor",
     "Prune",
@@ -252,10 +254,31 @@ class SetRole(_Message, frozen=True, tag="set-role"):
     wake: bool = True
 
 
+ActivityState = Literal["busy", "idle", "waiting", "finished", "failed"]
+"""Where a session's tool stands (see :class:`~persistence.records.WorkerActivity`)."""
+
+
+class NoteActivity(_Message, frozen=True, tag="note-activity"):
+    """Where a session's tool stands now, as its own hook told (issue 33 item 2).
+
+    Answers whether the stored state changed. A note older than the stored
+    one (hooks run concurrently) changes nothing; the same state and detail
+    again keep their ``since``.
+    """
+
+    session_key: str
+    agent_id: str
+    state: ActivityState
+    at: int
+    """When the tool's hook saw it, epoch ms."""
+    detail: str | None = None
+    """``permission`` or ``input`` (waiting), an outcome (failed), or ``None``."""
+
+
 Command = (
     RecordEvent | RegisterWatch | Unwatch | Acknowledge | Prune | UpsertSession
     | ResetWatcher | DeleteSession | UpsertLink | CommitScan | NoteOwnText
-    | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases | SetRole
+    | HostWatchers | ClaimWakes | ClaimLink | ReleaseLeases | SetRole | NoteActivity
 )
 
 

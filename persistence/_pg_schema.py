@@ -27,7 +27,7 @@ APPLICATION = "session-state-awareness"
 TABLES = (
     "session_state_events", "session_state_heads", "session_watch_cursors", "sessions",
     "session_upstream_links", "session_own_texts", "session_hosts", "session_wakes",
-    "ssa_secrets", "session_roles",
+    "ssa_secrets", "session_roles", "session_activity",
 )
 """Every table the gateway reads and writes (the privileges of docs/deployment.md)."""
 
@@ -234,6 +234,8 @@ def migrate(conn: Any, schema: str) -> None:
         _to_v5(conn, schema)
     if version < 6:
         _to_v6(conn, schema)
+    if version < 7:
+        _to_v7(conn, schema)
 
 
 _SCHEMA_V4 = """
@@ -290,6 +292,28 @@ def _to_v6(conn: Any, schema: str) -> None:
     logger.info("migrated signal-log schema %r to version 6 (own texts' times)", schema)
 
 
+_SCHEMA_V7 = """
+CREATE TABLE IF NOT EXISTS session_activity (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('busy', 'idle', 'waiting', 'finished', 'failed')),
+    detail TEXT,
+    since BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+);
+"""
+"""Version 7: where each adopted session's tool stands (persistence._schema's version 7)."""
+
+
+def _to_v7(conn: Any, schema: str) -> None:
+    """Add the sessions' activity table (one transaction)."""
+    conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(
+        pgsql.Identifier(schema)).as_string() + ";" + _SCHEMA_V7)
+    conn.execute("UPDATE ssa_schema SET version = ?", (7,))
+    logger.info("migrated signal-log schema %r to version 7 (session activity)", schema)
+
+
 def _create(conn: Any, schema: str) -> None:
     identifier = pgsql.Identifier(schema)
     conn.script(pgsql.SQL("SET LOCAL search_path TO {}").format(identifier).as_string()
@@ -300,6 +324,7 @@ def _create(conn: Any, schema: str) -> None:
     conn.script(_SCHEMA_V4)
     conn.script(_SCHEMA_V5)
     conn.script(_SCHEMA_V6)
+    conn.script(_SCHEMA_V7)
     make_secret(conn)
     conn.execute("INSERT INTO ssa_schema (application, version) VALUES (?, ?)",
                  (APPLICATION, SCHEMA_VERSION))

@@ -22,7 +22,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_integrity", "open_connecti
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x53534131  # "SSA1"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA_V1 = """
 CREATE TABLE session_state_events (
@@ -163,8 +163,22 @@ a row written after it and expires unmatched; a record is consumed by the row it
 matches. Records kept before have ``noted_at`` 0, "unknown": they match as before
 (no time check, no expiry) until a row uses them up or newer texts push them out."""
 
+_SCHEMA_V7 = """
+CREATE TABLE IF NOT EXISTS session_activity (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('busy', 'idle', 'waiting', 'finished', 'failed')),
+    detail TEXT,
+    since INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+"""
+"""Version 7 (issue 33 item 2): where each adopted session's tool stands, as its own hooks
+last told (busy, idle, waiting for permission or input, finished, failed) and since when."""
+
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4,
-                               5: _SCHEMA_V5, 6: _SCHEMA_V6}
+                               5: _SCHEMA_V5, 6: _SCHEMA_V6, 7: _SCHEMA_V7}
 
 
 def _after_v4(conn: apsw.Connection) -> None:

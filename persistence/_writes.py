@@ -459,6 +459,7 @@ def delete_session(conn: Any, cmd: DeleteSession, version: int) -> DeleteOutcome
             "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?", (cmd.session_key,)
         )
     for table in ("session_state_events", "session_state_heads", "sessions",
-                  "session_upstream_links", "session_own_texts", "session_roles"):
+                  "session_upstream_links", "session_own_texts", "session_roles",
+                  "session_activity"):
         conn.execute(f"DELETE FROM {table} WHERE session_key = ? AND agent_id = ?", target)  # noqa: S608
     return DeleteOutcome(version=version, watchers=watchers)

@@ -25,8 +25,9 @@ Kind = Literal[
     "run_failed",
     "compacted",
     "adopted",
+    "worker_waiting",
 ]
-"""An event kind of the seed's table."""
+"""An event kind of the seed's table, and ``worker_waiting`` (beyond the seed, issue 33)."""
 
 ActorType = Literal["human", "agent", "system"]
 """Who caused an event."""
@@ -40,6 +41,9 @@ NOTIFY_BY_KIND: Final[dict[str, bool]] = {
     "run_failed": False,  # log only
     "compacted": False,  # log only
     "adopted": False,  # log only
+    # Beyond the seed (issue 33 item 2): an adopted session has waited for a permission
+    # answer longer than its manager opted in to (ssa install --permission-wait MIN).
+    "worker_waiting": True,
 }
 """Whether each kind notifies watchers (seed table, "Notifies watchers")."""
 

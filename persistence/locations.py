@@ -20,7 +20,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["default_state_path", "folders_to_create", "sqlite_location_problem"]
+__all__ = ["default_state_path", "folders_to_create", "foreign_owner", "sqlite_location_problem"]
 
 
 def default_state_path() -> Path:
@@ -56,12 +56,27 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
 """A URL's scheme (two letters or more: ``C:/`` is a Windows drive)."""
 
 
+SYSTEM_FOLDERS = ("/dev", "/proc", "/sys")
+"""Pseudo-filesystem trees no database file (or its ``hooks/`` folder) belongs in."""
+
+
+def _system_folder(folder: Path) -> str | None:
+    """The :data:`SYSTEM_FOLDERS` tree ``folder`` is in (its real path), or ``None`` (pure
+    apart from resolving links)."""
+    real = os.path.realpath(folder)
+    for top in SYSTEM_FOLDERS:
+        if real == top or real.startswith(top + "/"):
+            return top
+    return None
+
+
 def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     """Why a signal log cannot be made or opened at SQLite path ``path``, or ``None``.
 
     Refused: an empty path, ``:memory:`` and ``file:`` names (the signal log
     is a file its readers and other processes share), a NUL, a directory,
-    something that is not a regular file (``/dev/null``, a FIFO), a folder
+    something that is not a regular file (``/dev/null``, a FIFO), a file in
+    ``/dev``, ``/proc`` or ``/sys`` (:data:`SYSTEM_FOLDERS`), a folder
     that exists but is no directory, a path given (not the default)
     whose folder is missing together with that folder's parent, and, for a
     process running as root, a file or folder another user owns (sudo that
@@ -89,6 +104,10 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
         return f"{text} is not a regular file (a device, pipe or socket); give a database file"
     missing = _missing_folders(where)
     folder = Path(os.path.abspath(where)).parent
+    system = _system_folder(folder)
+    if system is not None:
+        return (f"{text} is in {system}, a folder of the system's devices or state, not a "
+                "place for files; give a database file in your own folders")
     if not missing and not os.path.isdir(folder):
         return f"{text}: {folder} is not a directory"
     if len(missing) > 1 and not _is_default(where):
@@ -117,6 +136,14 @@ def _other_owner(where: Path, missing: list[Path]) -> int | None:
     except OSError:
         return None
     return uid if uid != 0 else None
+
+
+def foreign_owner(path: str | os.PathLike[str]) -> int | None:
+    """The uid of another user who owns ``path`` (or its nearest existing folder) when this
+    process runs as root; ``None`` otherwise. What root would make there, that user could
+    not open: a caller writes nothing there (``stat`` calls only; never raises)."""
+    where = Path(os.fspath(path))
+    return _other_owner(where, _missing_folders(where))
 
 
 def folders_to_create(path: str | os.PathLike[str]) -> list[Path]:

@@ -42,7 +42,7 @@ __all__ = [
 
 APPLICATION_ID = 0x53534131
 """``PRAGMA application_id`` of a signal log (as :mod:`persistence._schema` writes it)."""
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema these reads understand (:data:`persistence._schema.SCHEMA_VERSION`)."""
 
 
@@ -98,6 +98,8 @@ class EventPeek(NamedTuple):
     actor_type: str
     occurred_at: int
     summary: str
+    payload_json: str | None = None
+    """The event's payload as stored (JSON; an upstream turn's source pointer, no text)."""
 
 
 def open_peek(path: str, *, busy_timeout_ms: int = 1000) -> apsw.Connection:
@@ -202,8 +204,10 @@ def events_after(conn: Any, key: str, agent_id: str, since: int,
         ``(events oldest first, total count in that range)``.
     """
     top = until if until is not None else (1 << 62)
-    events = [EventPeek(int(s), str(k), str(a), int(t), str(m)) for s, k, a, t, m in conn.execute(
-        "SELECT sequence, kind, actor_type, occurred_at, summary FROM session_state_events"
+    events = [EventPeek(int(s), str(k), str(a), int(t), str(m), None if p is None else str(p))
+              for s, k, a, t, m, p in conn.execute(
+        "SELECT sequence, kind, actor_type, occurred_at, summary, payload_json"
+        " FROM session_state_events"
         " WHERE session_key = ? AND agent_id = ? AND sequence > ? AND sequence <= ?"
         " ORDER BY sequence LIMIT ?",
         (key, agent_id, since, top, limit))]

@@ -7,11 +7,12 @@ omitted. All structs are frozen and safe to share between threads.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges", "UpstreamLink"]
+__all__ = ["SessionRow", "SessionStateEvent", "SessionStatus", "StateChanges", "TypedRead",
+           "TypedStatus", "UpstreamLink", "WorkerActivity"]
 
 
 class SessionStateEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -65,6 +66,62 @@ class StateChanges(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     earliest_available_sequence: int
 
 
+TypedStatus = Literal["ok", "changed", "gone", "too_large", "unsupported", "no_pointer"]
+"""Why a read of typed text gave what it gave:
+
+* ``ok``: every counted turn was found (``texts`` holds them);
+* ``changed``: the transcript no longer holds (all of) them where they were;
+* ``gone``: the transcript cannot be read (deleted, moved, another host);
+* ``too_large``: the event's range of the transcript is too long to read back;
+* ``unsupported``: the source has no way to read its turns back yet;
+* ``no_pointer``: the event carries no source pointer (recorded by a release
+  before this one, or through a paired node).
+"""
+
+
+class TypedRead(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                omit_defaults=True):
+    """The typed text of one ``human_direct_message`` event, read from the tool's transcript.
+
+    Read at call time (``session_status(..., typed_text=N)``), never stored.
+
+    Attributes:
+        sequence: the event's sequence (state version).
+        status: see :data:`TypedStatus`.
+        texts: the typed turns' texts in order (whitespace runs collapsed to
+            one space), each at most the asked number of characters.
+        cut: some text was longer than the bound and was cut (it ends with ``…``).
+        path: the transcript or store read, when the event names one.
+    """
+
+    sequence: int
+    status: TypedStatus
+    texts: tuple[str, ...] = ()
+    cut: bool = False
+    path: str | None = None
+
+
+class WorkerActivity(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                     omit_defaults=True):
+    """Where an adopted session's tool stands, as its own hooks last told (issue 33 item 2).
+
+    Attributes:
+        state: ``"busy"`` (a turn runs), ``"finished"`` (its turn completed;
+            ``detail`` ``"ended"``: the session itself ended), ``"waiting"`` (for a
+            permission answer or for input: see ``detail``), ``"failed"`` (its turn
+            ended on an error), ``"idle"`` (nothing runs; for a gateway's own use).
+        since: when it entered this state, epoch ms.
+        updated_at: the last time its hooks said so, epoch ms (last activity).
+        detail: ``"permission"`` or ``"input"`` for ``waiting``, ``"ended"`` for a
+            session that ended, the outcome for ``failed`` (``"error"``), else ``None``.
+    """
+
+    state: str
+    since: int
+    updated_at: int
+    detail: str | None = None
+
+
 class SessionStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
                     omit_defaults=True):
     """What ``session_status`` returns.
@@ -72,10 +129,16 @@ class SessionStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     Attributes:
         state_version: the session's head, ``0`` when it has no events.
         state_changes: present only when ``changes_since`` was given.
+        typed_text: with ``typed_text=N``, one entry per listed
+            ``human_direct_message`` event, in order (empty when none is listed).
+        worker_state: where the session's tool stands (an adopted session whose
+            tool's hooks report it), else absent.
     """
 
     state_version: int
     state_changes: StateChanges | None = None
+    typed_text: tuple[TypedRead, ...] | None = None
+    worker_state: WorkerActivity | None = None
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel",

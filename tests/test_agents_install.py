@@ -195,7 +195,13 @@ def test_codex_round_trip(home: Path, ssa: str, capsys: pytest.CaptureFixture[st
     assert parsed["mcp_servers"]["other"] == {"command": "other", "args": ["x"]}
     assert (codex / "config.toml").read_text().startswith(config)  # appended, nothing moved
     data = json.loads((codex / "hooks.json").read_text())
-    assert data["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "y"}]}]
+    assert data["hooks"]["Stop"] == [  # the person's group stays first; ours follows
+        {"hooks": [{"type": "command", "command": "y"}]},
+        {"hooks": [{"type": "command", "command": f"{ssa} hook codex --activity",
+                    "timeout": 10}]}]
+    assert data["hooks"]["PermissionRequest"] == [
+        {"hooks": [{"type": "command", "command": f"{ssa} hook codex --activity",
+                    "timeout": 10}]}]
     assert data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{ssa} hook codex"
     assert not (home / ".codex").exists()  # $CODEX_HOME respected
     assert run(capsys, "uninstall", "codex")[0] == 0
@@ -378,15 +384,22 @@ def test_claude_plugin_directory(home: Path, ssa: str, tmp_path: Path,
     assert manifest["name"] == "ssa"
     assert isinstance(manifest["version"], str)
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop", "StopFailure",
+                          "Notification", "SessionEnd"}
     for event in ("UserPromptSubmit", "SessionStart"):
         assert hooks[event] == [{"hooks": [{"type": "command",
                                             "command": f"{ssa} hook claude-code",
                                             "timeout": 10}]}]
-    # The waiting hook that wakes an idle manager (issue 35).
+    # The waiting hook that wakes an idle manager (issue 35), which also says where the
+    # session stands (issue 33), and the other events that do.
     assert hooks["Stop"] == [{"hooks": [{"type": "command",
-                                         "command": f"{ssa} hook claude-code --wait",
+                                         "command": f"{ssa} hook claude-code --wait --activity",
                                          "asyncRewake": True, "timeout": 2147483}]}]
+    activity = {"type": "command", "command": f"{ssa} hook claude-code --activity",
+                "async": True, "timeout": 30}
+    assert hooks["StopFailure"] == hooks["SessionEnd"] == [{"hooks": [activity]}]
+    assert hooks["Notification"] == [{"matcher": "permission_prompt|idle_prompt",
+                                      "hooks": [activity]}]
     servers = json.loads((plugin / ".mcp.json").read_text())["mcpServers"]
     assert servers == {"ssa": {"command": ssa, "args": ["mcp"]}}
     assert not (home / ".claude").exists()
@@ -660,10 +673,14 @@ def test_claude_code_gets_the_waiting_stop_hook_unless_no_wake(
     settings = home / ".claude" / "settings.json"
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
     stop = json.loads(settings.read_text())["hooks"]["Stop"]
-    assert stop == [{"hooks": [{"type": "command", "command": f"{ssa} hook claude-code --wait",
+    assert stop == [{"hooks": [{"type": "command",
+                                "command": f"{ssa} hook claude-code --wait --activity",
                                 "asyncRewake": True, "timeout": 2147483}]}]
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
-    assert "Stop" not in json.loads(settings.read_text())["hooks"]
+    # No waiting hook; the turn's end is still told (issue 33 item 2).
+    assert json.loads(settings.read_text())["hooks"]["Stop"] == [{"hooks": [{
+        "type": "command", "command": f"{ssa} hook claude-code --no-wake --activity",
+        "async": True, "timeout": 30}]}]
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
     assert run(capsys, "uninstall", "claude-code")[0] == 0
     assert not settings.exists() or "ssa" not in settings.read_text()
@@ -699,3 +716,33 @@ def test_gemini_and_qwen_get_their_prompt_hooks_and_the_mcp_server_in_one_file(
     assert run(capsys, "uninstall", tool)[0] == 0
     assert json.loads(settings.read_text()) == {"theme": "Dracula",
                                                 "hooks": {"AfterAgent": [{"hooks": []}]}}
+
+
+def test_the_mcp_server_is_registered_without_the_mcp_sdk(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: ``ssa mcp`` serves without the MCP SDK, so ``ssa install`` registers it even
+    where ``mcp`` cannot be imported (it used to skip it and ask for the ``mcp`` extra)."""
+    import builtins
+    import importlib.util
+
+    real_import, real_find = builtins.__import__, importlib.util.find_spec
+
+    def no_mcp(name: str, *args: object, **kwargs: object) -> object:
+        if name == "mcp" or name.startswith("mcp."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    def find_no_mcp(name: str, *args: object, **kwargs: object) -> object:
+        if name == "mcp" or name.startswith("mcp."):
+            return None
+        return real_find(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_mcp)
+    monkeypatch.setattr(importlib.util, "find_spec", find_no_mcp)
+    code, out, err = run(capsys, "install", "claude-code", "--ssa", ssa)
+    assert code == 0, err
+    assert "extra" not in out + err
+    servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert servers["ssa"]["command"] == ssa
+    assert servers["ssa"]["args"] == ["mcp"]

@@ -41,7 +41,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 # --- item 4: no password in a command line; absolute paths in committed files ------------
 
 @pytest.mark.parametrize("url", ["postgresql://me:s3cret@db.example/ssa",
-                                 "postgresql://me@db.example/ssa?password=s3cret"])
+                                 "postgresql://me@db.example/ssa?password=s3cret",
+                                 "postgresql://me@db.example/ssa?PassWord=s3cret",
+                                 "postgresql://me@db.example/ssa?sslmode=require&sslpassword=s3cret"])
 @pytest.mark.parametrize("project", [False, True])
 def test_a_password_in_the_db_url_is_refused(home: Path, ssa: str, url: str, project: bool,
                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -532,7 +534,9 @@ def test_uninstall_removes_codexs_trust_records_of_our_hooks_only(
     # What Codex writes when the person trusts the hooks in /hooks: one record per handler.
     records = {f"{hooks}:user_prompt_submit:0:0": "theirs",
                f"{hooks}:user_prompt_submit:1:0": "ours", f"{hooks}:session_start:0:0": "ours",
-               f"{hooks}:post_tool_use:0:0": "ours", f"{hooks}:stop:0:0": "no hook of ours",
+               f"{hooks}:post_tool_use:0:0": "ours", f"{hooks}:stop:0:0": "ours",
+               f"{hooks}:permission_request:0:0": "ours",
+               f"{hooks}:pre_tool_use:0:0": "no hook of ours",
                "/elsewhere/hooks.json:session_start:0:0": "other"}
     text = config.read_text()
     for key, who in records.items():

@@ -245,10 +245,8 @@ def test_no_private_name_is_imported_across_packages() -> None:
     assert crossing == []
 
 
-STDLIB_PRIVATE = {"_exit", "_actions", "_SubParsersAction", "_lowlevel_server"}
-"""Private names of the standard library the command line uses (``os._exit``, argparse),
-and the MCP SDK's ``MCPServer._lowlevel_server`` (no public name yet; the SDK's own
-in-memory ``Client`` uses it): ``ssa mcp`` serves it with its own request reader."""
+STDLIB_PRIVATE = {"_exit", "_actions", "_SubParsersAction"}
+"""Private names of the standard library the command line uses (``os._exit``, argparse)."""
 
 
 def test_the_command_line_kit_scripts_and_examples_touch_no_private_attribute() -> None:
@@ -265,14 +263,23 @@ def test_the_command_line_kit_scripts_and_examples_touch_no_private_attribute() 
     assert touching == []
 
 
-_COLD_PATH = "start-up: ssa hook's cold path (scripts/bench_hook.py) or a light ssa command"
+_COLD_PATH = ("start-up: ssa hook's cold path or ssa mcp's first answers "
+              "(scripts/bench_hook.py), or a light ssa command")
 _LIGHT = (
     ("actors.agents.commands", "actors.agents.install"),
     ("actors.agents.hookrun", "actors.agents.hookwarm"),
     ("actors.agents.hook", "actors.agents.hookwait"),
     ("actors.agents.hookargs", "argparse"),
-    ("actors.agents.mcp_server", "actors"),
-    ("actors.agents.mcp_server", "actors.agents.linkname"),
+    ("actors.agents.mcp_tools", "actors"),
+    ("actors.agents.mcp_tools", "actors.agents.linkname"),
+    ("actors.agents.mcp_tools", "actors.agents.manage"),
+    ("actors.agents.mcp_tools", "actors.agents.send"),
+    ("actors.agents.mcp_tools", "msgspec"),
+    ("actors.agents.mcp_server", "actors.agents.mcp_stdio"),
+    ("actors.agents.commands", "actors.agents.mcp_server"),
+    ("actors.cli.command", "actors.agents.mcp_server"),
+    ("actors.upstream.aider.paths", "hashlib"),
+    ("actors.agents.spawn", "hashlib"),
     ("actors.agents.sessions", "tempfile"),
     ("actors.agents.spawn", "subprocess"),
     ("actors.agents.watches", "actors"),
@@ -301,8 +308,6 @@ _LIGHT = (
 )
 DEFERRED: dict[tuple[str, str], str] = {
     ("persistence._backend", "persistence._postgres"): "optional: psycopg (extra postgres)",
-    ("actors.agents.commands", "actors.agents.mcp_server"): "optional: mcp (extra mcp)",
-    ("actors.agents.mcp_server", "actors.agents.mcp_stdio"): "optional: mcp (extra mcp)",
     ("actors.agents._toml_edit", "tomlkit"): "start-up: only ssa install edits TOML",
     ("actors.monitors.catalogfeed", "watchfiles"): "start-up: a gateway without a monitor",
     ("actors.monitors.filefeed", "watchfiles"): "start-up: a gateway without a monitor",

@@ -140,3 +140,19 @@ def test_find_hooks_reads_command_lines_and_argument_arrays(tmp_path: Path) -> N
     assert [(h.ssa, h.db) for h in find_hooks("opencode", text, file)] == [
         ("/v/bin/ssa", "/x.sqlite")]
     assert find_hooks("pi", text, file) == []
+
+
+@pytest.mark.parametrize("url", ["postgresql://bob:S3CRETPW@127.0.0.1:1/db",
+                                 "postgresql://bob@127.0.0.1:1/db?sslpassword=S3CRETPW"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_password_in_a_database_url_is_never_printed(
+        home: Path, state: Path, url: str, as_json: bool) -> None:
+    """Adversary round 3 (finding 09): doctor's output is what people paste in reports."""
+    out = io.StringIO()
+    code = run_doctor(url, as_json=as_json, out=out, home=home,
+                      env={**os.environ, "SSA_DB": url})
+    assert code == 1
+    text = out.getvalue()
+    assert "S3CRETPW" not in text
+    assert "***" in text
+    assert "holds a password" in text  # and it says why that is a problem, with the fix

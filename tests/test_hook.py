@@ -478,13 +478,33 @@ def test_peek_knows_the_schema_the_gateway_writes() -> None:
 
 
 def test_the_cold_path_imports_no_engine() -> None:
+    """Nor hashlib (OpenSSL: about 3 ms of a regular install's hook, issue 33)."""
     code = ("import sys, actors.agents.hook, actors.cli.command; "
             "print(sorted(m for m in ('msgspec', 'pykka', 'actors.facade.gateway',"
             " 'persistence._writer',"
-            " 'argparse', 'dataclasses', 'logging') if m in sys.modules))")
+            " 'argparse', 'dataclasses', 'logging', 'hashlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cold_paths_imports_set_off_no_collection(tmp_path: Path) -> None:
+    """Issue 33: loading ``ssa hook``'s modules set off about 17 runs of the cyclic garbage
+    collector (3-5 ms of a cold prompt hook on a regular install); the light path pauses
+    it while they load and freezes what they made."""
+    code = ("import gc, sys\n"
+            "runs = []\n"
+            "sys.argv = ['ssa', 'hook', 'claude-code']\n"
+            "from ssa_cli import main\n"  # as the ssa script does
+            "gc.callbacks.append(lambda phase, info: phase == 'stop' and runs.append(1))\n"
+            "code = main()\n"
+            "sys.stderr.write(f'\\nCOLLECTIONS {len(runs)} {gc.isenabled()}\\n')\n"
+            "raise SystemExit(code)\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SSA_")}
+    done = subprocess.run([sys.executable, "-c", code], input=GOOD, capture_output=True,
+                          env={**base, "HOME": str(tmp_path)}, timeout=SUBPROCESS_TIMEOUT_S,
+                          check=True)
+    assert done.stderr.decode().rsplit("COLLECTIONS ", 1)[1].split() == ["0", "True"]
 
 
 def test_two_hooks_of_one_session_at_once_print_a_notice_once(home: Home) -> None:
@@ -769,6 +789,41 @@ def test_the_person_sees_one_line_when_the_manager_was_told(home: Home) -> None:
     session_start = HookInput(tool="claude-code", source="claude", session_id="s", cwd="/w",
                               event="SessionStart")
     assert "systemMessage" not in json.loads(render_output(session_start, "c", notices=2))
+
+
+def test_excerpt_shows_what_the_person_typed_read_from_the_transcript(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert home.context() == ""
+    home.worker.append(Typed("please   rebase the branch\nonto main"), Reply("done"),
+                       Typed('and say "done"'))
+    text = home.context("--excerpt", "12")  # 12 characters, the ellipsis included
+    assert '    typed: "please reba…"' in text.splitlines()
+    assert '    typed: "and say \\"do…"' in text.splitlines()
+    home.worker.append(Typed("a turn shown whole"), Reply("ok"))
+    monkeypatch.setenv("SSA_HOOK_EXCERPT", "100")  # the setting, without the option
+    assert '    typed: "a turn shown whole"' in home.context().splitlines()
+    monkeypatch.delenv("SSA_HOOK_EXCERPT")
+    home.worker.append(Typed("not shown by default"), Reply("ok"))
+    assert "not shown by default" not in home.context()
+
+
+def test_an_excerpt_that_cannot_be_read_says_why_and_shows_no_text() -> None:
+    view = _view("agent:main:codex:w", 2, 2)
+    events = (view.events[0]._replace(typed=("first words",)),
+              view.events[1]._replace(typed_note="changed"))
+    text, _ = render_context("agent:main:claude:m", [view._replace(events=events)])
+    lines = text.splitlines()
+    assert lines[lines.index('    typed: "first words"') - 1].startswith("  #3 ")
+    assert lines[lines.index("    (typed text not shown: the transcript no longer holds it "
+                             "there)") - 1].startswith("  #4 ")
+
+
+@pytest.mark.parametrize("value", ["-1", "2001", "x"])
+def test_a_bad_excerpt_is_one_line(home: Home, value: str) -> None:
+    out, err = home.run("--excerpt", value)
+    assert out == ""
+    assert "--excerpt" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 # --- names (issue 33 item 3) -----------------------------------------------------------

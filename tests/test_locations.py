@@ -46,7 +46,10 @@ def test_the_rule_as_a_pure_function(tmp_path: Path, monkeypatch: pytest.MonkeyP
         tmp_path / "state", tmp_path / "state" / "deep"]
     for bad, says in (("", "no file path"), (":memory:", "no file path"),
                       ("file:x.db?mode=memory", "no file path"), (str(tmp_path), "directory"),
-                      ("/dev/null", "not a regular file"), ("a\0b", "NUL")):
+                      ("/dev/null", "not a regular file"), ("a\0b", "NUL"),
+                      # adversary round 3: a new file there made /dev/hooks as root
+                      ("/dev/x.sqlite", "/dev"), ("/dev/shm/x.sqlite", "/dev"),
+                      ("/proc/x.sqlite", "/proc"), ("/sys/kernel/x.sqlite", "/sys")):
         problem = sqlite_location_problem(bad)
         assert problem is not None, bad
         assert says in problem, (bad, problem)
@@ -177,3 +180,18 @@ def test_root_is_refused_a_database_in_another_users_folder(tmp_path: Path) -> N
         Gateway.open(db)
     assert not (theirs / ".local" / "state" / "ssa").exists()
     assert sqlite_location_problem(tmp_path / "mine.sqlite") is None  # root's own folder
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_refused_root_hook_leaves_nothing_in_the_users_folder(tmp_path: Path) -> None:
+    """Adversary round 3 (finding 12): the hook refused root in another user's folder but
+    first kept its failure line there, in a root-owned hooks/last-errors.json, after which
+    that user's own ssa manage could no longer find its session."""
+    theirs = tmp_path / "home"
+    (theirs / "state").mkdir(parents=True)
+    for folder in (theirs, theirs / "state"):
+        os.chown(folder, 65534, 65534)
+    done = _hook(theirs)
+    assert done.returncode == 0
+    assert b"runs as root" in done.stderr  # refused, in one line
+    assert [p for p in theirs.rglob("*") if p.stat().st_uid != 65534] == []

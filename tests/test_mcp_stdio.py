@@ -1,8 +1,9 @@
 """``ssa mcp``'s request lines: every request is answered, and none is held whole when too long.
 
 A lone surrogate escape (JSON ``"\\ud800"``) got no answer at all (the SDK's transport
-drops a line pydantic refuses); 40 sends of 4 MiB grew the server by 50-180 MB (the SDK
-read, copied and parsed each whole; glibc kept the freed blocks).
+dropped a line pydantic refused); 40 sends of 4 MiB grew the server by 50-180 MB (the SDK
+read, copied and parsed each whole; glibc kept the freed blocks). The server no longer
+uses the SDK (issue 33); these guards stay, and every request gets exactly one answer.
 """
 
 from __future__ import annotations
@@ -12,22 +13,25 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actors import Gateway
-
-pytest.importorskip("mcp")
-
-from actors.agents.mcp_stdio import (  # after importorskip: it needs the mcp extra
+from actors.agents.mcp_rpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from actors.agents.mcp_server import GatewayHolder, build_server
+from actors.agents.mcp_stdio import (
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
     Refusal,
     _id_in_prefix,
     request_problem,
+    serve,
 )
 
 ANSWER_TIMEOUT_S = 20.0
@@ -175,3 +179,162 @@ def test_a_drain_asked_just_before_stdin_closes_is_answered(tmp_path: Path) -> N
     answers = {a.get("id"): a for a in map(json.loads, out.splitlines())}
     assert 6 in answers, out
     assert len(answers[6]["result"]["structuredContent"]["notices"]) == 1
+
+
+def _serve_lines(server: Any, lines: list[bytes], *, grace_s: float = 5.0,
+                 limit: int = 1024) -> tuple[list[Any], bool]:
+    """``serve`` on pipes: ``lines`` then end of input; the answers and whether all were
+    (the pipes are closed once no call of the server runs any more)."""
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    data = b"".join(line + b"\n" for line in lines)
+    def write() -> None:
+        os.write(in_write, data)
+        os.close(in_write)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        settled = serve(server, in_read, out_write, limit=limit, grace_s=grace_s)
+    finally:
+        release = getattr(server, "release", None)
+        if release is not None:
+            release.set()
+        for thread in threading.enumerate():
+            if thread.name == "ssa-mcp-call":
+                thread.join(timeout=ANSWER_TIMEOUT_S)
+                assert not thread.is_alive()
+        writer.join(timeout=ANSWER_TIMEOUT_S)
+        os.close(in_read)
+        os.close(out_write)
+    with os.fdopen(out_read, "rb") as out:
+        return [json.loads(line) for line in out.read().splitlines()], settled
+
+
+def test_every_request_gets_exactly_one_answer(tmp_path: Path) -> None:
+    """Requests (good, bad, unknown), refused lines, notifications and responses: each
+    request and each refused line is answered once; notifications and responses never."""
+    holder = GatewayHolder(str(tmp_path / "s.sqlite"))
+    requests: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "id": "two", "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": "x"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "session_status", "arguments": {"sessionKey": "agent:main:a"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+         "params": {"name": "session_status", "arguments": {"sessionKey": 5}}},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"arguments": {}}},
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+         "params": {"name": "drain", "arguments": []}},
+        {"jsonrpc": "2.0", "id": 8, "method": "resources/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+         "params": {"name": "nosuch"}},
+        {"jsonrpc": "2.0", "id": 10, "method": "initialize"},
+    ]
+    silent = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}},
+        {"jsonrpc": "2.0", "id": 77, "result": {}},  # a response to nothing we asked
+    ]
+    refused = [b"garbage", b"[1, 2]", b'{"jsonrpc": "1.0", "id": 11, "method": "ping"}',
+               b'{"jsonrpc": "2.0", "id": 12, "method": 3}',
+               b'{"jsonrpc": "2.0", "id": 13, "method": "ping", "params": [1]}',
+               b'{"jsonrpc": "2.0", "id": 14, "method": "ping"' + b" " * 2000 + b"}"]
+    lines = [json.dumps(m).encode() for m in requests + silent] + refused + [b"", b"  "]
+    try:
+        answers, settled = _serve_lines(build_server(holder), lines)
+    finally:
+        holder.close()
+    assert settled
+    counted = Counter(json.dumps(a["id"]) for a in answers)
+    expected = Counter(json.dumps(m["id"]) for m in requests)
+    expected.update(["null", "null", "11", "12", "13", "14"])
+    assert counted == expected
+    by_id = {json.dumps(a["id"]): a for a in answers}
+    assert by_id['"two"']["result"] == {}
+    assert by_id["4"]["result"]["structuredContent"] == {"stateVersion": 0}
+    assert by_id["5"]["result"]["isError"] is True
+    assert by_id["6"]["error"]["code"] == INVALID_PARAMS
+    assert by_id["7"]["error"]["code"] == INVALID_PARAMS
+    assert by_id["8"]["error"] == {"code": METHOD_NOT_FOUND, "message": "Method not found",
+                                   "data": "resources/list"}
+    assert by_id["9"]["result"] == {"content": [{"type": "text", "text": "Unknown tool: nosuch"}],
+                                    "isError": True}
+    assert by_id["10"]["result"]["protocolVersion"] == "2025-11-25"
+    assert by_id["14"]["error"]["message"] == "the request is longer than 1024 bytes"
+    for request_id in ("11", "12", "13"):
+        assert by_id[request_id]["error"]["code"] == INVALID_REQUEST
+
+
+class _Blocking:
+    """A server whose tool calls wait for ``release``; a ``boom`` call raises (a defect)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.notified = threading.Event()
+        """Set when a notification (no id) is handled: the lines before it are answered."""
+
+    def slow(self, message: Mapping[str, Any]) -> bool:
+        return message.get("method") == "tools/call"
+
+    def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
+        if message.get("method") == "boom":
+            raise RuntimeError("a defect")
+        if message.get("method") == "tools/call":
+            self.started.set()
+            assert self.release.wait(ANSWER_TIMEOUT_S)
+        if "id" not in message:
+            self.notified.set()
+            return None
+        return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+
+
+def test_ping_is_answered_while_a_tool_call_blocks_and_the_call_before_the_end() -> None:
+    """A tool call runs off the reading thread: a ping after it is answered first; at end
+    of input the server waits (within the grace) for the call's answer."""
+    server = _Blocking()
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}).encode(),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode(),
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "boom"}).encode(),
+             # Read (and handled) only once the lines before it were answered.
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()]
+    def release_once_started() -> None:
+        if server.started.wait(ANSWER_TIMEOUT_S) and server.notified.wait(ANSWER_TIMEOUT_S):
+            server.release.set()
+
+    releaser = threading.Thread(target=release_once_started)
+    releaser.start()
+    try:
+        answers, settled = _serve_lines(server, lines)
+    finally:
+        server.release.set()
+        releaser.join(timeout=ANSWER_TIMEOUT_S)
+    assert settled
+    assert sorted(a["id"] for a in answers) == [1, 2, 3]
+    assert answers[-1]["id"] == 1  # answered last: the others did not wait for it
+    assert next(a for a in answers if a["id"] == 3)["error"]["code"] == INTERNAL_ERROR
+
+
+def test_the_grace_ends_a_call_that_never_returns() -> None:
+    """A call still running when the grace is over does not hold the server forever (its
+    answer, released only after ``serve`` returned, comes too late to count)."""
+    server = _Blocking()
+    answers, settled = _serve_lines(server, [json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}).encode()], grace_s=0.2)
+    assert not settled
+    assert [a["id"] for a in answers] == [1]
+
+
+def test_no_stdin_at_all_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """Through the light path (no full command line parser) a failure still says one line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "actors", "mcp", "--db", str(tmp_path / "s.sqlite")],
+        capture_output=True, timeout=ANSWER_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),  # the child has no stdin at all
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 1
+    assert done.stderr.decode().startswith("ssa: ")
+    assert done.stderr.count(b"\n") == 1

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from actors import Gateway
-from persistence import open_backend
+from persistence import SCHEMA_VERSION, open_backend
 from tests._upstream_rows import claude_assistant, claude_user
 from tests.conftest import WATCHER, SignalLogDb
 
@@ -104,7 +104,7 @@ def test_a_database_of_the_previous_schema_is_rekeyed_and_keeps_its_own_texts(
         else:
             conn.execute("UPDATE ssa_schema SET version = 3")
     assert _stored(db) == [_sha(TEXT)]
-    gw = open_gateway()  # migrates to 4, 5 and 6
+    gw = open_gateway()  # migrates to 4, 5, 6 and 7
     [stored] = _stored(db)
     assert stored != _sha(TEXT)
     _append(transcript, claude_user(TEXT))
@@ -112,4 +112,4 @@ def test_a_database_of_the_previous_schema_is_rekeyed_and_keeps_its_own_texts(
     with _raw(db) as conn:
         version = (conn.pragma("user_version") if db.name == "sqlite"
                    else conn.execute("SELECT version FROM ssa_schema").get)
-    assert int(version) == 6
+    assert int(version) == SCHEMA_VERSION == 7

@@ -223,7 +223,7 @@ def test_no_message_text_reaches_any_table(
     with _admin(str(pg.location)) as conn:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
-        assert len(tables) == 11  # with ssa_secrets (schema 4) and session_roles (5)
+        assert len(tables) == 12  # with ssa_secrets (4), session_roles (5), session_activity (7)
         for table in tables:
             dump = conn.execute(sql.SQL("SELECT t::text FROM {}.{} AS t").format(
                 sql.Identifier(schema), sql.Identifier(table))).fetchall()

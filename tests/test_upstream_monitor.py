@@ -96,7 +96,12 @@ def test_a_typed_turn_appended_upstream_records_one_event_and_one_notice(
     events = gateway.scan_upstream()
     assert [(e.kind, e.summary, e.actor_type) for e in events] == [
         ("human_direct_message", "human message via claude", "human")]
-    assert events[0].payload is None
+    pointer = events[0].payload["source"]  # where to read the text back; no text
+    assert set(events[0].payload) == {"source"}
+    assert pointer["path"] == os.path.realpath(transcript)
+    assert pointer["to"] == transcript.stat().st_size
+    assert re.fullmatch(r"[0-9a-f]{16}", pointer["rows"][0])
+    assert len(pointer["rows"]) == 1
     assert events[0].occurred_at == clock.now - 3_600_000  # the row's own time
     assert len(gateway.pending_notices(WATCHER)) == 1
     assert wakes.calls == [WATCHER]
@@ -160,7 +165,8 @@ def test_several_turns_in_one_scan_record_one_event_with_a_turn_count(
             + claude_user("three", timestamp=old))
     events = gateway.scan_upstream()
     assert len(events) == 1
-    assert events[0].payload == {"turns": 3}
+    assert events[0].payload["turns"] == 3
+    assert len(events[0].payload["source"]["rows"]) == 3  # a pointer per typed turn
     assert events[0].occurred_at == clock.now - DAY_MS  # clamped to the last 24 hours
 
 
@@ -346,7 +352,7 @@ def test_re_adopting_the_same_source_keeps_progress_and_a_new_source_rebases(
     assert rebased is not None
     assert rebased.marker["offset"] == 0
     assert rebased.source_key != again.source_key
-    assert [e.payload for e in gateway.scan_upstream()] == [None]
+    assert [(e.payload or {}).get("turns") for e in gateway.scan_upstream()] == [None]
 
 
 def test_a_pi_file_without_a_session_header_is_adopted_without_a_link(

@@ -88,8 +88,8 @@ def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
     assert summary["adopted"] == {"claude": 1}
     assert record["sessionKey"] == "agent:main:claude:abc"
     assert record["name"] == "history"
-    assert [(e["kind"], e.get("payload")) for e in record["events"]] == [
-        ("human_direct_message", {"turns": 2})]
+    assert [(e["kind"], e["payload"]["turns"], len(e["payload"]["source"]["rows"]))
+            for e in record["events"]] == [("human_direct_message", 2, 2)]
 
 
 def test_watch_with_no_catalog_says_where_it_looked(

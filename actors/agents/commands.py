@@ -51,14 +51,18 @@ def add_commands(sub: Any) -> None:
             parser.add_argument("--no-wake", action="store_true",
                                 help="do not install the waiting hook that wakes an idle "
                                 "manager (it is then told at its next prompt only)")
+            parser.add_argument("--permission-wait", type=float, metavar="MIN",
+                                default=None,
+                                help="a worker session waiting MIN minutes for a permission "
+                                "answer opens one notice for its managers (default: never; "
+                                "its state shows in ssa list and session_status all the same)")
             parser.add_argument("--scope", choices=("project", "all", "list"),
                                 default=None,
                                 help="which sessions the manager watches (ssa hook --scope): "
                                 "the project's other sessions (default), all, or only those "
                                 "added with 'ssa watches add'; a re-install without --scope "
                                 "keeps the scope the installed hook has")
-    mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout (needs the "
-                         "mcp extra)")
+    mcp = sub.add_parser("mcp", help="run the ssa MCP server on stdin/stdout")
     mcp.add_argument("--db", metavar="PATH_OR_URL",
                      help="SQLite file or postgresql:// URL (default: $SSA_DB, else the "
                      "default file)")

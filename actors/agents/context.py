@@ -2,8 +2,9 @@
 
 Each pending notice is printed in the seed's text, followed by a compact
 summary of the changes behind it (what, which actor, when; the signal log
-holds no message text, and neither does this), the adopted session's tool
-and transcript, and how to get more. The whole text stays under
+holds no message text), the adopted session's tool and transcript, and how
+to get more. With ``ssa hook --excerpt N`` a typed upstream turn also shows
+its first ``N`` characters, read from the tool's transcript at delivery. The whole text stays under
 :data:`MAX_CONTEXT_CHARS`, below Claude Code's 10,000-character cap on hook
 output: notices that do not fit are left pending for the next turn, and
 only the notices printed are acknowledged.
@@ -17,10 +18,12 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
+import msgspec
+
 from actors.upstream.sources import find_source
 
 __all__ = ["MAX_CONTEXT_CHARS", "MAX_EVENTS_PER_NOTICE", "NoticeView", "SummaryEvent",
-           "render_context"]
+           "render_context", "state_words"]
 
 MAX_CONTEXT_CHARS = 9000
 """Longest context printed, in characters (Claude Code caps hook output at 10,000)."""
@@ -37,6 +40,11 @@ class SummaryEvent(NamedTuple):
     occurred_at: int
     """Epoch milliseconds."""
     summary: str
+    typed: tuple[str, ...] = ()
+    """With ``ssa hook --excerpt N``: the typed turns' first characters, read from the
+    tool's transcript now (never stored)."""
+    typed_note: str | None = None
+    """Why no excerpt is shown for an upstream turn (``changed``, ``gone``, ...)."""
 
 
 class NoticeView(NamedTuple):
@@ -51,9 +59,6 @@ class NoticeView(NamedTuple):
         source: the adopted session's tool (``"claude"``, ...), or ``None``.
         path: its transcript (OpenCode: the database), or ``None``.
         cwd: its working directory, or ``None``.
-        name: its name in its tool (its title, else the first words typed
-            there), read from the tool's files when shown and never stored;
-            or ``None``.
     """
 
     text: str
@@ -64,7 +69,24 @@ class NoticeView(NamedTuple):
     source: str | None = None
     path: str | None = None
     cwd: str | None = None
+    state: str | None = None
+    """Where the session's tool stands, in words (``"waiting for permission since
+    12:03:04 UTC"``), when its hooks report it."""
     name: str | None = None
+    """Its name in its tool (its title, else the first words typed there), read
+    from the tool's files when shown and never stored."""
+
+
+_NOTES = {"changed": "the transcript no longer holds it there",
+          "gone": "the transcript cannot be read",
+          "too_large": "too much to read back",
+          "unsupported": "this tool's turns cannot be read back yet",
+          "no_pointer": "recorded without a pointer to its transcript"}
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a JSON string: quoted, control characters escaped, one line (pure)."""
+    return msgspec.json.encode(text).decode()
 
 
 def _when(ms: int) -> str:
@@ -76,15 +98,22 @@ def _block(notice: NoticeView) -> str:
     for event in notice.events:
         lines.append(f"  #{event.sequence} {event.kind} by {event.actor_type} at "
                      f"{_when(event.occurred_at)}: {event.summary}")
+        lines.extend(f"    typed: {_quoted(text)}" for text in event.typed)
+        if event.typed_note is not None:
+            why = _NOTES.get(event.typed_note, event.typed_note)
+            lines.append(f"    (typed text not shown: {why})")
     where = []
     if notice.source is not None:
         source = find_source(notice.source)
         tool = source.title if source is not None else notice.source
-        where.append(f'{tool} session "{notice.name}"' if notice.name else f"{tool} session")
+        where.append(f"{tool} session {_quoted(notice.name)}" if notice.name
+                     else f"{tool} session")
     if notice.cwd:
         where.append(f"in {notice.cwd}")
     if notice.path:
         where.append(f"transcript {notice.path}")
+    if notice.state:
+        where.append(f"now {notice.state}")
     if where:
         lines.append("  (" + ", ".join(where) + ")")
     more = notice.total - len(notice.events)
@@ -93,6 +122,22 @@ def _block(notice: NoticeView) -> str:
                      f"(sessionKey, changesSince {notice.changes_since}) or "
                      f"`ssa status {notice.target_key} --changes-since {notice.changes_since}`.")
     return "\n".join(lines)
+
+
+_STATE_WORDS = {"busy": "busy", "idle": "idle", "finished": "finished its turn",
+                "failed": "failed"}
+
+
+def state_words(state: str, detail: str | None, since: int) -> str:
+    """A worker state in a person's words, e.g. ``waiting for permission since 12:03:04 UTC``
+    (pure)."""
+    if state == "waiting":
+        what = "waiting for permission" if detail == "permission" else "waiting for input"
+    elif state == "finished" and detail == "ended":
+        what = "ended (the session was closed)"
+    else:
+        what = _STATE_WORDS.get(state, state)
+    return f"{what} since {time.strftime('%H:%M:%S UTC', time.gmtime(since / 1000))}"
 
 
 def _units(text: str) -> int:

@@ -41,11 +41,12 @@ one line on stderr, and exits 0, within ``--timeout`` seconds.
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TextIO
 
-from actors.agents.hookargs import parse, parse_slowly
+from actors.agents.hookargs import HookArgs, parse, parse_slowly
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
 from actors.agents.hookrun import catalogs_for, check, prepare
@@ -96,6 +97,12 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         args = parse_slowly(list(argv), out, err)
         if args is None:
             return 0
+    if args.activity or args.activity_timer is not None:
+        raw = source.read(MAX_INPUT_BYTES + 1)
+        _activity(args, raw, err)
+        if not args.wait or args.activity_timer is not None:
+            return 0
+        source = io.BytesIO(raw)  # the waiting hook of the same event reads it again
     if args.wait:
         from actors.agents.hookwait import wait  # noqa: PLC0415 - the wait mode's own path
 
@@ -114,6 +121,24 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
         if timer is not None:
             timer.cancel()
     return 0
+
+
+def _activity(args: HookArgs, raw: bytes, err: TextIO) -> None:
+    """``--activity`` (or its timer): record where the session stands; a failure is one
+    stderr line, kept for ``ssa doctor``, never in the person's way."""
+    from actors.agents.activityrun import record_activity, run_timer  # noqa: PLC0415
+
+    try:
+        if args.activity_timer is not None:
+            run_timer(args, raw)
+        else:
+            with deadline(args.timeout):
+                record_activity(args, raw)
+    except (HookTimeout, HookInputError) as exc:
+        _failed(err, args.tool, str(exc))
+    except Exception as exc:  # never in the person's way
+        logger.debug("ssa hook --activity failed", exc_info=True)
+        _failed(err, args.tool, f"{type(exc).__name__}: {exc}")
 
 
 def _failed(err: TextIO, tool: str, line: str) -> None:

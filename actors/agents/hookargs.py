@@ -63,6 +63,19 @@ def _parser() -> Any:
     parser.add_argument("--no-wake", action="store_true",
                         help="never wait beside the session nor start a waiting hook "
                         "(ssa install --no-wake)")
+    parser.add_argument("--activity", action="store_true",
+                        help="say where this session stands (run by the tool's turn-end, "
+                        "permission and session-end hooks ssa install writes); prints nothing")
+    parser.add_argument("--permission-wait", type=float, default=0.0, metavar="MIN",
+                        help="with --activity: a wait for a permission answer longer than "
+                        "MIN minutes opens a notice for the session's managers (0: never)")
+    parser.add_argument("--activity-timer", type=int, default=None, metavar="SINCE",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--excerpt", type=int, default=None, metavar="CHARS",
+                        help="under each notice, show the first CHARS characters of each "
+                        "turn a person typed, read from the tool's transcript at delivery "
+                        f"(never stored; 0: off, the default; at most {MAX_EXCERPT}; "
+                        "default from $SSA_HOOK_EXCERPT)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
                         f"0: none; at most {MAX_TIMEOUT_S:g})")
@@ -71,7 +84,7 @@ def _parser() -> Any:
 
 class HookArgs(NamedTuple):
     """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``,
-    ``--timeout``, ``--wait`` and ``--no-wake``.
+    ``--timeout``, ``--wait``, ``--no-wake`` and ``--excerpt``.
 
     ``timeout`` is in seconds (``0``: no budget); with ``wait`` it bounds each
     check, not the wait.
@@ -84,9 +97,34 @@ class HookArgs(NamedTuple):
     timeout: float = DEFAULT_TIMEOUT_S
     wait: bool = False
     no_wake: bool = False
+    excerpt: int = 0
+    """Characters of each typed turn shown under a notice (``0``: none)."""
+    activity: bool = False
+    """``--activity``: record where the session stands (:mod:`actors.agents.activityrun`)."""
+    permission_wait: float = 0.0
+    """``--permission-wait``: minutes of waiting for a permission answer before a notice."""
+    activity_timer: int | None = None
+    """The detached timer of one wait (epoch ms it began): internal."""
 
 
-_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout"}
+MAX_EXCERPT = 2000
+"""The longest ``--excerpt`` (characters per typed turn)."""
+
+_OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "timeout",
+            "--excerpt": "excerpt", "--permission-wait": "permission_wait",
+            "--activity-timer": "activity_timer"}
+
+
+def excerpt_of(value: object) -> int | None:
+    """``--excerpt``'s value (``$SSA_HOOK_EXCERPT`` when ``None``) as characters, or ``None``
+    when it is no number from 0 to :data:`MAX_EXCERPT` (pure apart from the environment)."""
+    if value is None:
+        value = os.environ.get("SSA_HOOK_EXCERPT", "0") or "0"
+    try:
+        number = int(str(value))
+    except ValueError:
+        return None
+    return number if 0 <= number <= MAX_EXCERPT else None
 
 
 def parse(argv: list[str]) -> HookArgs | None:
@@ -102,6 +140,8 @@ def parse(argv: list[str]) -> HookArgs | None:
         name, eq, inline = word.partition("=")
         if word == "--wait":
             values["wait"] = True
+        elif word == "--activity":
+            values["activity"] = True
         elif word == "--no-wake":
             values["no_wake"] = True
         elif name in _OPTIONS:
@@ -122,7 +162,31 @@ def parse(argv: list[str]) -> HookArgs | None:
         return None
     if timeout_problem(values["timeout"]) is not None:
         return None  # argparse's path says why
+    excerpt = excerpt_of(values.get("excerpt"))
+    if excerpt is None:
+        return None  # argparse's path says why
+    values["excerpt"] = excerpt
+    try:
+        values["permission_wait"] = float(values.get("permission_wait", 0.0))
+        if "activity_timer" in values:
+            values["activity_timer"] = int(values["activity_timer"])
+    except ValueError:
+        return None
+    if permission_wait_problem(values["permission_wait"]) is not None:
+        return None  # argparse's path says why
     return HookArgs(tool=tool, **values)
+
+
+MAX_PERMISSION_WAIT_MIN = 1440.0
+"""The longest ``--permission-wait``, in minutes (a day)."""
+
+
+def permission_wait_problem(minutes: float) -> str | None:
+    """Why ``minutes`` is no ``--permission-wait`` (one line), or ``None`` (pure)."""
+    if math.isfinite(minutes) and 0 <= minutes <= MAX_PERMISSION_WAIT_MIN:
+        return None
+    return (f"--permission-wait must be a number of minutes from 0 (never) to "
+            f"{MAX_PERMISSION_WAIT_MIN:g}")
 
 
 def timeout_problem(seconds: float) -> str | None:
@@ -150,12 +214,19 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
     problem = timeout_problem(namespace.timeout)
     if namespace.db is not None and not namespace.db.strip():
         problem = "--db must not be empty: give a database file or a postgresql:// URL"
+    problem = problem or permission_wait_problem(namespace.permission_wait)
+    excerpt = excerpt_of(namespace.excerpt)
+    if excerpt is None:
+        problem = (f"--excerpt (or $SSA_HOOK_EXCERPT) must be a number of characters from 0 "
+                   f"to {MAX_EXCERPT}")
     if problem is not None:
         say(err, problem)
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
                     agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait,
-                    no_wake=namespace.no_wake)
+                    no_wake=namespace.no_wake, excerpt=excerpt or 0,
+                    activity=namespace.activity, permission_wait=namespace.permission_wait,
+                    activity_timer=namespace.activity_timer)
 
 
 def location_of(args: HookArgs) -> str:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from persistence.locations import default_state_path
+from persistence.locations import default_state_path, foreign_owner
 
 __all__ = ["ERRORS_ENV", "KEEP", "MAX_LINE", "errors_path", "note_error", "read_errors"]
 
@@ -57,8 +57,11 @@ def read_errors(path: Path | None = None) -> list[dict[str, Any]]:
 def note_error(tool: str, line: str, *, now_ms: int | None = None,
                path: Path | None = None) -> None:
     """Add one failure (the hook's one stderr line) to the file. Caller's thread; blocks
-    on a small read and write; never raises."""
+    on a small read and write; never raises. As root in another user's folder (sudo that
+    keeps HOME) nothing is written: a root-owned file there would lock that user out."""
     target = path or errors_path()
+    if foreign_owner(target) is not None:
+        return
     record = {"at": now_ms if now_ms is not None else time.time_ns() // 1_000_000,
               "tool": tool[:40], "error": line[:MAX_LINE]}
     with contextlib.suppress(OSError, ValueError):

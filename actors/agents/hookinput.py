@@ -66,6 +66,10 @@ class HookInput(NamedTuple):
     cwd: str
     event: str
     transcript_path: str | None = None
+    notification_type: str | None = None
+    """Claude Code's ``Notification`` kind (``permission_prompt``, ``idle_prompt``, ...)."""
+    turn_id: str | None = None
+    """Codex's turn id on turn-scoped events."""
 
 
 def parse_hook_input(tool: str, raw: bytes, *, event: str | None = None) -> HookInput:
@@ -102,7 +106,9 @@ def parse_hook_input(tool: str, raw: bytes, *, event: str | None = None) -> Hook
     event = event or _text(data, "hook_event_name") or _DEFAULT_EVENTS[tool]
     transcript = _text(data, "transcript_path") or _text(data, "session_file")
     return HookInput(tool=tool, source=TOOLS[tool], session_id=session_id, cwd=cwd,
-                     event=event, transcript_path=transcript)
+                     event=event, transcript_path=transcript,
+                     notification_type=_text(data, "notification_type"),
+                     turn_id=_text(data, "turn_id"))
 
 
 def render_output(hook: HookInput, context: str, notices: int = 0) -> str:

@@ -19,16 +19,26 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from actors.agents.context import MAX_EVENTS_PER_NOTICE, NoticeView, SummaryEvent, render_context
+import msgspec
+
+from actors.agents.context import (
+    MAX_EVENTS_PER_NOTICE,
+    NoticeView,
+    SummaryEvent,
+    render_context,
+    state_words,
+)
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
 from actors.agents.hookinput import HookInput, render_output
 from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
+from actors.facade.activity import current_activity, transcript_mtime_ms
 from actors.facade.gateway import Gateway
+from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
 from actors.upstream.names import name_of
-from persistence import peek
+from persistence import TypedRead, peek, read_activity
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
@@ -96,7 +106,7 @@ def work(location: str, hook: HookInput, watcher: str, args: HookArgs, found: li
             # Scans are done: the next prompt's hook may scan at once (this process
             # ends without closing, so its leases would otherwise last lease_ms).
             gw.release_leases()
-            if _deliver(gw, hook, watcher, out):
+            if _deliver(gw, hook, watcher, out, excerpt=args.excerpt):
                 acknowledged()
                 return True
             return False
@@ -219,8 +229,45 @@ def _name(link: peek.LinkPeek | None) -> str | None:
     return name_of(link.source, link.path, link.thread_id)
 
 
-def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
+def _summaries(conn: Any, events: list[peek.EventPeek],
+               excerpt: int) -> tuple[SummaryEvent, ...]:
+    """The summary lines of one notice; with ``excerpt``, its typed turns' first characters
+    read from their transcripts (:mod:`actors.facade.typed`). Blocks on bounded reads."""
+    reads: dict[int, TypedRead] = {}
+    if excerpt:
+        typed = [(e.sequence, _payload(e.payload_json)) for e in events
+                 if e.kind == "human_direct_message"]
+        reads = {r.sequence: r for r in typed_of(conn, typed, excerpt)}
+    out = []
+    for e in events:
+        read = reads.get(e.sequence)
+        out.append(SummaryEvent(
+            e.sequence, e.kind, e.actor_type, e.occurred_at, e.summary,
+            typed=read.texts if read is not None and read.status == "ok" else (),
+            typed_note=read.status if read is not None and read.status != "ok" else None))
+    return tuple(out)
+
+
+def _state(conn: Any, key: str, path: str | None) -> str | None:
+    """Where ``key``'s tool stands, in words, or ``None`` (its hooks never said)."""
+    found = current_activity(read_activity(conn, key, agent_id_of(key)),
+                             transcript_mtime_ms(path))
+    return None if found is None else state_words(found.state, found.detail, found.since)
+
+
+def _payload(text: str | None) -> Any:
+    try:
+        return msgspec.json.decode(text) if text else None
+    except msgspec.DecodeError:
+        return None
+
+
+def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
+             excerpt: int = 0) -> bool:
     """Print the pending notices, flush, then acknowledge exactly those printed.
+
+    With ``excerpt`` (characters), each typed upstream turn listed shows its first
+    ``excerpt`` characters, read from the tool's transcript now (never stored).
 
     Returns:
         Whether something was printed (and its acknowledgement attempted).
@@ -228,7 +275,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
     texts = gw.pending_notices(watcher)
     if not texts:
         return False
-    found: list[tuple[dict[str, Any], peek.LinkPeek | None]] = []
+    views: list[NoticeView] = []
     with gw.read_pool.connection() as conn:
         total_pending = len(peek.pending(conn, watcher))
         links = {link.session_key: link for link in peek.links(conn)}
@@ -243,14 +290,12 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO) -> bool:
                 conn, key, agent_id_of(key), since, MAX_EVENTS_PER_NOTICE,
                 until=peek.watermark(conn, watcher, key, agent_id_of(key)))
             link = links.get(key)
-            found.append(({
-                "text": text, "target_key": key, "changes_since": since, "total": total,
-                "events": tuple(SummaryEvent(e.sequence, e.kind, e.actor_type, e.occurred_at,
-                                             e.summary) for e in events),
-                "source": link.source if link else None,
-                "path": link.path if link else None}, link))
-    # Names are read from the tools' files after the database read, never stored.
-    views = [NoticeView(**fields, name=_name(link)) for fields, link in found]
+            views.append(NoticeView(
+                text=text, target_key=key, changes_since=since, total=total,
+                events=_summaries(conn, events, excerpt),
+                state=_state(conn, key, link.path if link else None),
+                source=link.source if link else None, path=link.path if link else None,
+                name=_name(link)))
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))
     if not output:

@@ -22,7 +22,7 @@ change how :mod:`actors.agents.installplan`.
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import math
 import os
 import shutil
 import sys
@@ -31,9 +31,8 @@ from typing import TextIO
 
 from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
 from actors.agents.dbcheck import db_problem
-from actors.agents.installplan import apply, mcp_available, plan
+from actors.agents.installplan import apply, plan
 from actors.agents.installsetup import Setup
-from actors.agents.tools import tool_named
 from persistence import is_url, url_has_password, url_problem
 from persistence.locations import sqlite_location_problem
 
@@ -65,10 +64,11 @@ def resolve_ssa(explicit: str | None, argv0: str | None = None) -> str:
 
 
 URL_SECRET_REFUSAL = (
-    "--db: the URL holds a password, which install would write into the hook command "  # noqa: S105 -- a message
+    "--db: the URL holds a password (or an SSL key passphrase, sslpassword=), which "  # noqa: S105 -- a message
+    "install would write into the hook command "
     "lines and the MCP server's arguments (every local user sees it in ps at each prompt, "
     "and --project files are usually committed); leave it out of the URL and give it by "
-    "PGPASSWORD, ~/.pgpass or a service file (?service=NAME)")
+    "PGPASSWORD, ~/.pgpass or a service file (?service=NAME; sslpassword goes there too)")
 """The one line ``ssa install --db URL`` refuses a URL with a password with (exit 2)."""
 
 
@@ -116,11 +116,22 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     ssa = ("ssa" if portable else resolve_ssa(getattr(args, "ssa", None))) if install else "ssa"
     mcp = install and not getattr(args, "no_mcp", False)
     scope = getattr(args, "scope", None)
+    wait = getattr(args, "permission_wait", None)
+    if wait is not None and not (math.isfinite(wait) and 0 < wait <= MAX_PERMISSION_WAIT_MIN):
+        raise ConfigRefused(f"--permission-wait must be a number of minutes, more than 0 and "
+                            f"at most {MAX_PERMISSION_WAIT_MIN}")
     explicit = frozenset(name for name, given in (("--db", db is not None),
-                                                   ("--scope", scope is not None)) if given)
+                                                   ("--scope", scope is not None),
+                                                   ("--permission-wait", wait is not None))
+                         if given)
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
                  home=Path.home(), env=os.environ, mcp=mcp, scope=scope or "project",
-                 wake=not getattr(args, "no_wake", False), explicit=explicit)
+                 wake=not getattr(args, "no_wake", False), explicit=explicit,
+                 permission_wait=wait)
+
+
+MAX_PERMISSION_WAIT_MIN = 1440
+"""The longest ``--permission-wait`` (a day, in minutes)."""
 
 
 def project_path_warning(setup: Setup) -> str | None:
@@ -146,13 +157,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     install = args.command == "install"
     try:
         setup = _setup_from(args, install)
-        notes: list[str] = []
-        found = tool_named(args.tool)
-        if install and setup.mcp and found is not None and found.mcp and not mcp_available():
-            setup = dataclasses.replace(setup, mcp=False)
-            notes.append("MCP server not registered: it needs the mcp extra "
-                         "(python -m pip install 'session-state-awareness[mcp]'), then run "
-                         f"ssa install {args.tool} again.")
         the_plan = plan(args.tool, setup, install=install, plugin_dir=args.plugin)
         changes = apply(the_plan, dry_run=args.dry_run)
     except ConfigRefused as exc:
@@ -188,6 +192,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in dict.fromkeys(notes + the_plan.notes):  # a retried transform says it twice
+    for note in dict.fromkeys(the_plan.notes):  # a retried transform says it twice
         out.write(note + "\n")
     return 0

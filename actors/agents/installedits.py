@@ -98,7 +98,21 @@ def hook_events(tool: str) -> tuple[str, ...]:
     push = _push(tool)
     extra = () if push is None else tuple(e for e in (push.hook_event, push.mid_turn_event)
                                           if e is not None)
-    return (*_prompt_events(tool), *extra)
+    events = (*_prompt_events(tool), *extra)
+    return (*events, *(e for e in _activity_events(tool) if e not in events))
+
+
+def _activity_events(tool: str) -> dict[str, list[str]]:
+    """The events of the tool's activity rules, each with the kinds it is asked for
+    (an empty list: every kind), in the rules' order."""
+    found = tool_named(tool)
+    events: dict[str, list[str]] = {}
+    for rule in found.activity if found is not None else ():
+        name, _, kind = rule.event.partition(":")
+        kinds = events.setdefault(name, [])
+        if kind:
+            kinds.append(kind)
+    return events
 
 
 def _prompt_events(tool: str) -> tuple[str, ...]:
@@ -119,7 +133,10 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
     With ``setup.wake`` and a tool whose push path is a hook
     (:mod:`actors.agents.push`), also its waiting hook: ``ssa hook <tool> --wait``
     with the path's extra fields; and for a tool with a mid-turn event, the
-    prompt hook under that event too.
+    prompt hook under that event too. Under each event of the tool's activity
+    rules (:mod:`actors.agents.activity`), ``ssa hook <tool> --activity`` (a
+    ``matcher`` of the kinds asked for); where the waiting hook already runs, it
+    takes ``--activity`` itself (one handler of ours per event).
     """
     handler = {"type": "command", "command": setup.hook_command(tool),
                "timeout": _timeout(tool)}
@@ -132,6 +149,17 @@ def hook_groups(setup: Setup, tool: str) -> dict[str, dict[str, Any]]:
         groups[push.hook_event] = {"hooks": [waiting]}
     if setup.wake and push is not None and push.mid_turn_event is not None:
         groups[push.mid_turn_event] = {"hooks": [{**handler, **dict(push.mid_turn_fields)}]}
+    found = tool_named(tool)
+    activity = " --activity" + ("" if setup.permission_wait is None
+                                else f" --permission-wait {setup.permission_wait:g}")
+    for event, kinds in _activity_events(tool).items():
+        if event in groups:  # the waiting hook of that event also says where it stands
+            groups[event]["hooks"][0]["command"] += activity
+            continue
+        group: dict[str, Any] = {"matcher": "|".join(kinds)} if kinds else {}
+        group["hooks"] = [{"type": "command", "command": setup.hook_command(tool) + activity,
+                           **dict(found.activity_fields if found is not None else ())}]
+        groups[event] = group
     return groups
 
 
@@ -185,12 +213,20 @@ def _update_ours(doc: Doc, event: str, tool: str, group: dict[str, Any], setup: 
         return False
     _event, gi, hi = found[0]
     path: list[str | int] = ["hooks", event, gi, "hooks", hi]
+    if _waits(doc.value(path)) != _waits(group["hooks"][0]):
+        return False  # another hook now (the waiting one, or the activity one alone)
     changes, kept_here = merge_entry(doc.value(path), group["hooks"][0],
                                      {"command": HOOK_HEAD}, setup.explicit)
     kept += kept_here
     for key, value in changes.items():
         doc.set_member(path, key, value)
     return True
+
+
+def _waits(handler: Any) -> bool:
+    """Whether a handler of ours runs the waiting hook (``--wait`` on its command line)."""
+    command = handler.get("command") if isinstance(handler, dict) else None
+    return isinstance(command, str) and "--wait" in command.split()
 
 
 def _places_of_ours(doc: Doc, event: str, tool: str) -> list[tuple[str, int, int]]:

@@ -26,10 +26,11 @@ from typing import Any
 
 __all__ = ["ALWAYS_OURS", "ARITY", "env_prefix", "join_command", "merge_argv", "merge_entry"]
 
-ARITY: Mapping[str, int] = {"--db": 1, "--scope": 1, "--no-wake": 0, "--wait": 0}
+ARITY: Mapping[str, int] = {"--db": 1, "--scope": 1, "--no-wake": 0, "--wait": 0,
+                            "--activity": 0, "--permission-wait": 1}
 """The options install writes, with how many values each takes."""
 
-ALWAYS_OURS = frozenset({"--no-wake", "--wait"})
+ALWAYS_OURS = frozenset({"--no-wake", "--wait", "--activity"})
 """Options every install sets (from ``--no-wake`` and the hook's role), given or not."""
 
 

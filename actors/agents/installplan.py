@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from actors.agents.installrecord import InstallRecord, record_path
 from actors.agents.installsetup import Setup
 from actors.agents.tools import TOOLS, tool_named
 
-__all__ = ["ConfigRefused", "Plan", "apply", "mcp_available", "plan"]
+__all__ = ["ConfigRefused", "Plan", "apply", "plan"]
 
 
 @dataclass(frozen=True)
@@ -30,11 +29,6 @@ class Plan:
 
     ops: list[FileOp]
     notes: list[str]
-
-
-def mcp_available() -> bool:
-    """Whether the ``mcp`` extra is installed (``ssa mcp`` can run); never imports it."""
-    return importlib.util.find_spec("mcp") is not None
 
 
 def plan(tool: str, setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan:

@@ -62,6 +62,9 @@ class Setup:
     """The options of ours given on this command line (``"--db"``, ``"--scope"``): a
     re-install replaces only these in an installed command; the others keep what the
     file has (a hand edit such as ``--scope all`` stays)."""
+    permission_wait: float | None = None
+    """``--permission-wait MIN``: a worker waiting this many minutes for a permission
+    answer opens a notice (``None``: never; its state is shown all the same)."""
     record: InstallRecord | None = None
     """What installs created (:mod:`actors.agents.installrecord`); the transforms note
     into it and ask it what uninstall may remove (``None``: remove emptied containers

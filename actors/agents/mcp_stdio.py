@@ -1,50 +1,58 @@
-"""``ssa mcp``'s stdio transport: the SDK's, behind a guard on every request line.
+"""``ssa mcp``'s stdio transport: newline-delimited JSON-RPC, every request answered.
 
-The MCP SDK's stdio transport reads a whole line, however long, and drops a
-line it cannot parse without a word: a request holding a lone surrogate
-escape (JSON ``"\\ud800"``, which pydantic refuses) got no answer at all,
-and the client waited forever; a 4 MiB request was read, copied and parsed
-whole (nothing kept it afterwards, but glibc keeps such freed blocks in its
-per-thread arenas: 40 sends of 4 MiB took the server from 77 to 160-258 MB).
+Each line is read with a bound (:data:`MAX_REQUEST_BYTES`; the rest of a
+longer one is skipped in small chunks, never held) and checked
+(:func:`parse_request`): a line that is no JSON, holds a lone surrogate
+escape (JSON ``"\\ud800"``, which is no Unicode text) or is no JSON-RPC
+message gets a JSON-RPC error answer, with the request's id when it can be
+found (``-32700`` for a line that is no JSON, ``-32600`` for the rest).
+Lines that pass go to :class:`actors.agents.mcp_rpc.McpServer`: a tool call
+runs on a worker thread of its own (at most :data:`MAX_CALLS` at a time),
+the rest are answered on the reading thread, so ``ping`` is answered while
+a tool runs.
 
-Here each line is read with a bound (:data:`MAX_REQUEST_BYTES`; the rest of a
-longer one is skipped in small chunks, never held) and checked before the
-SDK sees it: one it would drop gets a JSON-RPC error answer instead, with
-the request's id when it can be found (``-32700`` for a line that is no
-JSON, ``-32600`` for the rest). Lines that pass go to the SDK unchanged.
+History: this module used to guard the MCP SDK's transport, which read a
+whole line however long (40 sends of 4 MiB took the server from 77 to
+160-258 MB) and dropped a line it could not parse without a word (the
+client waited forever). The SDK is no longer imported to serve (it cost
+0.8 s before the first answer); the guards stay.
 
-What lives here: :func:`request_problem` (pure: why a line is refused),
-:class:`RequestLines` (the bounded reader) and :func:`run` (the loop). Needs
-the ``mcp`` extra: :mod:`actors.agents.mcp_server` imports it only to serve.
+When stdin ends, the server still waits (at most :data:`ANSWER_GRACE_S`)
+for the requests read and not answered yet: a ``drain`` acknowledges as it
+runs, and its answer must not be lost because the client closed stdin right
+after asking. While serving, fd 0 reads the null device and fd 1 writes to
+stderr, so a child a tool starts never eats the requests and a stray print
+never corrupts the protocol.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, Protocol
 
-import anyio
-import mcp_types
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-
-__all__ = ["ANSWER_GRACE_S", "MAX_REQUEST_BYTES", "Refusal", "RequestLines", "Unanswered",
-           "request_problem", "run"]
+__all__ = ["ANSWER_GRACE_S", "INTERNAL_ERROR", "INVALID_REQUEST", "MAX_CALLS",
+           "MAX_REQUEST_BYTES", "PARSE_ERROR", "Answers", "Refusal", "Unanswered",
+           "parse_request", "read_line", "request_problem", "run", "serve"]
 
 MAX_REQUEST_BYTES = 1024 * 1024
 """The longest request line read, in bytes (with its newline): sixty times the longest
 text ``sessions_send`` takes, even with every character escaped as ``\\uXXXX``."""
 _SKIP_BYTES = 64 * 1024
 """How much of an over-long line is read at a time while it is skipped."""
+ANSWER_GRACE_S = 30.0
+"""How long the server still runs after its input ended, for requests not answered yet."""
+MAX_CALLS = 8
+"""Tool calls running at once; the reading waits for a free one (a flood holds no threads)."""
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 _ID_FIRST = re.compile(
     rb'\s*\{(?:\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|-?\d+|true|false|null)\s*,)*?'
@@ -66,6 +74,11 @@ class Refusal(NamedTuple):
     code: int
     message: str
 
+    def answer(self) -> dict[str, Any]:
+        """The JSON-RPC error response (pure)."""
+        return {"jsonrpc": "2.0", "id": self.request_id,
+                "error": {"code": self.code, "message": self.message}}
+
 
 def _id_of(value: object) -> int | str | None:
     """A JSON-RPC id (an int that is no bool, or a str), else ``None`` (pure)."""
@@ -74,31 +87,52 @@ def _id_of(value: object) -> int | str | None:
     return None
 
 
-def request_problem(line: str) -> Refusal | None:
-    """Why the SDK would drop request ``line`` unanswered, or ``None`` (it takes it; pure).
+def _shape_problem(message: Mapping[str, Any]) -> str | None:
+    """What makes a decoded object no JSON-RPC 2.0 request, notification or response (pure)."""
+    if message.get("jsonrpc") != "2.0":
+        return "jsonrpc: Input should be '2.0'"
+    if "id" in message and _id_of(message["id"]) is None:
+        return "id: Input should be a valid integer or string"
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return "method: Input should be a valid string"
+        if "params" in message and not isinstance(message["params"], dict | None):
+            return "params: Input should be a valid dictionary"
+        return None
+    if "id" in message and ("result" in message or "error" in message):
+        return None
+    return "method: Field required"
 
-    Blank lines are taken (the SDK skips nothing; they are filtered before).
+
+def parse_request(line: str) -> dict[str, Any] | Refusal:
+    """The JSON-RPC message of request ``line``, or the :class:`Refusal` to answer it with (pure).
+
+    Blank lines are not passed here (the reader skips them).
     """
     try:
-        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError as exc:  # pydantic's ValidationError
-        errors = exc.errors() if hasattr(exc, "errors") else []
-        detail = (f"{'.'.join(map(str, errors[0]['loc']))}: {errors[0]['msg']}" if errors
-                  else "not a JSON-RPC message")
-    else:
-        return None
-    try:
-        parsed = json.loads(line)  # Python's JSON takes lone surrogates; pydantic does not
+        parsed = json.loads(line)  # Python's JSON takes lone surrogates; checked below
     except ValueError:
         return Refusal(None, PARSE_ERROR, "the request is not JSON")
-    request_id = _id_of(parsed.get("id")) if isinstance(parsed, dict) else None
+    if not isinstance(parsed, dict):
+        return Refusal(None, INVALID_REQUEST,
+                       "not a valid JSON-RPC request: a request is a JSON object")
+    request_id = _id_of(parsed.get("id"))
     try:
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return Refusal(request_id, INVALID_REQUEST,
                        "the request holds a lone surrogate escape (\\ud800 to \\udfff alone), "
                        "which is no Unicode text")
-    return Refusal(request_id, INVALID_REQUEST, f"not a valid JSON-RPC request: {detail}")
+    problem = _shape_problem(parsed)
+    if problem is not None:
+        return Refusal(request_id, INVALID_REQUEST, f"not a valid JSON-RPC request: {problem}")
+    return parsed
+
+
+def request_problem(line: str) -> Refusal | None:
+    """Why request ``line`` is refused (:func:`parse_request`), or ``None`` (it is taken; pure)."""
+    parsed = parse_request(line)
+    return parsed if isinstance(parsed, Refusal) else None
 
 
 def _id_in_prefix(prefix: bytes) -> int | str | None:
@@ -112,153 +146,167 @@ def _id_in_prefix(prefix: bytes) -> int | str | None:
         return None
 
 
-class RequestLines:
-    """The request lines of ``fd``, bounded, as the SDK's transport reads its stdin.
+class _Readable(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
 
-    An async iterator of ``str`` lines (UTF-8, bad bytes replaced, as the SDK
-    decodes them). A line longer than ``limit`` or one :func:`request_problem`
-    refuses is answered on the stream given to :meth:`answer_on` and not
-    passed on. Reads run in a worker thread (anyio), one at a time.
 
-    Args:
-        fd: the descriptor to read (never closed here: a read may still block
-            on it when the server stops).
-        limit: the longest line taken, in bytes.
+def read_line(reader: _Readable, limit: int = MAX_REQUEST_BYTES) -> tuple[bytes | None, bool]:
+    """``(line, whole)``: a line of at most ``limit`` bytes, or the start of a longer one
+    whose rest was skipped (``whole`` false); ``(None, True)`` at end of input.
+
+    Calling thread; blocks on ``reader`` (a binary file).
     """
-
-    def __init__(self, fd: int, limit: int = MAX_REQUEST_BYTES,
-                 unanswered: Unanswered | None = None) -> None:
-        self._reader = os.fdopen(fd, "rb", closefd=False)
-        self._limit = limit
-        self._answers: Any = None
-        self._ready = anyio.Event()
-        self._unanswered = unanswered
-
-    def answer_on(self, stream: Any) -> None:
-        """Answer refused lines on ``stream`` (the transport's write stream); call once."""
-        self._answers = stream
-        self._ready.set()
-
-    def __aiter__(self) -> RequestLines:
-        """This iterator."""
-        return self
-
-    async def __anext__(self) -> str:
-        """The next line the SDK takes; ``StopAsyncIteration`` at end of input.
-
-        Event loop; awaits a worker thread's read and the answers of refused lines.
-        """
-        await self._ready.wait()
-        while True:
-            line, whole = await anyio.to_thread.run_sync(self._read_line)
-            if line is None:
-                if self._unanswered is not None:
-                    # The client closed its end after its last request: answer what was
-                    # asked before the server stops (a drain acknowledges as it runs).
-                    await self._unanswered.settled(ANSWER_GRACE_S)
-                raise StopAsyncIteration
-            if not whole:
-                await self._refuse(Refusal(
-                    _id_in_prefix(line[:4096]), INVALID_REQUEST,
-                    f"the request is longer than {self._limit} bytes"))
-                continue
-            text = line.decode("utf-8", errors="replace")
-            if not text.strip():
-                continue
-            refusal = request_problem(text)
-            if refusal is None:
-                if self._unanswered is not None:
-                    self._unanswered.asked(text)
-                return text
-            await self._refuse(refusal)
-
-    def _read_line(self) -> tuple[bytes | None, bool]:
-        """``(line, whole)``: a line of at most ``limit`` bytes, or the start of a longer one
-        whose rest was skipped (``whole`` false); ``(None, True)`` at end of input.
-        Worker thread; blocks on the descriptor."""
-        line = self._reader.readline(self._limit + 1)
-        if not line:
-            return None, True
-        if line.endswith(b"\n") or len(line) <= self._limit:
-            return line, True
-        while (rest := self._reader.readline(_SKIP_BYTES)) and not rest.endswith(b"\n"):
-            pass
-        return line, False
-
-    async def _refuse(self, refusal: Refusal) -> None:
-        """Send the JSON-RPC error answer for a refused line."""
-        await self._answers.send(SessionMessage(mcp_types.JSONRPCError(
-            jsonrpc="2.0", id=refusal.request_id,
-            error=mcp_types.ErrorData(code=refusal.code, message=refusal.message))))
-
-
-ANSWER_GRACE_S = 30.0
-"""How long the server still runs after its input ended, for requests not answered yet."""
+    line = reader.readline(limit + 1)
+    if not line:
+        return None, True
+    if line.endswith(b"\n") or len(line) <= limit:
+        return line, True
+    while (rest := reader.readline(_SKIP_BYTES)) and not rest.endswith(b"\n"):
+        pass
+    return line, False
 
 
 class Unanswered:
-    """The ids of the requests read and not answered yet (event loop only).
+    """The ids of the requests read and not answered yet (any thread).
 
     At the end of input the server waits (at most a grace) until these are
-    answered: a tool such as ``drain`` acts as it runs, and its answer must
-    not be lost because the client closed stdin right after asking.
+    answered (:meth:`settled`).
     """
 
     def __init__(self) -> None:
-        self._ids: set[str] = set()
-        self._empty = anyio.Event()
-        self._empty.set()
+        self._ids: dict[str, int] = {}
+        self._changed = threading.Condition()
 
-    def asked(self, line: str) -> None:
-        """Note a request line (one with an ``id`` and a ``method``); pure but for the set."""
-        try:
-            value = json.loads(line)
-        except ValueError:
-            return
-        if isinstance(value, dict) and "method" in value and _id_of(value.get("id")) is not None:
-            self._ids.add(json.dumps(value["id"]))
-            if self._empty.is_set():
-                self._empty = anyio.Event()
+    def asked(self, request_id: object) -> None:
+        """Note a request read (its id)."""
+        key = json.dumps(request_id)
+        with self._changed:
+            self._ids[key] = self._ids.get(key, 0) + 1
 
-    def answered(self, text: str) -> None:
-        """Note an outgoing message: a response (``result`` or ``error``) settles its id."""
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(value, dict) and ("result" in value or "error" in value):
-            self._ids.discard(json.dumps(value.get("id")))
+    def answered(self, request_id: object) -> None:
+        """Note a response sent (its id); wakes :meth:`settled` when none is left."""
+        key = json.dumps(request_id)
+        with self._changed:
+            left = self._ids.get(key, 0) - 1
+            if left > 0:
+                self._ids[key] = left
+            else:
+                self._ids.pop(key, None)
             if not self._ids:
-                self._empty.set()
+                self._changed.notify_all()
 
-    async def settled(self, grace_s: float) -> None:
-        """Wait until every request read was answered, at most ``grace_s`` seconds."""
-        with anyio.move_on_after(grace_s):
-            await self._empty.wait()
+    def settled(self, grace_s: float) -> bool:
+        """Wait until every request read was answered, at most ``grace_s`` seconds
+        (blocks the calling thread); whether all were."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._ids, timeout=grace_s)
 
 
-class _AnsweringOut:
-    """The SDK's stdout (an ``anyio`` text file) that tells :class:`Unanswered` what went out."""
+class Answers:
+    """Writes JSON-RPC messages to ``fd``, one line each, whole (any thread; blocks on the pipe).
 
-    def __init__(self, real: Any, unanswered: Unanswered) -> None:
-        self._real = real
+    Args:
+        fd: the descriptor (not closed here).
+        unanswered: told of each response sent.
+    """
+
+    def __init__(self, fd: int, unanswered: Unanswered) -> None:
+        self._fd = fd
         self._unanswered = unanswered
+        self._lock = threading.Lock()
 
-    async def write(self, text: str) -> int:
-        """Write ``text`` (one JSON message and its newline); then note its id answered."""
-        written: int = await self._real.write(text)
-        await self._real.flush()
-        self._unanswered.answered(text)
-        return written
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Write ``message`` and its newline; then note its id answered.
 
-    async def flush(self) -> None:
-        """Flush the real stdout."""
-        await self._real.flush()
+        Raises:
+            OSError: the client's end is gone (``BrokenPipeError``).
+        """
+        try:
+            data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate in a result: escaped, still JSON
+            data = json.dumps(message, separators=(",", ":")).encode()
+        view = memoryview(data + b"\n")
+        with self._lock:
+            while view:
+                view = view[os.write(self._fd, view):]
+        if "result" in message or "error" in message:
+            self._unanswered.answered(message.get("id"))
+
+
+class _Server(Protocol):
+    """What :func:`serve` needs of :class:`actors.agents.mcp_rpc.McpServer`."""
+
+    def slow(self, message: Mapping[str, Any]) -> bool: ...
+
+    def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+
+def _answer(server: _Server, message: Mapping[str, Any], answers: Answers) -> None:
+    """Answer one message (its answer, or -32603 if the server failed: one answer always)."""
+    try:
+        reply = server.handle(message)
+    except Exception as exc:  # a defect: the request is still answered
+        reply = {"jsonrpc": "2.0", "id": message.get("id"),
+                 "error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
+        if "id" not in message:
+            reply = None
+    if reply is not None:
+        with contextlib.suppress(OSError):  # the client went away: nobody to tell
+            answers.send(reply)
+
+
+def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
+          grace_s: float = ANSWER_GRACE_S) -> bool:
+    """Answer the requests of ``in_fd`` on ``out_fd`` until end of input, then the grace.
+
+    Calling thread reads and answers all but tool calls, which run on daemon
+    threads (at most :data:`MAX_CALLS` at once). Blocks until end of input
+    and then until every request read was answered, at most ``grace_s``.
+    Returns whether every request was answered.
+    """
+    reader = os.fdopen(in_fd, "rb", closefd=False)
+    unanswered = Unanswered()
+    answers = Answers(out_fd, unanswered)
+    calls = threading.BoundedSemaphore(MAX_CALLS)
+
+    def in_worker(message: Mapping[str, Any]) -> None:
+        try:
+            _answer(server, message, answers)
+        finally:
+            calls.release()
+
+    while True:
+        line, whole = read_line(reader, limit)
+        if line is None:
+            break
+        if not whole:
+            refusal: Refusal | dict[str, Any] = Refusal(
+                _id_in_prefix(line[:4096]), INVALID_REQUEST,
+                f"the request is longer than {limit} bytes")
+        else:
+            text = line.decode("utf-8", errors="replace")
+            if not text.strip():
+                continue
+            refusal = parse_request(text)
+        if isinstance(refusal, Refusal):
+            with contextlib.suppress(OSError):
+                answers.send(refusal.answer())
+            continue
+        message = refusal
+        if "id" in message and isinstance(message.get("method"), str):
+            unanswered.asked(message["id"])
+        if server.slow(message):
+            calls.acquire()
+            threading.Thread(target=in_worker, args=(message,), name="ssa-mcp-call",
+                             daemon=True).start()
+        else:
+            _answer(server, message, answers)
+    return unanswered.settled(grace_s)
 
 
 @contextlib.contextmanager
 def _claimed_stdin() -> Iterator[int]:
-    """A private duplicate of fd 0 while fd 0 reads the null device (as the SDK does):
+    """A private duplicate of fd 0 while fd 0 reads the null device (as the MCP SDK did):
     a child a tool handler starts never eats the requests. fd 0 is restored after."""
     private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -269,12 +317,12 @@ def _claimed_stdin() -> Iterator[int]:
     try:
         yield private
     finally:
-        os.dup2(private, 0)  # private stays open: a worker thread may still read it
+        os.dup2(private, 0)  # private stays open, as fd 1's (the process ends soon)
 
 
 @contextlib.contextmanager
 def _claimed_stdout() -> Iterator[int]:
-    """A private duplicate of fd 1 while fd 1 writes to stderr (as the SDK does): a stray
+    """A private duplicate of fd 1 while fd 1 writes to stderr (as the MCP SDK did): a stray
     print of a handler or a child never corrupts the protocol. fd 1 is restored after."""
     sys.stdout.flush()
     private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
@@ -282,29 +330,16 @@ def _claimed_stdout() -> Iterator[int]:
     try:
         yield private
     finally:
-        os.dup2(private, 1)
-        os.close(private)
+        os.dup2(private, 1)  # private stays open: a tool still running after the grace
+        # may write its answer; a closed number could be reused by the database file
 
 
-def run(server: Any) -> None:
-    """Serve ``server`` (an ``MCPServer``) over stdin/stdout until stdin ends.
+def run(server: _Server) -> bool:
+    """Serve ``server`` (an :class:`~actors.agents.mcp_rpc.McpServer`) over stdin/stdout.
 
-    As ``MCPServer.run()`` (stdio), with the requests read through
-    :class:`RequestLines`. Calling thread (it runs an event loop); blocks
-    until end of input.
+    Claims fds 0 and 1 while serving (see the module's text). Calling thread;
+    blocks until end of input and the grace (:func:`serve`); returns whether
+    every request was answered.
     """
-    anyio.run(_serve, server)
-
-
-async def _serve(server: Any) -> None:
-    # MCPServer has no public name for its low-level server yet: the SDK's own
-    # in-memory Client reaches it the same way (its "TODO: make public").
-    lowlevel = server._lowlevel_server
-    unanswered = Unanswered()
-    with _claimed_stdin() as fd, _claimed_stdout() as out_fd:
-        text = io.TextIOWrapper(os.fdopen(out_fd, "wb", closefd=False), encoding="utf-8")
-        out = _AnsweringOut(anyio.wrap_file(text), unanswered)
-        lines = RequestLines(fd, unanswered=unanswered)
-        async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
-            lines.answer_on(write)
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    with _claimed_stdin() as in_fd, _claimed_stdout() as out_fd:
+        return serve(server, in_fd, out_fd)

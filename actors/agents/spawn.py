@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import sys
@@ -28,6 +27,8 @@ __all__ = ["slot_path", "spawn_waiter", "waiter_alive"]
 
 def slot_path(state_dir: Path, watcher: str) -> Path:
     """The waiting hook's slot of ``watcher``: ``<state_dir>/hooks/<hash>.wait`` (pure)."""
+    import hashlib  # noqa: PLC0415 - here: it loads OpenSSL, which most prompt hooks never need
+
     name = hashlib.sha256(watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return state_dir / "hooks" / f"{name}.wait"
 

@@ -82,6 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--changes-since", type=int, metavar="N",
                         help="also list the events after version N")
     status.add_argument("--agent-id", help="owning agent (default: the key's)")
+    status.add_argument("--typed-text", type=int, metavar="CHARS",
+                        help="with --changes-since: also what a person typed in each listed "
+                        "upstream turn, read now from the tool's transcript, at most CHARS "
+                        "characters per turn (never stored)")
     status.add_argument("--db", type=_db_path, help=db_help)
     doctor = sub.add_parser("doctor", help="check the set-up: hooks, databases, ssa watch, "
                             "the last hook failures; each problem with its fix")
@@ -274,6 +278,10 @@ def _status(args: argparse.Namespace) -> int:
     agent = v.check_agent_id(args.agent_id, "--agent-id") or agent_id_of(args.key)
     if args.changes_since is not None and args.changes_since < 0:
         raise SessionStateError("--changes-since must not be negative")
+    if args.typed_text is not None and (args.changes_since is None
+                                        or not 1 <= args.typed_text <= v.MAX_TYPED_TEXT):
+        raise SessionStateError(f"--typed-text needs --changes-since and is from 1 to "
+                                f"{v.MAX_TYPED_TEXT} characters")
     conn, where = open_existing(args.db, args.db_named_by)
     try:
         with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
@@ -304,6 +312,9 @@ def _status_of(conn: Any, args: argparse.Namespace, agent: str,
         after = v.check_changes_since(args.changes_since)
         version, changes = read_changes(conn, args.key, agent, after, 200)
         status = {"stateVersion": version, "stateChanges": changes}
+        if args.typed_text is not None:
+            from actors.facade.typed import typed_texts  # noqa: PLC0415 - only when asked
+            status["typedText"] = typed_texts(conn, changes.events, args.typed_text)
     link = read_link(conn, args.key, agent)
     return status, link
 

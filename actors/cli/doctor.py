@@ -40,7 +40,7 @@ from actors.agents.install import resolve_ssa
 from actors.agents.installplan import plan
 from actors.agents.installsetup import Setup
 from actors.agents.tools import TOOLS
-from persistence import APPLICATION_ID, SCHEMA_VERSION, is_url, peek
+from persistence import APPLICATION_ID, SCHEMA_VERSION, is_url, peek, redact_url, url_has_password
 from persistence.locations import default_state_path
 
 __all__ = ["RUN_TIMEOUT_S", "Finding", "HookFound", "find_hooks", "run_doctor"]
@@ -238,6 +238,20 @@ def _errors() -> list[Finding]:
                     "fix what the line says, then delete that file")]
 
 
+def _redacted(finding: Finding, locations: list[str]) -> Finding:
+    """``finding`` with each secret-bearing location in its texts shown redacted (pure)."""
+    secret = [(loc, redact_url(loc)) for loc in locations if redact_url(loc) != loc]
+    if not secret:
+        return finding
+
+    def clean(text: str) -> str:
+        for raw, shown in secret:
+            text = text.replace(raw, shown)
+        return text
+
+    return Finding(finding.level, clean(finding.what), clean(finding.text), clean(finding.fix))
+
+
 def run_doctor(db: str | None, *, as_json: bool, out: TextIO,
                home: Path | None = None, env: dict[str, str] | None = None) -> int:
     """Check everything and write the findings; returns 1 when one is a problem, else 0.
@@ -255,9 +269,18 @@ def run_doctor(db: str | None, *, as_json: bool, out: TextIO,
     env = dict(env if env is not None else os.environ)
     findings, hook_dbs = _tools(home, env)
     default = db or env.get("SSA_DB") or str(default_state_path())
-    for location in dict.fromkeys([default, *(d or default for d in hook_dbs)]):
+    locations = list(dict.fromkeys([default, *(d or default for d in hook_dbs)]))
+    for location in locations:
+        if url_has_password(location):
+            findings.append(Finding(
+                "problem", f"database {redact_url(location)}",
+                "its URL holds a password: every local user sees it in ps while a hook or "
+                "ssa mcp runs, and it is written in settings files",
+                "leave it out of the URL: PGPASSWORD, ~/.pgpass or a service file "
+                "(?service=NAME), then ssa install with the URL without it"))
         findings += _database(location)
     findings += _errors()
+    findings = [_redacted(f, locations) for f in findings]  # output people paste in reports
     if as_json:
         encoder = msgspec.json.Encoder()
         out.write("".join(encoder.encode(f.__dict__).decode() + "\n" for f in findings))

@@ -42,7 +42,14 @@ from actors.facade.gateway import Clock, DeliverFn, Gateway
 from actors.facade.values import SendResult, SessionStateEventInput
 from actors.monitors.adoption import AdoptRequest
 from actors.upstream.claude.node import NodeTranscriptReader
-from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
+from persistence import (
+    ReadPool,
+    SessionRow,
+    SessionStateEvent,
+    SessionStatus,
+    UpstreamLink,
+    WorkerActivity,
+)
 
 __all__ = ["AsyncGateway", "OnWake"]
 
@@ -455,11 +462,23 @@ class AsyncGateway:
         return await self._call(self.gateway.unwatch, watcher_key, target_key,
                                 agent_id=agent_id)
 
+    async def note_activity(self, key: str, state: str, *, detail: str | None = None,
+                            at: int | None = None) -> bool:
+        """:meth:`Gateway.note_activity`, awaited."""
+        return bool(await self._call(self.gateway.note_activity, key, state, detail=detail,
+                                     at=at))
+
+    async def activity(self, key: str) -> WorkerActivity | None:
+        """:meth:`Gateway.activity`, awaited."""
+        found: WorkerActivity | None = await self._read(self.gateway.activity, key)
+        return found
+
     async def session_status(self, key: str, *, changes_since: int | None = None,
-                             agent_id: str | None = None) -> SessionStatus:
+                             agent_id: str | None = None,
+                             typed_text: int | None = None) -> SessionStatus:
         """:meth:`Gateway.session_status`, awaited."""
         return await self._read(self.gateway.session_status, key, changes_since=changes_since,
-                                agent_id=agent_id)
+                                agent_id=agent_id, typed_text=typed_text)
 
     async def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:
         """:meth:`Gateway.sessions_list`, awaited."""

@@ -139,6 +139,8 @@ class Runtime:
         self.path: Path | None = backend.path
         self.location = backend.location
         self.config = config
+        self.clock = clock
+        """The gateway's clock, epoch ms (facade parts read it for their defaults)."""
         self.timeout = config.ask_timeout_s
         self._closed = False
         self._close_lock = threading.Lock()

@@ -36,7 +36,14 @@ from actors.monitors.adoption import AdoptRequest
 from actors.monitors.filefeed import ChangeFeed
 from actors.monitors.service import UpstreamService
 from actors.upstream.claude.node import NodeTranscriptReader
-from persistence import ReadPool, SessionRow, SessionStateEvent, SessionStatus, UpstreamLink
+from persistence import (
+    ReadPool,
+    SessionRow,
+    SessionStateEvent,
+    SessionStatus,
+    UpstreamLink,
+    WorkerActivity,
+)
 from persistence.lazylog import quiet_package
 from persistence.locations import default_state_path
 
@@ -103,7 +110,7 @@ class Gateway:
             config=r.config, guard=r.guard, write=r.write, best_effort=r.best_effort,
             ask_session=r.ask_session, ask_cursor=r.ask_cursor, sessions=r.sessions,
             cursors=r.cursors, handoff=r.handoff, upstream=r.upstream, reads=r.reads,
-            note_read_ok=r.note_read_ok, note_read_fault=r.note_read_fault)
+            note_read_ok=r.note_read_ok, note_read_fault=r.note_read_fault, clock=r.clock)
         self._recording = RecordingApi(
             config=r.config, guard=r.guard, record=r.record, ask_session=r.ask_session,
             best_effort=r.best_effort, upstream=r.upstream, watch=self._session_api.watch)
@@ -312,11 +319,21 @@ class Gateway:
                 agent_id: str | None = None) -> bool:
         return self._session_api.unwatch(watcher_key, target_key, agent_id=agent_id)
 
+    @_doc_of(SessionsApi.note_activity)
+    def note_activity(self, key: str, state: str, *, detail: str | None = None,
+                      at: int | None = None) -> bool:
+        return self._session_api.note_activity(key, state, detail=detail, at=at)
+
+    @_doc_of(SessionsApi.activity)
+    def activity(self, key: str) -> WorkerActivity | None:
+        return self._session_api.activity(key)
+
     @_doc_of(SessionsApi.session_status)
     def session_status(self, key: str, *, changes_since: int | None = None,
-                       agent_id: str | None = None) -> SessionStatus:
+                       agent_id: str | None = None,
+                       typed_text: int | None = None) -> SessionStatus:
         return self._session_api.session_status(key, changes_since=changes_since,
-                                                agent_id=agent_id)
+                                                agent_id=agent_id, typed_text=typed_text)
 
     @_doc_of(SessionsApi.sessions_list)
     def sessions_list(self, *, agent_id: str | None = None) -> list[SessionRow]:

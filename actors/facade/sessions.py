@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 import apsw
+import msgspec
 
 from actors.config import GatewayConfig
 from actors.engine.messages import Register, Reset
@@ -21,11 +22,14 @@ from actors.engine.registry import ActorPool
 from actors.engine.session import Handoff
 from actors.errors import InvalidArgument, StorageError
 from actors.facade import validate as v
+from actors.facade.activity import current_activity, transcript_mtime_ms
+from actors.facade.typed import typed_texts
 from actors.monitors.service import UpstreamService
 from persistence import (
     Command,
     DeleteOutcome,
     DeleteSession,
+    NoteActivity,
     ReadPool,
     SessionRow,
     SessionStatus,
@@ -33,9 +37,12 @@ from persistence import (
     StateChanges,
     Unwatch,
     UpsertSession,
+    WorkerActivity,
     list_sessions,
     peek,
+    read_activity,
     read_changes,
+    read_link,
     read_version,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
@@ -65,6 +72,7 @@ class SessionsApi:
         reads: the read connections.
         note_read_ok, note_read_fault: the read-fault bookkeeping
             (``() -> None`` and ``(exc, what) -> None``).
+        clock: ``() -> int``, the gateway's clock in epoch ms.
 
     Thread-safe: it keeps no state.
     """
@@ -78,8 +86,10 @@ class SessionsApi:
                  cursors: ActorPool[tuple[str, str, str]], handoff: Handoff,
                  upstream: UpstreamService, reads: ReadPool,
                  note_read_ok: Callable[[], None],
-                 note_read_fault: Callable[[BaseException, str], None]) -> None:
+                 note_read_fault: Callable[[BaseException, str], None],
+                 clock: Callable[[], int]) -> None:
         """Wire the collaborator (non-blocking)."""
+        self._now = clock
         self.config = config
         self._timeout = config.ask_timeout_s
         self._guard = guard
@@ -245,6 +255,60 @@ class SessionsApi:
             self._cursors.discard_where(lambda k: k[0] == key)
         return changed
 
+    def note_activity(self, key: str, state: str, *, detail: str | None = None,
+                      at: int | None = None) -> bool:
+        """Record where ``key``'s tool stands now, as its own hook saw it (issue 33 item 2).
+
+        Args:
+            key: the adopted session's key.
+            state: ``"busy"``, ``"idle"``, ``"waiting"``, ``"finished"`` or ``"failed"``.
+            detail: ``"permission"`` or ``"input"`` for ``waiting``; the outcome
+                (``"error"``, ``"timeout"``, ``"cancelled"``) for ``failed``; else ``None``.
+            at: when, epoch ms (default: the gateway's clock).
+
+        Returns:
+            Whether the stored state or detail changed (an older note than the
+            stored one changes nothing; the same state again keeps its ``since``).
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+            InvalidArgument: an unknown state or detail.
+            StorageError: the write failed.
+            GatewayClosed: the gateway is closed.
+
+        Records no event: the turn's end (``run_completed``/``run_failed``) is
+        recorded by the caller with :meth:`Gateway.record`. Any thread; blocks on
+        one write.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        checked = v.check_activity(state, detail)
+        when = v.check_int(at, "at", optional=True)
+        return bool(self._write(NoteActivity(
+            session_key=key, agent_id=agent_id_of(key), state=checked, detail=detail,
+            at=self._now() if when is None else when)))
+
+    def activity(self, key: str) -> WorkerActivity | None:
+        """Where ``key``'s tool stands, as its hooks last told, or ``None`` (never told, or
+        a read fault, which is logged); ``busy`` when its transcript grew since
+        (:mod:`actors.facade.activity`). Any thread; blocks on two reads and a ``stat``.
+
+        Raises:
+            InvalidSessionKey: the key is invalid.
+        """
+        self._guard()
+        v.check_key(key, "key")
+        try:
+            with self._reads.connection(self._timeout) as conn:
+                found = read_activity(conn, key, agent_id_of(key))
+                link = read_link(conn, key, agent_id_of(key)) if found is not None else None
+            self._note_read_ok()
+            return current_activity(found, transcript_mtime_ms(
+                link.upstream_ref.get("path") if link is not None else None))
+        except (StorageError, apsw.Error) as exc:
+            self._note_read_fault(exc, "activity")
+            return None
+
     def role(self, key: str) -> tuple[str, bool]:
         """``key``'s role: ``("manager", wake)`` or ``("worker", False)``.
 
@@ -297,7 +361,8 @@ class SessionsApi:
         return dropped is True
 
     def session_status(self, key: str, *, changes_since: int | None = None,
-                       agent_id: str | None = None) -> SessionStatus:
+                       agent_id: str | None = None,
+                       typed_text: int | None = None) -> SessionStatus:
         """Return the state version and, with ``changes_since``, the typed changes after it.
 
         Never advances a cursor. ``history_gap`` comes only from the session's
@@ -305,14 +370,25 @@ class SessionsApi:
         is empty (version 0) with ``history_gap=True``, telling the caller to
         refresh the whole session instead of trusting an empty delta.
 
+        With ``typed_text=N`` (characters, 1 to 100,000; needs
+        ``changes_since``) the result's ``typed_text`` gives, for each listed
+        ``human_direct_message`` of an adopted session, what the person typed,
+        read now from the tool's own transcript, each text cut to ``N``
+        characters, or why it cannot be shown (the transcript changed or is
+        gone). The text is never stored or logged. Blocks on bounded reads of
+        those transcripts; caller's thread.
+
         Raises:
-            ArgumentTypeError: ``changes_since`` is not an ``int``.
+            ArgumentTypeError: ``changes_since`` or ``typed_text`` is not an ``int``.
             InvalidChangesSince: ``changes_since`` is negative.
+            InvalidArgument: ``typed_text`` is out of range, or given without
+                ``changes_since``.
         """
         self._guard()
         v.check_key(key, "key")
         agent = v.check_agent_id(agent_id) or agent_id_of(key)
         after = None if changes_since is None else v.check_changes_since(changes_since)
+        bound = None if typed_text is None else v.check_typed_text(typed_text, after)
         try:
             with self._reads.connection(self._timeout) as conn:
                 if after is None:
@@ -320,7 +396,16 @@ class SessionsApi:
                 else:
                     version, changes = read_changes(conn, key, agent, after,
                                                     self.config.changes_limit)
-                    status = SessionStatus(state_version=version, state_changes=changes)
+                    status = SessionStatus(
+                        state_version=version, state_changes=changes,
+                        typed_text=None if bound is None else typed_texts(
+                            conn, changes.events, bound))
+                activity = read_activity(conn, key, agent)
+                if activity is not None:
+                    link = read_link(conn, key, agent)
+                    activity = current_activity(activity, transcript_mtime_ms(
+                        link.upstream_ref.get("path") if link is not None else None))
+                    status = msgspec.structs.replace(status, worker_state=activity)
             self._note_read_ok()
             return status
         except (StorageError, apsw.Error) as exc:

@@ -10,6 +10,7 @@ import errno
 import math
 import os
 import time
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -25,10 +26,16 @@ from actors.errors import (
 from persistence.keys import is_agent_qualified, key_problem
 from persistence.kinds import ACTOR_TYPES, KINDS, RUN_OUTCOMES
 
+if TYPE_CHECKING:
+    from persistence._messages import ActivityState
+
 __all__ = [
+    "ACTIVITY_DETAILS",
     "MAX_DEDUPE_KEY_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_SUMMARY_LENGTH",
+    "MAX_TYPED_TEXT",
+    "check_activity",
     "check_actor_type",
     "check_agent_id",
     "check_changes_since",
@@ -43,6 +50,7 @@ __all__ = [
     "check_since",
     "check_text",
     "check_texts",
+    "check_typed_text",
 ]
 
 MAX_SUMMARY_LENGTH = 1000
@@ -196,6 +204,57 @@ def check_changes_since(value: object) -> int:
     if value < 0:
         raise InvalidChangesSince("changes_since must not be negative")
     return min(value, _INT64_MAX)
+
+
+ACTIVITY_DETAILS: dict[str, frozenset[str | None]] = {
+    "busy": frozenset({None}),
+    "idle": frozenset({None, "input"}),
+    "waiting": frozenset({"permission", "input"}),
+    "finished": frozenset({None, "ended"}),
+    "failed": frozenset({"error", "timeout", "cancelled"}),
+}
+"""Each worker state and the details it takes (``note_activity``)."""
+
+
+def check_activity(state: object, detail: object) -> ActivityState:
+    """Return a valid worker ``state`` given its ``detail`` (see :data:`ACTIVITY_DETAILS`).
+
+    Raises:
+        ArgumentTypeError: ``state`` or ``detail`` is not a ``str`` (``detail``: or ``None``).
+        InvalidArgument: an unknown state, or a detail that state does not take.
+    """
+    if not isinstance(state, str):
+        raise ArgumentTypeError(f"state must be a str, not {type(state).__name__}")
+    if detail is not None and not isinstance(detail, str):
+        raise ArgumentTypeError(f"detail must be a str or None, not {type(detail).__name__}")
+    allowed = ACTIVITY_DETAILS.get(state)
+    if allowed is None:
+        raise InvalidArgument(f"state must be one of {sorted(ACTIVITY_DETAILS)}, not {state!r}")
+    if detail not in allowed:
+        raise InvalidArgument(f"a {state} state takes detail "
+                              f"{sorted(str(d) for d in allowed)}, not {detail!r}")
+    return cast("ActivityState", state)
+
+
+MAX_TYPED_TEXT = 100_000
+"""The largest ``typed_text`` bound (characters per text)."""
+
+
+def check_typed_text(value: object, changes_since: int | None) -> int:
+    """Return a valid ``typed_text`` bound: an ``int`` from 1 to :data:`MAX_TYPED_TEXT`.
+
+    Raises:
+        ArgumentTypeError: not an ``int`` (``bool`` and ``float`` included).
+        InvalidArgument: out of range, or ``changes_since`` is ``None`` (only
+            listed events have text to show).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArgumentTypeError(f"typed_text must be an int, not {type(value).__name__}")
+    if not 1 <= value <= MAX_TYPED_TEXT:
+        raise InvalidArgument(f"typed_text must be from 1 to {MAX_TYPED_TEXT} characters")
+    if changes_since is None:
+        raise InvalidArgument("typed_text needs changes_since: only listed events have text")
+    return value
 
 
 def check_since(value: object) -> int | None:

@@ -21,6 +21,7 @@ from actors.upstream.reading import ScanContext
 from actors.upstream.scan import PendingLine, ScanResult, StoreHint
 from actors.upstream.source import MISSING, Source
 from actors.upstream.sources import find_source
+from actors.upstream.typedtext import pointer_of
 from persistence import (
     ClaimLink,
     CommitScan,
@@ -200,6 +201,21 @@ def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: Monitor
     return source.reading().scan(path, link.thread_id, link.marker, hint, context)
 
 
+def _payload_of(link: UpstreamLink, result: ScanResult,
+                key: Callable[[str], str]) -> str | None:
+    """A ``human_direct_message``'s payload: ``turns`` (when more than one) and the
+    source pointer that reads the typed text back on request (local transcripts;
+    :mod:`actors.upstream.typedtext`). Holds no text. Pure."""
+    payload: dict[str, Any] = {}
+    if result.human_turns > 1:
+        payload["turns"] = result.human_turns
+    path = link.upstream_ref.get("path")
+    if result.typed and isinstance(path, str) and not link.host_id.startswith("node:"):
+        payload["source"] = pointer_of(tool=link.source, path=path, thread=link.thread_id,
+                                       span=result.span, digests=result.typed, key=key)
+    return msgspec.json.encode(payload).decode() if payload else None
+
+
 def _settles(result: ScanResult, hint: StoreHint | None) -> bool:
     """Whether a scan's outcome holds until the source changes (then cycles may skip it).
 
@@ -310,6 +326,7 @@ class UpstreamMonitor(GatewayActor):
         self._more_soon = more_soon
         self._after_lease = after_lease
         self._scanned = scanned
+        self._keyer: Callable[[str], str] = str  # set from the database at each scan's load
         super().__init__(dispatcher=dispatcher)
         self._settle_later = settle_later
         self._soon = soon
@@ -355,12 +372,14 @@ class UpstreamMonitor(GatewayActor):
             logger.log(level, text, self._key, *args)
 
     def _load(self) -> tuple[UpstreamLink | None, OwnTextClaims, tuple[str | None, int]]:
-        """The link, the session's own texts and the link's scan lease, in one read."""
+        """The link, the session's own texts and the link's scan lease, in one read
+        (and the database's text-hash keying, kept for the events' source pointers)."""
         with self._reads.connection(self._settings.timeout) as conn:
             link = read_link(conn, self._key, self._agent_id)
+            self._keyer = partial(keyed_hash, read_secret(conn))
             own = OwnTextClaims(
                 (OwnTextRecord(*row) for row in read_own_texts(conn, self._key, self._agent_id)),
-                key=partial(keyed_hash, read_secret(conn)), now=self._now(),
+                key=self._keyer, now=self._now(),
                 ttl_ms=self._settings.own_text_ttl_ms, skew_ms=self._settings.own_text_skew_ms)
             lease = (link_lease(conn, self._key, self._agent_id)
                      if self._settings.lease_owner is not None else (None, 0))
@@ -450,8 +469,7 @@ class UpstreamMonitor(GatewayActor):
                         self._key)
         record = None
         if result.human_turns > 0:
-            payload = (msgspec.json.encode({"turns": result.human_turns}).decode()
-                       if result.human_turns > 1 else None)
+            payload = _payload_of(link, result, self._keyer)
             record = RecordEvent(
                 session_key=self._key, agent_id=self._agent_id, kind="human_direct_message",
                 actor_type="human", summary=f"human message via {link.source}",

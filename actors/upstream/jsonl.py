@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from actors.errors import SessionStateError
+from actors.upstream.common import Unit
 from actors.upstream.files import check_of, end_of_complete_lines, file_state, read_range
 from actors.upstream.longline import LineReducer
 from actors.upstream.reading import Baseline, Reading, ScanContext, never_waiting, readable
@@ -30,9 +31,10 @@ from actors.upstream.scanning import (
     classify_long_line,
     scan_jsonl,
 )
+from actors.upstream.typedtext import SpanChanged
 
 __all__ = ["HEAD_LIMIT", "PROJECT_HEAD_BYTES", "Header", "classify_lines", "head_lines",
-           "header_pending", "line_reading", "read_baseline", "reduced_first_line"]
+           "header_pending", "line_reading", "read_baseline", "reduced_first_line", "units_in_span"]
 
 HEAD_LIMIT = 1 << 20
 """Most bytes read to find a transcript's first line or last newline."""
@@ -255,6 +257,41 @@ def line_reading(
     def project_of(path: str, thread_id: str) -> str | None:
         return project(head_lines(path))
 
+    def units_in(path: str, thread: str, pointer: dict[str, Any],
+                 cap: int) -> Iterator[Unit]:
+        return units_in_span(path, pointer, lines(path), cap)
+
     return Reading(baseline=baseline, scan=scan, classify=classify_file, project=project_of,
-                   sample=sample, type_turn=type_turn, lines=lines,
+                   sample=sample, type_turn=type_turn, lines=lines, units_in=units_in,
                    waiting=header_pending if header is not None else never_waiting)
+
+
+def units_in_span(path: str, pointer: dict[str, Any], classify: LineClassifier,
+                  cap: int) -> Iterator[Unit]:
+    """The units of the lines in ``pointer``'s byte range ``[from, to)`` of ``path``.
+
+    The range must still start at a line's start and end with a newline;
+    otherwise :class:`~actors.upstream.typedtext.SpanChanged`. Reads at most
+    ``cap`` bytes (a longer range is ``SpanChanged`` too: it cannot be the
+    range a scan decided). Caller's thread; blocks on one bounded read.
+
+    Raises:
+        OSError: the file cannot be read (gone, moved, not permitted).
+        SpanChanged: the range no longer falls on whole lines.
+    """
+    start, end = pointer.get("from"), pointer.get("to")
+    if not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end \
+            or end - start > cap:
+        raise SpanChanged(f"no byte range in the pointer: {start!r}..{end!r}")
+    with open(path, "rb") as handle:
+        handle.seek(max(start - 1, 0))
+        data = handle.read(end - start + (1 if start else 0))
+    if start:
+        if not data.startswith(b"\n"):
+            raise SpanChanged("the range no longer starts a line")
+        data = data[1:]
+    if len(data) != end - start or not data.endswith(b"\n"):
+        raise SpanChanged("the range no longer ends a line")
+    for line in data.split(b"\n")[:-1]:
+        if line.strip():
+            yield classify(line)

@@ -20,6 +20,7 @@ from actors.errors import SessionStateError
 from actors.upstream.common import OwnTexts
 from actors.upstream.files import file_state
 from actors.upstream.scanning import LineClassifier, PendingLine, ScanResult, StoreHint
+from actors.upstream.typedtext import UnitsIn
 
 __all__ = ["SHOWN_IDS", "Baseline", "Reading", "ScanContext", "could_not_read",
            "never_waiting", "pick_one", "readable", "source_key_of"]
@@ -145,6 +146,9 @@ class Reading:
             each scan. ``None`` for file sources.
         problem: what is wrong with the source given the exception reading
             it raised, a phrase completing "cannot read PATH: ...".
+        units_in: the units over an event's source pointer, to read typed
+            text back (:data:`~actors.upstream.typedtext.UnitsIn`); ``None``:
+            this source cannot read its turns back yet.
     """
 
     baseline: Callable[[str, str | None, bool, int], Baseline | str | None]
@@ -157,3 +161,4 @@ class Reading:
     lines: Callable[[str | None], LineClassifier] | None = None
     poll: Callable[[str, list[str], int], dict[str, int]] | None = None
     problem: Callable[[BaseException], str] = could_not_read
+    units_in: UnitsIn | None = None

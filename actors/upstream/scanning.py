@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -30,12 +30,14 @@ from actors.upstream.longline import LineReducer
 from actors.upstream.longline_reduced import reduced_unit
 
 __all__ = [
+    "Counted",
     "LineClassifier",
     "PendingLine",
     "ScanResult",
     "StoreHint",
     "classify_long_line",
     "count_turns",
+    "count_typed",
     "scan_jsonl",
 ]
 
@@ -100,6 +102,12 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
         recheck: a decision waits on time, not on a change (a write that may
             still be in flight): the monitor scans again soon even when the
             source does not change again.
+        typed: the plain :func:`~actors.upstream.common.text_hash` of each counted
+            turn, in order (the event's source pointer keys them before storing;
+            never stored or logged as they are).
+        span: ``(from, to)``, the byte range of the transcript this scan decided
+            (line sources; ``from`` is where the first counted line starts), or
+            ``None`` (stores: their turns are found by session and digest).
     """
 
     kind: ScanKind
@@ -112,6 +120,38 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     more: bool = False
     invalid_lines: int = 0
     recheck: bool = False
+    typed: tuple[str, ...] = ()
+    span: tuple[int, int] | None = None
+
+
+class Counted(NamedTuple):
+    """What :func:`count_typed` found: the counted turns, the newest one's time, their digests."""
+
+    turns: int
+    newest: int | None
+    digests: tuple[str, ...]
+
+
+def count_typed(units: Iterable[Unit], own_texts: OwnTexts) -> Counted:
+    """Like :func:`count_turns`, and also the plain text digest of each counted unit.
+
+    A digest is :func:`~actors.upstream.common.text_hash` of the whole typed
+    text (``echo_hash`` for a shortened long line); the caller keys it before
+    it is stored (:mod:`actors.upstream.typedtext`). Pure apart from using up
+    ``own_texts``; caller's thread.
+    """
+    digests: list[str] = []
+    newest: int | None = None
+    for unit in units:
+        if not unit.human:
+            continue
+        digest = unit.echo_hash or text_hash(unit.text)
+        if own_texts.claim(digest, unit.occurred_at):
+            continue
+        digests.append(digest)
+        if unit.occurred_at is not None:
+            newest = unit.occurred_at if newest is None else max(newest, unit.occurred_at)
+    return Counted(len(digests), newest, tuple(digests))
 
 
 def count_turns(units: Iterable[Unit], own_texts: OwnTexts) -> tuple[int, int | None]:
@@ -123,16 +163,8 @@ def count_turns(units: Iterable[Unit], own_texts: OwnTexts) -> tuple[int, int | 
     Returns:
         ``(turns, newest occurred_at among them or None)``.
     """
-    turns = 0
-    newest: int | None = None
-    for unit in units:
-        if not unit.human or own_texts.claim(unit.echo_hash or text_hash(unit.text),
-                                             unit.occurred_at):
-            continue
-        turns += 1
-        if unit.occurred_at is not None:
-            newest = unit.occurred_at if newest is None else max(newest, unit.occurred_at)
-    return turns, newest
+    counted = count_typed(units, own_texts)
+    return counted.turns, counted.newest
 
 
 def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
@@ -323,19 +355,21 @@ def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any]
     line_end = first_start + len(first) + 1
     rest = replace(chunk, lines=chunk.lines[1:])
     return _classify_lines(rest, first_start, [unit], marker, classify=classify,
-                           own_texts=own_texts, end=line_end)
+                           own_texts=own_texts, end=line_end, span_from=pending.start)
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
                     classify: LineClassifier, own_texts: OwnTexts,
-                    end: int | None = None) -> ScanResult:
+                    end: int | None = None, span_from: int | None = None) -> ScanResult:
     """Classify the complete lines of ``chunk`` after ``units`` already decided.
 
     ``offset`` is where the chunk's read started (its ``raw`` holds the check
     bytes before it); ``end`` where the bytes already decided end (default
     ``offset``). The marker moves to the end of the last line classified,
-    never past a line that stops the scan.
+    never past a line that stops the scan. ``span_from`` is where the first
+    unit's line starts (default ``offset``; a long line's start).
     """
+    span_from = offset if span_from is None else span_from
     end = offset if end is None else end
     last_line: bytes | None = None
     stopped = "unclassifiable_line"
@@ -351,7 +385,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
     if not units and end == offset:
         return ScanResult(kind="no_news", reason=stopped)
     epoch = marker.get("epoch", 0)
-    turns, newest = count_turns(units, own_texts)
+    turns, newest, digests = count_typed(units, own_texts)
     before = len(chunk.raw) - (chunk.end - offset)
     consumed = before + (end - offset)
     new_check = check_of(chunk.raw[:consumed][-CHECK_BYTES:])
@@ -364,6 +398,7 @@ def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[s
         dedupe_id=f"{epoch}:{end}" if turns else None,
         more=chunk.state.size > chunk.end + len(chunk.rest) and end == chunk.end,
         invalid_lines=sum(1 for u in units if u.reason == "invalid_json"),
+        typed=digests, span=(span_from, end) if turns else None,
     )
 
 

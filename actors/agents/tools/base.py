@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from actors.agents.activity import ActivityRule
 from actors.agents.push import PushPath
 
 __all__ = ["AgentTool"]
@@ -52,3 +53,8 @@ class AgentTool(NamedTuple):
     one short line when notices were handed to the agent (issue 33 item 4)."""
     hook_events: tuple[str, ...] = ()
     timeout_unit_ms: bool = False
+    activity: tuple[ActivityRule, ...] = ()
+    """The hook events that say where a session stands (:mod:`actors.agents.activity`):
+    ``ssa install`` registers ``ssa hook <tool> --activity`` under each."""
+    activity_fields: tuple[tuple[str, object], ...] = ()
+    """Extra fields of those hook handlers (Claude Code: ``async``, so a turn never waits)."""

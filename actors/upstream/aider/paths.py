@@ -6,7 +6,6 @@ the heavy half and the kit's sample writer use it. Pure.
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 __all__ = ["HISTORY_FILE", "history_thread_id"]
@@ -17,6 +16,8 @@ HISTORY_FILE = ".aider.chat.history.md"
 
 def history_thread_id(path: str) -> str:
     """``<repository name>-<8 hex of sha256(its real path)>`` for a history file (pure)."""
+    import hashlib  # noqa: PLC0415 - here: it loads OpenSSL, which a prompt hook never needs
+
     repo = os.path.dirname(os.path.realpath(path))
     digest = hashlib.sha256(repo.encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return f"{os.path.basename(repo) or 'root'}-{digest}"

@@ -7,12 +7,14 @@ it delivers with ``codex queue --thread ID --message TEXT`` run by the very
 binary of the session's Codex process (the message enters as queued input,
 which the TUI runs at its next 10 s tick). Mid-turn, an async ``PostToolUse``
 hook puts pending notices into the next request. ``codex exec`` is headless.
+``Stop`` and ``PermissionRequest`` hooks say where the session stands.
 """
 
 from __future__ import annotations
 
 import os
 
+from actors.agents.activity import ActivityRule
 from actors.agents.push import PushPath
 from actors.agents.tools.base import AgentTool
 
@@ -33,4 +35,7 @@ TOOL = AgentTool(
     install="actors.agents.tools.codex.install",
     push=PushPath(event="Stop", delivery="command", spawn=True, headless=("exec",),
                   mid_turn_event="PostToolUse", mid_turn_fields=(("async", True),),
-                  command=_codex_queue))
+                  command=_codex_queue),
+    activity=(ActivityRule("Stop", "finished", run="ok"),
+              ActivityRule("PermissionRequest", "waiting", "permission")),
+    activity_fields=(("timeout", 10),))

@@ -1,0 +1,46 @@
+"""Where a worker stands now: its hooks' last word, corrected by its transcript (pure).
+
+The tool's hooks say when a turn ended, a permission prompt opened or the
+session ended (:mod:`actors.agents.activityrun`); no hook is needed to see a
+session at work again: its transcript grows. So any stored state but
+``busy`` whose transcript changed more than
+:data:`BUSY_SLACK_MS` after it (a new prompt, a permission answered, a session
+resumed) reads as ``busy`` since that change.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from persistence import WorkerActivity
+
+__all__ = ["BUSY_SLACK_MS", "current_activity", "transcript_mtime_ms"]
+
+BUSY_SLACK_MS = 5_000
+"""How long after a turn's end its tool may still write the turn's last rows (Claude
+Code's stop-hook summary, turn duration) without the session counting as busy again."""
+
+
+def current_activity(stored: WorkerActivity | None,
+                     transcript_mtime: int | None) -> WorkerActivity | None:
+    """``stored``, or ``busy`` since ``transcript_mtime`` (epoch ms) when the transcript
+    changed after a stored pause (see the module); ``None`` when nothing was stored."""
+    if stored is None or transcript_mtime is None:
+        return stored
+    if stored.state != "busy" and transcript_mtime > stored.updated_at + BUSY_SLACK_MS:
+        return msgspec.structs.replace(stored, state="busy", detail=None,
+                                       since=transcript_mtime, updated_at=transcript_mtime)
+    return stored
+
+
+def transcript_mtime_ms(path: object) -> int | None:
+    """The transcript's modification time in epoch ms, or ``None`` (no path, unreadable).
+    One ``stat``; caller's thread."""
+    if not isinstance(path, str):
+        return None
+    try:
+        return os.stat(path).st_mtime_ns // 1_000_000
+    except OSError:
+        return None
