@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from persistence._reads import (
         EntryRow,
         has_waking_notice,
+        list_session_times,
         list_sessions,
         pending_cursors,
         read_changes,
@@ -170,6 +171,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamLink": "persistence.records",
     "collect": "persistence._submit",
     "is_postgres_url": "persistence._backend",
+    "list_session_times": "persistence._reads",
     "list_sessions": "persistence._reads",
     "list_links": "persistence._upstream",
     "list_watched_links": "persistence._upstream",
@@ -267,6 +269,7 @@ __all__ = [
     "keyed_hash",
     "link_lease",
     "list_links",
+    "list_session_times",
     "list_sessions",
     "list_watched_links",
     "open_backend",

@@ -249,5 +249,26 @@ def list_sessions(conn: Any, agent_id: str | None = None) -> list[SessionRow]:
     ]
 
 
+def list_session_times(conn: Any, agent_id: str | None = None) -> dict[tuple[str, str], int]:
+    """Each session's last change, epoch ms, by ``(session key, agent id)``.
+
+    The later of the session row's ``updated_at`` and its state head's (the
+    last signal appended). One query (of ``agent_id``'s sessions when given);
+    caller's thread; raises what the connection raises.
+    """
+    sql = (
+        "SELECT s.session_key, s.agent_id, s.updated_at, h.updated_at"
+        " FROM sessions AS s LEFT JOIN session_state_heads AS h"
+        " ON h.session_key = s.session_key AND h.agent_id = s.agent_id"
+    )
+    params: tuple[str, ...] = ()
+    if agent_id is not None:
+        sql += " WHERE s.agent_id = ?"
+        params = (agent_id,)
+    with snapshot(conn):
+        rows = conn.execute(sql, params).fetchall()
+    return {(str(k), str(a)): max(int(s or 0), int(h or 0)) for k, a, s, h in rows}
+
+
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)

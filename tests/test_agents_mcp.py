@@ -551,3 +551,24 @@ def test_ssa_mcp_help_is_the_full_parsers(capsys: pytest.CaptureFixture[str]) ->
         main(["mcp", "--help"])
     assert exited.value.code == 0
     assert "--db PATH_OR_URL" in capsys.readouterr().out
+
+
+def test_session_status_and_sessions_list_give_the_tools_title(
+        holder: GatewayHolder, tmp_path: Path) -> None:
+    """A renamed Claude Code worker is named in both results; a session without a link
+    has no ``name`` (issue 33 item 3)."""
+    from actors.testing import ClaudeCodeTranscript, Typed
+
+    transcript = ClaudeCodeTranscript(tmp_path / "abc.jsonl")
+    transcript.append(Typed("fix the flaky login test"))
+    transcript.rename("Flaky login")
+    gw = holder.get()
+    assert gw.adopt("agent:main:claude:abc", source="claude", path=transcript.path) is not None
+    gw.create_session("agent:main:plain")
+    status, listed = call(build_server(holder),
+                          ("session_status", {"sessionKey": "agent:main:claude:abc"}),
+                          ("sessions_list", {}))
+    assert payload(status)["name"] == "Flaky login"
+    rows = {row["sessionKey"]: row for row in payload(listed)["sessions"]}
+    assert rows["agent:main:claude:abc"]["name"] == "Flaky login"
+    assert "name" not in rows["agent:main:plain"]

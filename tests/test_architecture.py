@@ -278,6 +278,7 @@ _LIGHT = (
     ("actors.agents.mcp_tools", "persistence.keys"),
     ("actors.cli.app", "actors.facade.typed"),
     ("actors.agents.mcp_tools", "actors"),
+    ("actors.agents.mcp_tools", "actors.agents.linkname"),
     ("actors.agents.mcp_tools", "actors.agents.manage"),
     ("actors.agents.mcp_tools", "actors.agents.send"),
     ("actors.agents.mcp_tools", "msgspec"),

@@ -15,6 +15,7 @@ from actors import Gateway
 from actors.cli.app import main
 from actors.errors import InvalidArgument, SchemaError
 from actors.upstream.sources import BUILT_IN
+from tests._table import table_rows
 from tests._upstream_rows import claude_user
 from tests.conftest import CHILD, FIXTURES, WATCHER, SignalLogDb, needs_fixtures
 
@@ -53,7 +54,10 @@ def test_status_and_list_read_an_existing_database(
     assert [e["kind"] for e in status["stateChanges"]["events"]] == [
         "child_spawned", "human_direct_message"]
     assert main(["list", "--db", str(db_path)]) == 0
-    assert f"{CHILD}\tmain\t2\t-" in capsys.readouterr().out.splitlines()
+    rows = {r["SESSION"]: r for r in table_rows(capsys.readouterr().out)}
+    assert rows[CHILD]["STATE VERSION"] == "2"
+    assert rows[CHILD]["UPSTREAM"] == "-"
+    assert "AGENT" not in rows[CHILD]  # one agent: no AGENT column
 
 
 def test_user_mistakes_print_one_line_and_exit_non_zero(
@@ -230,8 +234,11 @@ def test_list_starts_with_a_header_and_its_json_has_none(
     gw.create_session("agent:main:quiet")
     gw.close()
     assert main(["list", "--db", str(db_path)]) == 0
-    assert capsys.readouterr().out.splitlines() == [
-        "SESSION\tAGENT\tSTATE_VERSION\tUPSTREAM", "agent:main:quiet\tmain\t-\t-"]
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split() == ["SESSION", "TOOL", "PROJECT", "NAME", "STATE", "LAST",
+                              "ACTIVITY", "STATE", "VERSION", "UPSTREAM"]
+    assert line.split()[:3] == ["agent:main:quiet", "-", "-"]
+    assert line.split()[-2:] == ["-", "-"]  # no state version, no upstream
     assert main(["list", "--json", "--db", str(db_path)]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert msgspec.json.decode(line)["sessionKey"] == "agent:main:quiet"
@@ -486,10 +493,12 @@ def test_status_list_and_watch_say_which_adopted_session_is_which(
     version = status["stateVersion"]
     assert version in (3, 4), status
     assert main(["list", "--db", str(db)]) == 0
-    rows = capsys.readouterr().out.splitlines()
-    assert f"{ckey}\tmain\t{version}\t{claude.resolve()}" in rows
-    assert any(r.startswith(f"{okey}\tmain\t") and r.endswith(
-        f"\t{store.resolve()}#{oc.session_id}") for r in rows)
+    rows = {r["SESSION"]: r for r in table_rows(capsys.readouterr().out)}
+    assert (rows[ckey]["STATE VERSION"], rows[ckey]["UPSTREAM"]) == (
+        str(version), str(claude.resolve()))
+    assert (rows[ckey]["TOOL"], rows[ckey]["PROJECT"]) == ("Claude Code", "/home/user/shop")
+    assert rows[okey]["UPSTREAM"] == f"{store.resolve()}#{oc.session_id}"
+    assert (rows[okey]["TOOL"], rows[okey]["PROJECT"]) == ("OpenCode", "/home/user/api")
     assert main(["list", "--json", "--db", str(db)]) == 0
     listed = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["sessionKey"]: r["upstream"]["path"] for r in listed if "upstream" in r} == {
@@ -535,7 +544,7 @@ def test_ssa_db_names_the_database_when_db_is_not_given(
     monkeypatch.setenv("SSA_DB", str(db.location))
     assert main(["list"]) == 0
     out, err = capsys.readouterr()
-    assert "agent:main:from-env\tmain\t-\t-" in out.splitlines()
+    assert [r["SESSION"] for r in table_rows(out)] == ["agent:main:from-env"]
     assert err == ""
     monkeypatch.setenv("SSA_DB", "mysql://u@h/db")
     assert main(["list"]) == 2
@@ -573,8 +582,7 @@ def test_list_says_why_a_program_prompted_session_never_counts(
     assert gw.adopt("agent:main:codex:exec", source="codex", path=exec_run.path) is None
     gw.close()
     assert main(["list", "--db", str(db_path)]) == 0
-    cells = {line.split("\t")[0]: line.split("\t")[3]
-             for line in capsys.readouterr().out.splitlines()[1:]}
+    cells = {r["SESSION"]: r["UPSTREAM"] for r in table_rows(capsys.readouterr().out)}
     assert cells["agent:main:claude:printed"].endswith(
         "(turns never count: a program prompts it (print mode or an SDK))")
     assert cells["agent:main:claude:typed"] == str(typed.path.resolve())

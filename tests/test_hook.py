@@ -463,8 +463,9 @@ def test_scope_list_watches_only_what_ssa_watches_adds(home: Home) -> None:
     listing = io.StringIO()
     assert run_watches("list", manager_key, [], home.db, listing) == 0
     header, row = listing.getvalue().splitlines()
-    assert row.startswith(f"Claude Code {home.manager.session_id[:8]} in proj (manager)  "
-                          f"Codex {home.worker.thread_id[:8]} in proj  ")  # readable names
+    assert row.startswith(  # readable names: the tool, the id, its first typed words, where
+        f'Claude Code {home.manager.session_id[:8]} "plan the work" in proj (manager)  '
+        f'Codex {home.worker.thread_id[:8]} "an earlier prompt" in proj  ')
     assert row.split()[-2:] == [manager_key, worker_key]  # then the keys to copy
     assert header.index("TARGET_KEY") == row.index(worker_key)  # aligned
     home.worker.append(Typed("typed after it was added"), Reply("ok"))
@@ -862,3 +863,21 @@ def test_a_bad_excerpt_is_one_line(home: Home, value: str) -> None:
     assert out == ""
     assert "--excerpt" in err
     assert len(err.strip().splitlines()) == 1
+
+
+# --- names (issue 33 item 3) -----------------------------------------------------------
+
+
+def test_the_context_names_a_session_by_its_title() -> None:
+    view = _view("agent:main:codex:w", 4, 1)._replace(name="Uploader retries")
+    text, _ = render_context("agent:main:claude:m", [view])
+    assert '(Codex session "Uploader retries", transcript /s/' in text
+    plain, _ = render_context("agent:main:claude:m", [_view("agent:main:codex:w", 4, 1)])
+    assert "(Codex session, transcript /s/" in plain
+
+
+def test_the_hook_reads_the_workers_name_from_its_rollout(home: Home) -> None:
+    home.context()
+    home.worker.rename("Uploader retries")
+    home.worker.append(Typed("typed"), Reply("ok"))
+    assert 'Codex session "Uploader retries"' in home.context()

@@ -74,8 +74,9 @@ def test_watch_adopts_reports_skips_and_prints_each_drained_notice(tmp_path: Pat
     assert lines[1] == ('notice: Session "agent:main:claude:abc" changed (other actor). '
                         'Reconcile before acting: session_status sessionKey '
                         '"agent:main:claude:abc" changesSince 1.')
-    assert lines[2] == f"  in claude transcript {session.resolve()}, project /work"
-    assert lines[3] == "  #3 human_direct_message by human: human message via claude"
+    assert lines[2] == "  name: history"  # its first typed words, read from the transcript
+    assert lines[3] == f"  in claude transcript {session.resolve()}, project /work"
+    assert lines[4] == "  #3 human_direct_message by human: human message via claude"
 
 
 def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
@@ -86,6 +87,7 @@ def test_watch_json_prints_one_object_per_notice(tmp_path: Path) -> None:
     summary, record = (msgspec.json.decode(line) for line in out.getvalue().splitlines()[:2])
     assert summary["adopted"] == {"claude": 1}
     assert record["sessionKey"] == "agent:main:claude:abc"
+    assert record["name"] == "history"
     assert [(e["kind"], e["payload"]["turns"], len(e["payload"]["source"]["rows"]))
             for e in record["events"]] == [("human_direct_message", 2, 2)]
 

@@ -72,6 +72,9 @@ class NoticeView(NamedTuple):
     state: str | None = None
     """Where the session's tool stands, in words (``"waiting for permission since
     12:03:04 UTC"``), when its hooks report it."""
+    name: str | None = None
+    """Its name in its tool (its title, else the first words typed there), read
+    from the tool's files when shown and never stored."""
 
 
 _NOTES = {"changed": "the transcript no longer holds it there",
@@ -102,7 +105,9 @@ def _block(notice: NoticeView) -> str:
     where = []
     if notice.source is not None:
         source = find_source(notice.source)
-        where.append(f"{source.title if source is not None else notice.source} session")
+        tool = source.title if source is not None else notice.source
+        where.append(f"{tool} session {_quoted(notice.name)}" if notice.name
+                     else f"{tool} session")
     if notice.cwd:
         where.append(f"in {notice.cwd}")
     if notice.path:

@@ -38,6 +38,7 @@ from actors.facade.activity import current_activity, transcript_mtime_ms
 from actors.facade.gateway import Gateway
 from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
+from actors.upstream.names import name_of
 from persistence import TypedRead, after_acknowledgement, peek, read_activity
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
@@ -245,6 +246,13 @@ def watching_since(conn: Any, watcher: str) -> int | None:
     return max(created, peek.manager_since(conn, watcher) or 0)
 
 
+def _name(link: peek.LinkPeek | None) -> str | None:
+    """The linked session's name in its tool (a paired node's files are not here)."""
+    if link is None or link.host_id.startswith("node:"):
+        return None
+    return name_of(link.source, link.path, link.thread_id)
+
+
 def _summaries(conn: Any, events: list[peek.EventPeek],
                excerpt: int) -> tuple[SummaryEvent, ...]:
     """The summary lines of one notice; with ``excerpt``, its typed turns' first characters
@@ -310,7 +318,8 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
                 text=text, target_key=key, changes_since=since, total=total,
                 events=_summaries(conn, events, excerpt),
                 state=_state(conn, key, link.path if link else None),
-                source=link.source if link else None, path=link.path if link else None))
+                source=link.source if link else None, path=link.path if link else None,
+                name=_name(link)))
     context, shown = render_context(watcher, views, pending=total_pending)
     output = render_output(hook, context, notices=len(shown))
     if not output:

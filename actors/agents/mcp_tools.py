@@ -152,6 +152,19 @@ def _upstream_of(gw: Any, key: str, agent_id: str | None) -> dict[str, Any] | No
     return None if link is None else dict(_plain(where_of(link, project=False)))
 
 
+def _names(gw: Any, pairs: list[tuple[str, str | None]]) -> dict[tuple[str, str], str]:
+    """The sessions' names in their tools (:mod:`actors.agents.linkname`), read now and
+    never stored, by ``(key, agent id)`` (``None``: the key's agent); ``{}`` when the
+    links cannot be read (a name is a courtesy)."""
+    from actors.agents.linkname import session_names  # noqa: PLC0415 - at a call only
+    from persistence.keys import agent_id_of  # noqa: PLC0415
+
+    try:
+        return session_names(gw, [(key, agent or agent_id_of(key)) for key, agent in pairs])
+    except StorageError:
+        return {}
+
+
 def _page_limit(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_PAGE
@@ -207,6 +220,9 @@ def tool_functions(holder: GatewayHolder) -> dict[str, Callable[..., dict[str, A
             upstream = _upstream_of(gw, sessionKey, agentId)
             if upstream is not None:
                 status["upstream"] = upstream
+            name = next(iter(_names(gw, [(sessionKey, agentId)]).values()), None)
+            if name is not None:
+                status["name"] = name  # the tool's title, read now (never stored)
             return dict(status)
         return dict(call(run))
 
@@ -218,7 +234,11 @@ def tool_functions(holder: GatewayHolder) -> dict[str, Callable[..., dict[str, A
             rows = gw.sessions_list(agent_id=agentId)
             chunk = rows[start:start + page]
             following = start + page
-            return {"sessions": _plain(chunk), "total": len(rows),
+            names = _names(gw, [(r.session_key, r.agent_id) for r in chunk])
+            sessions = [dict(_plain(r), **({"name": names[(r.session_key, r.agent_id)]}
+                                           if (r.session_key, r.agent_id) in names else {}))
+                        for r in chunk]
+            return {"sessions": sessions, "total": len(rows),
                     "nextCursor": str(following) if following < len(rows) else None}
         return dict(call(run))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from actors.agents.hookrun import catalogs_for
-from actors.agents.names import session_name
+from actors.agents.names import session_name, titles_of
 from actors.agents.sessions import CwdCache, Found, StoreRow, find_sessions
 from actors.errors import InvalidArgument
 from actors.facade import validate as v
@@ -32,8 +32,10 @@ def _table(rows: list[tuple[str, str, int, int]], managers: dict[str, bool]) -> 
         for session in find_sessions(catalogs_for(os.getcwd()), CwdCache(None), stores):
             found.setdefault(f"agent:main:{session.source}:{session.thread_id}", session)
     header = ("WATCHER", "TARGET", "SINCE", "PENDING", "WATCHER_KEY", "TARGET_KEY")
+    titles = titles_of([key for w, t, _, _ in rows for key in (w, t)], found)
     lines = [header] + [
-        (session_name(w, found, managers), session_name(t, found, managers), str(ls),
+        (session_name(w, found, managers, titles), session_name(t, found, managers, titles),
+         str(ls),
          "yes" if mt > ls else "no", w, t) for w, t, ls, mt in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     return "".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths,

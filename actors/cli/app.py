@@ -92,10 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--db", help="also check this database (default: $SSA_DB, else the "
                         "default file)")
     doctor.add_argument("--json", action="store_true", help="one JSON object per finding")
-    listing = sub.add_parser("list", help="list sessions with their state versions")
+    listing = sub.add_parser("list", help="list sessions: tool, project, name, last activity, "
+                             "state version, where their turns are read")
     listing.add_argument("--db", type=_db_path, help=db_help)
     listing.add_argument("--agent-id", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument("--no-names", action="store_true",
+                         help="do not read the sessions' names and project folders from "
+                              "their tools' files (faster for many sessions)")
     watch = sub.add_parser(
         "watch", help="adopt every session in the catalogs and report direct human turns")
     watch.add_argument("--db", type=_db_path, help=db_help)
@@ -318,7 +322,8 @@ def _status_of(conn: Any, args: argparse.Namespace, agent: str,
 def _list(args: argparse.Namespace) -> int:
     conn, where = open_existing(args.db, args.db_named_by)
     with text_faults(where):  # a stored text that is not UTF-8: one line, a read fault
-        return run_list(conn, args.agent_id, as_json=args.json, out=sys.stdout)
+        return run_list(conn, args.agent_id, as_json=args.json, out=sys.stdout,
+                        names=not args.no_names)
 
 
 class _StderrHandler(logging.Handler):

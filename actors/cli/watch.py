@@ -26,6 +26,7 @@ from actors.cli.wakeup import StopFlag, Wakeup
 from actors.facade.gateway import Gateway, upstream_service
 from actors.facade.values import SessionStateEvent
 from actors.monitors.catalogfeed import CatalogFeed
+from actors.monitors.naming import where_name
 from actors.monitors.where import UpstreamWhere, describe, in_store, where_of
 from actors.upstream.catalog import Candidate, default_catalogs, discover, unreadable_store
 from actors.upstream.source import Source
@@ -58,6 +59,9 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             that answer's ``stateChanges``.
         upstream: which adopted session it is (tool, transcript, project
             directory), when the session has an upstream link.
+        name: the session's name in its tool (its title, else the first
+            words typed), read from the tool's files when the notice is
+            printed and never stored; ``None`` when it has none.
     """
 
     notice: str
@@ -69,6 +73,7 @@ class NoticeRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     truncated: bool
     earliest_available_sequence: int
     upstream: UpstreamWhere | None = None
+    name: str | None = None
 
 
 Handoff = Callable[[NoticeRecord], None]
@@ -214,7 +219,7 @@ def _reconcile(gw: Gateway, text: str, until: dict[str, int] | None = None,
         history_gap=changes.history_gap if changes else False,
         truncated=changes.truncated if changes else False,
         earliest_available_sequence=changes.earliest_available_sequence if changes else 0,
-        upstream=_where(gw, key))
+        upstream=(where := _where(gw, key)), name=where_name(where))
 
 
 def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
@@ -226,6 +231,8 @@ def _print_notices(gw: Gateway, notices: list[str], as_json: bool, out: TextIO,
             out.write(msgspec.json.encode(record).decode() + "\n")
             continue
         out.write(f"notice: {record.notice}\n")
+        if record.name is not None:
+            out.write(f"  name: {record.name}\n")
         if record.upstream is not None:
             out.write(f"  in {describe(record.upstream)}\n")
         for event in record.events:

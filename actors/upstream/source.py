@@ -29,6 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -49,6 +50,8 @@ __all__ = [
     "epoch_ms_of",
     "glob_sessions",
     "json_head",
+    "named_by",
+    "no_name",
     "note_store_problem",
     "only_itself",
     "string_field",
@@ -151,6 +154,28 @@ def only_itself(path: str) -> tuple[str, ...]:
     return (path,)
 
 
+def no_name(path: str, thread_id: str) -> None:
+    """A source whose sessions have no title of their own and no fallback: ``None``."""
+    return
+
+
+def named_by(module: str) -> Callable[[str, str], str | None]:
+    """The :attr:`Source.session_name` of a source whose ``module`` (dotted, e.g.
+    ``"actors.upstream.claude.title"``) defines ``title(path, thread_id) -> str | None``.
+
+    The module is imported on the first call, not here: ``ssa hook`` loads
+    every source's light half at every prompt and never shows a name. Any
+    thread; the returned function raises what the import or ``title`` raise
+    (:func:`actors.upstream.names.name_of` turns that into ``None``).
+    """
+
+    def session_name(path: str, thread_id: str) -> str | None:
+        title: Callable[[str, str], str | None] = import_module(module).title
+        return title(path, thread_id)
+
+    return session_name
+
+
 class Source(NamedTuple):
     """One upstream source: a coding agent's session format (immutable).
 
@@ -178,6 +203,12 @@ class Source(NamedTuple):
             missing or unreadable store); ``None`` for file sources.
         head: a file source's ``(cwd, started_ms)`` from a transcript's
             head (default :func:`json_head`).
+        session_name: ``(path, thread_id) -> name or None``: the session's
+            title in the tool (its own, else the first words the person
+            typed), read from the tool's files at call time and never stored
+            (:func:`named_by` its ``title`` module; default :func:`no_name`).
+            Bounded reads; should not raise (:func:`actors.upstream.names.name_of`
+            guards it).
     """
 
     name: str
@@ -192,6 +223,7 @@ class Source(NamedTuple):
     watch_files: Callable[[str], tuple[str, ...]] = only_itself
     rows: Callable[[Path, int], list[StoreRow]] | None = None
     head: Callable[[str], tuple[str | None, int | None]] = json_head
+    session_name: Callable[[str, str], str | None] = no_name
 
 
 def glob_sessions(source: str, root: Path, pattern: str,

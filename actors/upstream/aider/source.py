@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actors.upstream.aider.paths import HISTORY_FILE, history_thread_id
-from actors.upstream.source import Candidate, Source
+from actors.upstream.source import Candidate, Source, named_by
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -66,5 +66,6 @@ def reading() -> Reading:
 
 AIDER = Source(name=NAME, title="Aider", flag=NAME, metavar="DIR", holds="file",
                locations=locations, discover=discover,
-               no_link="not an Aider chat history", reading=reading, head=head)
+               no_link="not an Aider chat history", reading=reading, head=head,
+               session_name=named_by("actors.upstream.aider.title"))
 """Aider: every history file may be linked; program-driven sessions in it never count."""

@@ -191,6 +191,20 @@ class ClaudeCodeTranscript:
         """
         return self._file.append_turns(turns, self._rows)
 
+    def rename(self, title: str, *, session_id: str | None = None) -> int:
+        """Append the row ``/rename TITLE`` writes: ``{"type": "custom-title",
+        "customTitle": title, "sessionId": ...}`` (default: this session's id).
+        Returns 1. Raises ``OSError`` when the file cannot be written."""
+        return self._file.write([{"type": "custom-title", "customTitle": title,
+                                  "sessionId": session_id or self.session_id}])
+
+    def summary(self, text: str) -> int:
+        """Append a ``{"type": "summary", "summary": text, "leafUuid": ...}`` row, the
+        one-line description older builds write for ``claude --resume``. Returns 1.
+        Raises ``OSError`` when the file cannot be written."""
+        return self._file.write([{"type": "summary", "summary": text,
+                                  "leafUuid": self._file.parent or str(uuid.uuid4())}])
+
     def lines(self, *turns: t.Turn) -> bytes:
         """The lines :meth:`append` would write for ``turns``, as bytes, without writing.
 

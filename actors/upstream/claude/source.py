@@ -23,6 +23,7 @@ from actors.upstream.source import (
     Source,
     epoch_ms_of,
     glob_sessions,
+    named_by,
     string_field,
 )
 
@@ -91,5 +92,6 @@ def reading() -> Reading:
 
 CLAUDE = Source(name=NAME, title="Claude Code", flag=NAME, metavar="DIR", holds="file",
                 locations=locations, discover=discover, no_link="not monitorable",
-                reading=reading, head=head)
+                reading=reading, head=head,
+                session_name=named_by("actors.upstream.claude.title"))
 """Claude Code: every transcript may be linked (no header decides)."""

@@ -17,7 +17,8 @@ from actors.upstream.kit import turns as t
 from actors.upstream.kit.jsonl import JsonlFile, encode, iso
 from actors.upstream.kit.windows import WINDOWS_CWD
 
-__all__ = ["CodexRollout", "CodexTurn", "HookContinuation", "QueuedMessage", "Steer", "sample",
+__all__ = ["CodexRollout", "CodexTurn", "HookContinuation", "QueuedMessage", "Steer",
+           "index_thread_name", "sample",
            "type_turn"]
 
 _PIXEL = "data:image/png;base64," + t.PIXEL_PNG
@@ -177,6 +178,15 @@ class CodexRollout:
         """
         return self._file.lines(turns, self._rows)
 
+    def rename(self, name: str | None) -> int:
+        """Append the row a rename writes to the rollout (newer builds):
+        ``event_msg`` ``{"type": "thread_name_updated", "thread_id", "thread_name"}``
+        (``None``: no ``thread_name``, a cleared name). Returns 1. Raises ``OSError``."""
+        payload: dict[str, Any] = {"type": "thread_name_updated", "thread_id": self.thread_id}
+        if name is not None:
+            payload["thread_name"] = name
+        return self._file.write([self._line("event_msg", payload)])
+
     def header_line(self) -> bytes:
         """The header line :meth:`append` writes first into an empty file, as bytes.
 
@@ -325,6 +335,19 @@ class CodexRollout:
 
 
 _SAMPLE_THREAD = "01a06421-3bf7-7ed2-a618-e42b6c961905"
+
+
+def index_thread_name(codex_home: str | os.PathLike[str], thread_id: str, name: str,
+                      updated_at: str = "2026-01-01T00:00:00Z") -> None:
+    """Append ``{"id", "thread_name", "updated_at"}`` to ``codex_home/session_index.jsonl``,
+    as every Codex build that names threads does (``append_thread_name``).
+
+    Raises:
+        OSError: the index cannot be written.
+    """
+    row = {"id": thread_id, "thread_name": name, "updated_at": updated_at}
+    with (Path(codex_home) / "session_index.jsonl").open("ab") as handle:
+        handle.write(encode([row]))
 
 
 def sample(root: Path) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.upstream.source import Candidate, Source, glob_sessions
+from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -52,5 +52,6 @@ def reading() -> Reading:
 
 CODEX = Source(name=NAME, title="Codex", flag=NAME, metavar="DIR", holds="file",
                locations=locations, discover=discover,
-               no_link="Codex thread not started by a user", reading=reading)
+               no_link="Codex thread not started by a user", reading=reading,
+               session_name=named_by("actors.upstream.codex.title"))
 """Codex: the ``session_meta`` line decides the thread id and whether it may be linked."""

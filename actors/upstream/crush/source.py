@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from actors.upstream.crush.db import TOP_LEVEL, open_store, store_problem
-from actors.upstream.source import Candidate, Source, StoreRow, note_store_problem
+from actors.upstream.source import Candidate, Source, StoreRow, named_by, note_store_problem
 from persistence.lazylog import get_logger
 
 if TYPE_CHECKING:
@@ -122,5 +122,6 @@ def reading() -> Reading:
 CRUSH = Source(name=NAME, title="Crush", flag=NAME, metavar="PATH", holds="store",
                locations=locations, discover=discover,
                no_link="Crush sub-agent or title session", reading=reading,
-               watch_files=with_wal, rows=store_rows)
+               watch_files=with_wal, rows=store_rows,
+               session_name=named_by("actors.upstream.crush.title"))
 """Crush: sub-agents' task sessions and title sessions get no link."""

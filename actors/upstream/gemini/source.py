@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actors.upstream.gemini.paths import logs_file, project_root_of
-from actors.upstream.source import Candidate, Source, glob_sessions, json_head
+from actors.upstream.source import Candidate, Source, glob_sessions, json_head, named_by
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -77,5 +77,6 @@ def reading() -> Reading:
 GEMINI = Source(name=NAME, title="Gemini CLI", flag=NAME, metavar="DIR", holds="file",
                 locations=locations, discover=discover,
                 no_link="program-driven or sub-agent Gemini CLI session",
-                reading=reading, watch_files=watch_files, head=head)
+                reading=reading, watch_files=watch_files, head=head,
+                session_name=named_by("actors.upstream.gemini.title"))
 """Gemini CLI: only interactive sessions (their queries logged in ``logs.json``) are linked."""

@@ -19,7 +19,7 @@ import apsw
 
 from actors.upstream.opencode.db import open_opencode_db
 from actors.upstream.opencode.problems import store_problem
-from actors.upstream.source import Candidate, Source, StoreRow, note_store_problem
+from actors.upstream.source import Candidate, Source, StoreRow, named_by, note_store_problem
 from persistence.lazylog import get_logger
 
 if TYPE_CHECKING:
@@ -119,5 +119,6 @@ def reading() -> Reading:
 OPENCODE = Source(name=NAME, title="OpenCode", flag=NAME, metavar="DB", holds="store",
                   locations=locations, discover=discover,
                   no_link="OpenCode child or opencode-run session", reading=reading,
-                  watch_files=with_wal, rows=store_rows)
+                  watch_files=with_wal, rows=store_rows,
+                  session_name=named_by("actors.upstream.opencode.title"))
 """OpenCode: child sessions and ``opencode run`` sessions get no link."""

@@ -113,6 +113,11 @@ class PiSession:
         """
         return self._file.lines(turns, self._rows)
 
+    def name(self, name: str) -> int:
+        """Append the ``session_info`` entry ``/name NAME`` writes (``appendSessionInfo``,
+        the name trimmed). Returns 1. Raises ``OSError``."""
+        return self._file.write([self._entry("session_info", name=name.strip())])
+
     def header_line(self) -> bytes:
         """The header line :meth:`append` writes first into an empty file, as bytes.
 

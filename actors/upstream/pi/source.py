@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.upstream.source import Candidate, Source, glob_sessions
+from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -46,5 +46,6 @@ def reading() -> Reading:
 
 PI = Source(name=NAME, title="Pi", flag=NAME, metavar="DIR", holds="file",
             locations=locations, discover=discover, no_link="not a Pi session file",
-            reading=reading)
+            reading=reading,
+            session_name=named_by("actors.upstream.pi.title"))
 """Pi: a file whose first line is a session header (any version) may be linked."""

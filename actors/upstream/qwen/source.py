@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.upstream.source import Candidate, Source, glob_sessions
+from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
@@ -70,5 +70,6 @@ def reading() -> Reading:
 QWEN = Source(name=NAME, title="Qwen Code", flag=NAME, metavar="DIR", holds="file",
               locations=locations, discover=discover,
               no_link="program-driven, channel-driven or sub-agent Qwen Code session",
-              reading=reading, watch_files=watch_files)
+              reading=reading, watch_files=watch_files,
+              session_name=named_by("actors.upstream.qwen.title"))
 """Qwen Code: only sessions the interactive UI ran (its ``runtime.json`` sidecar) are linked."""
