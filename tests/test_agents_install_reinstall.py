@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.agents.installmerge import carry_argv, handler_edits
+from actors.agents.installmerge import carry_argv, handler_edits, merge_entry
 from actors.cli.app import main
 from tests.test_agents_install import home, ssa
 
@@ -123,3 +123,47 @@ def test_codex_hooks_a_reinstall_adds_take_the_db_and_the_permission_wait(
 def test_carry_argv(argvs: list[list[str]], wanted: list[str], explicit: frozenset[str],
                     carried: list[str], notes: list[str]) -> None:
     assert carry_argv(handler_edits(argvs, 3), wanted, 3, explicit) == (carried, notes)
+
+
+# --- K: the person's edits of the MCP entry are reported, as hook edits are --------------
+
+def test_a_reinstall_reports_the_env_the_person_added_to_the_claude_mcp_entry(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    state = home / ".claude.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa)[0] == 0
+    value = json.loads(state.read_text())
+    value["mcpServers"]["ssa"]["env"] = {"SSA_DB": "/data/s.sqlite", "PGPASSWORD": "s3cret"}
+    state.write_text(json.dumps(value))
+    code, out, _ = run(capsys, "install", "claude-code", "--ssa", ssa)
+    assert code == 0
+    assert f"already installed: MCP server mcpServers.ssa in {state}" in out
+    assert (f"kept your edits of the ssa entries in {state}: env (SSA_DB, PGPASSWORD)"
+            in out)
+    assert "s3cret" not in out  # the names of the variables, never their values
+    assert "/data/s.sqlite" not in out
+
+
+def test_a_reinstall_reports_the_persons_keys_in_the_codex_table(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = home / ".codex" / "config.toml"
+    assert run(capsys, "install", "codex", "--ssa", ssa)[0] == 0
+    config.write_text(config.read_text() + 'startup_timeout_sec = 30\ncwd = "/s3cret"\n'
+                      'env = { PGPASSFILE = "/x" }\n')
+    code, out, _ = run(capsys, "install", "codex", "--ssa", ssa)
+    assert code == 0
+    assert f"already installed: MCP server [mcp_servers.ssa] in {config}" in out
+    assert (f"kept your edits of the ssa entries in {config}: startup_timeout_sec 30, cwd, "
+            "env (PGPASSFILE)") in out
+    assert "s3cret" not in out
+
+
+@pytest.mark.parametrize(("existing", "kept"), [
+    ({"command": "s", "args": ["mcp"], "env": {}}, []),
+    ({"command": "s", "args": ["mcp"], "env": {"A": "1"}, "timeout": 5, "token": "t"},
+     ["env (A)", "timeout 5", "token"]),
+    ({"command": "s", "args": ["mcp"], "env": [], "on": True}, ["env []", "on true"]),
+])
+def test_merge_entry_names_what_the_person_added(existing: dict[str, object],
+                                                 kept: list[str]) -> None:
+    wanted = {"command": "s", "args": ["mcp"], "env": {}}
+    assert merge_entry(existing, wanted, {"args": 1}, frozenset()) == ({}, kept)

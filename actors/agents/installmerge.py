@@ -10,8 +10,8 @@ previous install left and the person then edited:
   stays (the README's ``--scope all`` edit survives ``ssa install`` run again);
   anything else the person added stays where it is;
 * an entry (a hook handler, an MCP server): ``command``/``args`` are merged as
-  above; one of our other keys the person changed keeps their value (and is
-  reported); keys the person added stay.
+  above; one of our other keys the person changed keeps their value; keys the
+  person added stay; both are reported (a table such as ``env`` by its keys' names).
 * a handler a re-install adds beside ours the person edited: it takes their edits
   too (:func:`handler_edits`, :func:`carry_argv`): the ``VAR=value`` they put in
   front and their values of :data:`CARRIED` not given on this command line, so
@@ -220,7 +220,9 @@ def merge_entry(existing: Mapping[str, Any], wanted: Mapping[str, Any],
 
     Returns:
         ``(changes, kept)``: each key whose value must change (only ours, never a key
-        the person added), and lines naming what of ours the person's file keeps.
+        the person added), and lines naming what the person's file keeps: their value
+        of one of our keys, and each key they added (an ``env`` by its variables'
+        names, never their values).
     """
     changes: dict[str, Any] = {}
     kept: list[str] = []
@@ -242,12 +244,25 @@ def merge_entry(existing: Mapping[str, Any], wanted: Mapping[str, Any],
                 changes[key] = join_command(merged) if is_text else merged
         elif key not in existing or (key in replace and current != value):
             changes[key] = value
-        elif current != value and not (isinstance(value, dict | list) and not value
-                                       and type(current) is type(value)):
-            kept.append(f"{key} {_short(current)}")
+        elif current != value:
+            kept.append(_described(key, current, ours=True))
+    kept += [_described(key, current, ours=False) for key, current in existing.items()
+             if key not in wanted]
     return changes, kept
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+def _described(key: str, value: Any, *, ours: bool) -> str:
+    """A kept value as the note names it: one of our keys, or a number or truth value,
+    with its value (``timeout 25``, ``startup_timeout_sec 30``); a table by its keys'
+    names (``env (SSA_DB)``: an env's values may be passwords); any other value of a
+    key the person added by the key's name only (it may be a token). Pure."""
+    if isinstance(value, Mapping):
+        return f"{key} ({_short(', '.join(str(k) for k in value), quote=False)})" \
+            if value else key
+    shown = ours or isinstance(value, int | float)
+    return f"{key} {_short(value)}" if shown else key
+
+
+def _short(value: Any, *, quote: bool = True) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if quote else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
