@@ -167,3 +167,22 @@ def test_merge_entry_names_what_the_person_added(existing: dict[str, object],
                                                  kept: list[str]) -> None:
     wanted = {"command": "s", "args": ["mcp"], "env": {}}
     assert merge_entry(existing, wanted, {"args": 1}, frozenset()) == ({}, kept)
+
+
+# --- L: the backup the message names is the one written ---------------------------------
+
+def test_the_backup_named_for_a_symlinked_settings_file_is_the_one_written(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    dotfiles = home / "dots" / "settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"a": 1}\n')
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(Path("..") / "dots" / "settings.json")
+    code, out, _ = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")
+    assert code == 0
+    backup = dotfiles.with_name("settings.json.ssa-backup")
+    assert backup.read_text() == '{"a": 1}\n'  # beside the link's target
+    assert f"updated {link} (" in out  # the file as the person knows it
+    assert f"; backup {backup})" in out
+    assert not link.with_name("settings.json.ssa-backup").exists()

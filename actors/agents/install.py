@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
+from actors.agents._files import ConfigRefused, diff
 from actors.agents.dbcheck import db_problem
 from actors.agents.installplan import apply, plan
 from actors.agents.installsetup import Setup
@@ -185,8 +185,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             out.write(f"removed {change.path} ({change.what})\n")
         else:
             action = "wrote" if change.before is None else "updated"
-            backup = ("" if change.before is None or op.owned or op.drop_backup
-                      else f"; backup {change.path}{BACKUP_SUFFIX}")
+            backup = "" if change.backup is None else f"; backup {change.backup}"
             label = "installed" if install else "uninstalled"
             out.write(f"{action} {change.path} ({change.what} {label}{backup})\n")
     if args.dry_run:
