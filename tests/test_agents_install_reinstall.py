@@ -186,3 +186,25 @@ def test_the_backup_named_for_a_symlinked_settings_file_is_the_one_written(
     assert f"updated {link} (" in out  # the file as the person knows it
     assert f"; backup {backup})" in out
     assert not link.with_name("settings.json.ssa-backup").exists()
+
+
+# --- M: Codex's "trust the new hooks" only when hooks.json changes ----------------------
+
+def test_codex_asks_to_trust_the_hooks_only_when_hooks_json_changes(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    trust = "Codex asks you to trust new hooks"
+    code, out, _ = run(capsys, "install", "codex", "--ssa", ssa)
+    assert code == 0
+    assert trust in out
+    code, out, _ = run(capsys, "install", "codex", "--ssa", ssa)
+    assert code == 0
+    assert f"already installed: UserPromptSubmit and SessionStart hooks, and an async " \
+           f"PostToolUse hook (mid-turn notices) in {home / '.codex' / 'hooks.json'}" in out
+    assert trust not in out
+    code, out, _ = run(capsys, "install", "codex", "--ssa", ssa, "--scope", "all",
+                       "--dry-run")
+    assert code == 0
+    assert trust in out  # what the change would ask
+    code, out, _ = run(capsys, "install", "codex", "--ssa", ssa, "--scope", "all")
+    assert code == 0
+    assert trust in out  # another command line: Codex asks again

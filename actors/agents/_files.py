@@ -93,6 +93,9 @@ class FileOp:
     drop_backup: bool = False
     quiet: bool = False
     """Not reported to the person (ssa's own record of what it installed)."""
+    notes: tuple[str, ...] = ()
+    """Lines to tell the person after, only when this file changes (or, in a dry run,
+    would): e.g. Codex's "trust the new hooks", pointless when ``hooks.json`` stays."""
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in dict.fromkeys(the_plan.notes):  # a retried transform says it twice
-        out.write(note + "\n")
+    changed_notes = [note for op, change in zip(the_plan.ops, changes, strict=True)
+                     if change.changed for note in op.notes]
+    for note in dict.fromkeys([*the_plan.notes, *changed_notes]):  # a retried transform
+        out.write(note + "\n")                                      # says it twice
     return 0
