@@ -560,7 +560,7 @@ def test_uninstall_keeps_the_containers_and_the_file_that_were_there(
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
     assert run(capsys, "uninstall", "claude-code")[0] == 0
     assert settings.exists()  # it existed before the install: never removed
-    assert settings.read_text() == (original or "{}\n")
+    assert settings.read_text() == original  # an empty one too (not "{}")
 
 
 def test_uninstall_keeps_an_empty_commented_mcp_object(
@@ -599,6 +599,25 @@ def test_an_existing_empty_codex_config_stays(home: Path, ssa: str,
     assert run(capsys, "uninstall", "codex")[0] == 0
     assert config.exists()
     assert config.read_text() == ""
+
+
+@pytest.mark.parametrize("blank", ["", "   \n\n", "\n", "\t\r\n"])
+def test_a_blank_settings_file_gets_its_bytes_back(home: Path, ssa: str, blank: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty or whitespace-only settings file came back as ``{}`` after install and
+    uninstall (the chained hooks + MCP edits of Gemini CLI's file too)."""
+    files = [home / ".claude" / "settings.json", home / ".claude.json",
+             home / ".gemini" / "settings.json"]
+    for path in files:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(blank.encode())
+    for tool in ("claude-code", "gemini"):
+        assert run(capsys, "install", tool, "--ssa", ssa)[0] == 0
+    assert all(json.loads(path.read_text())["mcpServers"] for path in files[1:])
+    for tool in ("claude-code", "gemini"):
+        assert run(capsys, "uninstall", tool)[0] == 0
+    for path in files:
+        assert path.read_bytes() == blank.encode(), path
 
 
 def test_a_fifo_in_place_of_ssas_own_record_is_refused_not_waited_on(home: Path,

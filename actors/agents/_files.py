@@ -16,7 +16,8 @@ Every change ``ssa install``/``ssa uninstall`` makes goes through
 * a file the person made read-only (no owner write bit, ``chattr +i``/``+a``)
   is refused before anything is written;
 * before a person's file is changed its previous bytes go to
-  ``<file>.ssa-backup`` (the latest change's backup; same mode as the file).
+  ``<file>.ssa-backup`` (the latest change's backup; same mode as the file;
+  beside a symbolic link's target, :attr:`Change.backup` says where).
   No backup is kept of a file that is ours whole (a plugin, an extension) or
   of a settings file removed because nothing but ``{}`` was left of it;
 * an edited file keeps its mode and its owner (root installing with another
@@ -92,16 +93,26 @@ class FileOp:
     drop_backup: bool = False
     quiet: bool = False
     """Not reported to the person (ssa's own record of what it installed)."""
+    notes: tuple[str, ...] = ()
+    """Lines to tell the person after, only when this file changes (or, in a dry run,
+    would): e.g. Codex's "trust the new hooks", pointless when ``hooks.json`` stays."""
 
 
 @dataclass(frozen=True)
 class Change:
-    """The outcome for one file: its text before and after (``None``: absent)."""
+    """The outcome for one file: its text before and after (``None``: absent).
+
+    ``path`` is the file as the plan named it (a symbolic link stays the link);
+    ``backup`` the ``.ssa-backup`` this change wrote, beside the file really written
+    (a link's target), or ``None`` when it wrote none (a dry run, a new or removed
+    file, a file that is ours whole, an uninstall).
+    """
 
     path: Path
     what: str
     before: str | None
     after: str | None
+    backup: Path | None = None
 
     @property
     def changed(self) -> bool:
@@ -436,8 +447,9 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
                 if op.path in done:  # two ops on one file: the transforms must be chained
                     raise ConfigRefused(f"{op.path}: changed twice in one install")
                 try:
-                    _commit(op.path, found, change.after,
-                            backup=not (op.owned or op.drop_backup))
+                    backup = _commit(op.path, found, change.after,
+                                     backup=not (op.owned or op.drop_backup))
+                    changes[index] = dataclasses.replace(change, backup=backup)
                     done[op.path] = change.after
                     break
                 except _ChangedMeanwhile:
@@ -454,9 +466,14 @@ def apply_changes(ops: list[FileOp], *, dry_run: bool = False,
     return changes
 
 
+def _backup_of(path: Path) -> Path:
+    """Where the backup of ``path`` (the file really written) goes: beside it."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
 def _remove_backup(path: Path) -> None:
     """Remove ``<path>.ssa-backup`` (a regular file of ours) when it is there."""
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    backup = _backup_of(path)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISREG(os.lstat(backup).st_mode):
             backup.unlink()
@@ -490,10 +507,13 @@ def _check_writable(path: Path, found: _Seen) -> None:
                             "which this user cannot give it; not changed")
 
 
-def _commit(path: Path, found: _Seen, after: str | None, *, backup: bool) -> None:
+def _commit(path: Path, found: _Seen, after: str | None, *, backup: bool) -> Path | None:
     """Back up ``found`` (an edited file of the person's) and put ``after`` in place
     (or remove the file), keeping the file's mode and owner (a new file: 0600 and the
     folder's owner).
+
+    Returns:
+        The backup written (``<path>.ssa-backup``), or ``None`` when none was.
 
     Raises:
         _ChangedMeanwhile: ``path`` is no longer the version ``found`` (nothing replaced).
@@ -501,8 +521,10 @@ def _commit(path: Path, found: _Seen, after: str | None, *, backup: bool) -> Non
     before = found.text
     mode = found.mode if found.mode is not None else FILE_MODE
     owner = found.owner if found.owner is not None else _owner_of_folder(path.parent)
+    written = None
     if before is not None and after is not None and backup:
-        _write_atomic(path.with_name(path.name + BACKUP_SUFFIX), before, mode, owner)
+        written = _backup_of(path)
+        _write_atomic(written, before, mode, owner)
     if after is None:
         if not _still(path, found):
             raise _ChangedMeanwhile
@@ -511,3 +533,4 @@ def _commit(path: Path, found: _Seen, after: str | None, *, backup: bool) -> Non
         _fsync_dir(path.parent)
     else:
         _write_atomic(path, after, mode, owner, lambda: _still(path, found))
+    return written

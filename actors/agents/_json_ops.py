@@ -50,7 +50,10 @@ class Doc:
         self.filled: dict[tuple[PathPart, ...], str] = {}
         """Each container of the file as it was that an edit put a first child into: its
         path and its original text (``"[ ]"``), so an uninstall can give those bytes back
-        (:meth:`restore_empty`)."""
+        (:meth:`restore_empty`). A blank file (empty, or only whitespace) counts as its
+        root: path ``()`` with the file's own text."""
+        self._blank: str | None = None
+        """The blank text :meth:`restore_empty` gives the whole file back (``None``: none)."""
         if self.root.kind != "object":
             raise ConfigRefused(f"{name}: the document is not a JSON object; not changed")
 
@@ -92,18 +95,30 @@ class Doc:
         return node
 
     def _filling(self, path: Sequence[PathPart], node: _jsonc.Node) -> None:
-        """Note ``node`` (at ``path``) before a first child goes into it."""
-        if (self.existed and not node.children() and tuple(path) not in self.filled
+        """Note ``node`` (at ``path``) before a first child goes into it (the root of a
+        blank file: the file's text)."""
+        if tuple(path) in self.filled:
+            return
+        if not path and not self.existed:
+            if self.original is not None and len(self.original) <= MAX_EMPTY_TEXT:
+                self.filled[()] = self.original  # "" or whitespace: the file as it was
+        elif (self.existed and not node.children()
                 and node.end - node.start <= MAX_EMPTY_TEXT):
             self.filled[tuple(path)] = self.text[node.start:node.end]
 
     def restore_empty(self, originals: Mapping[tuple[PathPart, ...], str]) -> None:
         """Give each container in ``originals`` (path -> text it had before an install put
         a child in it) its original text back when it is empty again and differs from it
-        only in whitespace (``[]`` back to ``[ ]``; a comment added since keeps its text)."""
+        only in whitespace (``[]`` back to ``[ ]``; a comment added since keeps its text).
+        A blank file (root ``()`` with an original of only whitespace, or none) comes back
+        whole from :meth:`result` when nothing but ``{}`` is left of it."""
         for path, original in originals.items():
             node = self.node(path)
             if node is None or node.children():
+                continue
+            if not path and not original.strip():
+                if _squeezed(self.text) == "{}":
+                    self._blank = original
                 continue
             current = self.text[node.start:node.end]
             if current == original or _squeezed(current) != _squeezed(original):
@@ -198,12 +213,15 @@ class Doc:
         ``{}`` and ``remove_empty`` (the install created it) allows.
 
         A file that did not exist (or was blank) and would be just ``{}`` is left as it was
-        (not created, not filled).
+        (not created, not filled); one that was blank before the install
+        (:meth:`restore_empty`) gets its blank text back.
         """
         if not self.existed and self.text == EMPTY_DOCUMENT:
             return self.original
         if remove_empty and not self.root.children() and self.text.strip() == "{}":
             return None
+        if self._blank is not None and _squeezed(self.text) == "{}":
+            return self._blank
         return self.text
 
 

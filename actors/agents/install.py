@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from actors.agents._files import BACKUP_SUFFIX, ConfigRefused, diff
+from actors.agents._files import ConfigRefused, diff
 from actors.agents.dbcheck import db_problem
 from actors.agents.installplan import apply, plan
 from actors.agents.installsetup import Setup
@@ -185,13 +185,14 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             out.write(f"removed {change.path} ({change.what})\n")
         else:
             action = "wrote" if change.before is None else "updated"
-            backup = ("" if change.before is None or op.owned or op.drop_backup
-                      else f"; backup {change.path}{BACKUP_SUFFIX}")
+            backup = "" if change.backup is None else f"; backup {change.backup}"
             label = "installed" if install else "uninstalled"
             out.write(f"{action} {change.path} ({change.what} {label}{backup})\n")
     if args.dry_run:
         out.write(f"dry run: nothing written (ssa {verb} {args.tool} without --dry-run "
                   "writes it)\n")
-    for note in dict.fromkeys(the_plan.notes):  # a retried transform says it twice
-        out.write(note + "\n")
+    changed_notes = [note for op, change in zip(the_plan.ops, changes, strict=True)
+                     if change.changed for note in op.notes]
+    for note in dict.fromkeys([*the_plan.notes, *changed_notes]):  # a retried transform
+        out.write(note + "\n")                                      # says it twice
     return 0

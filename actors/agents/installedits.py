@@ -24,7 +24,15 @@ from typing import Any
 from actors.agents import _toml_edit
 from actors.agents._files import ConfigRefused
 from actors.agents._json_ops import Doc
-from actors.agents.installmerge import env_prefix, merge_argv, merge_entry
+from actors.agents.installmerge import (
+    HandlerEdits,
+    carry_argv,
+    env_prefix,
+    handler_edits,
+    join_command,
+    merge_argv,
+    merge_entry,
+)
 from actors.agents.installsetup import HOOK_TIMEOUT_S, MARKER, MCP_NAME, Setup
 from actors.agents.push import PushPath
 from actors.agents.tools import tool_named
@@ -197,11 +205,45 @@ HOOK_HEAD = 3
 """``[ssa, "hook", tool]``: the part of a hook's command line that is ours whole."""
 
 
-def kept_note(name: str, kept: list[str]) -> str:
-    """The line telling the person which of their edits of our entries a re-install kept."""
+def kept_note(name: str, kept: list[str], added: list[str] | None = None) -> str:
+    """The line telling the person which of their edits of our entries a re-install kept
+    (``kept``: each as the file has it, e.g. ``--scope all``), and, with ``added``, the
+    events whose new hooks took those edits too (pure)."""
     unique = ", ".join(dict.fromkeys(kept))
-    return (f"kept your edits of the ssa entries in {name}: {unique} (an option given to "
-            "ssa install replaces the file's)")
+    carried = (f"; the ssa hooks this install added ({', '.join(dict.fromkeys(added))}) "
+               "took them too, where they apply" if added else "")
+    return (f"kept your edits of the ssa entries in {name}: {unique}{carried} (an option "
+            "given to ssa install replaces the file's)")
+
+
+def _edits_of_ours(doc: Doc, tool: str) -> HandlerEdits:
+    """The person's edits of our handlers in ``doc`` that the handlers an install adds
+    take too (:func:`actors.agents.installmerge.handler_edits`), looked at in the order
+    of the tool's events."""
+    argvs: list[list[str]] = []
+    for event in hook_events(tool):
+        for _event, gi, hi in _places_of_ours(doc, event, tool):
+            try:
+                argvs.append(shlex.split(doc.value(["hooks", event, gi, "hooks", hi,
+                                                    "command"])))
+            except ValueError:  # (is_our_hook_command split it: not reached)
+                continue
+    return handler_edits(argvs, HOOK_HEAD)
+
+
+def _with_edits(group: dict[str, Any], edits: HandlerEdits, setup: Setup,
+                carried: list[str]) -> dict[str, Any]:
+    """``group`` (from :func:`hook_groups`) with the person's ``edits`` carried into its
+    handler's command line; what was carried is added to ``carried``."""
+    if not edits:
+        return group
+    handler = group["hooks"][0]
+    argv, carried_here = carry_argv(edits, shlex.split(handler["command"]), HOOK_HEAD,
+                                    setup.explicit)
+    if not carried_here:
+        return group
+    carried += carried_here
+    return {**group, "hooks": [{**handler, "command": join_command(argv)}]}
 
 
 def _update_ours(doc: Doc, event: str, tool: str, group: dict[str, Any], setup: Setup,
@@ -245,7 +287,9 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
     ``wrapper`` (a plugin's ``hooks.json``) are extra top-level keys of a file we own.
     A re-install updates our handlers in place (:mod:`actors.agents.installmerge`):
     the person's edits of them (``--scope all``, a longer ``timeout``, a ``matcher``)
-    stay, and a line saying so goes to ``notes``. ``removed`` collects where each of
+    stay, and a line saying so goes to ``notes``; a handler it adds takes their
+    ``VAR=value`` prefix and their ``--db``/``--scope`` (not given on this command line)
+    too, so the tool's hooks share one database and scope. ``removed`` collects where each of
     our handlers sat, ``(event, group index, handler index)``, before it was removed
     (Codex keys its trust records by that place). ``strict``: plain JSON (Claude Code,
     Codex), else JSONC (Gemini CLI and Qwen Code strip comments before parsing).
@@ -260,6 +304,8 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
         record = setup.record
         keep = record.keeps(name) if record is not None else None
         created: list[tuple[str, ...]] = [("hooks",)] if doc.node(["hooks"]) is None else []
+        edits = _edits_of_ours(doc, tool) if install else HandlerEdits()
+        added: list[str] = []
         for event in hook_events(tool):
             group = groups.get(event)
             if install and group is not None and _update_ours(doc, event, tool, group,
@@ -271,7 +317,11 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
             if install and group is not None:
                 if doc.node(["hooks", event]) is None:
                     created.append(("hooks", event))
-                doc.append(["hooks", event], group)
+                carried: list[str] = []
+                doc.append(["hooks", event], _with_edits(group, edits, setup, carried))
+                if carried:
+                    kept += carried
+                    added.append(event)
         if record is not None and install:
             record.note_install(name, created=old is None, containers=created,
                                 empties=doc.filled)
@@ -280,7 +330,7 @@ def hooks_transform(setup: Setup, tool: str, name: str, *, install: bool,
         if record is not None:  # a re-install --no-wake empties "Stop": [ ] too
             doc.restore_empty(record.empty_texts(name))
         if kept and notes is not None:
-            notes.append(kept_note(name, kept))
+            notes.append(kept_note(name, kept, added))
         if install and wrapper:
             for key, value in wrapper.items():
                 doc.set([key], value)

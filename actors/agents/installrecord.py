@@ -8,7 +8,8 @@ tells that apart from what an install created, so the install writes it down:
 per settings file: whether the install created the file, which containers
 (object keys from the root, e.g. ``["hooks", "Stop"]``) it created, and the text of
 each empty container that was there and got our first entry (``"Stop": [ ]``), so
-uninstall gives back those bytes, not ``[]``. Uninstall then
+uninstall gives back those bytes, not ``[]`` (a blank file, empty or only whitespace,
+is its root, ``[]``, with the file's text: it comes back blank, not ``{}``). Uninstall then
 removes an emptied container only if an install created it, and an emptied file only
 if an install created it; a file with no entry (an install by an older ssa, a record
 in another state directory, a damaged record) keeps its emptied containers and stays

@@ -25,24 +25,25 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     base = setup.project / ".codex" if setup.project is not None else codex_home(setup)
     hooks = base / "hooks.json"
     removed: list[tuple[str, int, int]] = []  # where our handlers were (uninstall)
+    trust: tuple[str, ...] = ()
+    if install:  # only when hooks.json changes: Codex keys its trust by each hook's content
+        events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
+        trust = ("Codex asks you to trust new hooks: start codex; at \"Hooks need review\" "
+                 "choose \"Trust all and continue\" (or run /hooks later and trust the ssa "
+                 f"hooks: {events}).",)
     ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install,
                                                notes=notes, removed=removed),
                       "UserPromptSubmit and SessionStart hooks"
                       + (", and an async PostToolUse hook (mid-turn notices)"
-                         if setup.wake else "")))
+                         if setup.wake else ""), notes=trust))
     if setup.mcp or not install:
         config = base / "config.toml"
         ops.append(FileOp(config, toml_transform(
             setup, str(config), install=install, notes=notes,
             trust_keys=lambda: trust_keys(hooks, removed)),
                           f"MCP server [mcp_servers.{MCP_NAME}]"))
-    if install:
-        events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
-        notes.append("Codex asks you to trust new hooks: start codex; at \"Hooks need "
-                     "review\" choose \"Trust all and continue\" (or run /hooks later and "
-                     f"trust the ssa hooks: {events}).")
-        if setup.project is not None:
-            notes.append("Project hooks and config load only in a project Codex trusts.")
+    if install and setup.project is not None:
+        notes.append("Project hooks and config load only in a project Codex trusts.")
     return Plan(ops, notes)
 
 
