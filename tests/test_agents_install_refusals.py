@@ -185,7 +185,10 @@ def test_a_reinstall_that_empties_a_container_that_was_there_gives_its_bytes_bac
     settings.write_text('{"hooks": {"Stop": [ ]}}\n')
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
     assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp", "--no-wake")[0] == 0
-    assert '"Stop": [ ]' in settings.read_text()  # our waiting hook went, the layout came back
+    # The waiting hook went; the turn's end is still told (issue 33: --activity).
+    assert "--wait" not in settings.read_text()
+    assert run(capsys, "uninstall", "claude-code")[0] == 0
+    assert '"Stop": [ ]' in settings.read_text()  # ours went, the layout came back
 
 
 def test_crlf_files_get_crlf_lines_and_come_back_byte_for_byte(

@@ -243,7 +243,7 @@ def sessions(calls: Calls, reads: ReadPool | Any, *, write_answer: object = None
         handoff=SimpleNamespace(discard=calls.named("handoff.discard")),  # type: ignore[arg-type]
         upstream=FakeUpstream(calls),  # type: ignore[arg-type]
         reads=reads, note_read_ok=calls.named("read_ok"),
-        note_read_fault=calls.named("read_fault"))
+        note_read_fault=calls.named("read_fault"), clock=lambda: 1_000)
 
 
 def test_create_session_writes_its_patch_and_a_storage_fault_is_logged_not_raised(
