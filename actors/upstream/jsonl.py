@@ -247,7 +247,8 @@ def line_reading(
     def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
              context: ScanContext) -> ScanResult:
         return scan_jsonl(path, marker, classify=lines(path), cap=context.cap,
-                          own_texts=context.own_texts, pending=context.pending)
+                          own_texts=context.own_texts, pending=context.pending,
+                          max_line=context.max_line)
 
     def classify_file(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
         found = read_baseline(path, header=header, thread_id=None, from_start=True)
