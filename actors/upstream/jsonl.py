@@ -79,7 +79,8 @@ def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
     ``line_too_long`` (never typed; not parsed), every line behind a line
     that stops a scan (``"stop": true``) is ``not_reached``; with
     ``refusal`` (the session gets no upstream link: legacy Pi, a Codex
-    thread not started by a user) every line is ``not_monitored: <why>``. Reads lazily in the caller's thread.
+    thread not started by a user) every line is ``not_monitored: <why>``.
+    Reads lazily in the caller's thread.
 
     Raises:
         SessionStateError: the file cannot be read.
