@@ -85,7 +85,8 @@ def test_a_typed_row_longer_than_the_bound_is_passed_in_one_fresh_scan(
     assert first.next_marker is not None
     assert first.next_marker["offset"] == len(long_row)
     assert first.next_marker["check"] == check_of(long_row[-32:])
-    assert first.more and first.pending is None
+    assert first.more
+    assert first.pending is None
     assert reductions == []  # never reduced: only its end was searched for
     second = _scan(path, first.next_marker)
     assert (second.kind, second.human_turns) == ("activity", 1)
@@ -143,9 +144,10 @@ def test_a_line_that_grows_past_the_bound_while_written_is_passed_then_what_foll
     long_row = claude_user("g" * 60_000)
     path.write_bytes(long_row[:8_000])  # longer than the cap, under the bound: reduced
     first = _scan(path, _start(path))
-    assert first.reason == "long_line" and first.pending is not None
+    assert first.reason == "long_line"
+    assert first.pending is not None
     assert first.pending.reducer is not None
-    pending = first.pending
+    pending: PendingLine | None = first.pending
     with path.open("ab") as handle:
         handle.write(long_row[8_000:40_000])  # past the bound, no newline yet
     for _ in range(20):
@@ -153,7 +155,8 @@ def test_a_line_that_grows_past_the_bound_while_written_is_passed_then_what_foll
         pending = result.pending
         if result.reason == "line_too_long":
             break
-    assert pending is not None and pending.reducer is None
+    assert pending is not None
+    assert pending.reducer is None
     fed = sum(reductions)
     for _ in range(3):  # its writer is still at it: it waits, no reading again
         waiting = _scan(path, _start(path), pending)
@@ -163,7 +166,8 @@ def test_a_line_that_grows_past_the_bound_while_written_is_passed_then_what_foll
         handle.write(long_row[40_000:] + claude_user("typed after it"))
     done = _scan(path, _start(path), pending)
     assert (done.kind, done.reason) == ("activity", "line_too_long")
-    assert done.next_marker is not None and done.next_marker["offset"] == len(long_row)
+    assert done.next_marker is not None
+    assert done.next_marker["offset"] == len(long_row)
     assert sum(reductions) == fed  # not fed to the reducer after the bound was known
     assert sum(reductions) <= BOUND
     assert _scan(path, done.next_marker).human_turns == 1
@@ -177,8 +181,9 @@ def test_a_long_line_ending_past_the_bound_in_one_read_is_not_typed(
     long_row = _typed_row_of_length(BOUND + 2_000)
     path.write_bytes(long_row[:BOUND - 1_000])
     first = _scan(path, _start(path))
-    assert first.pending is not None and first.pending.reducer is not None
-    pending = first.pending
+    assert first.pending is not None
+    assert first.pending.reducer is not None
+    pending: PendingLine | None = first.pending
     with path.open("ab") as handle:
         handle.write(long_row[BOUND - 1_000:] + claude_user("after"))
     for _ in range(20):
@@ -187,7 +192,8 @@ def test_a_long_line_ending_past_the_bound_in_one_read_is_not_typed(
         if result.kind == "activity":
             break
     assert result.human_turns == 1  # only "after"
-    assert result.span is not None and result.span[0] == len(long_row)
+    assert result.span is not None
+    assert result.span[0] == len(long_row)
 
 
 def test_a_line_rewritten_while_it_is_passed_is_read_again_from_the_marker(
@@ -199,7 +205,8 @@ def test_a_line_rewritten_while_it_is_passed_is_read_again_from_the_marker(
     marker = {"offset": len(head), "inode": path.stat().st_ino, "epoch": 0,
               "check": check_of(head[-32:])}
     passing = _scan(path, marker)
-    assert passing.reason == "line_too_long" and passing.pending is not None
+    assert passing.reason == "line_too_long"
+    assert passing.pending is not None
     with path.open("r+b") as handle:  # the unfinished line is replaced in place
         handle.seek(len(head))
         handle.write(claude_user("x" * 100))
