@@ -50,13 +50,16 @@ logger = logging.getLogger(__name__)
 LONG_LINE_MAX_BYTES = 64 << 20
 """A line longer than this (bytes, its newline not counted) is never a person's typed turn.
 
-Nobody types or pastes 64 MiB into a prompt; such a line is a tool's output
-or a generated blob. Once a scan knows a line is longer (a plain byte search
-found no newline in its first ``LONG_LINE_MAX_BYTES + 1`` bytes) it is
-decided not typed (reason ``line_too_long``) without being parsed or
-reduced, and only its end is searched for (:func:`~actors.upstream.files.find_newline`),
-so even a short-lived ``ssa hook`` passes it within its budget. Lines up to
-this length are reduced and classified (:mod:`actors.upstream.longline`).
+Nobody types or pastes 64 MiB into a prompt, and no tool could send it: the
+largest typed rows are prompts with pasted images (base64), and the models'
+APIs refuse requests over about 32 MB, so the bound keeps twice that as a
+margin. Such a line is a tool's output or a generated blob. Once a scan
+knows a line is longer (a plain byte search found no newline in its first
+``LONG_LINE_MAX_BYTES + 1`` bytes) it is decided not typed (reason
+``line_too_long``) without being parsed or reduced, and only its end is
+searched for (:func:`~actors.upstream.files.find_newline`), so even a
+short-lived ``ssa hook`` passes it within its budget. Lines up to this
+length are reduced and classified (:mod:`actors.upstream.longline`).
 ``GatewayConfig.long_line_max_bytes`` sets it for a gateway.
 """
 PASS_SCAN_BYTES = 256 << 20
