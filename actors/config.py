@@ -26,6 +26,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
         upstream_interval_s: seconds between upstream monitor scans.
         upstream_initial_delay_s: seconds before the first upstream scan.
         scan_cap_bytes: most bytes one upstream scan reads per transcript.
+        long_line_max_bytes: a transcript line longer than this (bytes, default
+            64 MiB) is never a person's typed turn: it is decided not typed
+            (``line_too_long``) as soon as a byte search shows its length, and
+            passed without being parsed, so even a short-lived ``ssa hook``
+            gets past it. A value below ``scan_cap_bytes`` acts as
+            ``scan_cap_bytes`` (a line a scan reads whole is classified).
         own_text_window: own texts remembered for self-echo detection.
         own_text_ttl_ms: how long an own text may wait for the upstream row
             that echoes it, in ms; unmatched after this, it hides nothing. A
@@ -86,6 +92,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     upstream_interval_s: float = 60.0
     upstream_initial_delay_s: float = 15.0
     scan_cap_bytes: int = 1_048_576
+    long_line_max_bytes: int = 67_108_864
     own_text_window: int = 10
     own_text_ttl_ms: int = 900_000
     own_text_skew_ms: int = 30_000
@@ -130,7 +137,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
                      "read_connections", "worker_threads", "async_call_threads",
                      "own_text_window", "own_text_ttl_ms",
                      "opencode_replay_window",
-                     "missing_threshold", "scan_cap_bytes", "lease_ms",
+                     "missing_threshold", "scan_cap_bytes", "long_line_max_bytes", "lease_ms",
                      "probe_interval_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -18,7 +18,7 @@ from actors.monitors.changes import Fingerprint, fingerprint
 from actors.upstream.claude.node import NodeTranscriptReader, ReaderPool, scan_node
 from actors.upstream.common import OwnTextClaims, OwnTextRecord, OwnTexts
 from actors.upstream.reading import ScanContext
-from actors.upstream.scan import PendingLine, ScanResult, StoreHint
+from actors.upstream.scan import LONG_LINE_MAX_BYTES, PendingLine, ScanResult, StoreHint
 from actors.upstream.source import MISSING, Source
 from actors.upstream.sources import find_source
 from actors.upstream.typedtext import payload_of
@@ -170,6 +170,8 @@ class MonitorSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How long an own text waits for its echo (``GatewayConfig.own_text_ttl_ms``)."""
     own_text_skew_ms: int = 30_000
     """How much earlier an echo may be dated (``GatewayConfig.own_text_skew_ms``)."""
+    long_line_max_bytes: int = LONG_LINE_MAX_BYTES
+    """A longer line is never typed (``GatewayConfig.long_line_max_bytes``)."""
 
 
 def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: MonitorSettings,
@@ -197,7 +199,8 @@ def scan_source(link: UpstreamLink, hint: StoreHint | None, *, settings: Monitor
         return ScanResult(kind="no_news", reason="unknown_source")
     context = ScanContext(cap=settings.scan_cap_bytes, own_texts=own_texts, pending=pending,
                           replay_window=settings.replay_window,
-                          busy_timeout_ms=settings.busy_timeout_ms)
+                          busy_timeout_ms=settings.busy_timeout_ms,
+                          max_line=settings.long_line_max_bytes)
     return source.reading().scan(path, link.thread_id, link.marker, hint, context)
 
 
@@ -350,6 +353,24 @@ class UpstreamMonitor(GatewayActor):
                 return None
         return super().handle(message)
 
+    def _long_line_waits(self, result: ScanResult, position: object, source: str) -> bool:
+        """For a long line at ``position``: log once (INFO, no text) that it is read over
+        several scans (``long_line``) or decided not typed unread (``line_too_long``),
+        and say whether the scan ends there (no marker to commit yet)."""
+        reason, settings = result.reason, self._settings
+        if reason not in ("long_line", "line_too_long"):
+            return False
+        if reason == "line_too_long":
+            self._log_once(logging.INFO, reason, position,
+                           "upstream scan of %s: a %s line is longer than %d bytes; decided "
+                           "not typed without reading it, only its end is searched for",
+                           source, max(settings.long_line_max_bytes, settings.scan_cap_bytes))
+        else:
+            self._log_once(logging.INFO, reason, position,
+                           "upstream scan of %s: a %s line is longer than the %d-byte scan "
+                           "cap; reading it over several scans", source, settings.scan_cap_bytes)
+        return result.kind != "activity"
+
     def _log_once(self, level: int, reason: str, position: object, text: str,
                   *args: object) -> None:
         if self._state.logged != (reason, position):
@@ -422,11 +443,7 @@ class UpstreamMonitor(GatewayActor):
         if seen is not None and _settles(result, hint):
             self._state.settled = (seen, link.updated_at)
         position = link.marker.get("offset", link.marker.get("seq"))
-        if result.reason == "long_line":
-            self._log_once(logging.INFO, result.reason, position,
-                           "upstream scan of %s: a %s line is longer than the %d-byte scan "
-                           "cap; reading it over several scans", link.source,
-                           self._settings.scan_cap_bytes)
+        if self._long_line_waits(result, position, link.source):
             return MonitorReport(more=result.more)
         if result.kind == "no_news" and result.reason == "sequence_query_failed":
             self._log_once(logging.WARNING, result.reason, position,

@@ -91,7 +91,8 @@ class UpstreamService:
             human_shape="human-per-group" if config.group_scope == "per-group" else "human",
             timeout=config.ask_timeout_s, busy_timeout_ms=min(config.busy_timeout_ms, 1000),
             lease_owner=lease_owner, lease_ms=config.lease_ms,
-            own_text_ttl_ms=config.own_text_ttl_ms, own_text_skew_ms=config.own_text_skew_ms)
+            own_text_ttl_ms=config.own_text_ttl_ms, own_text_skew_ms=config.own_text_skew_ms,
+            long_line_max_bytes=config.long_line_max_bytes)
         self._monitors: ActorPool[tuple[str, str]] = ActorPool(
             self._start_monitor, cap=config.max_monitor_actors, name="monitor")
         self._stop = threading.Event()

@@ -16,8 +16,9 @@ import stat
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
-__all__ = ["CHECK_BYTES", "Chunk", "FileState", "check_of", "end_of_complete_lines",
-           "file_state", "open_regular", "read_lines", "read_range", "read_ranges"]
+__all__ = ["CHECK_BYTES", "SEARCH_CHUNK_BYTES", "Chunk", "FileState", "Newline", "check_of",
+           "end_of_complete_lines", "file_state", "find_newline", "open_regular", "read_lines",
+           "read_range", "read_ranges"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "partial"]
 
@@ -25,6 +26,8 @@ _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 CHECK_BYTES = 32
 """Bytes just before a marker that are kept to recognise a file rewritten in place."""
+SEARCH_CHUNK_BYTES = 8 << 20
+"""Bytes :func:`find_newline` reads at a time (its memory, whatever the line's length)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,3 +255,93 @@ def read_lines(path: str, offset: int, *, cap: int, inode: int | None,
         start = stop + 1
     return Chunk("lines", "ok", offset + last_newline + 1, state, lines,
                  prefix + data[:last_newline + 1], data[last_newline + 1:])
+
+
+@dataclass(frozen=True, slots=True)
+class Newline:
+    """The result of :func:`find_newline`.
+
+    Attributes:
+        kind: ``"found"`` (``at`` is the newline's offset), ``"none"`` (no
+            newline before ``at``, where the search stopped: its ``stop`` or
+            the file's end), ``"rewritten"`` (another inode, or the bytes
+            before ``start`` are not those ``check`` digests), or
+            ``"missing"``/``"transient"`` (see :class:`FileState`).
+        reason: a short code for logs.
+        at: an offset (see ``kind``); ``start`` unless ``"found"``/``"none"``.
+        tail: the :data:`CHECK_BYTES` (or fewer, at the file's start) just
+            before ``at + 1`` (``"found"``: the newline included) or ``at``
+            (``"none"``), for the next marker's or search's ``check``.
+        size: the file's size when it was opened (bytes).
+    """
+
+    kind: Literal["found", "none", "rewritten", "missing", "transient"]
+    reason: str
+    at: int
+    tail: bytes = b""
+    size: int = 0
+
+
+def find_newline(path: str, start: int, stop: int, *, inode: int, check: str | None
+                 ) -> Newline:
+    """Find the first ``\\n`` in ``[start, stop)`` of ``path`` by a plain byte search.
+
+    No parsing: :data:`SEARCH_CHUNK_BYTES` are read at a time into one
+    buffer and searched with ``bytearray.find`` (``memchr``), so a line of
+    any length is passed at the speed of reading it, in bounded memory.
+
+    Args:
+        path: the transcript.
+        start: the first offset searched.
+        stop: the search reads no byte at or past this offset.
+        inode: the inode the search belongs to (another one is ``"rewritten"``).
+        check: :func:`check_of` the bytes just before ``start`` (``None``: not checked).
+
+    Returns:
+        A :class:`Newline`. Caller's thread; blocks on at most ``stop - start``
+        bytes of regular-file reads (never on a FIFO or device); never raises.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:
+        missing = isinstance(exc, OSError) and exc.errno in _MISSING_ERRNOS
+        return Newline("missing" if missing else "transient",
+                       "not_found" if missing else "open_failed", start)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return Newline("missing", "not_a_regular_file", start)
+        if st.st_ino != inode or st.st_size < start:
+            return Newline("rewritten", "rewritten", start, size=st.st_size)
+        before = 0
+        if check:
+            length, _, _ = check.partition(":")
+            before = int(length) if length.isdigit() and int(length) <= start else 0
+        prefix = _pread_all(fd, start - before, before) if before else b""
+        if before and check_of(prefix) != check:
+            return Newline("rewritten", "rewritten_in_place", start, size=st.st_size)
+        return _search(fd, start, min(stop, st.st_size), prefix, st.st_size)
+    except OSError:
+        return Newline("transient", "read_failed", start)
+    finally:
+        os.close(fd)
+
+
+def _search(fd: int, start: int, stop: int, prefix: bytes, size: int) -> Newline:
+    """The newline search of :func:`find_newline` on an open, checked file."""
+    buffer = bytearray(min(SEARCH_CHUNK_BYTES, max(stop - start, 0)))
+    tail = prefix[-CHECK_BYTES:]
+    at = start
+    while at < stop:
+        want = min(len(buffer), stop - at)
+        got = os.preadv(fd, [memoryview(buffer)[:want]], at)
+        if got <= 0:
+            break  # the file shrank meanwhile: the next scan sees it
+        newline = buffer.find(b"\n", 0, got)
+        if newline >= 0:
+            low = max(0, newline + 1 - CHECK_BYTES)
+            tail = (tail + bytes(buffer[low:newline + 1]))[-CHECK_BYTES:]
+            return Newline("found", "ok", at + newline, tail, size)
+        tail = (tail + bytes(buffer[max(0, got - CHECK_BYTES):got]))[-CHECK_BYTES:]
+        at += got
+    return Newline("none", "ok", at, tail, size)

@@ -25,6 +25,7 @@ from actors.upstream.files import check_of, end_of_complete_lines, file_state, r
 from actors.upstream.longline import LineReducer
 from actors.upstream.reading import Baseline, Reading, ScanContext, never_waiting, readable
 from actors.upstream.scanning import (
+    LONG_LINE_MAX_BYTES,
     LineClassifier,
     ScanResult,
     StoreHint,
@@ -66,7 +67,7 @@ def reduced_first_line(path: str, head_bytes: bytes) -> bytes:
 
 
 def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
-                   cap: int) -> Iterator[dict[str, Any]]:
+                   cap: int, max_line: int = LONG_LINE_MAX_BYTES) -> Iterator[dict[str, Any]]:
     """Yield the monitor's decision for each non-blank line of a JSONL transcript.
 
     ``{"line": n, "human": ..., "reason": ...}`` (0-based index), exactly as
@@ -74,10 +75,12 @@ def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
     without a newline is ``partial_line`` (it waits), a line longer than
     ``cap`` is read in pieces and classified on its reduced copy (see
     :mod:`actors.upstream.longline`; memory stays bounded whatever its
-    length), every line behind a line that stops a scan (``"stop": true``)
-    is ``not_reached``; with ``refusal`` (the session gets no upstream link:
-    legacy Pi, a Codex thread not started by a user) every line is
-    ``not_monitored: <why>``. Reads lazily in the caller's thread.
+    length), a line longer than ``max_line`` (at least ``cap``) is
+    ``line_too_long`` (never typed; not parsed), every line behind a line
+    that stops a scan (``"stop": true``) is ``not_reached``; with
+    ``refusal`` (the session gets no upstream link: legacy Pi, a Codex
+    thread not started by a user) every line is ``not_monitored: <why>``.
+    Reads lazily in the caller's thread.
 
     Raises:
         SessionStateError: the file cannot be read.
@@ -94,8 +97,11 @@ def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
             for index, line in enumerate(iter(lambda: handle.readline(scan_cap_bytes + 1), b"")):
                 reducer: LineReducer | None = None
                 complete = line.endswith(b"\n")
+                too_long = False
                 if len(line) > scan_cap_bytes:
-                    reducer, complete = _read_long_line(handle, line, scan_cap_bytes)
+                    reducer, complete = _read_long_line(handle, line, scan_cap_bytes,
+                                                        max(max_line, scan_cap_bytes))
+                    too_long = reducer is None
                 elif not line.strip():
                     continue
                 entry: dict[str, Any] = {"line": index, "human": False}
@@ -104,7 +110,8 @@ def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
                 elif not complete:
                     entry["reason"] = "partial_line"
                 else:
-                    unit = (classify_long_line(classify, reducer) if reducer is not None
+                    unit = (Unit(human=False, reason="line_too_long") if too_long
+                            else classify_long_line(classify, reducer) if reducer is not None
                             else classify(line.rstrip(b"\n")))
                     entry["human"] = unit.human and refusal is None
                     entry["reason"] = (unit.reason if refusal is None
@@ -117,19 +124,27 @@ def classify_lines(path: str, classify: LineClassifier, *, refusal: str | None,
         raise SessionStateError(f"cannot read {path}: {exc}") from exc
 
 
-def _read_long_line(handle: BinaryIO, first: bytes, cap: int) -> tuple[LineReducer, bool]:
+def _read_long_line(handle: BinaryIO, first: bytes, cap: int, max_line: int
+                    ) -> tuple[LineReducer | None, bool]:
     """Feed a line longer than ``cap`` to a reducer, ``cap`` bytes at a time.
 
-    Returns the reducer and whether the line ended with a newline (a final
-    line without one is partial: the monitor waits for it).
+    Returns the reducer (``None`` once the line is longer than ``max_line``:
+    it is only read to its end) and whether the line ended with a newline (a
+    final line without one is partial: the monitor waits for it).
     """
-    reducer = LineReducer()
+    reducer: LineReducer | None = LineReducer()
+    length = 0
     piece = first
     while True:
-        reducer.feed(piece.rstrip(b"\n"))
+        data = piece.rstrip(b"\n")
+        length += len(data)
+        if length > max_line:
+            reducer = None
+        if reducer is not None:
+            reducer.feed(data)
         if piece.endswith(b"\n"):
             return reducer, True
-        piece = handle.readline(cap)
+        piece = handle.readline(max(cap, 1 << 20) if reducer is None else cap)
         if not piece:
             return reducer, False
 
@@ -247,7 +262,8 @@ def line_reading(
     def scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
              context: ScanContext) -> ScanResult:
         return scan_jsonl(path, marker, classify=lines(path), cap=context.cap,
-                          own_texts=context.own_texts, pending=context.pending)
+                          own_texts=context.own_texts, pending=context.pending,
+                          max_line=context.max_line)
 
     def classify_file(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
         found = read_baseline(path, header=header, thread_id=None, from_start=True)

@@ -19,7 +19,13 @@ import msgspec
 from actors.errors import SessionStateError
 from actors.upstream.common import OwnTexts
 from actors.upstream.files import file_state
-from actors.upstream.scanning import LineClassifier, PendingLine, ScanResult, StoreHint
+from actors.upstream.scanning import (
+    LONG_LINE_MAX_BYTES,
+    LineClassifier,
+    PendingLine,
+    ScanResult,
+    StoreHint,
+)
 from actors.upstream.typedtext import UnitsIn
 
 __all__ = ["SHOWN_IDS", "Baseline", "Reading", "ScanContext", "could_not_read",
@@ -68,6 +74,9 @@ class ScanContext(NamedTuple):
         replay_window: earlier user messages that mark a repeated text a replay
             (store sources that replay, e.g. OpenCode).
         busy_timeout_ms: longest wait behind another process's lock (stores).
+        max_line: longest line (bytes) that may be a typed turn; a longer one is
+            ``line_too_long`` (line sources; see
+            :data:`~actors.upstream.scanning.LONG_LINE_MAX_BYTES`).
     """
 
     cap: int
@@ -75,6 +84,7 @@ class ScanContext(NamedTuple):
     pending: PendingLine | None = None
     replay_window: int = 50
     busy_timeout_ms: int = 1000
+    max_line: int = LONG_LINE_MAX_BYTES
 
 
 def readable(path: str) -> None:

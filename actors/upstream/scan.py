@@ -9,6 +9,7 @@ bounded reads; the scans never raise (every failure becomes a result kind).
 from __future__ import annotations
 
 from actors.upstream.scanning import (
+    LONG_LINE_MAX_BYTES,
     LineClassifier,
     PendingLine,
     ScanResult,
@@ -20,6 +21,7 @@ from actors.upstream.scanning import (
 from actors.upstream.sources import source_named
 
 __all__ = [
+    "LONG_LINE_MAX_BYTES",
     "LineClassifier",
     "PendingLine",
     "ScanResult",

@@ -20,9 +20,11 @@ from actors.upstream.common import OwnTexts, Unit, text_hash
 from actors.upstream.files import (
     CHECK_BYTES,
     Chunk,
+    Newline,
     check_of,
     end_of_complete_lines,
     file_state,
+    find_newline,
     read_lines,
     read_range,
 )
@@ -30,6 +32,8 @@ from actors.upstream.longline import LineReducer
 from actors.upstream.longline_reduced import reduced_unit
 
 __all__ = [
+    "LONG_LINE_MAX_BYTES",
+    "PASS_SCAN_BYTES",
     "Counted",
     "LineClassifier",
     "PendingLine",
@@ -42,6 +46,25 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+LONG_LINE_MAX_BYTES = 64 << 20
+"""A line longer than this (bytes, its newline not counted) is never a person's typed turn.
+
+Nobody types or pastes 64 MiB into a prompt, and no tool could send it: the
+largest typed rows are prompts with pasted images (base64), and the models'
+APIs refuse requests over about 32 MB, so the bound keeps twice that as a
+margin. Such a line is a tool's output or a generated blob. Once a scan
+knows a line is longer (a plain byte search found no newline in its first
+``LONG_LINE_MAX_BYTES + 1`` bytes) it is decided not typed (reason
+``line_too_long``) without being parsed or reduced, and only its end is
+searched for (:func:`~actors.upstream.files.find_newline`), so even a
+short-lived ``ssa hook`` passes it within its budget. Lines up to this
+length are reduced and classified (:mod:`actors.upstream.longline`).
+``GatewayConfig.long_line_max_bytes`` sets it for a gateway.
+"""
+PASS_SCAN_BYTES = 256 << 20
+"""Most bytes one scan searches for the end of a line longer than :data:`LONG_LINE_MAX_BYTES`
+(a byte search: a fraction of a second from the page cache)."""
 
 LineClassifier = Callable[[bytes], Unit]
 ScanKind = Literal["activity", "missing", "no_news", "transient"]
@@ -57,7 +80,10 @@ class PendingLine:
     line again from its start.
 
     Attributes:
-        reducer: the line's :class:`LineReducer`, fed up to ``resume_at``.
+        reducer: the line's :class:`LineReducer`, fed up to ``resume_at``;
+            ``None`` once the line is known to be longer than the bound
+            (:data:`LONG_LINE_MAX_BYTES`): it is decided ``line_too_long``
+            and only its end is searched for.
         start: the line's offset (== the marker offset while pending).
         inode: the file's inode when the line was started.
         epoch: the marker's epoch when the line was started.
@@ -65,19 +91,21 @@ class PendingLine:
         stopped: the decision, once the line is classified and it stops the
             scan (a Pi line that is not a JSON object); later scans stop at it
             without reading it again.
+        passed: bytes from ``start`` known to hold no newline (``reducer`` ``None``).
     """
 
-    reducer: LineReducer
+    reducer: LineReducer | None
     start: int
     inode: int
     epoch: int
     check: str
     stopped: Unit | None = None
+    passed: int = 0
 
     @property
     def resume_at(self) -> int:
-        """The offset of the first byte not fed yet."""
-        return self.start + self.reducer.fed
+        """The offset of the first byte not fed (or searched) yet."""
+        return self.start + (self.reducer.fed if self.reducer is not None else self.passed)
 
 
 class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,6 +207,7 @@ def classify_long_line(classify: LineClassifier, reducer: LineReducer) -> Unit:
 def scan_jsonl(
     path: str, marker: dict[str, Any], *, classify: LineClassifier, cap: int,
     own_texts: OwnTexts, pending: PendingLine | None = None,
+    max_line: int = LONG_LINE_MAX_BYTES, pass_bytes: int = PASS_SCAN_BYTES,
 ) -> ScanResult:
     """Scan an append-only JSONL transcript forward from its byte marker.
 
@@ -188,7 +217,11 @@ def scan_jsonl(
     reduced a ``cap``-sized piece per scan (:class:`PendingLine`, result
     reason ``long_line`` while bytes of it wait to be read,
     ``long_line_waiting`` while its writer has not finished it) and
-    classified once its newline is read. A file that shrank below the
+    classified once its newline is read. A line longer than ``max_line``
+    is never reduced: once a plain byte search finds no newline in its first
+    ``max_line + 1`` bytes it is decided not typed (reason ``line_too_long``),
+    and scans search on for its end, up to ``pass_bytes`` each (result
+    reason ``line_too_long`` until the marker moves past it). A file that shrank below the
     marker, changed inode, or no longer holds the bytes it held just before
     the marker (rewritten in place) is re-baselined at the end of its last
     complete line without counting, and the marker's ``epoch`` moves on, so
@@ -211,11 +244,18 @@ def scan_jsonl(
         own_texts: the session's own texts (self-echo), used up by the rows they match.
         pending: the long line the previous scan left part-way (ignored
             unless it starts at this marker, in the same inode and epoch).
+        max_line: longest line (bytes, without its newline) that may be a
+            typed turn (see :data:`LONG_LINE_MAX_BYTES`); at least ``cap``
+            in effect.
+        pass_bytes: most bytes searched in this scan for the end of a line
+            longer than ``max_line``.
 
     Returns:
         A :class:`ScanResult`; its ``pending`` is the long line to hand to
         the next scan. Runs in the caller's thread; blocks on at most ``cap``
-        bytes of reads plus a stat; never raises.
+        bytes of reads plus a stat, and, on meeting a line longer than
+        ``cap``, a byte search of at most ``max_line + pass_bytes`` more;
+        never raises.
     """
     offset = marker.get("offset")
     inode = marker.get("inode")
@@ -245,6 +285,8 @@ def scan_jsonl(
     if pending is not None and pending.stopped is not None:
         return ScanResult(kind="no_news", reason=f"stopped:{pending.stopped.reason}",
                           pending=pending)
+    if pending is not None and pending.reducer is None:
+        return _pass_long_line(path, pending, marker, stop=pending.resume_at + pass_bytes)
     if pending is not None:
         chunk = read_lines(path, pending.resume_at, cap=cap, inode=pending.inode,
                            check=pending.check)
@@ -252,7 +294,7 @@ def scan_jsonl(
             return ScanResult(kind=chunk.kind, reason=chunk.reason, pending=pending)
         if chunk.kind != "rewritten":
             return _resume_long_line(chunk, pending, marker, classify=classify,
-                                     own_texts=own_texts)
+                                     own_texts=own_texts, max_line=max(max_line, cap))
         pending = None  # changed under the line: read it again from the marker
     chunk = read_lines(path, offset, cap=cap, inode=inode if isinstance(inode, int) else None,
                        check=check if isinstance(check, str) else None)
@@ -271,9 +313,8 @@ def scan_jsonl(
             next_marker = _with_was(next_marker, was)
         return ScanResult(kind="activity", reason=chunk.reason, next_marker=next_marker)
     if chunk.kind == "partial" and chunk.reason == "line_exceeds_cap":
-        pending = PendingLine(reducer=LineReducer(), start=offset, inode=chunk.state.inode,
-                              epoch=epoch, check=check_of(b""))
-        return _feed_long_line(chunk, pending)
+        return _start_long_line(path, chunk, offset, marker, max_line=max(max_line, cap),
+                                pass_bytes=pass_bytes)
     if chunk.kind == "partial":
         return ScanResult(kind="no_news", reason=chunk.reason)
     if chunk.kind != "lines":
@@ -327,35 +368,109 @@ def _marker_holds(path: str, offset: int, check: object, inode: int) -> bool:
     return before is not None and check_of(before) == check
 
 
-def _feed_long_line(chunk: Chunk, pending: PendingLine) -> ScanResult:
-    """Feed a piece of a long line that holds no newline yet; it waits for more."""
-    pending.reducer.feed(chunk.rest)
+def _start_long_line(path: str, chunk: Chunk, offset: int, marker: dict[str, Any], *,
+                     max_line: int, pass_bytes: int) -> ScanResult:
+    """A line at ``offset`` holds no newline in the scan's ``cap`` bytes (``chunk.rest``):
+    find out by a byte search whether it is longer than ``max_line`` (then pass it,
+    decided ``line_too_long``); otherwise start reducing it."""
+    epoch = marker.get("epoch", 0)
+    inode = chunk.state.inode
+    searched = offset + len(chunk.rest)
+    tail = (chunk.raw + chunk.rest)[-CHECK_BYTES:]
+    found = find_newline(path, searched, offset + max_line + 1 + pass_bytes, inode=inode,
+                         check=check_of(tail))
+    longer = (found.kind == "found" and found.at - offset > max_line) or (
+        found.kind == "none" and found.at - offset > max_line)
+    if longer:
+        pending = PendingLine(reducer=None, start=offset, inode=inode, epoch=epoch,
+                              check=check_of(b""))
+        return _passed(found, pending, marker)
+    # Up to the bound (or not known yet: its writer is still at it, or the search
+    # failed): reduced piece by piece; a later scan passes it if it grows past the bound.
+    pending = PendingLine(reducer=LineReducer(), start=offset, inode=inode, epoch=epoch,
+                          check=check_of(b""))
+    return _feed_long_line(chunk, pending, max_line=max_line)
+
+
+def _pass_long_line(path: str, pending: PendingLine, marker: dict[str, Any], *,
+                    stop: int) -> ScanResult:
+    """Search on for the end of a line known to be longer than the bound."""
+    found = find_newline(path, pending.resume_at, stop, inode=pending.inode,
+                         check=pending.check)
+    return _passed(found, pending, marker)
+
+
+def _passed(found: Newline, pending: PendingLine, marker: dict[str, Any]) -> ScanResult:
+    """The result of a byte search for the end of a line decided ``line_too_long``.
+
+    Its end found: the marker moves past it, nothing counted (the next scan
+    reads the lines after it). Not found yet: it stays pending, searched up to
+    where the search stopped.
+    """
+    if found.kind in ("missing", "transient"):
+        return ScanResult(kind=found.kind, reason=found.reason, pending=pending)
+    if found.kind == "rewritten":
+        # Changed under the line: the next scan reads it again from the marker.
+        return ScanResult(kind="no_news", reason="line_too_long", more=True)
+    if found.kind == "none":
+        pending.passed = found.at - pending.start
+        pending.check = check_of(found.tail)
+        more = found.size > found.at
+        return ScanResult(kind="no_news", reason="line_too_long", pending=pending, more=more)
+    end = found.at + 1
+    return ScanResult(
+        kind="activity", reason="line_too_long", more=found.size > end,
+        next_marker=_with_was({"offset": end, "inode": pending.inode, "epoch": pending.epoch,
+                               "check": check_of(found.tail)}, marker.get("was")))
+
+
+def _feed_long_line(chunk: Chunk, pending: PendingLine, *, max_line: int) -> ScanResult:
+    """Feed a piece of a long line that holds no newline yet; it waits for more.
+
+    A line that grows past ``max_line`` while its writer is at it stops
+    being reduced: it is passed from then on (``line_too_long``).
+    """
+    assert pending.reducer is not None
+    if pending.reducer.fed + len(chunk.rest) > max_line:
+        pending.passed = pending.reducer.fed + len(chunk.rest)
+        pending.reducer = None
+    else:
+        pending.reducer.feed(chunk.rest)
     tail = chunk.rest[-CHECK_BYTES:]
     if len(tail) < CHECK_BYTES:
         tail = (chunk.raw[-CHECK_BYTES:] + tail)[-CHECK_BYTES:]
     pending.check = check_of(tail)
     capped = chunk.reason == "line_exceeds_cap"
+    if pending.reducer is None:
+        return ScanResult(kind="no_news", pending=pending, more=capped, reason="line_too_long")
     return ScanResult(kind="no_news", pending=pending, more=capped,
                       reason="long_line" if capped else "long_line_waiting")
 
 
 def _resume_long_line(chunk: Chunk, pending: PendingLine, marker: dict[str, Any], *,
-                      classify: LineClassifier, own_texts: OwnTexts) -> ScanResult:
+                      classify: LineClassifier, own_texts: OwnTexts,
+                      max_line: int) -> ScanResult:
     """Go on with a pending long line from where the last scan left it."""
+    assert pending.reducer is not None
     if chunk.kind == "partial":
-        return _feed_long_line(chunk, pending)
+        return _feed_long_line(chunk, pending, max_line=max_line)
     if chunk.kind != "lines":
         return ScanResult(kind="no_news", reason="long_line_waiting", pending=pending)
     first_start, first = chunk.lines[0]
-    pending.reducer.feed(first)
-    unit = classify_long_line(classify, pending.reducer)
+    if pending.reducer.fed + len(first) > max_line:
+        unit = Unit(human=False, reason="line_too_long")
+    else:
+        pending.reducer.feed(first)
+        unit = classify_long_line(classify, pending.reducer)
     if unit.stop:
         pending.stopped = unit
         return ScanResult(kind="no_news", reason=f"stopped:{unit.reason}", pending=pending)
     line_end = first_start + len(first) + 1
     rest = replace(chunk, lines=chunk.lines[1:])
+    # A line too long to be typed is not in the span of the turns counted after it.
+    span_from = line_end if unit.reason == "line_too_long" else pending.start
     return _classify_lines(rest, first_start, [unit], marker, classify=classify,
-                           own_texts=own_texts, end=line_end, span_from=pending.start)
+                           own_texts=own_texts, end=line_end, span_from=span_from)
 
 
 def _classify_lines(chunk: Chunk, offset: int, units: list[Unit], marker: dict[str, Any], *,
