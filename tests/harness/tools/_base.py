@@ -161,6 +161,27 @@ class AgentTool(ABC):
         """The name under which the model sees MCP ``server``'s tool ``tool``."""
         return f"{server}_{tool}"
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {}
+    """Commands (``/init``) that make the TUI send a fixed prompt of the tool's own, each
+    with a marker: a piece of the prompt's text that only its rows hold (the source's
+    ``actors/upstream/<source>/prompts.py`` table lists the whole text)."""
+
+    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
+        """How the TUI goes on with the conversation of the transcript ``original`` in a
+        new transcript that copies its history: ``(kind, args)`` (``kind`` an
+        :mod:`~tests.harness.actions` constant, ``args`` the command line's), or
+        ``None`` when the tool only appends to the session's own file (or cannot)."""
+        return None
+
+    continuation_copies: ClassVar[bool] = True
+    """Whether :meth:`continuation`'s new transcript holds copies of the earlier rows."""
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """Where a person would have moved ``original`` out of the tool's way (another
+        worktree's folder, an archive): a path that need not exist yet. Default:
+        ``<home>/elsewhere/<name>``, outside the tool's store."""
+        return home.root / "elsewhere" / original.name
+
     @abstractmethod
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """The transcripts it wrote under ``home`` (only ``project``'s when given)."""

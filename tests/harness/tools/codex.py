@@ -112,6 +112,23 @@ class Codex(AgentTool):
         """``mcp__<server>__<tool>``."""
         return f"mcp__{server}__{tool}"
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "Generate a file named AGENTS.md that serves as a contributor guide"}
+    """``/init`` (``codex-rs/tui/prompt_for_init_command.md``)."""
+
+    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
+        """``codex fork --last``: a new rollout replaying the earlier thread's items
+        (``codex resume`` appends to the session's own file)."""
+        return "fork", ["fork", "--last"]
+
+    continuation_copies: ClassVar[bool] = False
+    """0.171.0's fork rollout names its original (``session_meta.forked_from_id``,
+    ``forked_from_ordinal_exclusive``) and copies none of its rows."""
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """``~/.codex/archived_sessions/`` (where Codex's own archive moves a rollout)."""
+        return home.root / ".codex" / "archived_sessions" / original.name
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Rollout files, oldest first; ``project`` filters by ``session_meta.cwd``."""
         found = sorted((home.root / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
