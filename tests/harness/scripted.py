@@ -21,7 +21,8 @@ from tests.harness.script import Text
 from tests.harness.session import Harness
 from tests.harness.tools import AgentTool, DecidedRow, tool_named
 
-__all__ = ["HOW", "Outcome", "copy_without_original", "fixed_prompt"]
+__all__ = ["HOW", "Outcome", "copy_without_original", "fixed_prompt",
+           "session_copy_without_original"]
 
 HOW = ("moved", "deleted")
 """What happens to the original transcript before the copy is classified."""
@@ -70,9 +71,11 @@ class Outcome:
                             f"({r.reason})" for r in self.copies)])
 
 
-def copy_without_original(harness: Harness, tool: str | AgentTool, how: str) -> Outcome:
-    """One typed prompt, the tool's continuation into a new transcript (a fork) and one
-    typed prompt there; then the original transcript is moved elsewhere (``moved``) or
+def copy_without_original(harness: Harness, tool: str | AgentTool, how: str,
+                          variant: str | None = None) -> Outcome:
+    """One typed prompt, the tool's continuation ``variant`` into a new transcript (its
+    profile's :meth:`~tests.harness.tools.AgentTool.continuations`; default the first)
+    and one typed prompt there; then the original transcript is moved elsewhere (``moved``) or
     deleted (``deleted``) and every transcript left is decided.
 
     Ground truth: the prompt typed in the new transcript counts once; the copy of the
@@ -80,7 +83,7 @@ def copy_without_original(harness: Harness, tool: str | AgentTool, how: str) -> 
     the moved original (when deleted, its row is gone and so is its action).
 
     Raises:
-        ValueError: ``how`` is not in :data:`HOW`, or the tool has no continuation.
+        ValueError: ``how`` is not in :data:`HOW`, or the tool has no such continuation.
         AssertionError: the tool wrote no new transcript (it appended instead).
         TimeoutError: a turn did not complete.
     """
@@ -95,10 +98,12 @@ def copy_without_original(harness: Harness, tool: str | AgentTool, how: str) -> 
     agent.script(Text(f"one {nonce}"))
     agent.prompt(earlier)
     (original,) = [p for p in agent.transcripts() if not _subagent(p)]
-    step = profile.continuation(original)
-    if step is None:
-        raise ValueError(f"{profile.name} has no continuation into a new transcript")
-    kind, args = step
+    ways = profile.continuations(original)
+    if not ways or (variant is not None and variant not in ways):
+        raise ValueError(f"{profile.name} has no continuation {variant or ''} into a new "
+                         "transcript")
+    variant = variant or next(iter(ways))
+    kind, args = ways[variant]
     new = harness.reopen(agent, kind, args)
     new.script(Text(f"two {nonce}"))
     new.prompt(f"typed after the {kind} {nonce}")
@@ -118,8 +123,54 @@ def copy_without_original(harness: Harness, tool: str | AgentTool, how: str) -> 
     mine = {new.name} if how == "deleted" else {agent.name, new.name}
     actions = [a for a in harness.log.actions(tool=profile.name) if a.agent in mine]
     copies = tuple(r for r in rows if r.path in added and r.holds(earlier))
-    return Outcome(f"{kind}/{how}", compare(rows, actions), copies,
+    return Outcome(f"{variant}/{how}", compare(rows, actions), copies,
                    2 if how == "moved" else 1, profile.continuation_copies)
+
+
+def session_copy_without_original(harness: Harness, tool: str | AgentTool,
+                                  variant: str | None = None) -> Outcome:
+    """For a store holding many sessions (OpenCode's database): one typed prompt, the
+    continuation ``variant`` of that session into a new session of the store
+    (:meth:`~tests.harness.tools.AgentTool.session_continuations`; default the first)
+    and one typed prompt there; then the original session is deleted with the tool's
+    own command and the project's sessions are decided. (A session in a store has no
+    folder to be moved to: ``deleted`` is the one case.)
+
+    Ground truth: the prompt typed in the new session counts once, the copy of the
+    earlier prompt never does.
+
+    Raises:
+        ValueError: the tool has no such continuation.
+        TimeoutError: a turn, or the new TUI's history, did not come in time.
+    """
+    profile = tool_named(tool)
+    nonce = secrets.token_hex(4)
+    home = harness.home(f"home-session-{nonce}")
+    project = harness.project(f"project-session-{nonce}", git=True)
+    agent = harness.start(profile, home=home, project=project)
+    earlier = f"typed before the copy {nonce}"
+    agent.script(Text(f"one {nonce}"))
+    agent.prompt(earlier)
+    (store,) = agent.transcripts()
+    (first,) = profile.sessions(store, project)  # type: ignore[attr-defined]
+    ways = profile.session_continuations(first)
+    if not ways or (variant is not None and variant not in ways):
+        raise ValueError(f"{profile.name} has no session continuation {variant or ''}")
+    variant = variant or next(iter(ways))
+    kind, args = ways[variant]
+    new = harness.reopen(agent, kind, args, wait_ready=False)
+    new.pane.wait_text(earlier, profile.startup_timeout_s)  # keys typed before go astray
+    new.wait_idle()
+    new.script(Text(f"two {nonce}"))
+    new.prompt(f"typed after the {kind} {nonce}")
+    new.quit()
+    profile.delete_session(harness.install, home, new.model, first)
+    rows = profile.decide(store, project)
+    assert not any(r.session == first for r in rows), f"{first} was not deleted"
+    actions = [a for a in harness.log.actions(tool=profile.name) if a.agent == new.name]
+    copies = tuple(r for r in rows if r.holds(earlier))
+    return Outcome(f"{variant}/deleted", compare(rows, actions), copies, 1,
+                   profile.continuation_copies)
 
 
 def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outcome:
@@ -143,7 +194,7 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
     agent.script(Text(f"one {nonce}"))
     agent.prompt(f"typed before {command} {nonce}")
     agent.script(Text(f"fixed answer {nonce}"))
-    agent.slash(command, kind=act.FIXED_PROMPT, text=marker)
+    agent.slash(command, kind=act.FIXED_PROMPT, text=marker, enter=profile.command_enter)
     agent.wait_request(marker)
     agent.wait_turn()
     agent.script(Text(f"two {nonce}"))

@@ -166,15 +166,36 @@ class AgentTool(ABC):
     with a marker: a piece of the prompt's text that only its rows hold (the source's
     ``actors/upstream/<source>/prompts.py`` table lists the whole text)."""
 
-    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
-        """How the TUI goes on with the conversation of the transcript ``original`` in a
-        new transcript that copies its history: ``(kind, args)`` (``kind`` an
-        :mod:`~tests.harness.actions` constant, ``args`` the command line's), or
-        ``None`` when the tool only appends to the session's own file (or cannot)."""
-        return None
+    command_enter: ClassVar[tuple[str, ...]] = ("Enter",)
+    """The keys (tmux names) that run a slash command typed into the prompt box (a
+    completion menu may take the first Enter)."""
+
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """The ways the TUI goes on with the conversation of the transcript ``original``
+        in a new transcript: variant name -> ``(kind, args)`` (``kind`` an
+        :mod:`~tests.harness.actions` constant, ``args`` the command line's); empty
+        when the tool only appends to the session's own file (or cannot)."""
+        return {}
+
+    def session_continuations(self, session: str) -> dict[str, tuple[str, list[str]]]:
+        """Like :meth:`continuations` for a store holding many sessions (OpenCode's
+        database): the ways to go on with ``session`` (an id) in a new session of the
+        store. Empty for a tool with a transcript per session."""
+        return {}
+
+    def delete_session(self, install: AgentInstall, home: Home, model: FakeModelServer,
+                       session: str) -> None:
+        """Delete ``session`` from the store as the tool's own command does (blocks until
+        it exits).
+
+        Raises:
+            NotImplementedError: the tool keeps a transcript per session (delete the file).
+            RuntimeError: the command failed.
+        """
+        raise NotImplementedError(f"{self.name} keeps a transcript per session")
 
     continuation_copies: ClassVar[bool] = True
-    """Whether :meth:`continuation`'s new transcript holds copies of the earlier rows."""
+    """Whether :meth:`continuations`' new transcripts holds copies of the earlier rows."""
 
     def elsewhere(self, home: Home, original: Path) -> Path:
         """Where a person would have moved ``original`` out of the tool's way (another

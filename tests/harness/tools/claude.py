@@ -122,9 +122,11 @@ class ClaudeCode(AgentTool):
         "/init": "Please analyze this codebase and create a CLAUDE.md file"}
     """``/init`` (2.1.332; ``/review`` became the ``code-review`` plugin's, no fixed text)."""
 
-    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
-        """``claude --resume ID --fork-session``: a new file starting with copies."""
-        return "fork", ["--resume", original.stem, "--fork-session"]
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``claude --resume ID --fork-session`` and ``claude --continue --fork-session``:
+        a new file starting with copies (without ``--fork-session`` both append)."""
+        return {"resume-fork": ("fork", ["--resume", original.stem, "--fork-session"]),
+                "continue-fork": ("continue", ["--continue", "--fork-session"])}
 
     def elsewhere(self, home: Home, original: Path) -> Path:
         """Another project folder (``~/.claude/projects/-elsewhere-worktree/``): the

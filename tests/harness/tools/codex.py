@@ -116,10 +116,10 @@ class Codex(AgentTool):
         "/init": "Generate a file named AGENTS.md that serves as a contributor guide"}
     """``/init`` (``codex-rs/tui/prompt_for_init_command.md``)."""
 
-    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
-        """``codex fork --last``: a new rollout replaying the earlier thread's items
-        (``codex resume`` appends to the session's own file)."""
-        return "fork", ["fork", "--last"]
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``codex fork --last``: a new rollout (``codex resume`` appends to the
+        session's own file)."""
+        return {"fork": ("fork", ["fork", "--last"])}
 
     continuation_copies: ClassVar[bool] = False
     """0.171.0's fork rollout names its original (``session_meta.forked_from_id``,

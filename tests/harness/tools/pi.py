@@ -91,10 +91,10 @@ class Pi(AgentTool):
         """A ``bash`` tool call."""
         return ToolUse("bash", {"command": command})
 
-    def continuation(self, original: Path) -> tuple[str, list[str]] | None:
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
         """``pi --fork FILE``: a new session file (header ``parentSession``) with copies
         (``--continue`` and ``--session`` append to the session's own file)."""
-        return "fork", ["--fork", str(original)]
+        return {"fork": ("fork", ["--fork", str(original)])}
 
     def elsewhere(self, home: Home, original: Path) -> Path:
         """Another project's folder under ``~/.pi/agent/sessions/``."""
