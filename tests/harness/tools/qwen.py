@@ -117,6 +117,11 @@ class QwenCode(AgentTool):
                                  "subagent_type": "general-purpose",
                                  "run_in_background": background})
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "You are Qwen Code, an interactive CLI agent. Analyze the current directory"
+                 " and generate a comprehensive"}
+    """``/init`` (the init command's ``submit_prompt``, 0.24.4 bundle)."""
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files (sub-agents' too), oldest first."""
         root = home.root / ".qwen" / "projects"
