@@ -200,6 +200,7 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
     agent.script(Text(f"two {nonce}"))
     agent.prompt(f"typed after {command} {nonce}")
     rows = agent.decided_rows()
+    agent.quit()
     copies = tuple(r for r in rows if r.holds(marker))
     return Outcome(f"fixed_prompt {command}",
                    compare(rows, harness.log.actions(agent=agent.name)), copies, 2)
