@@ -15,7 +15,6 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.harness import actions as act
 from tests.harness.compare import Comparison, compare
 from tests.harness.script import Text
 from tests.harness.session import Harness
@@ -112,10 +111,7 @@ def copy_without_original(harness: Harness, tool: str | AgentTool, how: str,
     assert added, f"{profile.name} {' '.join(args)} wrote no new transcript"
     kept: list[Path] = []
     if how == "moved":
-        target = profile.elsewhere(home, original)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        original.rename(target)
-        kept.append(target)
+        kept.append(profile.move_elsewhere(home, original))
     else:
         original.unlink()
     rows = [row for path in dict.fromkeys([*new.transcripts(), *kept])
@@ -194,7 +190,7 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
     agent.script(Text(f"one {nonce}"))
     agent.prompt(f"typed before {command} {nonce}")
     agent.script(Text(f"fixed answer {nonce}"))
-    agent.slash(command, kind=act.FIXED_PROMPT, text=marker, enter=profile.command_enter)
+    profile.send_fixed_prompt(agent, command)
     agent.wait_request(marker)
     agent.wait_turn()
     agent.script(Text(f"two {nonce}"))

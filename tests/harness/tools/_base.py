@@ -112,6 +112,14 @@ class AgentTool(ABC):
         """Write the config that points it at ``model`` with no dialogs, merging into
         what ``home`` already holds (a second tool or a test's own keys stay)."""
 
+    def executable(self, install: AgentInstall) -> Path:
+        """Its executable (default: ``binary`` in the npm install).
+
+        Raises:
+            FileNotFoundError: it is not installed (a tool installed apart from ``install``).
+        """
+        return install.binary(self.binary)
+
     def env(self, home: Home, model: FakeModelServer, install: AgentInstall
             ) -> dict[str, str]:
         """The whole environment it runs with (nothing else is inherited)."""
@@ -166,6 +174,21 @@ class AgentTool(ABC):
     with a marker: a piece of the prompt's text that only its rows hold (the source's
     ``actors/upstream/<source>/prompts.py`` table lists the whole text)."""
 
+    def send_fixed_prompt(self, agent: Any, command: str) -> None:
+        """Make the running TUI of ``agent`` (a :class:`~tests.harness.agent.Agent`) send
+        the fixed prompt of ``command`` as a person does, recording a
+        :data:`~tests.harness.actions.FIXED_PROMPT` action (text: its marker). Default:
+        choose the command (:meth:`~tests.harness.agent.Agent.slash` with
+        :attr:`command_enter`). Does not wait for the model's request.
+
+        Raises:
+            KeyError: ``command`` is not in :attr:`fixed_prompts`.
+            TimeoutError: the TUI did not show what the command needs in time.
+        """
+        from tests.harness import actions as act
+        agent.slash(command, kind=act.FIXED_PROMPT, text=self.fixed_prompts[command],
+                    enter=self.command_enter)
+
     command_enter: ClassVar[tuple[str, ...]] = ("Enter",)
     """The keys (tmux names) that run a slash command typed into the prompt box (a
     completion menu may take the first Enter)."""
@@ -193,6 +216,18 @@ class AgentTool(ABC):
             RuntimeError: the command failed.
         """
         raise NotImplementedError(f"{self.name} keeps a transcript per session")
+
+    def move_elsewhere(self, home: Home, original: Path) -> Path:
+        """Move the transcript ``original`` (and what the tool keeps beside it) to
+        :meth:`elsewhere`, as a session that lived in another folder; returns the new path.
+
+        Raises:
+            OSError: the move failed.
+        """
+        target = self.elsewhere(home, original)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        original.rename(target)
+        return target
 
     continuation_copies: ClassVar[bool] = True
     """Whether :meth:`continuations`' new transcripts holds copies of the earlier rows."""
