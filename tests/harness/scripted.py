@@ -174,9 +174,10 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
     prompt: a :data:`~tests.harness.actions.FIXED_PROMPT` action, not ``human``), and
     another typed prompt; every row decided.
 
-    Ground truth: the two typed prompts count once each; no row holding the fixed
-    prompt's marker (the profile's :attr:`~tests.harness.tools.AgentTool.fixed_prompts`)
-    does.
+    Ground truth: each typed prompt counts once (the two, and any the command needs
+    first: Codex's plan popup follows a typed planning prompt); no row holding the
+    fixed prompt's marker (the profile's
+    :attr:`~tests.harness.tools.AgentTool.fixed_prompts`) does.
 
     Raises:
         KeyError: the profile lists no such command.
@@ -189,8 +190,7 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
                           project=harness.project(f"project-fixed-{nonce}", git=True))
     agent.script(Text(f"one {nonce}"))
     agent.prompt(f"typed before {command} {nonce}")
-    agent.script(Text(f"fixed answer {nonce}"))
-    profile.send_fixed_prompt(agent, command)
+    profile.send_fixed_prompt(agent, command, Text(f"fixed answer {nonce}"))
     agent.wait_request(marker)
     agent.wait_turn()
     agent.script(Text(f"two {nonce}"))
@@ -198,8 +198,9 @@ def fixed_prompt(harness: Harness, tool: str | AgentTool, command: str) -> Outco
     rows = agent.decided_rows()
     agent.quit()
     copies = tuple(r for r in rows if r.holds(marker))
-    return Outcome(f"fixed_prompt {command}",
-                   compare(rows, harness.log.actions(agent=agent.name)), copies, 2)
+    actions = harness.log.actions(agent=agent.name)
+    return Outcome(f"fixed_prompt {command}", compare(rows, actions), copies,
+                   sum(1 for a in actions if a.human))
 
 
 def _subagent(path: Path) -> bool:

@@ -174,18 +174,21 @@ class AgentTool(ABC):
     with a marker: a piece of the prompt's text that only its rows hold (the source's
     ``actors/upstream/<source>/prompts.py`` table lists the whole text)."""
 
-    def send_fixed_prompt(self, agent: Any, command: str) -> None:
+    def send_fixed_prompt(self, agent: Any, command: str, answer: Any) -> None:
         """Make the running TUI of ``agent`` (a :class:`~tests.harness.agent.Agent`) send
         the fixed prompt of ``command`` as a person does, recording a
-        :data:`~tests.harness.actions.FIXED_PROMPT` action (text: its marker). Default:
-        choose the command (:meth:`~tests.harness.agent.Agent.slash` with
-        :attr:`command_enter`). Does not wait for the model's request.
+        :data:`~tests.harness.actions.FIXED_PROMPT` action (text: its marker); the
+        model answers it with ``answer`` (a :mod:`~tests.harness.script` answer,
+        scripted here, after any the command needs first). Default: choose the command
+        (:meth:`~tests.harness.agent.Agent.slash` with :attr:`command_enter`). Does not
+        wait for the fixed prompt's request.
 
         Raises:
             KeyError: ``command`` is not in :attr:`fixed_prompts`.
             TimeoutError: the TUI did not show what the command needs in time.
         """
         from tests.harness import actions as act
+        agent.script(answer)
         agent.slash(command, kind=act.FIXED_PROMPT, text=self.fixed_prompts[command],
                     enter=self.command_enter)
 

@@ -138,13 +138,14 @@ class Aider(AgentTool):
     """``/lint`` answered "Fix lint errors in …? y": Aider sends the linter's report
     (``linter.py`` ``errors_to_lint_result``) as user input."""
 
-    def send_fixed_prompt(self, agent: Any, command: str) -> None:
+    def send_fixed_prompt(self, agent: Any, command: str, answer: Any) -> None:
         """``/lint``: write a Python file with a syntax error, ``/add`` it, ``/lint``,
         and answer ``y`` to "Fix lint errors in …?" (each recorded: the two commands
         ``slash``, the answer ``confirm``, the report ``fixed_prompt``)."""
         from tests.harness import actions as act
         if command != "/lint":
             raise KeyError(command)
+        agent.script(answer)
         (agent.project / "broken_lint.py").write_text("def broken(:\n    return 1\n")
         agent.slash("/add broken_lint.py")
         agent.wait_idle()
