@@ -98,3 +98,28 @@ def test_a_run_that_failed_is_not_clean_even_with_nothing_new() -> None:
     assert not drift.clean
     assert render([drift]).splitlines()[:2] == [
         "== aider 0.86.2: RUN FAILED", "   error: start failed: TimeoutError: x"]
+
+
+def test_a_scripted_action_that_failed_makes_the_run_not_clean_and_is_rendered() -> None:
+    """Issue 32's scripted actions (a copy without its original, a fixed prompt) each
+    get a line; one not decided exactly (``FAIL``) is drift even with nothing new."""
+    found = survey("qwen", "0.24.4", [], comparison="precision 1.000, recall 1.000")
+    found.actions.update({"fixed prompt /init": "FAIL precision 0.667, recall 1.000"})
+    drift = drift_of(found, {})
+    assert not drift.clean
+    assert "   fixed prompt /init: FAIL precision 0.667, recall 1.000" in render([drift])
+    assert drift.as_json()["actions"] == {
+        "fixed prompt /init": "FAIL precision 0.667, recall 1.000"}
+    found.actions["fixed prompt /init"] = "OK precision 1.000, recall 1.000"
+    assert drift_of(found, {}).clean
+
+
+def test_the_windows_kit_section_decides_every_kit_source_exactly(tmp_path: Path) -> None:
+    from tests.harness.drift import windows_kit
+    from tests.harness.windows_kit import SOURCES
+
+    section = windows_kit(tmp_path)
+    assert sorted(section.actions) == sorted(SOURCES)
+    assert all(v.startswith("OK precision 1.000, recall 1.000")
+               for v in section.actions.values()), section.actions
+    assert section.clean

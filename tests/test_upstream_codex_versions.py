@@ -8,7 +8,8 @@
   injected context.
 * 0.34 rollouts (no ``source``, ``kind: "plain"``) are read (kit ``version="0.34"``).
 * Line kinds Codex added (``world_state``, ``inter_agent_communication[_metadata]``,
-  ``security_risk_score``, ``realtime_item``) are never typed; any other kind is
+  ``security_risk_score``, ``realtime_item``, 0.169/0.171's ``token_usage_record``) are
+  never typed; any other kind is
   ``unknown_kind``, logged once.
 """
 
@@ -77,7 +78,7 @@ def test_a_034_rollout_from_the_kit_is_read_like_the_real_one(tmp_path: Path) ->
 
 @pytest.mark.parametrize("kind", ["world_state", "inter_agent_communication",
                                   "inter_agent_communication_metadata", "security_risk_score",
-                                  "realtime_item"])
+                                  "realtime_item", "token_usage_record"])
 def test_newer_line_kinds_are_never_typed(kind: str) -> None:
     line = _jsonl({"timestamp": "2026-09-02T21:58:24.362Z", "type": kind,
                    "payload": {"type": "message", "role": "user", "content": [
@@ -98,3 +99,21 @@ def test_an_unknown_line_kind_is_not_typed_and_logged_once(
     assert [r.getMessage() for r in caplog.records if "brand_new_kind_xyz" in r.getMessage()] == [
         "Codex row kind 'brand_new_kind_xyz' is unknown: decided not typed"]
     assert "hello" not in caplog.text
+
+
+def test_token_usage_record_of_0_171_is_known_and_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Codex 0.169.0 and 0.171.0 write a ``token_usage_record`` line after each model
+    response (seen by ``python -m tests.harness.drift`` on 0.171.0): a known kind, not
+    an unknown one logged as drift."""
+    line = _jsonl({"timestamp": "2026-12-07T01:55:23.269Z", "ordinal": 23,
+                   "type": "token_usage_record", "payload": {
+                       "thread_id": "t", "turn_id": "u", "session_id": "t",
+                       "root_turn_id": "u", "response_id": "resp_1",
+                       "usage": {"input_tokens": 100, "output_tokens": 10}}})
+    classify = codex_turn_classifier("/nonexistent/rollout.jsonl")
+    with caplog.at_level(logging.WARNING, logger="actors.upstream.codex.classify"):
+        unit = classify(line)
+    assert (unit.human, unit.reason) == (False, "token_usage_record")
+    assert "token_usage_record" not in caplog.text

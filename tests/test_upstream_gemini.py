@@ -160,3 +160,27 @@ def test_paths_and_fingerprint(tmp_path: Path) -> None:
     assert before[4:] == (0, 0, 0, 0)
     (tmp_path / "tmp" / "proj" / "logs.json").write_text(json.dumps([]))
     assert g.gemini_fingerprint(main) != before
+
+
+_INIT = ("\nYou are an AI agent that brings the power of Gemini directly into the terminal. Your "
+         "task is to analyze the current directory and generate a comprehensive GEMINI.md file "
+         "to be used as instructional context for future interactions.\n\n**Analysis Process:**"
+         "\n\n1.  **Initial Exploration:**\n    *   Start by listing the files and directories."
+         "\n")
+"""The opening of ``/init``'s prompt (``performInit``, 0.20 to 0.61) and a shortened rest."""
+
+
+def test_init_prompt_without_its_display_content_is_the_tools() -> None:
+    """``/init`` sends a fixed prompt; from 0.28 its row names ``displayContent: "/init"``
+    (``custom_command``), a 0.20 to 0.27 document holds only the text (a string, or a
+    part list): ``tool_prompt``, not typed, whichever way it is stored."""
+    for content in (_INIT, [{"text": _INIT}]):
+        assert g.decide_user_message({"type": "user", "content": content})[:2] == (
+            False, "tool_prompt")
+    assert g.decide_user_message({"type": "user", "content": [{"text": _INIT}],
+                                  "displayContent": [{"text": "/init"}]})[:2] == (
+        False, "custom_command")
+    # a person's prompt that only starts like it is theirs
+    assert g.decide_user_message({"type": "user", "content": "You are an AI agent that "
+                                  "brings the power of Gemini directly into the terminal."})[
+        :2] == (True, "typed")

@@ -94,6 +94,31 @@ def test_hook_file_and_command_prompts_are_typed_once(tmp_path: Path) -> None:
         ("user", True, "/greet argz")]
 
 
+@pytest.mark.parametrize("context_file", ["QWEN.md", "AGENTS.md"])
+def test_init_command_prompt_is_the_tools_not_typed(tmp_path: Path, context_file: str) -> None:
+    """``/init`` makes 0.24.4 send its fixed prompt as a ``real_user`` record (seen on the
+    real CLI by tests/test_agents_fixed_prompts.py): ``tool_prompt``; the prompts typed
+    around it count."""
+    session = QwenSession(tmp_path / "s.jsonl")
+    session.append(Typed("before"), Reply("ok"))
+    session.init_command(context_file)
+    session.append(Reply("wrote it"), Typed("after"))
+    scan = q.read_qwen_rows(session.path.read_bytes())
+    assert [(r.kind, r.reason) for r in scan.rows if r.kind == "user"] == [
+        ("user", "typed"), ("user", "tool_prompt"), ("user", "typed")]
+    assert [r.text for r in scan.rows if r.typed] == ["before", "after"]
+
+
+def test_a_typed_prompt_quoting_the_init_opening_still_counts(tmp_path: Path) -> None:
+    """Only the whole fixed text is the tool's: a person's prompt that merely starts like
+    it (no "Analysis Process" heading after it) is typed."""
+    session = QwenSession(tmp_path / "s.jsonl")
+    session.append(Typed("You are Qwen Code, an interactive CLI agent. Analyze the current "
+                         "directory please"))
+    assert [r.typed for r in q.read_qwen_rows(session.path.read_bytes()).rows
+            if r.kind == "user"] == [True]
+
+
 def test_sub_agent_calls_and_their_notification_are_not_typed(tmp_path: Path) -> None:
     session = QwenSession(tmp_path / "s.jsonl")
     session.append(Typed("start one"))

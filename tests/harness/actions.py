@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["COMPACT", "CONFIRM", "CONTINUE", "FORK", "HOOK_PROMPT", "INTERRUPT", "MCP_CALL",
-           "PROGRAM_RUN", "RESUME", "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED", "Action",
-           "ActionLog"]
+__all__ = ["COMPACT", "CONFIRM", "CONTINUE", "FIXED_PROMPT", "FORK", "HOOK_PROMPT", "INTERRUPT",
+           "MCP_CALL", "PROGRAM_RUN", "RESUME", "SHELL_CALL", "SLASH", "SUBAGENT", "TYPED",
+           "Action", "ActionLog"]
 
 TYPED = "typed"
 """A prompt a person typed into the TUI (``human``)."""
@@ -45,6 +45,9 @@ PROGRAM_RUN = "program_run"
 """A program-driven run (``claude -p``, ``codex exec``, ``opencode run``, Pi print/RPC mode)."""
 HOOK_PROMPT = "hook_prompt"
 """A prompt a hook of the tool's own made it go on with (a Codex Stop hook's ``reason``)."""
+FIXED_PROMPT = "fixed_prompt"
+"""A command or click that makes the tool send a fixed prompt of its own (``/init``):
+the person chose an action, the words are the tool's (never ``human``)."""
 
 
 @dataclass(frozen=True)

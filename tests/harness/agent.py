@@ -52,6 +52,11 @@ class Agent:
                 **detail: object) -> Action:
         return self._log.record(self.name, self.tool.name, kind, text, human=human, **detail)
 
+    def record(self, kind: str, text: str | None = None, *, human: bool = False,
+               **detail: object) -> Action:
+        """Record an action taken by other means (keys a profile sent itself) in the log."""
+        return self._record(kind, text, human=human, **detail)
+
     # -- what a person does ------------------------------------------------------------------
 
     def type(self, text: str, *, enter: bool = True) -> Action:

@@ -14,12 +14,17 @@ with ``SSA_AGENTS_DIR`` pointing into the scratch folder. Aider runs from its
 pinned environment (:mod:`tests.harness.pyinstall`); another Aider version is
 reported as not driven (its lock needs a full ``pip freeze`` first).
 
-Each tool then runs the scripted actions of
-:func:`tests.harness.scenarios.typed_prompts_and_a_shell_call` (two typed
-prompts, the second answered with a shell call; Aider, which offers the
-model no tools, a text) in tmux against a fake model
-server, and every unit of the transcripts it wrote is decided through
-``ssa classify``'s code path. The report lists, per tool:
+Each tool then runs the scripted actions in tmux against a fake model server:
+two typed prompts, the second answered with a shell call (Aider, which offers
+the model no tools, a text); each continuation into a new transcript whose
+original is then moved elsewhere or deleted
+(:func:`tests.harness.scripted.copy_without_original`,
+:func:`~tests.harness.scripted.session_copy_without_original`); each fixed
+prompt a command sends (:func:`~tests.harness.scripted.fixed_prompt`). Every
+unit of the transcripts they wrote is decided through ``ssa classify``'s code
+path. A last section decides a Windows-recorded session of every source that
+the test kit builds (:mod:`tests.harness.windows_kit`; no CLI). The report
+lists, per tool:
 
 * units decided with an "unknown" reason code (:data:`UNKNOWN_REASONS`: the
   readers' own "not seen before, not typed" decision) and the kinds the
@@ -28,7 +33,8 @@ server, and every unit of the transcripts it wrote is decided through
   not in the known set (:data:`BASELINE`, ``tests/harness/drift_baseline.json``,
   recorded with ``--record`` on versions whose readers were checked), each
   with the reason codes its units got;
-* the comparison with the action log (precision/recall per scripted action).
+* the comparison with the action log (precision/recall per scripted action;
+  ``FAIL`` where a scripted action was not decided exactly).
 
 Precision first: nothing here changes a decision; a shape the readers have
 not seen is decided not typed and logged once by the readers themselves.
@@ -56,7 +62,8 @@ from typing import Any
 
 __all__ = ["BASELINE", "NPM_PACKAGES", "PYPI_PACKAGES", "UNKNOWN_REASONS", "Drift", "ToolSurvey",
            "Unit", "baseline_of", "drift_of", "drive", "install_npm", "key_paths", "main",
-           "newest_version", "pinned_versions", "render", "survey"]
+           "newest_version", "pinned_versions", "render", "scripted_actions", "survey",
+           "windows_kit"]
 
 NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
                 "opencode": "opencode-ai", "pi": "@mariozechner/pi-coding-agent",
@@ -107,6 +114,7 @@ class ToolSurvey:
         logged: kinds the classifiers logged as unknown (:mod:`actors.upstream.kindlog`).
         comparison: the action-log comparison's first report line.
         error: why the run failed or was not driven (``""``: it ran).
+        actions: scripted action -> ``"OK ..."``/``"FAIL ..."`` and its comparison line.
     """
 
     tool: str
@@ -117,6 +125,7 @@ class ToolSurvey:
     logged: list[str] = field(default_factory=list)
     comparison: str = ""
     error: str = ""
+    actions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,7 @@ class Drift:
         logged: kinds logged once as unknown.
         comparison: the action-log comparison (precision/recall).
         error: why the run failed or was not driven (``""``: it ran).
+        actions: scripted action -> ``"OK ..."``/``"FAIL ..."`` and its comparison line.
     """
 
     tool: str
@@ -141,19 +151,21 @@ class Drift:
     logged: list[str]
     comparison: str
     error: str = ""
+    actions: dict[str, str] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
-        """It ran, and nothing is new or unknown."""
+        """It ran, every scripted action was decided exactly, and nothing is new or
+        unknown."""
         return not (self.error or self.new_kinds or self.new_keys or self.unknown
-                    or self.logged)
+                    or self.logged or any(not v.startswith("OK") for v in self.actions.values()))
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field plus ``clean``."""
         return {"tool": self.tool, "version": self.version, "clean": self.clean,
                 "new_kinds": self.new_kinds, "new_keys": self.new_keys,
                 "unknown": self.unknown, "logged": self.logged,
-                "comparison": self.comparison, "error": self.error}
+                "comparison": self.comparison, "error": self.error, "actions": self.actions}
 
 
 # -- pure report building -----------------------------------------------------------------------
@@ -199,7 +211,7 @@ def drift_of(found: ToolSurvey, known: Mapping[str, Any]) -> Drift:
         {k: dict(sorted(r.items())) for k, r in sorted(found.kinds.items()) if k not in kinds},
         {k: sorted(r) for k, r in sorted(found.keys.items()) if k not in keys},
         {f"{k} ({r})": n for (k, r), n in sorted(found.unknown.items())},
-        list(found.logged), found.comparison, found.error)
+        list(found.logged), found.comparison, found.error, dict(found.actions))
 
 
 def baseline_of(surveys: Iterable[ToolSurvey]) -> dict[str, dict[str, list[str]]]:
@@ -217,6 +229,8 @@ def render(drifts: Sequence[Drift]) -> str:
             lines.append(f"   error: {d.error}")
         if d.comparison:
             lines.append(f"   actions: {d.comparison}")
+        for name, line in d.actions.items():
+            lines.append(f"   {name}: {line}")
         for kind, reasons in d.new_kinds.items():
             lines.append(f"   new row kind {kind!r}: "
                          + ", ".join(f"{r} x{n}" for r, n in reasons.items()))
@@ -354,6 +368,7 @@ def drive(tool: str, version: str, install: Any, root: Path) -> ToolSurvey:
     upstream.addHandler(collect)
     nonce = secrets.token_hex(4)
     comparison, error, rows = "", "", []
+    actions: dict[str, str] = {}
     root.mkdir(parents=True, exist_ok=True)
     harness = Harness(Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=root)), install)
     try:
@@ -375,12 +390,74 @@ def drive(tool: str, version: str, install: Any, root: Path) -> ToolSurvey:
             error = f"run failed: {_short(exc)}"
         rows = agent.decided_rows()
         comparison = compare(rows, harness.log.actions(agent=agent.name)).report().splitlines()[0]
+        agent.quit()
+        actions, more = scripted_actions(harness, profile)
+        rows += more
     except Exception as exc:
         error = error or f"start failed: {_short(exc)}"
     finally:
         harness.close()
         upstream.removeHandler(collect)
-    return survey(tool, version, _units(rows), [k for _, k in collect.kinds], comparison, error)
+    out = survey(tool, version, _units(rows), [k for _, k in collect.kinds], comparison, error)
+    out.actions.update(actions)
+    return out
+
+
+def scripted_actions(harness: Any, profile: Any) -> tuple[dict[str, str], list[Any]]:
+    """Run issue 32's scripted actions on ``profile``'s CLI in ``harness``: every
+    continuation (:meth:`~tests.harness.tools.AgentTool.continuations`) with its
+    original moved and deleted, every session continuation, every fixed prompt.
+
+    Returns ``({action: "OK line"/"FAIL line"}, every decided row)``. A failed action
+    is reported, not raised. Blocks for the runs (tens of seconds each).
+    """
+    from tests.harness.scripted import (
+        HOW,
+        Outcome,
+        copy_without_original,
+        fixed_prompt,
+        session_copy_without_original,
+    )
+    runs: list[tuple[str, Any]] = []
+    for variant in profile.continuations(Path("/nonexistent/session.jsonl")):
+        for how in HOW:
+            runs.append((f"{variant}/{how}", lambda v=variant, h=how: copy_without_original(
+                harness, profile, h, v)))
+    for variant in profile.session_continuations("ses_x"):
+        runs.append((f"{variant}/deleted", lambda v=variant: session_copy_without_original(
+            harness, profile, v)))
+    for command in profile.fixed_prompts:
+        runs.append((f"fixed prompt {command}", lambda c=command: fixed_prompt(
+            harness, profile, c)))
+    lines: dict[str, str] = {}
+    rows: list[Any] = []
+    for name, run in runs:
+        sys.stderr.write(f"  {name}...\n")
+        try:
+            outcome: Outcome = run()
+        except Exception as exc:
+            lines[name] = f"FAIL {_short(exc)}"
+            continue
+        lines[name] = f"{'OK' if outcome.exact else 'FAIL'} {outcome.line()}"
+        rows += outcome.result.rows
+    return lines, rows
+
+
+def windows_kit(scratch: Path) -> Drift:
+    """The Windows-recorded session of every kit source (:mod:`tests.harness.windows_kit`),
+    as one report section (tool ``kit``, version ``windows``). Blocks on file I/O."""
+    from tests.harness.windows_kit import SOURCES, windows_session
+    lines: dict[str, str] = {}
+    for source in sorted(SOURCES):
+        try:
+            result = windows_session(source, scratch / "windows-kit" / source)
+        except Exception as exc:
+            lines[source] = f"FAIL {_short(exc)}"
+            continue
+        exact = ((result.precision, result.recall) == (1.0, 1.0) and not result.unseen
+                 and len(result.true_positives) == 2)
+        lines[source] = f"{'OK' if exact else 'FAIL'} {result.report().splitlines()[0]}"
+    return Drift("kit", "windows", {}, {}, {}, [], "", "", lines)
 
 
 def _short(exc: Exception) -> str:
@@ -433,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known: dict[str, Any] = (json.loads(args.baseline.read_text())
                              if args.baseline.is_file() else {})
     drifts = [drift_of(s, known.get(s.tool, {})) for s in surveys]
+    drifts.append(windows_kit(scratch))
     if args.record:
         for tool, entry in baseline_of(s for s in surveys if s.kinds and not s.error).items():
             old = known.get(tool, {})

@@ -62,7 +62,11 @@ def require_tool(agent_install: AgentInstall) -> Callable[[str], None]:
     """``require_tool("codex")``: skip (fail under CI) unless ``codex --version`` runs."""
     def check(name: str) -> None:
         profile = tool_named(name)
-        binary = agent_install.binary(profile.binary)
+        try:
+            binary = profile.executable(agent_install)
+        except FileNotFoundError as exc:
+            _unavailable(str(exc))
+            return
         try:
             done = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
                                   timeout=30, check=False)

@@ -104,6 +104,7 @@ KNOWN_LINE_KINDS = frozenset({
     "world_state",  # 0.15x: the AGENTS.md / environment baseline
     "inter_agent_communication", "inter_agent_communication_metadata",  # multi-agent mail
     "security_risk_score", "realtime_item",  # a risk score; a voice session's item
+    "token_usage_record",  # 0.169.0, 0.171.0: one per model response (token counts)
 })
 """Rollout line ``type`` values Codex writes that are never a typed turn (their reason is
 the kind itself); ``response_item`` and ``event_msg`` have their own rules, and any other

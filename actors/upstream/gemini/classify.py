@@ -72,6 +72,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.common import Unit, decode_object, epoch_ms, normalize_text
+from actors.upstream.gemini.prompts import GEMINI_PROMPTS
 from actors.upstream.kindlog import log_unknown_kind
 
 __all__ = [
@@ -322,6 +323,8 @@ def decide_user_message(row: Mapping[str, Any], last_command: str | None = None
     if not text:
         media = _has_part(content, "inlineData") or _has_part(content, "fileData")
         return False, "media_only" if media else "empty", None
+    if GEMINI_PROMPTS.match(text) is not None:
+        return False, "tool_prompt", None
     return True, "typed", text
 
 

@@ -20,6 +20,8 @@ Which records a person typed (precision before recall):
 * not when its parts hold a ``functionResponse`` (``tool_result``);
 * its typed text is ``systemPayload.displayText`` when present, else the
   text parts; an empty text is ``empty``;
+* a text that is one of the fixed prompts Qwen Code sends for a command
+  (``/init``: :mod:`actors.upstream.qwen.prompts`) is ``tool_prompt``;
 * a record carrying ``forkedFrom`` is a copy ``/branch`` wrote into the new
   session's file (``SessionService.forkSession``): ``copied_row``;
 * ``user`` records with another subtype 0.24.4 writes are the CLI's own
@@ -53,6 +55,7 @@ import msgspec
 
 from actors.upstream.common import decode_object, epoch_ms, normalize_text
 from actors.upstream.gemini import classify as _gemini
+from actors.upstream.qwen.prompts import QWEN_PROMPTS
 
 __all__ = [
     "CLI_USER_SUBTYPES",
@@ -170,6 +173,8 @@ def decide_qwen_record(row: Mapping[str, Any]) -> tuple[bool, str, str | None]:
                           else "".join(_gemini._texts(parts)))
     if not text:
         return False, "empty", None
+    if QWEN_PROMPTS.match(text) is not None:
+        return False, "tool_prompt", None
     return True, "typed", text
 
 

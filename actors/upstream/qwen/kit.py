@@ -120,6 +120,35 @@ class QwenSession:
         self._sidecar()
         return self._file.write(rows)
 
+    def init_command(self, context_file: str = "QWEN.md") -> int:
+        """Append what 0.24.4 writes when the person runs ``/init``: the ``slash_command``
+        records (``invocation`` with ``sentToModel``, ``result``), then the command's
+        fixed prompt as a ``real_user`` record (seen on the real CLI, harness
+        ``tests/test_agents_fixed_prompts.py``). Returns how many lines were written.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        text = ("\nYou are Qwen Code, an interactive CLI agent. Analyze the current directory"
+                f" and generate a comprehensive {context_file} file to be used as instructional"
+                " context for future interactions.\n\n**Analysis Process:**\n\n1.  **Initial"
+                " Exploration:**\n    *   Start by listing the files and directories.\n\n"
+                f"**Final Output:**\n\nWrite the complete content to the `{context_file}` file."
+                " The output must be well-formatted Markdown.\n")
+        rows = [self._system("slash_command", {"phase": "invocation", "rawCommand": "/init",
+                                               "sentToModel": True,
+                                               "hiddenInvocation": False}),
+                self._system("slash_command", {"phase": "result", "rawCommand": "/init",
+                                               "outputHistoryItems": [{
+                                                   "type": "info",
+                                                   "text": f"Empty {context_file} created. Now "
+                                                           "analyzing the project to populate "
+                                                           "it."}]}),
+                self._record("user", "real_user",
+                             message={"role": "user", "parts": [{"text": text}]})]
+        self._sidecar()
+        return self._file.write(rows)
+
     def agent_call(self, prompt: str, call_id: str, *, background: bool = False,
                    result: str = "done") -> int:
         """Append the parent's side of an ``agent`` tool call: the call, its result and,

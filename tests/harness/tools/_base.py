@@ -112,6 +112,14 @@ class AgentTool(ABC):
         """Write the config that points it at ``model`` with no dialogs, merging into
         what ``home`` already holds (a second tool or a test's own keys stay)."""
 
+    def executable(self, install: AgentInstall) -> Path:
+        """Its executable (default: ``binary`` in the npm install).
+
+        Raises:
+            FileNotFoundError: it is not installed (a tool installed apart from ``install``).
+        """
+        return install.binary(self.binary)
+
     def env(self, home: Home, model: FakeModelServer, install: AgentInstall
             ) -> dict[str, str]:
         """The whole environment it runs with (nothing else is inherited)."""
@@ -160,6 +168,78 @@ class AgentTool(ABC):
     def mcp_tool(self, server: str, tool: str) -> str:
         """The name under which the model sees MCP ``server``'s tool ``tool``."""
         return f"{server}_{tool}"
+
+    fixed_prompts: ClassVar[Mapping[str, str]] = {}
+    """Commands (``/init``) that make the TUI send a fixed prompt of the tool's own, each
+    with a marker: a piece of the prompt's text that only its rows hold (the source's
+    ``actors/upstream/<source>/prompts.py`` table lists the whole text)."""
+
+    def send_fixed_prompt(self, agent: Any, command: str, answer: Any) -> None:
+        """Make the running TUI of ``agent`` (a :class:`~tests.harness.agent.Agent`) send
+        the fixed prompt of ``command`` as a person does, recording a
+        :data:`~tests.harness.actions.FIXED_PROMPT` action (text: its marker); the
+        model answers it with ``answer`` (a :mod:`~tests.harness.script` answer,
+        scripted here, after any the command needs first). Default: choose the command
+        (:meth:`~tests.harness.agent.Agent.slash` with :attr:`command_enter`). Does not
+        wait for the fixed prompt's request.
+
+        Raises:
+            KeyError: ``command`` is not in :attr:`fixed_prompts`.
+            TimeoutError: the TUI did not show what the command needs in time.
+        """
+        from tests.harness import actions as act
+        agent.script(answer)
+        agent.slash(command, kind=act.FIXED_PROMPT, text=self.fixed_prompts[command],
+                    enter=self.command_enter)
+
+    command_enter: ClassVar[tuple[str, ...]] = ("Enter",)
+    """The keys (tmux names) that run a slash command typed into the prompt box (a
+    completion menu may take the first Enter)."""
+
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """The ways the TUI goes on with the conversation of the transcript ``original``
+        in a new transcript: variant name -> ``(kind, args)`` (``kind`` an
+        :mod:`~tests.harness.actions` constant, ``args`` the command line's); empty
+        when the tool only appends to the session's own file (or cannot)."""
+        return {}
+
+    def session_continuations(self, session: str) -> dict[str, tuple[str, list[str]]]:
+        """Like :meth:`continuations` for a store holding many sessions (OpenCode's
+        database): the ways to go on with ``session`` (an id) in a new session of the
+        store. Empty for a tool with a transcript per session."""
+        return {}
+
+    def delete_session(self, install: AgentInstall, home: Home, model: FakeModelServer,
+                       session: str) -> None:
+        """Delete ``session`` from the store as the tool's own command does (blocks until
+        it exits).
+
+        Raises:
+            NotImplementedError: the tool keeps a transcript per session (delete the file).
+            RuntimeError: the command failed.
+        """
+        raise NotImplementedError(f"{self.name} keeps a transcript per session")
+
+    def move_elsewhere(self, home: Home, original: Path) -> Path:
+        """Move the transcript ``original`` (and what the tool keeps beside it) to
+        :meth:`elsewhere`, as a session that lived in another folder; returns the new path.
+
+        Raises:
+            OSError: the move failed.
+        """
+        target = self.elsewhere(home, original)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        original.rename(target)
+        return target
+
+    continuation_copies: ClassVar[bool] = True
+    """Whether :meth:`continuations`' new transcripts holds copies of the earlier rows."""
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """Where a person would have moved ``original`` out of the tool's way (another
+        worktree's folder, an archive): a path that need not exist yet. Default:
+        ``<home>/elsewhere/<name>``, outside the tool's store."""
+        return home.root / "elsewhere" / original.name
 
     @abstractmethod
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:

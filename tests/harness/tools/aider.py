@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from actors.upstream.aider.classify import classify_aider_history
 from tests.harness.home import Home
@@ -71,6 +71,14 @@ class Aider(AgentTool):
             raise FileNotFoundError(f"Aider is not installed at {aider_dir()} "
                                     "(run: python -m tests.harness.pyinstall)")
         return found
+
+    def executable(self, install: AgentInstall) -> Path:
+        """``aider`` of the pinned Aider environment (not the npm install).
+
+        Raises:
+            FileNotFoundError: it is not installed.
+        """
+        return self.pyinstall().aider
 
     def configure(self, home: Home, project: Path, model: FakeModelServer) -> None:
         """Nothing to write: everything is on the command line."""
@@ -124,6 +132,30 @@ class Aider(AgentTool):
     def shell_text(command: str, text: str = "Run this:") -> Text:
         """A reply proposing ``command`` in a fenced ``bash`` block (Aider asks to run it)."""
         return Text(f"{text}\n\n```bash\n{command}\n```\n")
+
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/lint": "# Fix any errors below, if possible."}
+    """``/lint`` answered "Fix lint errors in …? y": Aider sends the linter's report
+    (``linter.py`` ``errors_to_lint_result``) as user input."""
+
+    def send_fixed_prompt(self, agent: Any, command: str, answer: Any) -> None:
+        """``/lint``: write a Python file with a syntax error, ``/add`` it, ``/lint``,
+        and answer ``y`` to "Fix lint errors in …?" (each recorded: the two commands
+        ``slash``, the answer ``confirm``, the report ``fixed_prompt``)."""
+        from tests.harness import actions as act
+        if command != "/lint":
+            raise KeyError(command)
+        agent.script(answer)
+        (agent.project / "broken_lint.py").write_text("def broken(:\n    return 1\n")
+        agent.slash("/add broken_lint.py")
+        agent.wait_idle()
+        agent.slash("/lint", text=None)
+        agent.pane.wait_text("Fix lint errors in", 30)
+        agent.pane.wait_quiet(0.3, 5)
+        agent.pane.send_text("y")
+        agent.keys("Enter")
+        agent.record(act.CONFIRM, None, answer="y")
+        agent.record(act.FIXED_PROMPT, self.fixed_prompts[command], command=command)
 
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """``<project>/.aider.chat.history.md`` when it exists (Aider writes into the

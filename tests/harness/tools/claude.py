@@ -118,6 +118,21 @@ class ClaudeCode(AgentTool):
         """``mcp__<server>__<tool>``."""
         return f"mcp__{server}__{tool}"
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "Please analyze this codebase and create a CLAUDE.md file"}
+    """``/init`` (2.1.332; ``/review`` became the ``code-review`` plugin's, no fixed text)."""
+
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``claude --resume ID --fork-session`` and ``claude --continue --fork-session``:
+        a new file starting with copies (without ``--fork-session`` both append)."""
+        return {"resume-fork": ("fork", ["--resume", original.stem, "--fork-session"]),
+                "continue-fork": ("continue", ["--continue", "--fork-session"])}
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """Another project folder (``~/.claude/projects/-elsewhere-worktree/``): the
+        conversation began in another worktree."""
+        return home.root / ".claude" / "projects" / "-elsewhere-worktree" / original.name
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files (sub-agents' included), oldest first; ``project`` filters by ``cwd``."""
         root = home.root / ".claude" / "projects"

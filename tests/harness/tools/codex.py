@@ -112,6 +112,55 @@ class Codex(AgentTool):
         """``mcp__<server>__<tool>``."""
         return f"mcp__{server}__{tool}"
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "Generate a file named AGENTS.md that serves as a contributor guide",
+        "/review": "Review the current code changes",
+        "plan popup": "Implement the plan."}
+    """``/init`` (``codex-rs/tui/prompt_for_init_command.md``); ``/review``'s "Review
+    uncommitted changes" preset (a menu choice); the plan popup's "Yes, implement this
+    plan" (``PLAN_IMPLEMENTATION_CODING_MESSAGE``)."""
+
+    def send_fixed_prompt(self, agent: Any, command: str, answer: Any) -> None:
+        """``/init`` as a slash command; ``/review``: an uncommitted change, the menu, its
+        second preset; ``plan popup``: ``/plan``, a typed planning prompt answered with a
+        ``<proposed_plan>``, then Enter on "Yes, implement this plan"."""
+        from tests.harness import actions as act
+        from tests.harness.script import Text
+        marker = self.fixed_prompts[command]
+        if command == "/review":
+            (agent.project / "README.md").write_text("an uncommitted change\n")
+            agent.script(answer)
+            agent.slash("/review", kind=act.FIXED_PROMPT, text=marker)
+            agent.pane.wait_text("Select a review preset", 10)
+            agent.keys("Down")
+            agent.pane.wait_quiet(0.3, 5)
+            agent.keys("Enter")
+        elif command == "plan popup":
+            agent.slash("/plan", text=None)
+            agent.script(Text("Here is the plan.\n<proposed_plan>\n# Plan\n- step one\n"
+                              "</proposed_plan>\n"))
+            agent.type("make a plan for the harness")
+            agent.pane.wait_screen(lambda s: "Implement this plan?" in s, self.turn_timeout_s,
+                                   "the plan popup")
+            agent.script(answer)
+            agent.keys("Enter")  # 1. Yes, implement this plan
+            agent.record(act.FIXED_PROMPT, marker, choice="Yes, implement this plan")
+        else:
+            super().send_fixed_prompt(agent, command, answer)
+
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``codex fork --last``: a new rollout (``codex resume`` appends to the
+        session's own file)."""
+        return {"fork": ("fork", ["fork", "--last"])}
+
+    continuation_copies: ClassVar[bool] = False
+    """0.171.0's fork rollout names its original (``session_meta.forked_from_id``,
+    ``forked_from_ordinal_exclusive``) and copies none of its rows."""
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """``~/.codex/archived_sessions/`` (where Codex's own archive moves a rollout)."""
+        return home.root / ".codex" / "archived_sessions" / original.name
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Rollout files, oldest first; ``project`` filters by ``session_meta.cwd``."""
         found = sorted((home.root / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))

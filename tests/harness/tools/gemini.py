@@ -108,6 +108,11 @@ class GeminiCli(AgentTool):
         """An ``invoke_agent`` call of the built-in ``generalist`` agent."""
         return ToolUse("invoke_agent", {"agent_name": "generalist", "prompt": prompt})
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "Your task is to analyze the current directory and generate a comprehensive"
+                 " GEMINI.md file"}
+    """``/init`` (``performInit``'s ``submit_prompt``, 0.61.0 bundle)."""
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files (sub-agents' too), oldest first; ``project`` filters by the
         project id directory ``projects.json`` gives it."""

@@ -32,6 +32,7 @@ Transcripts: one store for every session, ``$XDG_DATA_HOME/opencode/opencode.db`
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -126,6 +127,27 @@ class OpenCode(AgentTool):
     def mcp_tool(self, server: str, tool: str) -> str:
         """``<server>_<tool>``."""
         return f"{server}_{tool}"
+
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "Create or update `AGENTS.md` for this repository."}
+    """``/init`` (the init command's template, 1.18.33)."""
+    command_enter: ClassVar[tuple[str, ...]] = ("Enter", "Enter")
+    """The first Enter picks the completion, the second runs it."""
+
+    def session_continuations(self, session: str) -> dict[str, tuple[str, list[str]]]:
+        """``opencode --session ID --fork``: a new session ("<title> (fork #1)") holding
+        copies of every message (``--continue`` and ``--session`` alone append)."""
+        return {"session-fork": ("fork", ["--session", session, "--fork"])}
+
+    def delete_session(self, install: AgentInstall, home: Home, model: FakeModelServer,
+                       session: str) -> None:
+        """``opencode session delete ID`` (its messages and parts go with it)."""
+        argv = [str(install.binary("opencode")), "session", "delete", session]
+        done = subprocess.run(argv, env=self.env(home, model, install), cwd=home.root,
+                              capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}: "
+                               f"{(done.stdout + done.stderr)[-500:]}")
 
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """The store, when it exists (it holds every session)."""

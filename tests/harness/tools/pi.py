@@ -91,6 +91,15 @@ class Pi(AgentTool):
         """A ``bash`` tool call."""
         return ToolUse("bash", {"command": command})
 
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``pi --fork FILE``: a new session file (header ``parentSession``) with copies
+        (``--continue`` and ``--session`` append to the session's own file)."""
+        return {"fork": ("fork", ["--fork", str(original)])}
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """Another project's folder under ``~/.pi/agent/sessions/``."""
+        return self.agent_dir(home) / "sessions" / "--elsewhere-worktree--" / original.name
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files, oldest first; ``project`` filters by the header's ``cwd``."""
         found = sorted((self.agent_dir(home) / "sessions").glob("*/*.jsonl"))

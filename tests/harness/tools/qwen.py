@@ -117,6 +117,29 @@ class QwenCode(AgentTool):
                                  "subagent_type": "general-purpose",
                                  "run_in_background": background})
 
+    fixed_prompts: ClassVar[Mapping[str, str]] = {
+        "/init": "You are Qwen Code, an interactive CLI agent. Analyze the current directory"
+                 " and generate a comprehensive"}
+    """``/init`` (the init command's ``submit_prompt``, 0.24.4 bundle)."""
+
+    def continuations(self, original: Path) -> dict[str, tuple[str, list[str]]]:
+        """``qwen --continue --fork-session``: a new file of copies, each carrying
+        ``forkedFrom`` (``--continue`` and ``--resume`` alone append)."""
+        return {"continue-fork": ("continue", ["--continue", "--fork-session"])}
+
+    def elsewhere(self, home: Home, original: Path) -> Path:
+        """Another project's folder (``~/.qwen/projects/-elsewhere-worktree/chats/``)."""
+        return home.root / ".qwen" / "projects" / "-elsewhere-worktree" / "chats" / original.name
+
+    def move_elsewhere(self, home: Home, original: Path) -> Path:
+        """The session file and its interactive UI's ``<id>.runtime.json`` beside it (the
+        reader tells a TUI session from ``qwen -p`` by that sidecar)."""
+        sidecar = original.with_name(f"{original.stem}.runtime.json")
+        target = super().move_elsewhere(home, original)
+        if sidecar.exists():
+            sidecar.rename(target.with_name(sidecar.name))
+        return target
+
     def transcripts(self, home: Home, project: Path | None = None) -> list[Path]:
         """Session files (sub-agents' too), oldest first."""
         root = home.root / ".qwen" / "projects"
