@@ -149,7 +149,7 @@ def test_a_permission_wait_shows_as_waiting_then_busy_once_answered(home: Home) 
     assert busy.state == "busy"
 
 
-def test_a_session_the_log_does_not_know_is_not_recorded(tmp_path: Path) -> None:
+def test_a_session_is_recorded_only_when_the_log_knows_it_or_has_a_manager(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite"
     Gateway.open(str(db), monitor=False).close()
     raw = json.dumps({"session_id": "nobody", "cwd": str(tmp_path),
@@ -158,6 +158,18 @@ def test_a_session_the_log_does_not_know_is_not_recorded(tmp_path: Path) -> None
     assert record_activity(HookArgs(tool="codex", db=str(tmp_path / "none.sqlite"),
                                     activity=True), raw) is None
     assert not (tmp_path / "none.sqlite").exists()
+    # With a manager, a worker's first turn (which often ends before its manager adopts
+    # it) is recorded all the same.
+    with Gateway.open(str(db), monitor=False) as gw:
+        gw.set_role("agent:main:boss", "manager")
+    assert record_activity(HookArgs(tool="codex", db=str(db), activity=True), raw) == "finished"
+    with Gateway.open(str(db), monitor=False) as gw:
+        found = gw.activity("agent:main:codex:nobody")
+        assert found is not None
+        assert found.state == "finished"
+        changes = gw.session_status("agent:main:codex:nobody", changes_since=0).state_changes
+        assert changes is not None
+        assert [e.kind for e in changes.events] == ["run_completed"]
 
 
 def test_a_long_permission_wait_opens_one_notice_when_opted_in(home: Home) -> None:  # noqa: F811 - the fixture

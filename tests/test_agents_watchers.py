@@ -213,6 +213,13 @@ def _run_scenario(harness: Harness, home: Home, worker_tool: str, manager_tool: 
         result = manager.model.main_requests()[-1].text().replace(" ", "")
         assert '"kind":"human_direct_message"' in result, result[-3000:]
         assert f'"sessionKey":"{key}"' in result, result[-3000:]
+        # Issue 33: what the person typed, read from the worker's transcript at the call,
+        # and the signal log holds none of it.
+        assert '"typedText":[{' in result, result[-3000:]
+        assert f"apersontypedintotheworker{nonce}" in result, result[-3000:]
+        for stored in home.state.rglob("*.sqlite*"):
+            assert f"a person typed into the worker {nonce}".encode() not in \
+                stored.read_bytes(), stored
     manager.prompt(f"manager third turn {nonce}", answers_left=1)
     # No new notice: the one delivered stays only where the tool keeps it in history.
     kept = _notices(manager, key)

@@ -40,8 +40,9 @@ def transcript(tmp_path: Path) -> Path:
     return path
 
 
-def _adopted(gw: Gateway, path: Path, key: str = KEY, source: str = "claude") -> None:
-    assert gw.adopt(key, source=source, path=path) is not None
+def _adopted(gw: Gateway, path: Path, key: str = KEY, source: str = "claude",
+             thread_id: str | None = None) -> None:
+    assert gw.adopt(key, source=source, path=path, thread_id=thread_id) is not None
     assert gw.watch(WATCHER, key)
 
 
@@ -199,3 +200,26 @@ def test_ssa_status_typed_text_reads_the_transcript(
         (2, "ok", ["fix the…"])]
     assert main(["status", KEY, "--typed-text", "8", "--db", str(db_path)]) == 1
     assert "--typed-text needs --changes-since" in capsys.readouterr().err
+
+
+def test_opencode_turns_are_read_back_from_the_store_by_message_id(
+        gateway: Gateway, tmp_path: Path) -> None:
+    from actors.testing import OpenCodeTranscript
+
+    store = tmp_path / "opencode" / "opencode.db"
+    store.parent.mkdir()
+    sid = "ses_01typedtextAAAAAAAAAAAAAAAA"
+    OpenCodeTranscript(store, session_id=sid, title="t", directory="/w").append(
+        Typed("hello"), Reply("hi"))
+    key = f"agent:main:opencode:{sid}"
+    _adopted(gateway, store, key=key, source="opencode", thread_id=sid)
+    OpenCodeTranscript.resume(store, sid).append(Typed("deploy to staging"), Reply("ok"))
+    assert gateway.scan_upstream()
+    status = gateway.session_status(key, changes_since=0, typed_text=100)
+    assert status.state_changes is not None
+    pointer = status.state_changes.events[-1].payload["source"]
+    assert len(pointer["ids"]) == 1  # the store and the message id, no byte range
+    assert "from" not in pointer
+    assert _typed(gateway, key=key) == [("ok", ("deploy to staging",))]
+    store.unlink()
+    assert _typed(gateway, key=key) == [("gone", ())]

@@ -4,9 +4,10 @@ Run by the hooks ``ssa install`` registers under the tool's activity events
 (:mod:`actors.agents.activity`): a turn's end (``finished``, and the seed's
 log-only ``run_completed``), a failed turn (``failed``, ``run_failed`` with
 its outcome), a permission prompt (``waiting``/``permission``), an idle
-prompt (``waiting``/``input``), the session's end (``finished``/``ended``). Only a
-session the signal log knows (one a manager adopted) is recorded; any other
-costs one read-only look.
+prompt (``waiting``/``input``), the session's end (``finished``/``ended``). It is
+recorded when the signal log knows the session or has a manager (a worker's
+first turn often ends before its manager adopts it); otherwise it costs one
+read-only look.
 
 With ``--permission-wait MIN`` a permission wait also starts a detached timer
 (``--activity-timer SINCE``): after ``MIN`` minutes, if the session still
@@ -37,19 +38,21 @@ from persistence import peek
 __all__ = ["record_activity", "run_timer", "start_timer"]
 
 
-def _known(location: str, key: str) -> bool:
-    """Whether the signal log at ``location`` knows session ``key`` (one read-only look;
-    a URL, or a file the peek cannot read, is asked through the gateway)."""
+def _wanted(location: str, key: str) -> bool:
+    """Whether the signal log at ``location`` wants where ``key`` stands: it knows the
+    session, or it has a manager (which adopts the session at its next prompt, often
+    after this worker's first turn ended). One read-only look; a URL, or a file of
+    another schema version, is asked through the gateway."""
     if location.startswith(URL_SCHEMES):
         return True
     if not Path(location).exists():
-        return False
+        return False  # no manager yet: workers alone make no database
     try:
         conn = peek.open_peek(location)
     except peek.PeekUnavailable:
         return True  # another schema version: the gateway migrates it and decides
     try:
-        return peek.session_created_at(conn, key) is not None
+        return peek.session_created_at(conn, key) is not None or bool(peek.roles(conn))
     finally:
         conn.close()
 
@@ -83,7 +86,7 @@ def record_activity(args: HookArgs, raw: bytes, *,
         return None
     key = f"agent:{args.agent}:{hook.source}:{hook.session_id}"
     location = location_of(args)
-    if not _known(location, key):
+    if not _wanted(location, key):
         return None
     now = clock() if clock is not None else time.time_ns() // 1_000_000
     _write(location, key, hook, rule, now)

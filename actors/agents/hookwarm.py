@@ -50,11 +50,12 @@ logger = get_logger(__name__)
 
 LEASE_MS = 3000
 """The hook's scan leases: a hook killed mid-scan holds them this long at most."""
-NEW_SESSION_SLACK_MS = 100
+NEW_SESSION_SLACK_MS = 2000
 """A session first seen after the manager's first hook run counts from its start when
-it began at most this long before that run. Both times come from this machine's clock
-(the tool's first row, our database's write), so the slack only covers their write
-order; 2 s let a session begun 0.5-2 s before the manager report its earlier turns."""
+it began at most this long before that run. A worker started just before its manager
+(``claude`` in two terminals, then ``ssa manage``) is the common case, and its prompts
+typed after the manager's start must count; the price is that a turn typed in those 2 s
+before the manager existed counts too (docs/limits.md)."""
 _NOTICE = re.compile(r'sessionKey "(?P<key>[^"]+)" changesSince (?P<since>\d+)\.$')
 
 

@@ -150,6 +150,8 @@ class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     recheck: bool = False
     typed: tuple[str, ...] = ()
     span: tuple[int, int] | None = None
+    typed_ids: tuple[str, ...] = ()
+    """The store's message id of each counted turn (store sources; in ``typed``'s order)."""
 
 
 class Counted(NamedTuple):

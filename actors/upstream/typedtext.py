@@ -6,7 +6,8 @@ event instead carries a *source pointer* in its payload (``payload["source"]``):
 * ``tool``: the source's name (``claude``, ``codex``, ...);
 * ``path``: the transcript (line sources) or store the turns were read from;
 * ``from`` / ``to``: the byte range of the transcript the scan decided (line
-  sources only; a store's turns are found by ``thread``);
+  sources only);
+* ``ids``: the store's message ids of the counted turns (OpenCode);
 * ``thread``: the upstream session id;
 * ``rows``: one short keyed digest per counted turn, in order:
   the first :data:`ROW_DIGEST_CHARS` hex digits of ``HMAC-SHA256(secret,
@@ -50,7 +51,8 @@ def row_digest(key: Callable[[str], str], digest: str) -> str:
 
 
 def pointer_of(*, tool: str, path: str, thread: str, span: tuple[int, int] | None,
-               digests: tuple[str, ...], key: Callable[[str], str]) -> dict[str, Any]:
+               digests: tuple[str, ...], key: Callable[[str], str],
+               ids: tuple[str, ...] = ()) -> dict[str, Any]:
     """The ``payload["source"]`` of an event counting ``digests`` (plain text hashes).
 
     ``key`` maps a plain :func:`~actors.upstream.common.text_hash` to its keyed
@@ -59,6 +61,8 @@ def pointer_of(*, tool: str, path: str, thread: str, span: tuple[int, int] | Non
     pointer: dict[str, Any] = {"tool": tool, "path": path, "thread": thread}
     if span is not None:
         pointer["from"], pointer["to"] = span
+    if ids:
+        pointer["ids"] = list(ids)
     pointer["rows"] = [row_digest(key, d) for d in digests]
     return pointer
 
@@ -147,5 +151,6 @@ def payload_of(link: UpstreamLink, result: ScanResult,
     path = link.upstream_ref.get("path")
     if result.typed and isinstance(path, str) and not link.host_id.startswith("node:"):
         payload["source"] = pointer_of(tool=link.source, path=path, thread=link.thread_id,
-                                       span=result.span, digests=result.typed, key=key)
+                                       span=result.span, digests=result.typed, key=key,
+                                       ids=result.typed_ids)
     return msgspec.json.encode(payload).decode() if payload else None

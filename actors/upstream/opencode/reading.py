@@ -19,7 +19,7 @@ from typing import Any
 import apsw
 
 from actors.errors import InvalidArgument, SessionStateError
-from actors.upstream.common import NO_OWN_TEXTS, OwnTexts, text_hash
+from actors.upstream.common import NO_OWN_TEXTS, OwnTexts, Unit, text_hash
 from actors.upstream.files import file_state
 from actors.upstream.opencode import store as opencode
 from actors.upstream.opencode.copies import session_fork_time
@@ -127,7 +127,34 @@ def scan_opencode(
         kind="activity", reason="scanned", human_turns=turns,
         next_marker={"seq": hint.seq, "lastHumanMessageId": result.last_human_message_id},
         occurred_at=newest, dedupe_id=counted[-1][0] if counted else None,
+        typed=tuple(text_hash(unit.text) for _, unit in counted),
+        typed_ids=tuple(mid for mid, _ in counted),
     )
+
+
+def units_in(path: str, session_id: str, pointer: dict[str, Any], cap: int) -> Iterator[Unit]:
+    """The decided units of the messages ``pointer["ids"]`` names, in the session's order
+    (to read typed text back, :mod:`actors.upstream.typedtext`). Caller's thread; blocks on
+    one read of the session's messages.
+
+    Raises:
+        OSError: the store cannot be read (gone, locked past its timeout, damaged).
+    """
+    wanted = {i for i in pointer.get("ids", ()) if isinstance(i, str)}
+    try:
+        conn = open_opencode_db(path, busy_timeout_ms=1000)
+        try:
+            messages = opencode.load_messages(conn, session_id)
+            forked_at = session_fork_time(conn, session_id)
+        finally:
+            conn.close()
+    except OSError:
+        raise
+    except Exception as exc:  # apsw errors or undecodable rows
+        raise OSError(f"cannot read the OpenCode store: {type(exc).__name__}") from exc
+    result = opencode.classify_messages(messages, last_human_message_id=None,
+                                        replay_window=50, forked_at=forked_at)
+    return iter([unit for mid, unit in result.decisions if mid in wanted])
 
 
 def _scan(path: str, thread_id: str, marker: dict[str, Any], hint: StoreHint | None,
@@ -233,5 +260,6 @@ def _opencode_json(path: str, session: str | None) -> Iterator[dict[str, Any]]:
 
 
 READING = Reading(baseline=_baseline, scan=_scan, classify=_classify, project=_project,
+                  units_in=units_in,
                   sample=sample, type_turn=type_turn, poll=sequences, problem=store_problem)
 """OpenCode's :class:`~actors.upstream.reading.Reading`."""
