@@ -71,7 +71,7 @@ def _turns(gateway: Gateway) -> int:
     total = 0
     for event in gateway.scan_upstream():
         assert event.kind == "human_direct_message"
-        total += event.payload["turns"] if event.payload else 1
+        total += (event.payload or {}).get("turns", 1)
     return total
 
 

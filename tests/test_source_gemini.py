@@ -149,8 +149,8 @@ def test_watch_reports_one_notice_for_a_burst_of_typed_turns(tmp_path: Path) -> 
     assert summary["adopted"] == {"gemini": 1}
     assert len(records) == 1
     assert records[0]["sessionKey"] == f"agent:main:gemini:{path.stem}"
-    assert [(e["kind"], e.get("payload")) for e in records[0]["events"]] == [
-        ("human_direct_message", {"turns": 3})]
+    assert [(e["kind"], e["payload"]["turns"], len(e["payload"]["source"]["rows"]))
+            for e in records[0]["events"]] == [("human_direct_message", 3, 3)]
 
 
 def _grow_logs(chats: Path, megabytes: int) -> None:
