@@ -269,6 +269,36 @@ def test_claude_review_expansion_counts_only_the_persons_pr_words(tmp_path: Path
         (False, "command", None), (False, "tool_prompt", None)]
 
 
+@pytest.mark.parametrize(("command", "expansion"), [
+    ("security-review", "You are a senior security engineer conducting a focused security review"
+     " of the changes on this branch.\n\nGIT STATUS:\n\n```\nOn branch main\n```"),
+    ("pr-comments", "You are an AI assistant integrated into a git-based version control"
+     " system. Your task is to fetch and display comments from a GitHub pull request.\n\n"
+     "Follow these steps:\n\n1. Use `gh pr view --json number,headRepository` to get the PR"
+     " number and repository info\n2. Use `gh api` to get the comments"),
+    ("statusline", 'Create a Task with subagent_type "statusline-setup" and the prompt'
+     ' "Configure my statusLine from my shell PS1 configuration"'),
+])
+def test_claude_older_prompt_commands_are_claude_codes_prompts(
+        tmp_path: Path, command: str, expansion: str) -> None:
+    """Adversary (issue 32): builds that wrote /init's expansion as a plain user row wrote
+    /security-review's, /pr-comments' and /statusline's so too."""
+    transcript = ClaudeCodeTranscript(tmp_path / "s.jsonl", version="2.0.76", entrypoint=None)
+    transcript.append(Typed("hello"), Reply("Hi."))
+    transcript.prompt_command(command, expansion, meta=False)
+    units = [classify_claude_line(line) for line in transcript.path.read_bytes().splitlines()]
+    assert [u.text for u in units if u.human] == ["hello"]
+    assert [u.reason for u in units][2:4] == ["command", "tool_prompt"]
+
+
+def test_claude_statusline_with_the_persons_words_counts_them(tmp_path: Path) -> None:
+    transcript = ClaudeCodeTranscript(tmp_path / "s.jsonl", version="2.0.76", entrypoint=None)
+    transcript.prompt_command("statusline", 'Create a Task with subagent_type'
+                              ' "statusline-setup" and the prompt "show the git branch"')
+    units = [classify_claude_line(line) for line in transcript.path.read_bytes().splitlines()]
+    assert [(u.human, u.text) for u in units if u.human] == [(True, "show the git branch")]
+
+
 def test_aider_architect_edit_after_replies_that_ran_together(tmp_path: Path) -> None:
     """Two replies with no prompt between run together as one run of reply blocks; the
     editor's input repeats only the newest."""

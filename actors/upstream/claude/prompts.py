@@ -1,4 +1,6 @@
-"""The prompt Claude Code sends for the person when they run ``/init``.
+"""The prompts Claude Code sends for the person when they run ``/init`` and its other
+built-in prompt commands (``/review``, ``/security-review``, ``/pr-comments``,
+``/statusline``).
 
 Claude Code's ``/init`` is a ``type: "prompt"`` command: it writes a
 ``<command-name>/init</command-name>`` row (``command``) and then the expanded
@@ -22,6 +24,10 @@ person typed ``/init``; the words are Claude Code's: ``tool_prompt``.
   `gh …```). The PR the person named (:data:`ARGS`) is their words: with one
   the row counts as typed with those words as its text, without one it is
   ``tool_prompt``.
+* ``/security-review`` (its fixed opening, in the 2.1.328 and 2.1.332 binaries),
+  ``/pr-comments`` (its opening and first step) and ``/statusline`` (the whole
+  prompt, its default words or the person's as :data:`ARGS`), written as plain user
+  rows by the builds that wrote ``/init``'s that way (adversary, issue 32).
 
 Data only.
 """
@@ -125,4 +131,34 @@ CLAUDE_PROMPTS: Final = FixedPrompts((
             "PR number: {ARGS}",
             "",
         ))),
+    FixedPrompt(
+        action="/security-review",
+        origin="the security-review command's prompt@2.1.328..2.1.332 (the fixed opening; npm"
+               " binary)",
+        text="\n".join((
+            "You are a senior security engineer conducting a focused security review of the"
+            " changes on this branch.",
+            "{REST}",
+        ))),
+    FixedPrompt(
+        action="/pr-comments",
+        origin="the pr-comments command's prompt (commands/pr_comments/index.ts, before it"
+               " moved to a plugin; as published transcripts show it)",
+        text="\n".join((
+            "You are an AI assistant integrated into a git-based version control system."
+            " Your task is to fetch and display comments from a GitHub pull request.",
+            "",
+            "Follow these steps:",
+            "",
+            "1. Use `gh pr view --json number,headRepository` to get the PR number and"
+            " repository info",
+            "{REST}",
+        ))),
+    *(FixedPrompt(
+        action="/statusline",
+        origin=f"the statusline command's prompt ({tool} tool; published transcripts)",
+        text=f'Create a {tool} with subagent_type "statusline-setup" and the prompt'
+             f' "{words}"')
+      for tool in ("Task", "Agent")
+      for words in ("Configure my statusLine from my shell PS1 configuration", "{ARGS}")),
 ))
