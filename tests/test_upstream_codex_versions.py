@@ -24,8 +24,10 @@ import pytest
 from actors.testing import CodexRollout, Typed
 from actors.upstream.classify import classify_units
 from actors.upstream.codex.classify import classify_codex_line, codex_header_verdict
+from actors.upstream.codex.copies import codex_copy_classifier
 from actors.upstream.codex.meta import pre_envelope_thread
 from actors.upstream.codex.turns import codex_turn_classifier
+from tests.conftest import FIXTURES, needs_fixtures
 
 _BARE_META = {"id": "5973b6c0-94b8-487b-a530-2aeb6098ae0e",
               "timestamp": "2025-05-07T17:24:21.123Z", "instructions": None}
@@ -117,3 +119,34 @@ def test_token_usage_record_of_0_171_is_known_and_not_logged(
         unit = classify(line)
     assert (unit.human, unit.reason) == (False, "token_usage_record")
     assert "token_usage_record" not in caplog.text
+
+
+@needs_fixtures
+@pytest.mark.parametrize("parent_field", [None, "forked_from", "forked_from_id"])
+def test_a_fork_of_builds_that_named_no_parent_is_read_from_its_own_rows(
+        tmp_path: Path, parent_field: str | None) -> None:
+    """Adversary (issue 32): before openai/codex#9330 (January 2026) a fork's
+    ``session_meta`` named no parent, then it was ``forked_from``; the parent's rows
+    replayed after it counted as typed again. The replayed meta is the proof."""
+    source = FIXTURES / "codex" / "codex-0.57.0-tui-agentsmd-aborted-customprompt-excerpt.jsonl"
+    parent = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    fork_id, at = "019b0000-0000-7000-8000-00000000f0c1", "2025-11-20T10:00:00.000Z"
+    meta = json.loads(json.dumps(parent[0]))
+    meta["timestamp"] = at
+    meta["payload"].update({"id": fork_id, "timestamp": at})
+    if parent_field is not None:
+        meta["payload"][parent_field] = parent[0]["payload"]["id"]
+    replayed = [{**row, "timestamp": f"2025-11-20T10:00:00.{n % 60:03d}Z"}
+                for n, row in enumerate(parent)]
+    own = "2025-11-20T10:00:09.000Z"
+    rows = [meta, *replayed,
+            {"timestamp": own, "type": "response_item", "payload": {
+                "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "now the other approach"}]}},
+            {"timestamp": own, "type": "event_msg", "payload": {
+                "type": "user_message", "message": "now the other approach", "images": []}}]
+    path = tmp_path / f"rollout-2025-11-20T10-00-00-{fork_id}.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    classify = codex_copy_classifier(str(path))
+    units = [classify(line) for line in path.read_bytes().splitlines()]
+    assert [u.text for u in units if u.human] == ["now the other approach"]

@@ -11,8 +11,10 @@ to the fork's instant in one burst, then the fork's own turn. The replayed
 prompts were typed in the parent, where they count.
 
 Rule, from the rollout itself (the parent is never read): in a rollout whose
-first line is a non-paginated ``session_meta`` naming ``forked_from_id`` and
-which replays another thread's ``session_meta``, the fork's own start is its
+first line is a non-paginated ``session_meta`` (naming ``forked_from_id``, or
+``forked_from`` as builds of January 2026 wrote, or no parent at all as builds
+before them did) and whose next line replays another thread's
+``session_meta``, the fork's own start is its
 first line after that replayed meta that is certainly its own: a
 ``response_item`` whose ``internal_chat_message_metadata_passthrough.create_time``
 is not before the fork (0.169.0 writes its turn's context items so, before
@@ -111,8 +113,8 @@ def replay_of(lines: Iterable[bytes]) -> ForkReplay | None:
     meta = first.payload if first is not None else None
     if first is None or meta is None or first.type != "session_meta":
         return None
-    if not isinstance(meta.forked_from_id, str) or not meta.forked_from_id:
-        return None
+    # The parent may be named (``forked_from_id``, or ``forked_from`` in the builds of
+    # January 2026) or not at all (before): the replayed meta right after is the proof.
     if meta.history_mode == "paginated":
         return None
     forked_at = epoch_ms(first.timestamp)
