@@ -52,6 +52,16 @@ def test_typed_prompt_and_reply() -> None:
     assert unit.occurred_at is not None
 
 
+@pytest.mark.parametrize("argv", [b"/home/u/.venv/bin/uvicorn server:app --port 8000",
+                                  b"/srv/app/server.py", b"C:\\srv\\bots\\triage_bot.py --repo x"])
+def test_a_program_that_calls_aiders_main_is_no_person(argv: bytes) -> None:
+    """Adversary (issue 32): ``aider.main.main(argv=["--message", ...])`` in a program logs
+    that program's ``sys.argv``; Aider's version line after it passed for an ``aider``
+    launch, so the program's message counted as typed."""
+    data = HEADER + b"> " + argv + b"  \n> Aider v0.86.2  \n" + _user("fix the login bug")
+    assert _user_decisions(data) == [("no_command_line", "fix the login bug")]
+
+
 def test_multiline_prompt_is_one_block() -> None:
     data = HEADER + ARGV + _user("line one\nline two")
     assert _user_decisions(data) == [("typed", "line one\nline two")]

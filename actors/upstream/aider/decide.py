@@ -110,6 +110,11 @@ def _started_ms(text: str) -> int | None:
 _PATH_ROOT: Final = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\|[/~.])")
 """How a path with spaces in it starts: a drive letter, a UNC ``\\\\``, ``/``, ``~``, ``.``."""
 
+_BANNER: Final = re.compile(r"Aider v\d")
+"""Aider's version line (``Aider v0.86.2``), logged after the command line: never the
+command line itself (a program that calls ``aider.main.main(argv)`` logs its own
+``sys.argv`` first, so the banner would otherwise pass for an ``aider`` launch)."""
+
 _ARGV0_MAX: Final = 1024
 """The longest executable path with spaces looked for at the start of a tool line."""
 
@@ -261,7 +266,7 @@ def decide_blocks(blocks: list[AiderBlock], state: AiderState
                 reply = msgspec.structs.replace(reply, open=False)
             for line in block.text.split("\n"):
                 launched = _launched_as(line) if session is not None \
-                    and session.command_line is None else None
+                    and session.command_line is None and not _BANNER.match(line) else None
                 if session is not None and launched is not None:
                     session = msgspec.structs.replace(session, command_line=line,
                                                       program=_is_program(line),
