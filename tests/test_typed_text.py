@@ -23,21 +23,11 @@ from actors.upstream.common import Unit, text_hash
 from actors.upstream.typedtext import SpanChanged, UnitsIn, pointer_of, read_typed
 from tests._upstream_rows import claude_assistant, claude_user
 from tests.conftest import WATCHER, SignalLogDb
+from tests.test_upstream_monitor import _append, transcript
+
+__all__ = ["transcript"]  # the fixture, imported for pytest
 
 KEY = "agent:main:adopted:claude"
-
-
-def _append(path: Path, data: bytes) -> None:
-    with path.open("ab") as handle:
-        handle.write(data)
-
-
-@pytest.fixture
-def transcript(tmp_path: Path) -> Path:
-    path = tmp_path / "projects" / "-work" / "ce24e94d.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(claude_user("already imported") + claude_assistant("ok"))
-    return path
 
 
 def _adopted(gw: Gateway, path: Path, key: str = KEY, source: str = "claude",
