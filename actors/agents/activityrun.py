@@ -69,8 +69,8 @@ def record_activity(args: HookArgs, raw: bytes, *,
         spawn: starts the permission-wait timer (tests); default :func:`start_timer`.
 
     Returns:
-        The state recorded, or ``None``: no rule for this event, or a session
-        the signal log does not know.
+        The state recorded, or ``None``: no rule for this event, or a signal log
+        that neither knows the session nor has a manager (or does not exist).
 
     Raises:
         HookInputError: the input is not the tool's.
