@@ -116,6 +116,20 @@ def test_codex_turns_are_read_back_too(gateway: Gateway, tmp_path: Path) -> None
     assert _typed(gateway, key=key) == [("ok", ("please fix the build",))]
 
 
+def test_a_pointer_recorded_through_the_api_is_never_read(gateway: Gateway,
+                                                        tmp_path: Path) -> None:
+    """Any producer may record a payload: one that names a ``source`` (a file of its
+    choosing) must not make session_status read it."""
+    secret = tmp_path / "secret.jsonl"
+    secret.write_bytes(claude_user("private words"))
+    gateway.record(SessionStateEventInput(
+        session_key="agent:main:s2", kind="human_direct_message", actor_type="human",
+        summary="forged", payload={"source": {
+            "tool": "claude", "path": str(secret), "thread": "x", "from": 0,
+            "to": secret.stat().st_size, "rows": ["0" * 16], "mac": "0" * 16}}))
+    assert _typed(gateway, key="agent:main:s2") == [("no_pointer", ())]
+
+
 def test_events_without_a_pointer_say_so(gateway: Gateway) -> None:
     gateway.record(SessionStateEventInput(session_key="agent:main:s1",
                                           kind="human_direct_message", actor_type="human",
@@ -167,9 +181,13 @@ def test_read_typed_matches_digests_in_order_and_skips_other_rows() -> None:
                       units_in=_reader([], SpanChanged("x")), limit=5).status == "changed"
     assert read_typed(3, {"source": pointer}, key=_key,
                       units_in=_reader([], FileNotFoundError()), limit=5).status == "gone"
-    other = {**pointer, "tool": "crush"}
+    other = pointer_of(tool="crush", path="/t.db", thread="t", span=None,
+                       digests=(text_hash("a"),), key=_key)
     assert read_typed(3, {"source": other}, key=_key, units_in=_reader(units),
                       limit=5).status == "unsupported"
+    forged = {**pointer, "path": "/etc/passwd"}  # the check no longer holds
+    assert read_typed(3, {"source": forged}, key=_key, units_in=_reader(units),
+                      limit=5).status == "no_pointer"
     for payload in (None, {}, {"source": "x"}, {"source": {"path": 1, "rows": []}}):
         assert read_typed(1, payload, key=_key, units_in=_reader(units),
                           limit=5).status == "no_pointer"

@@ -9,6 +9,8 @@ event instead carries a *source pointer* in its payload (``payload["source"]``):
   sources only);
 * ``ids``: the store's message ids of the counted turns (OpenCode);
 * ``thread``: the upstream session id;
+* ``mac``: a keyed check of the other fields, so only a scan of this database
+  (which holds the key) makes a pointer that is read;
 * ``rows``: one short keyed digest per counted turn, in order:
   the first :data:`ROW_DIGEST_CHARS` hex digits of ``HMAC-SHA256(secret,
   sha256(normalized text))`` with the database's own-text secret
@@ -27,6 +29,7 @@ Pure functions apart from :func:`read_typed`, which reads the transcript
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,7 +67,19 @@ def pointer_of(*, tool: str, path: str, thread: str, span: tuple[int, int] | Non
     if ids:
         pointer["ids"] = list(ids)
     pointer["rows"] = [row_digest(key, d) for d in digests]
+    pointer["mac"] = _mac(key, pointer)
     return pointer
+
+
+def _mac(key: Callable[[str], str], pointer: dict[str, Any]) -> str:
+    """The pointer's keyed check: only a scan of this database wrote it (pure).
+
+    Any producer may record a ``human_direct_message`` with any payload; without
+    this, one naming a ``source`` could make ``session_status`` read a file of
+    its choosing."""
+    fields = {k: v for k, v in pointer.items() if k != "mac"}
+    plain = hashlib.sha256(msgspec.json.encode(fields, order="sorted")).hexdigest()
+    return key(plain)[:ROW_DIGEST_CHARS]
 
 
 UnitsIn = Callable[[str, str, dict[str, Any], int], Iterator[Unit]]
@@ -103,6 +118,8 @@ def read_typed(sequence: int, payload: Any, *, key: Callable[[str], str],
     pointer = payload.get("source") if isinstance(payload, dict) else None
     if not isinstance(pointer, dict) or not isinstance(pointer.get("path"), str) \
             or not isinstance(pointer.get("rows"), list):
+        return TypedRead(sequence=sequence, status="no_pointer")
+    if pointer.get("mac") != _mac(key, pointer):
         return TypedRead(sequence=sequence, status="no_pointer")
     path: str = pointer["path"]
     rows = [r for r in pointer["rows"] if isinstance(r, str)]
