@@ -7,6 +7,7 @@ only the pointer (byte range and keyed digests), never the text.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,6 +88,9 @@ def test_a_transcript_that_changed_or_went_is_said_so_and_no_wrong_row_is_shown(
     assert _typed(gateway) == [("changed", ())]
     transcript.unlink()
     assert _typed(gateway) == [("gone", ())]
+    os.mkfifo(transcript)  # a FIFO put where it was never blocks the read
+    assert _typed(gateway) == [("gone", ())]
+    transcript.unlink()
     transcript.write_bytes(original)  # restored: shown again
     assert _typed(gateway) == [("ok", ("the real words",))]
 

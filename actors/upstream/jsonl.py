@@ -21,7 +21,13 @@ import msgspec
 
 from actors.errors import SessionStateError
 from actors.upstream.common import Unit
-from actors.upstream.files import check_of, end_of_complete_lines, file_state, read_range
+from actors.upstream.files import (
+    check_of,
+    end_of_complete_lines,
+    file_state,
+    open_regular,
+    read_range,
+)
 from actors.upstream.longline import LineReducer
 from actors.upstream.reading import Baseline, Reading, ScanContext, never_waiting, readable
 from actors.upstream.scanning import (
@@ -299,7 +305,10 @@ def units_in_span(path: str, pointer: dict[str, Any], classify: LineClassifier,
     if not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end \
             or end - start > cap:
         raise SpanChanged(f"no byte range in the pointer: {start!r}..{end!r}")
-    with open(path, "rb") as handle:
+    handle = open_regular(path)  # a FIFO or device put there never blocks the read
+    if handle is None:
+        raise FileNotFoundError(f"{path} is no readable regular file")
+    with handle:
         handle.seek(max(start - 1, 0))
         data = handle.read(end - start + (1 if start else 0))
     if start:
