@@ -210,6 +210,12 @@ def test_ssa_status_typed_text_reads_the_transcript(
     status = msgspec.json.decode(capsys.readouterr().out)
     assert [(t["sequence"], t["status"], t["texts"]) for t in status["typedText"]] == [
         (2, "ok", ["fix the…"])]
+    assert "workerState" not in status  # its hooks never said
+    with Gateway.open(str(db_path), monitor=False) as again:
+        again.note_activity(KEY, "waiting", detail="permission",
+                            at=transcript.stat().st_mtime_ns // 1_000_000 + 1)
+    assert main(["status", KEY, "--db", str(db_path)]) == 0
+    assert msgspec.json.decode(capsys.readouterr().out)["workerState"]["state"] == "waiting"
     assert main(["status", KEY, "--typed-text", "8", "--db", str(db_path)]) == 1
     assert "--typed-text needs --changes-since" in capsys.readouterr().err
 
