@@ -20,7 +20,15 @@ client waited forever). The SDK is no longer imported to serve (it cost
 When stdin ends, the server still waits (at most :data:`ANSWER_GRACE_S`)
 for the requests read and not answered yet: a ``drain`` acknowledges as it
 runs, and its answer must not be lost because the client closed stdin right
-after asking. While serving, fd 0 reads the null device and fd 1 writes to
+after asking. A stop (SIGTERM, SIGINT: :mod:`actors.agents.mcp_stop` makes a
+descriptor readable) is the same but for what comes after it: no request is
+run any more (each is answered with :data:`STOPPING`, and so is a tool call
+read before the stop whose tool had not started yet), and the calls already
+running are answered, at most :data:`STOP_GRACE_S`. So a ``drain`` is never
+acknowledged without its answer being written, unless the process is
+killed first. The requests are read on a thread of their own so that the
+calling (main) thread only waits, for end of input or the stop. While
+serving, fd 0 reads the null device and fd 1 writes to
 stderr, so a child a tool starts never eats the requests and a stray print
 never corrupts the protocol.
 """
@@ -32,14 +40,18 @@ import fcntl
 import json
 import os
 import re
+import select
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from actors.agents.mcp_stop import stop_signals_blocked
+
 __all__ = ["ANSWER_GRACE_S", "INTERNAL_ERROR", "INVALID_REQUEST", "MAX_CALLS",
-           "MAX_REQUEST_BYTES", "PARSE_ERROR", "Answers", "Refusal", "Unanswered",
-           "parse_request", "read_line", "request_problem", "run", "serve"]
+           "MAX_REQUEST_BYTES", "PARSE_ERROR", "STOPPING", "STOP_GRACE_S", "Answers",
+           "Refusal", "Unanswered", "parse_request", "read_line", "request_problem", "run",
+           "serve"]
 
 MAX_REQUEST_BYTES = 1024 * 1024
 """The longest request line read, in bytes (with its newline): sixty times the longest
@@ -48,11 +60,19 @@ _SKIP_BYTES = 64 * 1024
 """How much of an over-long line is read at a time while it is skipped."""
 ANSWER_GRACE_S = 30.0
 """How long the server still runs after its input ended, for requests not answered yet."""
+STOP_GRACE_S = ANSWER_GRACE_S
+"""How long the server still runs after a stop signal, for the calls already running. The
+same bound as at end of input: the server exits as soon as they are answered (a ``drain``
+takes milliseconds, at most the database's 5 s lock wait), so the bound only matters for a
+call that hangs; a client that will not wait kills the server (an MCP client sends SIGKILL
+a few seconds after SIGTERM), and a second SIGTERM/SIGINT ends it at once."""
 MAX_CALLS = 8
 """Tool calls running at once; the reading waits for a free one (a flood holds no threads)."""
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INTERNAL_ERROR = -32603
+STOPPING = -32000
+"""The error of a request the server no longer runs because it stops (a JSON-RPC server error)."""
 
 _ID_FIRST = re.compile(
     rb'\s*\{(?:\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|-?\d+|true|false|null)\s*,)*?'
@@ -251,34 +271,57 @@ def _answer(server: _Server, message: Mapping[str, Any], answers: Answers) -> No
         if "id" not in message:
             reply = None
     if reply is not None:
-        with contextlib.suppress(OSError):  # the client went away: nobody to tell
-            answers.send(reply)
+        _send(answers, reply)
 
 
-def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
-          grace_s: float = ANSWER_GRACE_S) -> bool:
-    """Answer the requests of ``in_fd`` on ``out_fd`` until end of input, then the grace.
+def _readable(fd: int | None) -> bool:
+    """Whether ``fd`` is readable now (``None``: never); no wait. Any thread."""
+    if fd is None:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
-    Calling thread reads and answers all but tool calls, which run on daemon
-    threads (at most :data:`MAX_CALLS` at once). Blocks until end of input
-    and then until every request read was answered, at most ``grace_s``.
-    Returns whether every request was answered.
+
+def _refused_as_stopping(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The error answer to a request the server does not run because it stops (pure)."""
+    return {"jsonrpc": "2.0", "id": message.get("id"),
+            "error": {"code": STOPPING, "message": "the ssa MCP server is stopping: "
+                                                   "the request was not run"}}
+
+
+def _send(answers: Answers, message: Mapping[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the client went away: nobody to tell
+        answers.send(message)
+
+
+def _read_requests(server: _Server, reader: _Readable, answers: Answers,
+                   unanswered: Unanswered, limit: int, stop_fd: int | None) -> None:
+    """Read and answer (or start) request after request until end of input.
+
+    Reading thread; blocks on ``reader`` and while :data:`MAX_CALLS` calls run.
+    Once ``stop_fd`` is readable no request is run any more: each is answered
+    with :data:`STOPPING`, and so is a tool call started on its thread but not
+    yet handled (so nothing a tool would do goes unanswered).
+
+    Raises:
+        OSError: ``reader`` failed.
     """
-    reader = os.fdopen(in_fd, "rb", closefd=False)
-    unanswered = Unanswered()
-    answers = Answers(out_fd, unanswered)
     calls = threading.BoundedSemaphore(MAX_CALLS)
 
     def in_worker(message: Mapping[str, Any]) -> None:
         try:
-            _answer(server, message, answers)
+            if _readable(stop_fd):  # the stop came after the call was read: not run
+                _send(answers, _refused_as_stopping(message))
+            else:
+                _answer(server, message, answers)
         finally:
             calls.release()
 
     while True:
         line, whole = read_line(reader, limit)
         if line is None:
-            break
+            return
         if not whole:
             refusal: Refusal | dict[str, Any] = Refusal(
                 _id_in_prefix(line[:4096]), INVALID_REQUEST,
@@ -289,18 +332,82 @@ def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_
                 continue
             refusal = parse_request(text)
         if isinstance(refusal, Refusal):
-            with contextlib.suppress(OSError):
-                answers.send(refusal.answer())
+            unanswered.asked(refusal.request_id)  # its answer is counted: keep the tally
+            _send(answers, refusal.answer())
             continue
         message = refusal
-        if "id" in message and isinstance(message.get("method"), str):
+        request = "id" in message and isinstance(message.get("method"), str)
+        if request:
             unanswered.asked(message["id"])
+        if _readable(stop_fd):
+            if request:
+                _send(answers, _refused_as_stopping(message))
+            continue
         if server.slow(message):
             calls.acquire()
             threading.Thread(target=in_worker, args=(message,), name="ssa-mcp-call",
                              daemon=True).start()
         else:
             _answer(server, message, answers)
+
+
+def _first_readable(fds: list[int]) -> set[int]:
+    """Block until one of ``fds`` is readable or closed at its other end; which are.
+
+    Calling thread; a signal handler runs meanwhile (the wait goes on after it, PEP 475).
+    """
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll()}
+
+
+def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
+          grace_s: float = ANSWER_GRACE_S, stop_fd: int | None = None,
+          stop_grace_s: float = STOP_GRACE_S) -> bool:
+    """Answer the requests of ``in_fd`` on ``out_fd`` until end of input or a stop, then
+    wait (a grace) for the answers of the requests read.
+
+    A thread of its own (``ssa-mcp-read``, a daemon) reads and answers all
+    but tool calls, which run on daemon threads (at most :data:`MAX_CALLS`
+    at once). The calling thread blocks until end of input or until
+    ``stop_fd`` (e.g. :attr:`actors.agents.mcp_stop.SignalStop.fd`) is
+    readable, then until every request read was answered, at most
+    ``grace_s`` after end of input and ``stop_grace_s`` after a stop. After a
+    stop no request is run any more (each is answered with
+    :data:`STOPPING`); the reading thread may still be blocked on ``in_fd``
+    when this returns (it ends at end of input).
+
+    Returns:
+        whether every request read was answered.
+
+    Raises:
+        OSError: reading ``in_fd`` failed (before a stop).
+    """
+    reader = os.fdopen(in_fd, "rb", closefd=False)
+    unanswered = Unanswered()
+    answers = Answers(out_fd, unanswered)
+    done_read, done_write = os.pipe()
+    failure: list[OSError] = []
+
+    def read_all() -> None:
+        try:
+            _read_requests(server, reader, answers, unanswered, limit, stop_fd)
+        except OSError as exc:
+            failure.append(exc)
+        finally:
+            os.close(done_write)  # end of input (or a failure): the waiting thread wakes
+
+    with stop_signals_blocked():  # this thread's and its tool threads': the main one takes them
+        threading.Thread(target=read_all, name="ssa-mcp-read", daemon=True).start()
+    try:
+        ready = _first_readable([done_read] if stop_fd is None else [done_read, stop_fd])
+    finally:
+        os.close(done_read)
+    if stop_fd in ready:
+        return unanswered.settled(stop_grace_s)
+    if failure:
+        raise failure[0]
     return unanswered.settled(grace_s)
 
 
@@ -334,12 +441,15 @@ def _claimed_stdout() -> Iterator[int]:
         # may write its answer; a closed number could be reused by the database file
 
 
-def run(server: _Server) -> bool:
+def run(server: _Server, *, stop_fd: int | None = None) -> bool:
     """Serve ``server`` (an :class:`~actors.agents.mcp_rpc.McpServer`) over stdin/stdout.
 
     Claims fds 0 and 1 while serving (see the module's text). Calling thread;
-    blocks until end of input and the grace (:func:`serve`); returns whether
-    every request was answered.
+    blocks until end of input or ``stop_fd`` turns readable, and the grace
+    (:func:`serve`); returns whether every request read was answered.
+
+    Raises:
+        OSError: stdin or stdout cannot be used.
     """
     with _claimed_stdin() as in_fd, _claimed_stdout() as out_fd:
-        return serve(server, in_fd, out_fd)
+        return serve(server, in_fd, out_fd, stop_fd=stop_fd)
