@@ -36,6 +36,7 @@ from actors.agents.mcp_stdio import (
     request_problem,
     serve,
 )
+from actors.agents.mcp_stop import SignalStop
 
 ANSWER_TIMEOUT_S = 20.0
 
@@ -343,10 +344,18 @@ def test_no_stdin_at_all_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert done.stderr.count(b"\n") == 1
 
 
-def _stop_pipe() -> tuple[int, int]:
-    """A stop descriptor as :class:`actors.agents.mcp_stop.SignalStop` makes it: ``(read,
-    write)``; one byte written makes ``read`` readable for good."""
-    return os.pipe()
+class _TestStop(SignalStop):
+    """A :class:`SignalStop` that says when the server took the stop (``taken``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken = threading.Event()
+
+    def take(self) -> int | None:
+        signum = super().take()
+        if signum is not None:
+            self.taken.set()
+        return signum
 
 
 class _Serving:
@@ -356,24 +365,32 @@ class _Serving:
     def __init__(self, server: Any) -> None:
         self.in_read, self.in_write = os.pipe()
         self.out_read, self.out_write = os.pipe()
-        self.stop_read, self.stop_write = _stop_pipe()
-        self.out = os.fdopen(self.out_read, "rb")
+        self.signals = _TestStop()  # not installed: the test asks for the stop itself
+        self.stopped = self.signals.taken
+        self.pending = b""
         self.server = server
         self.settled: list[bool] = []
         self.thread = threading.Thread(target=lambda: self.settled.append(serve(
-            server, self.in_read, self.out_write, stop_fd=self.stop_read, stop_grace_s=5.0)))
+            server, self.in_read, self.out_write, stop=self.signals,
+            stop_grace_s=ANSWER_TIMEOUT_S)))
         self.thread.start()
 
     def send(self, message: dict[str, Any]) -> None:
         os.write(self.in_write, json.dumps(message).encode() + b"\n")
 
     def answer(self) -> Any:
-        ready, _, _ = select.select([self.out], [], [], ANSWER_TIMEOUT_S)
-        assert ready, "no answer"
-        return json.loads(self.out.readline())
+        """The next answer line (read unbuffered: two answers may come in one read)."""
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.out_read], [], [], ANSWER_TIMEOUT_S)
+            assert ready, "no answer"
+            self.pending += os.read(self.out_read, 65536)
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
 
     def stop(self) -> None:
-        os.write(self.stop_write, b"\0")
+        """Ask for the stop as SIGTERM does and wait until the server took it."""
+        self.signals.request(signal.SIGTERM)
+        assert self.stopped.wait(ANSWER_TIMEOUT_S)
 
     def close(self) -> None:
         """End the input, let every thread of the server end, close the pipes."""
@@ -387,9 +404,9 @@ class _Serving:
                 thread.join(timeout=ANSWER_TIMEOUT_S)
                 assert not thread.is_alive()
         assert not self.thread.is_alive()
-        self.out.close()
-        for fd in (self.in_read, self.out_write, self.stop_read, self.stop_write):
+        for fd in (self.in_read, self.out_read, self.out_write):
             os.close(fd)
+        self.signals.close()
 
 
 def test_a_stop_answers_the_running_call_and_runs_no_new_request() -> None:
@@ -421,24 +438,25 @@ def test_a_stop_answers_the_running_call_and_runs_no_new_request() -> None:
 
 class _StopWhileStarting(_Blocking):
     """A server where the stop comes after a tool call was read, before its tool started:
-    ``slow`` (asked on the reading thread after its stop check) writes the stop."""
+    ``slow`` (asked on the reading thread after its stop check) asks for the stop and
+    waits until the server took it."""
 
-    def __init__(self, stop_write: list[int]) -> None:
+    def __init__(self, serving: list[_Serving]) -> None:
         super().__init__()
-        self._stop_write = stop_write
+        self._serving = serving
 
     def slow(self, message: Mapping[str, Any]) -> bool:
-        os.write(self._stop_write[0], b"\0")
+        self._serving[0].stop()
         return super().slow(message)
 
 
 def test_a_call_read_before_the_stop_whose_tool_did_not_start_is_refused() -> None:
     """The gap between reading a tool call and starting its tool: a stop there refuses the
     call (an error answer) instead of running it, so nothing it would consume is lost."""
-    stop_write: list[int] = []
-    server = _StopWhileStarting(stop_write)
+    serving: list[_Serving] = []
+    server = _StopWhileStarting(serving)
     served = _Serving(server)
-    stop_write.append(served.stop_write)
+    serving.append(served)
     try:
         served.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
         answer = served.answer()
@@ -494,20 +512,18 @@ def held(self, *args, **kwargs):
     return notices
 
 Gateway.drain = held
-try:  # absent before the fix: then nothing tells the test that the stop was seen
-    from actors.agents.mcp_stop import SignalStop
-except ImportError:
-    pass
-else:
-    handle = SignalStop.handle
+from actors.agents import mcp_stdio
 
-    def told(self, signum, frame):
-        seen = self.signum is not None
-        handle(self, signum, frame)
-        if not seen:
+if hasattr(mcp_stdio, "_wait"):  # absent before the fix: then nothing says the stop was seen
+    wait = mcp_stdio._wait
+
+    def told(done_fd, stop):
+        seen = stop.signum is not None
+        wait(done_fd, stop)
+        if stop.signum is not None and not seen:
             os.write(tell, b"s")
 
-    SignalStop.handle = told
+    mcp_stdio._wait = told
 from actors.cli.command import main
 raise SystemExit(main(sys.argv[1:]))
 """
@@ -515,7 +531,8 @@ raise SystemExit(main(sys.argv[1:]))
 
 class _HeldDrain:
     """``ssa mcp`` whose ``drain`` tool commits, tells the test ("c"), then waits for its
-    release before answering; the child also tells ("s") when it took a stop signal."""
+    release before answering; the child also tells ("s") when it stopped running new
+    requests (a stop signal taken)."""
 
     def __init__(self, db: Path) -> None:
         self.tell_read, tell_write = os.pipe()

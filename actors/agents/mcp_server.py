@@ -88,12 +88,13 @@ def main(db: str | None, *, err: TextIO) -> int:
             try:
                 from actors.agents.mcp_stdio import run  # noqa: PLC0415 - only when serving
 
-                run(server, stop_fd=stop.fd)
+                run(server, stop=stop)
             except OSError as exc:  # e.g. no stdin at all: one line, as the others say it
                 err.write(f"ssa: {exc}\n")
                 code = 1
             finally:
                 holder.close()
+            stop.take()  # a signal while the gateway closed: its exit code
     finally:
         stop.close()
     if stop.signum is not None:  # the answers are written (os.write: nothing buffered)

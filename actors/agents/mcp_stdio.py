@@ -20,8 +20,8 @@ client waited forever). The SDK is no longer imported to serve (it cost
 When stdin ends, the server still waits (at most :data:`ANSWER_GRACE_S`)
 for the requests read and not answered yet: a ``drain`` acknowledges as it
 runs, and its answer must not be lost because the client closed stdin right
-after asking. A stop (SIGTERM, SIGINT: :mod:`actors.agents.mcp_stop` makes a
-descriptor readable) is the same but for what comes after it: no request is
+after asking. A stop (SIGTERM, SIGINT: :mod:`actors.agents.mcp_stop` writes their
+numbers into a pipe) is the same but for what comes after it: no request is
 run any more (each is answered with :data:`STOPPING`, and so is a tool call
 read before the stop whose tool had not started yet), and the calls already
 running are answered, at most :data:`STOP_GRACE_S`. So a ``drain`` is never
@@ -43,7 +43,7 @@ import re
 import select
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from actors.agents.mcp_stop import stop_signals_blocked
@@ -274,15 +274,6 @@ def _answer(server: _Server, message: Mapping[str, Any], answers: Answers) -> No
         _send(answers, reply)
 
 
-def _readable(fd: int | None) -> bool:
-    """Whether ``fd`` is readable now (``None``: never); no wait. Any thread."""
-    if fd is None:
-        return False
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
-
-
 def _refused_as_stopping(message: Mapping[str, Any]) -> dict[str, Any]:
     """The error answer to a request the server does not run because it stops (pure)."""
     return {"jsonrpc": "2.0", "id": message.get("id"),
@@ -296,11 +287,11 @@ def _send(answers: Answers, message: Mapping[str, Any]) -> None:
 
 
 def _read_requests(server: _Server, reader: _Readable, answers: Answers,
-                   unanswered: Unanswered, limit: int, stop_fd: int | None) -> None:
+                   unanswered: Unanswered, limit: int, stopping: Callable[[], bool]) -> None:
     """Read and answer (or start) request after request until end of input.
 
     Reading thread; blocks on ``reader`` and while :data:`MAX_CALLS` calls run.
-    Once ``stop_fd`` is readable no request is run any more: each is answered
+    Once ``stopping()`` is true no request is run any more: each is answered
     with :data:`STOPPING`, and so is a tool call started on its thread but not
     yet handled (so nothing a tool would do goes unanswered).
 
@@ -311,7 +302,7 @@ def _read_requests(server: _Server, reader: _Readable, answers: Answers,
 
     def in_worker(message: Mapping[str, Any]) -> None:
         try:
-            if _readable(stop_fd):  # the stop came after the call was read: not run
+            if stopping():  # the stop came after the call was read: not run
                 _send(answers, _refused_as_stopping(message))
             else:
                 _answer(server, message, answers)
@@ -339,7 +330,7 @@ def _read_requests(server: _Server, reader: _Readable, answers: Answers,
         request = "id" in message and isinstance(message.get("method"), str)
         if request:
             unanswered.asked(message["id"])
-        if _readable(stop_fd):
+        if stopping():
             if request:
                 _send(answers, _refused_as_stopping(message))
             continue
@@ -351,31 +342,67 @@ def _read_requests(server: _Server, reader: _Readable, answers: Answers,
             _answer(server, message, answers)
 
 
-def _first_readable(fds: list[int]) -> set[int]:
-    """Block until one of ``fds`` is readable or closed at its other end; which are.
+class _Stop(Protocol):
+    """What :func:`serve` needs of :class:`actors.agents.mcp_stop.SignalStop`."""
 
-    Calling thread; a signal handler runs meanwhile (the wait goes on after it, PEP 475).
-    """
+    @property
+    def fd(self) -> int: ...
+
+    @property
+    def signum(self) -> int | None: ...
+
+    def take(self) -> int | None: ...
+
+
+def _closed_when_done(target: Callable[[], None], name: str) -> int:
+    """Run ``target`` on a daemon thread of its own (stop signals blocked); the read end
+    of a pipe whose other end closes when it returns (the caller closes the read end)."""
+    done_read, done_write = os.pipe()
+
+    def run_then_close() -> None:
+        try:
+            target()
+        finally:
+            os.close(done_write)
+
+    with stop_signals_blocked():  # this thread's and its children's: the main one takes them
+        threading.Thread(target=run_then_close, name=name, daemon=True).start()
+    return done_read
+
+
+def _wait(done_fd: int, stop: _Stop | None) -> None:
+    """Block until ``done_fd`` turns readable (its writer closed it) or the first stop
+    signal is taken (``stop.take``, which ends the process at a second one). Calling
+    (main) thread; only ever blocks in ``poll``."""
     poller = select.poll()
-    for fd in fds:
-        poller.register(fd, select.POLLIN)
-    return {fd for fd, _ in poller.poll()}
+    poller.register(done_fd, select.POLLIN)
+    if stop is not None:
+        poller.register(stop.fd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poller.poll()}
+        if stop is not None and stop.fd in ready:
+            first = stop.signum is None
+            if stop.take() is not None and first:
+                return
+        if done_fd in ready:
+            return
 
 
 def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
-          grace_s: float = ANSWER_GRACE_S, stop_fd: int | None = None,
+          grace_s: float = ANSWER_GRACE_S, stop: _Stop | None = None,
           stop_grace_s: float = STOP_GRACE_S) -> bool:
     """Answer the requests of ``in_fd`` on ``out_fd`` until end of input or a stop, then
     wait (a grace) for the answers of the requests read.
 
     A thread of its own (``ssa-mcp-read``, a daemon) reads and answers all
     but tool calls, which run on daemon threads (at most :data:`MAX_CALLS`
-    at once). The calling thread blocks until end of input or until
-    ``stop_fd`` (e.g. :attr:`actors.agents.mcp_stop.SignalStop.fd`) is
-    readable, then until every request read was answered, at most
-    ``grace_s`` after end of input and ``stop_grace_s`` after a stop. After a
-    stop no request is run any more (each is answered with
-    :data:`STOPPING`); the reading thread may still be blocked on ``in_fd``
+    at once). The calling thread only waits, in ``poll``: until end of input
+    or until ``stop`` (:class:`actors.agents.mcp_stop.SignalStop`) brings a
+    stop signal, then until every request read was answered, at most
+    ``grace_s`` after end of input and ``stop_grace_s`` after a stop. From
+    the stop on, no request is run any more (each is answered with
+    :data:`STOPPING`); a second stop signal ends the process at once
+    (``stop.take``). The reading thread may still be blocked on ``in_fd``
     when this returns (it ends at end of input).
 
     Returns:
@@ -387,28 +414,34 @@ def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_
     reader = os.fdopen(in_fd, "rb", closefd=False)
     unanswered = Unanswered()
     answers = Answers(out_fd, unanswered)
-    done_read, done_write = os.pipe()
     failure: list[OSError] = []
+
+    def stopping() -> bool:  # any thread: set by the main one, read without a lock
+        return stop is not None and stop.signum is not None
 
     def read_all() -> None:
         try:
-            _read_requests(server, reader, answers, unanswered, limit, stop_fd)
+            _read_requests(server, reader, answers, unanswered, limit, stopping)
         except OSError as exc:
             failure.append(exc)
-        finally:
-            os.close(done_write)  # end of input (or a failure): the waiting thread wakes
 
-    with stop_signals_blocked():  # this thread's and its tool threads': the main one takes them
-        threading.Thread(target=read_all, name="ssa-mcp-read", daemon=True).start()
+    read_done = _closed_when_done(read_all, "ssa-mcp-read")
     try:
-        ready = _first_readable([done_read] if stop_fd is None else [done_read, stop_fd])
+        _wait(read_done, stop)
     finally:
-        os.close(done_read)
-    if stop_fd in ready:
-        return unanswered.settled(stop_grace_s)
-    if failure:
+        os.close(read_done)
+    if failure and not stopping():
         raise failure[0]
-    return unanswered.settled(grace_s)
+    grace = stop_grace_s if stopping() else grace_s
+    settled: list[bool] = []
+    settle_done = _closed_when_done(lambda: settled.append(unanswered.settled(grace)),
+                                    "ssa-mcp-grace")
+    try:
+        while not settled:  # a first stop signal in the grace of end of input only
+            _wait(settle_done, stop)  # refuses what has not started yet
+    finally:
+        os.close(settle_done)
+    return settled[0]
 
 
 @contextlib.contextmanager
@@ -441,15 +474,15 @@ def _claimed_stdout() -> Iterator[int]:
         # may write its answer; a closed number could be reused by the database file
 
 
-def run(server: _Server, *, stop_fd: int | None = None) -> bool:
+def run(server: _Server, *, stop: _Stop | None = None) -> bool:
     """Serve ``server`` (an :class:`~actors.agents.mcp_rpc.McpServer`) over stdin/stdout.
 
     Claims fds 0 and 1 while serving (see the module's text). Calling thread;
-    blocks until end of input or ``stop_fd`` turns readable, and the grace
+    blocks until end of input or a stop signal (``stop``), and the grace
     (:func:`serve`); returns whether every request read was answered.
 
     Raises:
         OSError: stdin or stdout cannot be used.
     """
     with _claimed_stdin() as in_fd, _claimed_stdout() as out_fd:
-        return serve(server, in_fd, out_fd, stop_fd=stop_fd)
+        return serve(server, in_fd, out_fd, stop=stop)

@@ -1,20 +1,17 @@
-"""How SIGTERM and SIGINT stop ``ssa mcp``: a descriptor that turns readable, no exception.
+"""How SIGTERM and SIGINT stop ``ssa mcp``: signal numbers on a pipe, no exception.
 
-The first signal asks for a stop. Its handler (run by Python on the main
-thread, between two bytecodes of whatever that thread was doing) only notes
-the signal and writes one byte into a pipe; the byte is never read, so the
-pipe's read end (:attr:`SignalStop.fd`) stays readable from then on and any
-thread can see the stop with a poll. Only the main thread takes the signals
-(:func:`stop_signals_blocked` keeps them from the threads the server starts),
-so its wait is interrupted and the handler runs at once. The handler takes no lock, so it cannot
-deadlock with the code it interrupts, and raises nothing into it. What the
-server does then is :func:`actors.agents.mcp_stdio.serve`'s: no new request
-is run, the calls already running are answered (within a grace), then it
-exits.
-
-A second signal while the server stops ends the process at once with
-``128 +`` the signal's number (``os._exit``): the way out for a person who
-does not want to wait for a call that hangs.
+A signal's number is written into a pipe by Python's C-level handler
+(``signal.set_wakeup_fd``) the moment it comes; nothing runs in a Python
+handler, so nothing can deadlock with the code it would interrupt, and no
+exception is raised into it. The server's main thread only ever waits in a
+``poll`` that includes the pipe (:func:`actors.agents.mcp_stdio.serve`), so
+it sees the signal at once: the first one stops the server (no new request
+is run, the calls already running are answered within a grace, then it
+exits); a second one ends the process at once with ``128 +`` the signal's
+number (``os._exit``), the way out for a person who does not want to wait
+for a call that hangs. Only the main thread takes these signals
+(:func:`stop_signals_blocked` keeps them from the threads the server
+starts), so no tool's system call is interrupted by them.
 """
 
 from __future__ import annotations
@@ -38,11 +35,11 @@ def stop_signals_blocked() -> Iterator[None]:
     back after); a thread started meanwhile keeps them blocked, and so do the threads it
     starts (the mask is inherited).
 
-    Why: Python runs a signal handler on the main thread only, and the kernel hands a
-    process's signal to any thread that does not block it. Had a reading or tool thread
-    taken SIGTERM, the main thread would have gone on waiting in ``poll`` unaware
-    (measured: 2 of 80 servers never stopped). With every other thread blocking them,
-    the signal interrupts the main thread's wait, and the handler runs at once.
+    Why: the kernel hands a process's signal to any thread that does not block it. A
+    tool's thread would see its system calls interrupted (``EINTR``) in C code that may
+    not retry, and with a Python-level handler only (before the wakeup descriptor) the
+    main thread went on waiting in ``poll`` unaware (measured: 2 of 80 servers never
+    stopped).
     """
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
@@ -63,10 +60,17 @@ def _above_stdio(fd: int) -> int:
 
 
 class SignalStop:
-    """A stop asked for by a signal: :attr:`fd` turns readable and :attr:`signum` is set.
+    """The stop signals of ``ssa mcp``, as bytes on a pipe (:attr:`fd`).
 
-    Creates a pipe (both ends close-on-exec; the write end non-blocking).
-    Use :meth:`installed` on the main thread; :meth:`close` when done.
+    While :meth:`installed`, the pipe is Python's wakeup descriptor
+    (``signal.set_wakeup_fd``): the C-level handler writes each signal's
+    number into it the moment the signal comes, whichever thread the kernel
+    picked and whatever the main thread was doing, so a ``poll`` on
+    :attr:`fd` never misses one (a Python handler runs only at the main
+    thread's next bytecode: one that came just before a blocking call began
+    would wait for that call's end). The waiting thread calls :meth:`take`
+    when :attr:`fd` is readable; the Python-level handler (:meth:`handle`)
+    only ends the process at a signal after the stop.
 
     Raises:
         OSError: no pipe could be made (out of descriptors).
@@ -74,38 +78,64 @@ class SignalStop:
 
     def __init__(self) -> None:
         self._read, self._write = (_above_stdio(fd) for fd in os.pipe())
-        os.set_blocking(self._write, False)
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)  # set_wakeup_fd wants it so
         self._fds_open = True
         self.signum: int | None = None
         """The first stop signal's number, ``None`` until one came."""
 
     @property
     def fd(self) -> int:
-        """The descriptor that is readable once a stop was asked (never read: it stays so)."""
+        """The descriptor that turns readable when a signal came (until :meth:`take`)."""
         return self._read
 
+    def request(self, signum: int) -> None:
+        """Ask for a stop as signal ``signum`` would (what the C-level handler does;
+        any thread, never blocks)."""
+        with contextlib.suppress(OSError):
+            os.write(self._write, bytes([signum]))
+
+    def take(self) -> int | None:
+        """Read the signals that came; the first stop signal (:attr:`signum`), or ``None``.
+
+        A stop signal after the first one (in this or an earlier call) ends the
+        process at once with ``128 +`` its number (``os._exit``: no cleanup).
+        Never blocks; the thread that waits on :attr:`fd` calls it.
+        """
+        data = b""
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while chunk := os.read(self._read, 64):
+                data += chunk
+        for signum in data:
+            if signum not in STOP_SIGNALS:
+                continue  # another signal with a Python handler: not ours
+            if self.signum is not None:
+                os._exit(128 + signum)
+            self.signum = signum
+        return self.signum
+
     def handle(self, signum: int, frame: FrameType | None) -> None:
-        """The signal handler (main thread, never blocks): the first signal asks for the stop;
-        a second one ends the process at once with ``128 + signum`` (no cleanup)."""
+        """The Python-level handler (main thread, at its next bytecode): nothing for the
+        first stop signal (it is read from :attr:`fd`); once a stop was taken, a further
+        one ends the process at once, also where nothing polls (closing the gateway)."""
         if self.signum is not None:
             os._exit(128 + signum)
-        self.signum = signum
-        with contextlib.suppress(OSError):  # full cannot happen (one byte); closed: too late
-            os.write(self._write, b"\0")
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[SignalStop]:
-        """:meth:`handle` for :data:`STOP_SIGNALS` while the block runs; the handlers
-        before it are back after (main thread only: ``ValueError`` elsewhere)."""
+        """The handlers of :data:`STOP_SIGNALS` and the wakeup descriptor while the block
+        runs; the ones before are back after (main thread only: ``ValueError`` elsewhere)."""
         previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
+        before = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         try:
             yield self
         finally:
+            signal.set_wakeup_fd(before)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Close the pipe (idempotent; after :meth:`installed`: a late signal finds it closed)."""
+        """Close the pipe (idempotent; after :meth:`installed`)."""
         fds, self._fds_open = (self._read, self._write) if self._fds_open else (), False
         for fd in fds:
             with contextlib.suppress(OSError):
