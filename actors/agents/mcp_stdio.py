@@ -46,8 +46,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from actors.agents.mcp_stop import stop_signals_blocked
-
 __all__ = ["ANSWER_GRACE_S", "INTERNAL_ERROR", "INVALID_REQUEST", "MAX_CALLS",
            "MAX_REQUEST_BYTES", "PARSE_ERROR", "STOPPING", "STOP_GRACE_S", "Answers",
            "Refusal", "Unanswered", "parse_request", "read_line", "request_problem", "run",
@@ -355,8 +353,8 @@ class _Stop(Protocol):
 
 
 def _closed_when_done(target: Callable[[], None], name: str) -> int:
-    """Run ``target`` on a daemon thread of its own (stop signals blocked); the read end
-    of a pipe whose other end closes when it returns (the caller closes the read end)."""
+    """Run ``target`` on a daemon thread of its own; the read end of a pipe whose other
+    end closes when it returns (the caller closes the read end)."""
     done_read, done_write = os.pipe()
 
     def run_then_close() -> None:
@@ -365,8 +363,7 @@ def _closed_when_done(target: Callable[[], None], name: str) -> int:
         finally:
             os.close(done_write)
 
-    with stop_signals_blocked():  # this thread's and its children's: the main one takes them
-        threading.Thread(target=run_then_close, name=name, daemon=True).start()
+    threading.Thread(target=run_then_close, name=name, daemon=True).start()
     return done_read
 
 

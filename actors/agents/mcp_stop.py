@@ -1,17 +1,24 @@
 """How SIGTERM and SIGINT stop ``ssa mcp``: signal numbers on a pipe, no exception.
 
 A signal's number is written into a pipe by Python's C-level handler
-(``signal.set_wakeup_fd``) the moment it comes; nothing runs in a Python
-handler, so nothing can deadlock with the code it would interrupt, and no
-exception is raised into it. The server's main thread only ever waits in a
-``poll`` that includes the pipe (:func:`actors.agents.mcp_stdio.serve`), so
-it sees the signal at once: the first one stops the server (no new request
-is run, the calls already running are answered within a grace, then it
-exits); a second one ends the process at once with ``128 +`` the signal's
-number (``os._exit``), the way out for a person who does not want to wait
-for a call that hangs. Only the main thread takes these signals
-(:func:`stop_signals_blocked` keeps them from the threads the server
-starts), so no tool's system call is interrupted by them.
+(``signal.set_wakeup_fd``) the moment it comes, whichever thread the kernel
+gave it to. The server's main thread only ever waits in a ``poll`` that
+includes the pipe (:func:`actors.agents.mcp_stdio.serve`), so it sees the
+signal at once: the first one stops the server (no new request is run, the
+calls already running are answered within a grace, then it exits); a second
+one ends the process at once with ``128 +`` the signal's number
+(``os._exit``), the way out for a person who does not want to wait for a
+call that hangs. The Python-level handler raises nothing into the code it
+interrupts and takes no lock: it only ends the process at a signal after
+the stop.
+
+Why not a Python handler alone: Python runs it on the main thread only, at
+that thread's next bytecode. A signal the kernel gave to another thread, or
+one that came just before the main thread began a blocking wait, left that
+wait going on unaware (measured: 2 of 80 servers never stopped). Blocking
+the signals in the other threads instead would be inherited by every
+process a tool starts (``sessions_send``'s push commands), which could then
+not be stopped by them.
 """
 
 from __future__ import annotations
@@ -23,29 +30,10 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["STOP_SIGNALS", "SignalStop", "stop_signals_blocked"]
+__all__ = ["STOP_SIGNALS", "SignalStop"]
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 """The signals that stop ``ssa mcp`` (what MCP clients and a terminal's Ctrl-C send)."""
-
-
-@contextlib.contextmanager
-def stop_signals_blocked() -> Iterator[None]:
-    """:data:`STOP_SIGNALS` blocked on the calling thread while the block runs (its mask is
-    back after); a thread started meanwhile keeps them blocked, and so do the threads it
-    starts (the mask is inherited).
-
-    Why: the kernel hands a process's signal to any thread that does not block it. A
-    tool's thread would see its system calls interrupted (``EINTR``) in C code that may
-    not retry, and with a Python-level handler only (before the wakeup descriptor) the
-    main thread went on waiting in ``poll`` unaware (measured: 2 of 80 servers never
-    stopped).
-    """
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _above_stdio(fd: int) -> int:
