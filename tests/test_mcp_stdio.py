@@ -205,7 +205,7 @@ def _serve_lines(server: Any, lines: list[bytes], *, grace_s: float = 5.0,
         if release is not None:
             release.set()
         for thread in threading.enumerate():
-            if thread.name == "ssa-mcp-call":
+            if thread.name in ("ssa-mcp-call", "ssa-mcp-read", "ssa-mcp-grace"):
                 thread.join(timeout=ANSWER_TIMEOUT_S)
                 assert not thread.is_alive()
         writer.join(timeout=ANSWER_TIMEOUT_S)
@@ -400,7 +400,7 @@ class _Serving:
         os.close(self.in_write)
         self.thread.join(timeout=ANSWER_TIMEOUT_S)
         for thread in threading.enumerate():
-            if thread.name in ("ssa-mcp-call", "ssa-mcp-read"):
+            if thread.name in ("ssa-mcp-call", "ssa-mcp-read", "ssa-mcp-grace"):
                 thread.join(timeout=ANSWER_TIMEOUT_S)
                 assert not thread.is_alive()
         assert not self.thread.is_alive()
