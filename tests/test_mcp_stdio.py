@@ -8,9 +8,11 @@ uses the SDK (issue 33); these guards stay, and every request gets exactly one a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -28,11 +30,13 @@ from actors.agents.mcp_stdio import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
+    STOPPING,
     Refusal,
     _id_in_prefix,
     request_problem,
     serve,
 )
+from actors.agents.mcp_stop import SignalStop
 
 ANSWER_TIMEOUT_S = 20.0
 
@@ -201,7 +205,7 @@ def _serve_lines(server: Any, lines: list[bytes], *, grace_s: float = 5.0,
         if release is not None:
             release.set()
         for thread in threading.enumerate():
-            if thread.name == "ssa-mcp-call":
+            if thread.name in ("ssa-mcp-call", "ssa-mcp-read", "ssa-mcp-grace"):
                 thread.join(timeout=ANSWER_TIMEOUT_S)
                 assert not thread.is_alive()
         writer.join(timeout=ANSWER_TIMEOUT_S)
@@ -338,3 +342,287 @@ def test_no_stdin_at_all_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.decode().startswith("ssa: ")
     assert done.stderr.count(b"\n") == 1
+
+
+class _TestStop(SignalStop):
+    """A :class:`SignalStop` that says when the server took the stop (``taken``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken = threading.Event()
+
+    def take(self) -> int | None:
+        signum = super().take()
+        if signum is not None:
+            self.taken.set()
+        return signum
+
+
+class _Serving:
+    """``serve`` on pipes, on a thread of the test, with a stop descriptor; lines go in one
+    at a time and answers come out one at a time (each wait bounded)."""
+
+    def __init__(self, server: Any) -> None:
+        self.in_read, self.in_write = os.pipe()
+        self.out_read, self.out_write = os.pipe()
+        self.signals = _TestStop()  # not installed: the test asks for the stop itself
+        self.stopped = self.signals.taken
+        self.pending = b""
+        self.server = server
+        self.settled: list[bool] = []
+        self.thread = threading.Thread(target=lambda: self.settled.append(serve(
+            server, self.in_read, self.out_write, stop=self.signals,
+            stop_grace_s=ANSWER_TIMEOUT_S)))
+        self.thread.start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        os.write(self.in_write, json.dumps(message).encode() + b"\n")
+
+    def answer(self) -> Any:
+        """The next answer line (read unbuffered: two answers may come in one read)."""
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.out_read], [], [], ANSWER_TIMEOUT_S)
+            assert ready, "no answer"
+            self.pending += os.read(self.out_read, 65536)
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def stop(self) -> None:
+        """Ask for the stop as SIGTERM does and wait until the server took it."""
+        self.signals.request(signal.SIGTERM)
+        assert self.stopped.wait(ANSWER_TIMEOUT_S)
+
+    def close(self) -> None:
+        """End the input, let every thread of the server end, close the pipes."""
+        release = getattr(self.server, "release", None)
+        if release is not None:
+            release.set()
+        os.close(self.in_write)
+        self.thread.join(timeout=ANSWER_TIMEOUT_S)
+        for thread in threading.enumerate():
+            if thread.name in ("ssa-mcp-call", "ssa-mcp-read", "ssa-mcp-grace"):
+                thread.join(timeout=ANSWER_TIMEOUT_S)
+                assert not thread.is_alive()
+        assert not self.thread.is_alive()
+        for fd in (self.in_read, self.out_read, self.out_write):
+            os.close(fd)
+        self.signals.close()
+
+
+def test_a_stop_answers_the_running_call_and_runs_no_new_request() -> None:
+    """Adversary finding: a ``drain`` running when ``ssa mcp`` got SIGTERM was acknowledged
+    but never answered (the process exited at once). Now a stop lets the call already
+    running answer, and every request read after it is answered with an error, not run."""
+    server = _Blocking()
+    served = _Serving(server)
+    try:
+        served.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+        assert server.started.wait(ANSWER_TIMEOUT_S)
+        server.started.clear()
+        served.stop()
+        served.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call"})
+        served.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        refused = [served.answer(), served.answer()]
+        assert [a["id"] for a in refused] == [2, 3]
+        assert {a["error"]["code"] for a in refused} == {STOPPING}
+        assert "stopping" in refused[0]["error"]["message"]
+        assert served.settled == []  # serve has not returned: it waits for call 1
+        server.release.set()
+        assert served.answer() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        served.thread.join(timeout=ANSWER_TIMEOUT_S)
+        assert served.settled == [True]  # it returned (before the end of input) once answered
+        assert not server.started.is_set()  # call 2 never ran
+    finally:
+        served.close()
+
+
+class _StopWhileStarting(_Blocking):
+    """A server where the stop comes after a tool call was read, before its tool started:
+    ``slow`` (asked on the reading thread after its stop check) asks for the stop and
+    waits until the server took it."""
+
+    def __init__(self, serving: list[_Serving]) -> None:
+        super().__init__()
+        self._serving = serving
+
+    def slow(self, message: Mapping[str, Any]) -> bool:
+        self._serving[0].stop()
+        return super().slow(message)
+
+
+def test_a_call_read_before_the_stop_whose_tool_did_not_start_is_refused() -> None:
+    """The gap between reading a tool call and starting its tool: a stop there refuses the
+    call (an error answer) instead of running it, so nothing it would consume is lost."""
+    serving: list[_Serving] = []
+    server = _StopWhileStarting(serving)
+    served = _Serving(server)
+    serving.append(served)
+    try:
+        served.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+        answer = served.answer()
+        assert (answer["id"], answer["error"]["code"]) == (1, STOPPING)
+        served.thread.join(timeout=ANSWER_TIMEOUT_S)
+        assert served.settled == [True]
+        assert not server.started.is_set()  # the tool never ran
+    finally:
+        served.close()
+
+
+_HELD_DRAIN = """\
+import os, sys
+from actors import Gateway
+
+tell, release = int(os.environ["SSA_TEST_TELL"]), int(os.environ["SSA_TEST_RELEASE"])
+drain = Gateway.drain
+
+def held(self, *args, **kwargs):
+    notices = drain(self, *args, **kwargs)  # consumed and acknowledged
+    os.write(tell, b"c")
+    if os.environ.get("SSA_TEST_SIGNAL_HERE"):  # SIGTERM to this tool thread, not the main one
+        import signal, threading
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+    os.read(release, 1)  # the answer is not written until the test says so
+    return notices
+
+Gateway.drain = held
+from actors.agents import mcp_stdio
+
+if hasattr(mcp_stdio, "_wait"):  # absent before the fix: then nothing says the stop was seen
+    wait = mcp_stdio._wait
+
+    def told(done_fd, stop):
+        seen = stop.signum is not None
+        wait(done_fd, stop)
+        if stop.signum is not None and not seen:
+            os.write(tell, b"s")
+
+    mcp_stdio._wait = told
+from actors.cli.command import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+class _HeldDrain:
+    """``ssa mcp`` whose ``drain`` tool commits, tells the test ("c"), then waits for its
+    release before answering; the child also tells ("s") when it stopped running new
+    requests (a stop signal taken)."""
+
+    def __init__(self, db: Path, *, signal_in_the_tool: bool = False) -> None:
+        self.tell_read, tell_write = os.pipe()
+        release_read, self.release_write = os.pipe()
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", _HELD_DRAIN, "mcp", "--db", str(db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            pass_fds=(tell_write, release_read),
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+                 "SSA_TEST_TELL": str(tell_write), "SSA_TEST_RELEASE": str(release_read),
+                 "SSA_TEST_SIGNAL_HERE": "1" if signal_in_the_tool else ""})
+        os.close(tell_write)
+        os.close(release_read)
+        assert self.child.stdin is not None
+        assert self.child.stdout is not None
+        self.stdin, self.stdout = self.child.stdin, self.child.stdout
+
+    def send(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(BrokenPipeError):  # gone: what follows says so
+            self.stdin.write(json.dumps(message).encode() + b"\n")
+            self.stdin.flush()
+
+    def told(self) -> bytes:
+        """The next thing the child told, or b"" when it exited first (its end of the pipe
+        closed; bounded wait)."""
+        ready, _, _ = select.select([self.tell_read], [], [], ANSWER_TIMEOUT_S)
+        assert ready, "the child neither told nor exited"
+        return os.read(self.tell_read, 1)
+
+    def drain_running(self) -> None:
+        """Initialize, warm the gateway, send ``drain`` (id 2) and wait until it committed."""
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "drain", "arguments": {"watcherKey": "agent:main:mgr"}}})
+        assert self.told() == b"c"
+
+    def finish(self) -> tuple[dict[Any, Any], int]:
+        """The answers by id and the exit code (the child is waited for, bounded)."""
+        out, _ = self.child.communicate(timeout=ANSWER_TIMEOUT_S)
+        return {a.get("id"): a for a in map(json.loads, out.splitlines())}, self.child.returncode
+
+    def close(self) -> None:
+        if self.child.poll() is None:
+            self.child.kill()
+            self.child.communicate(timeout=ANSWER_TIMEOUT_S)
+        for fd in (self.tell_read, self.release_write):
+            os.close(fd)
+
+
+def _watched_notice(db: Path) -> None:
+    with Gateway.open(db) as gw:
+        assert gw.watch("agent:main:mgr", "agent:main:w")
+        assert gw.human_message("agent:main:w", channel="x") is not None
+
+
+@pytest.mark.timeout(90)
+def test_a_drain_running_at_sigterm_is_answered_before_the_exit(tmp_path: Path) -> None:
+    """Adversary finding: SIGTERM 0-30 ms after a ``drain`` lost its notice in 22 of 40
+    runs (acknowledged, never answered). Here the drain has committed when SIGTERM comes:
+    the server runs no new request (a ping gets an error), answers the drain, exits 143."""
+    db = tmp_path / "state.sqlite"
+    _watched_notice(db)
+    served = _HeldDrain(db)
+    try:
+        served.drain_running()
+        served.child.send_signal(signal.SIGTERM)
+        assert served.told() == b"s", "the server exited with the drain unanswered"
+        served.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        os.write(served.release_write, b"r")
+        answers, code = served.finish()
+    finally:
+        served.close()
+    assert code == 128 + signal.SIGTERM
+    assert len(answers[2]["result"]["structuredContent"]["notices"]) == 1
+    assert answers[3]["error"]["code"] == STOPPING
+    with Gateway.open(db) as gw:
+        assert gw.pending_notices("agent:main:mgr") == []  # consumed, and it was answered
+
+
+@pytest.mark.timeout(90)
+def test_a_second_sigterm_ends_the_server_at_once(tmp_path: Path) -> None:
+    """The way out of the grace: a call that hangs holds the server after SIGTERM; a
+    second SIGTERM (or SIGINT) ends it at once with 128 + its number."""
+    db = tmp_path / "state.sqlite"
+    _watched_notice(db)
+    served = _HeldDrain(db)
+    try:
+        served.drain_running()
+        served.child.send_signal(signal.SIGTERM)
+        assert served.told() == b"s"
+        served.child.send_signal(signal.SIGINT)
+        answers, code = served.finish()  # never released: it did not wait for the drain
+    finally:
+        served.close()
+    assert code == 128 + signal.SIGINT
+    assert 2 not in answers
+
+
+@pytest.mark.timeout(90)
+def test_sigterm_taken_by_a_tool_thread_still_stops_the_server(tmp_path: Path) -> None:
+    """Found while fixing the above: with a Python-level handler alone, a SIGTERM the
+    kernel gave to a tool or reading thread (or one that came just before the main thread
+    began to wait) left the main thread waiting in ``poll``: 2 of 80 servers never
+    stopped. The signal now reaches the wait through ``set_wakeup_fd``; here the drain's
+    own thread takes SIGTERM, and the server still stops and answers it."""
+    db = tmp_path / "state.sqlite"
+    _watched_notice(db)
+    served = _HeldDrain(db, signal_in_the_tool=True)
+    try:
+        served.drain_running()
+        assert served.told() == b"s", "the stop was not seen"
+        os.write(served.release_write, b"r")
+        answers, code = served.finish()
+    finally:
+        served.close()
+    assert code == 128 + signal.SIGTERM
+    assert len(answers[2]["result"]["structuredContent"]["notices"]) == 1

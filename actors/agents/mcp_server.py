@@ -37,19 +37,20 @@ bad argument comes back as a tool error with the gateway's message.
 The server opens one :class:`~actors.Gateway` (``monitor=False``: it never
 scans by itself) on the first tool call, on ``--db``, else ``$SSA_DB``, else
 the default file, and closes it when the server stops (stdin closed,
-SIGTERM, SIGINT). Tool functions are plain functions run on worker threads,
-so ``ping`` is answered while a tool blocks.
+SIGTERM, SIGINT: after answering the requests already read or running,
+:mod:`actors.agents.mcp_stdio`). Tool functions are plain functions run on
+worker threads, so ``ping`` is answered while a tool blocks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-from types import FrameType
+import sys
 from typing import TextIO
 
 from actors.agents.mcp_rpc import McpServer
+from actors.agents.mcp_stop import SignalStop
 from actors.agents.mcp_tools import DEFAULT_PAGE, MAX_PAGE, GatewayHolder, tool_functions
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "GatewayHolder", "build_server", "main"]
@@ -63,12 +64,15 @@ def build_server(holder: GatewayHolder) -> McpServer:
 def main(db: str | None, *, err: TextIO) -> int:
     """Serve MCP on stdin/stdout until stdin closes or SIGTERM/SIGINT; returns the exit code.
 
-    Blocks the calling (main) thread. On SIGTERM or SIGINT the gateway is
-    closed and the process exits at once with 128 + the signal's number (a
-    tool may be blocked on a worker thread that nothing can interrupt). 0
-    when stdin ended (after answering what was asked, within
-    :data:`~actors.agents.mcp_stdio.ANSWER_GRACE_S`); 1 with one line on
-    ``err`` when stdin or stdout cannot be used.
+    Blocks the calling (main) thread. 0 when stdin ended (after answering
+    what was asked, within :data:`~actors.agents.mcp_stdio.ANSWER_GRACE_S`);
+    1 with one line on ``err`` when stdin or stdout cannot be used. On
+    SIGTERM or SIGINT no request is run any more, the calls already running
+    are answered (within :data:`~actors.agents.mcp_stdio.STOP_GRACE_S`), the
+    gateway is closed and the process exits with 128 + the signal's number
+    (``os._exit``: a tool may still be blocked on a worker thread that nothing
+    can interrupt, and it does not return). A second signal meanwhile exits
+    at once (:class:`~actors.agents.mcp_stop.SignalStop`).
     """
     location = db if db is not None else (os.environ.get("SSA_DB") or None)
     if location is not None and "://" not in location:
@@ -77,24 +81,25 @@ def main(db: str | None, *, err: TextIO) -> int:
         location = os.path.expanduser(location)
     holder = GatewayHolder(location)
     server = build_server(holder)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        with contextlib.suppress(Exception):
-            holder.close()
-        with contextlib.suppress(Exception):
-            err.flush()
-        os._exit(128 + signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stop = SignalStop()
+    code = 0
     try:
-        from actors.agents.mcp_stdio import run  # noqa: PLC0415 - only when serving
+        with stop.installed():  # also while the gateway closes: a second signal ends it
+            try:
+                from actors.agents.mcp_stdio import run  # noqa: PLC0415 - only when serving
 
-        run(server)
-    except OSError as exc:  # e.g. no stdin at all: one line, as the other commands say it
-        err.write(f"ssa: {exc}\n")
-        return 1
+                run(server, stop=stop)
+            except OSError as exc:  # e.g. no stdin at all: one line, as the others say it
+                err.write(f"ssa: {exc}\n")
+                code = 1
+            finally:
+                holder.close()
+            stop.take()  # a signal while the gateway closed: its exit code
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        holder.close()
-    return 0
+        stop.close()
+    if stop.signum is not None:  # the answers are written (os.write: nothing buffered)
+        for stream in (err, sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(128 + stop.signum)
+    return code

@@ -20,7 +20,15 @@ client waited forever). The SDK is no longer imported to serve (it cost
 When stdin ends, the server still waits (at most :data:`ANSWER_GRACE_S`)
 for the requests read and not answered yet: a ``drain`` acknowledges as it
 runs, and its answer must not be lost because the client closed stdin right
-after asking. While serving, fd 0 reads the null device and fd 1 writes to
+after asking. A stop (SIGTERM, SIGINT: :mod:`actors.agents.mcp_stop` writes their
+numbers into a pipe) is the same but for what comes after it: no request is
+run any more (each is answered with :data:`STOPPING`, and so is a tool call
+read before the stop whose tool had not started yet), and the calls already
+running are answered, at most :data:`STOP_GRACE_S`. So a ``drain`` is never
+acknowledged without its answer being written, unless the process is
+killed first. The requests are read on a thread of their own so that the
+calling (main) thread only waits, for end of input or the stop. While
+serving, fd 0 reads the null device and fd 1 writes to
 stderr, so a child a tool starts never eats the requests and a stray print
 never corrupts the protocol.
 """
@@ -32,14 +40,16 @@ import fcntl
 import json
 import os
 import re
+import select
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 __all__ = ["ANSWER_GRACE_S", "INTERNAL_ERROR", "INVALID_REQUEST", "MAX_CALLS",
-           "MAX_REQUEST_BYTES", "PARSE_ERROR", "Answers", "Refusal", "Unanswered",
-           "parse_request", "read_line", "request_problem", "run", "serve"]
+           "MAX_REQUEST_BYTES", "PARSE_ERROR", "STOPPING", "STOP_GRACE_S", "Answers",
+           "Refusal", "Unanswered", "parse_request", "read_line", "request_problem", "run",
+           "serve"]
 
 MAX_REQUEST_BYTES = 1024 * 1024
 """The longest request line read, in bytes (with its newline): sixty times the longest
@@ -48,11 +58,19 @@ _SKIP_BYTES = 64 * 1024
 """How much of an over-long line is read at a time while it is skipped."""
 ANSWER_GRACE_S = 30.0
 """How long the server still runs after its input ended, for requests not answered yet."""
+STOP_GRACE_S = ANSWER_GRACE_S
+"""How long the server still runs after a stop signal, for the calls already running. The
+same bound as at end of input: the server exits as soon as they are answered (a ``drain``
+takes milliseconds, at most the database's 5 s lock wait), so the bound only matters for a
+call that hangs; a client that will not wait kills the server (an MCP client sends SIGKILL
+a few seconds after SIGTERM), and a second SIGTERM/SIGINT ends it at once."""
 MAX_CALLS = 8
 """Tool calls running at once; the reading waits for a free one (a flood holds no threads)."""
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INTERNAL_ERROR = -32603
+STOPPING = -32000
+"""The error of a request the server no longer runs because it stops (a JSON-RPC server error)."""
 
 _ID_FIRST = re.compile(
     rb'\s*\{(?:\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|-?\d+|true|false|null)\s*,)*?'
@@ -251,34 +269,48 @@ def _answer(server: _Server, message: Mapping[str, Any], answers: Answers) -> No
         if "id" not in message:
             reply = None
     if reply is not None:
-        with contextlib.suppress(OSError):  # the client went away: nobody to tell
-            answers.send(reply)
+        _send(answers, reply)
 
 
-def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
-          grace_s: float = ANSWER_GRACE_S) -> bool:
-    """Answer the requests of ``in_fd`` on ``out_fd`` until end of input, then the grace.
+def _refused_as_stopping(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The error answer to a request the server does not run because it stops (pure)."""
+    return {"jsonrpc": "2.0", "id": message.get("id"),
+            "error": {"code": STOPPING, "message": "the ssa MCP server is stopping: "
+                                                   "the request was not run"}}
 
-    Calling thread reads and answers all but tool calls, which run on daemon
-    threads (at most :data:`MAX_CALLS` at once). Blocks until end of input
-    and then until every request read was answered, at most ``grace_s``.
-    Returns whether every request was answered.
+
+def _send(answers: Answers, message: Mapping[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the client went away: nobody to tell
+        answers.send(message)
+
+
+def _read_requests(server: _Server, reader: _Readable, answers: Answers,
+                   unanswered: Unanswered, limit: int, stopping: Callable[[], bool]) -> None:
+    """Read and answer (or start) request after request until end of input.
+
+    Reading thread; blocks on ``reader`` and while :data:`MAX_CALLS` calls run.
+    Once ``stopping()`` is true no request is run any more: each is answered
+    with :data:`STOPPING`, and so is a tool call started on its thread but not
+    yet handled (so nothing a tool would do goes unanswered).
+
+    Raises:
+        OSError: ``reader`` failed.
     """
-    reader = os.fdopen(in_fd, "rb", closefd=False)
-    unanswered = Unanswered()
-    answers = Answers(out_fd, unanswered)
     calls = threading.BoundedSemaphore(MAX_CALLS)
 
     def in_worker(message: Mapping[str, Any]) -> None:
         try:
-            _answer(server, message, answers)
+            if stopping():  # the stop came after the call was read: not run
+                _send(answers, _refused_as_stopping(message))
+            else:
+                _answer(server, message, answers)
         finally:
             calls.release()
 
     while True:
         line, whole = read_line(reader, limit)
         if line is None:
-            break
+            return
         if not whole:
             refusal: Refusal | dict[str, Any] = Refusal(
                 _id_in_prefix(line[:4096]), INVALID_REQUEST,
@@ -289,19 +321,124 @@ def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_
                 continue
             refusal = parse_request(text)
         if isinstance(refusal, Refusal):
-            with contextlib.suppress(OSError):
-                answers.send(refusal.answer())
+            unanswered.asked(refusal.request_id)  # its answer is counted: keep the tally
+            _send(answers, refusal.answer())
             continue
         message = refusal
-        if "id" in message and isinstance(message.get("method"), str):
+        request = "id" in message and isinstance(message.get("method"), str)
+        if request:
             unanswered.asked(message["id"])
+        if stopping():
+            if request:
+                _send(answers, _refused_as_stopping(message))
+            continue
         if server.slow(message):
             calls.acquire()
             threading.Thread(target=in_worker, args=(message,), name="ssa-mcp-call",
                              daemon=True).start()
         else:
             _answer(server, message, answers)
-    return unanswered.settled(grace_s)
+
+
+class _Stop(Protocol):
+    """What :func:`serve` needs of :class:`actors.agents.mcp_stop.SignalStop`."""
+
+    @property
+    def fd(self) -> int: ...
+
+    @property
+    def signum(self) -> int | None: ...
+
+    def take(self) -> int | None: ...
+
+
+def _closed_when_done(target: Callable[[], None], name: str) -> int:
+    """Run ``target`` on a daemon thread of its own; the read end of a pipe whose other
+    end closes when it returns (the caller closes the read end)."""
+    done_read, done_write = os.pipe()
+
+    def run_then_close() -> None:
+        try:
+            target()
+        finally:
+            os.close(done_write)
+
+    threading.Thread(target=run_then_close, name=name, daemon=True).start()
+    return done_read
+
+
+def _wait(done_fd: int, stop: _Stop | None) -> None:
+    """Block until ``done_fd`` turns readable (its writer closed it) or the first stop
+    signal is taken (``stop.take``, which ends the process at a second one). Calling
+    (main) thread; only ever blocks in ``poll``."""
+    poller = select.poll()
+    poller.register(done_fd, select.POLLIN)
+    if stop is not None:
+        poller.register(stop.fd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poller.poll()}
+        if stop is not None and stop.fd in ready:
+            first = stop.signum is None
+            if stop.take() is not None and first:
+                return
+        if done_fd in ready:
+            return
+
+
+def serve(server: _Server, in_fd: int, out_fd: int, *, limit: int = MAX_REQUEST_BYTES,
+          grace_s: float = ANSWER_GRACE_S, stop: _Stop | None = None,
+          stop_grace_s: float = STOP_GRACE_S) -> bool:
+    """Answer the requests of ``in_fd`` on ``out_fd`` until end of input or a stop, then
+    wait (a grace) for the answers of the requests read.
+
+    A thread of its own (``ssa-mcp-read``, a daemon) reads and answers all
+    but tool calls, which run on daemon threads (at most :data:`MAX_CALLS`
+    at once). The calling thread only waits, in ``poll``: until end of input
+    or until ``stop`` (:class:`actors.agents.mcp_stop.SignalStop`) brings a
+    stop signal, then until every request read was answered, at most
+    ``grace_s`` after end of input and ``stop_grace_s`` after a stop. From
+    the stop on, no request is run any more (each is answered with
+    :data:`STOPPING`); a second stop signal ends the process at once
+    (``stop.take``). The reading thread may still be blocked on ``in_fd``
+    when this returns (it ends at end of input).
+
+    Returns:
+        whether every request read was answered.
+
+    Raises:
+        OSError: reading ``in_fd`` failed (before a stop).
+    """
+    reader = os.fdopen(in_fd, "rb", closefd=False)
+    unanswered = Unanswered()
+    answers = Answers(out_fd, unanswered)
+    failure: list[OSError] = []
+
+    def stopping() -> bool:  # any thread: set by the main one, read without a lock
+        return stop is not None and stop.signum is not None
+
+    def read_all() -> None:
+        try:
+            _read_requests(server, reader, answers, unanswered, limit, stopping)
+        except OSError as exc:
+            failure.append(exc)
+
+    read_done = _closed_when_done(read_all, "ssa-mcp-read")
+    try:
+        _wait(read_done, stop)
+    finally:
+        os.close(read_done)
+    if failure and not stopping():
+        raise failure[0]
+    grace = stop_grace_s if stopping() else grace_s
+    settled: list[bool] = []
+    settle_done = _closed_when_done(lambda: settled.append(unanswered.settled(grace)),
+                                    "ssa-mcp-grace")
+    try:
+        while not settled:  # a first stop signal in the grace of end of input only
+            _wait(settle_done, stop)  # refuses what has not started yet
+    finally:
+        os.close(settle_done)
+    return settled[0]
 
 
 @contextlib.contextmanager
@@ -334,12 +471,15 @@ def _claimed_stdout() -> Iterator[int]:
         # may write its answer; a closed number could be reused by the database file
 
 
-def run(server: _Server) -> bool:
+def run(server: _Server, *, stop: _Stop | None = None) -> bool:
     """Serve ``server`` (an :class:`~actors.agents.mcp_rpc.McpServer`) over stdin/stdout.
 
     Claims fds 0 and 1 while serving (see the module's text). Calling thread;
-    blocks until end of input and the grace (:func:`serve`); returns whether
-    every request was answered.
+    blocks until end of input or a stop signal (``stop``), and the grace
+    (:func:`serve`); returns whether every request read was answered.
+
+    Raises:
+        OSError: stdin or stdout cannot be used.
     """
     with _claimed_stdin() as in_fd, _claimed_stdout() as out_fd:
-        return serve(server, in_fd, out_fd)
+        return serve(server, in_fd, out_fd, stop=stop)
