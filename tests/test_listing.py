@@ -166,3 +166,22 @@ def test_a_long_name_is_cut_in_the_table(
     [row] = table_rows(capsys.readouterr().out)
     assert len(row["NAME"]) == 48
     assert row["NAME"].endswith("…")
+
+
+def test_a_fifo_where_a_transcript_was_never_hangs_list_or_status(
+    listed: dict[str, Path], db_path: Path,
+) -> None:
+    """Adversary round 4 (findings 02, 05): names and projects were read with a plain
+    open, which waits for a writer forever on a FIFO."""
+    import os
+    import subprocess
+    import sys
+
+    listed["claude"].unlink()
+    os.mkfifo(listed["claude"])
+    for argv in (["list"], ["status", "agent:main:claude:abc", "--changes-since", "0",
+                            "--typed-text", "50"], ["watches", "list"]):
+        done = subprocess.run([sys.executable, "-m", "actors", *argv, "--db", str(db_path)],
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode in (0, 1), done.stderr
+        assert "Traceback" not in done.stderr

@@ -14,11 +14,13 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal
+from typing import Literal
+
+from actors.upstream.regular import open_regular, open_regular_file
 
 __all__ = ["CHECK_BYTES", "SEARCH_CHUNK_BYTES", "Chunk", "FileState", "Newline", "check_of",
-           "end_of_complete_lines", "file_state", "find_newline", "open_regular", "read_lines",
-           "read_range", "read_ranges"]
+           "end_of_complete_lines", "file_state", "find_newline", "open_regular",
+           "open_regular_file", "read_lines", "read_range", "read_ranges"]
 
 ReadKind = Literal["lines", "missing", "transient", "no_news", "rewritten", "partial"]
 
@@ -98,28 +100,6 @@ def file_state(path: str) -> FileState:
     if not stat.S_ISREG(st.st_mode):
         return FileState("missing", "not_a_regular_file")
     return FileState("ok", "ok", st.st_size, st.st_ino, st.st_mtime_ns // 1_000_000)
-
-
-def open_regular(path: str) -> BinaryIO | None:
-    """Open ``path`` for reading in binary if it is a regular file, else ``None``.
-
-    Opens ``O_NONBLOCK`` and checks the opened file, so a FIFO or device put
-    where a transcript was never blocks the caller (a plain ``open`` of a FIFO
-    waits for a writer forever). The caller closes the returned file. Caller's
-    thread; never raises (an unreadable path is ``None``).
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        return os.fdopen(fd, "rb")
-    except OSError:
-        os.close(fd)
-        return None
 
 
 def read_range(path: str, offset: int, length: int, inode: int | None

@@ -26,6 +26,7 @@ from actors.upstream.files import (
     end_of_complete_lines,
     file_state,
     open_regular,
+    open_regular_file,
     read_range,
 )
 from actors.upstream.longline import LineReducer
@@ -222,7 +223,7 @@ def head_lines(path: str) -> list[bytes]:
     Raises:
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as handle:
+    with open_regular_file(path) as handle:
         head = handle.read(PROJECT_HEAD_BYTES)
     lines = head.split(b"\n")
     return lines[:-1] if len(head) == PROJECT_HEAD_BYTES else lines  # the last may be cut

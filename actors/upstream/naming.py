@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from actors.upstream.common import Unit
+from actors.upstream.files import open_regular_file
 
 __all__ = ["HEAD", "NAME_CHARS", "NAME_WORDS", "TAIL", "TITLE_CHARS", "clean_title",
            "first_typed", "first_words", "row_lines", "rows_with"]
@@ -96,7 +97,7 @@ def _span(path: str, head: int, tail: int) -> tuple[bytes, bytes]:
     Raises:
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as file:
+    with open_regular_file(path) as file:
         size = os.fstat(file.fileno()).st_size
         if size <= head + tail:
             return file.read(head + tail), b""

@@ -33,6 +33,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from actors.upstream.regular import open_regular_file
+
 if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (start-up cost)
     from typing import Literal, TypeAlias
 
@@ -142,7 +144,7 @@ def json_head(path: str) -> tuple[str | None, int | None]:
     (yet). Caller's thread; never raises.
     """
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             head = file.read(HEAD_BYTES)
     except (OSError, ValueError):
         return None, None

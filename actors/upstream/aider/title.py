@@ -10,6 +10,7 @@ time and never stored. Caller's thread; bounded read; never raises.
 from __future__ import annotations
 
 from actors.upstream.aider.classify import classify_aider_history
+from actors.upstream.files import open_regular_file
 from actors.upstream.naming import HEAD, first_words
 
 __all__ = ["title"]
@@ -23,7 +24,7 @@ def title(path: str, thread_id: str) -> str | None:
         thread_id: its id (unused: the file is the session).
     """
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             data = file.read(HEAD)
         cut = data.rfind(b"\n")
         decisions = classify_aider_history(data[:cut + 1] if cut >= 0 else b"")

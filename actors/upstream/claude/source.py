@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actors.upstream.regular import open_regular_file
 from actors.upstream.source import (
     HEAD_BYTES,
     Candidate,
@@ -64,7 +65,7 @@ def head(path: str) -> tuple[str | None, int | None]:
     :data:`HEAD_BYTES`; caller's thread; never raises.
     """
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             data = file.read(HEAD_BYTES)
             mtime_ms = os.fstat(file.fileno()).st_mtime_ns // 1_000_000
     except (OSError, ValueError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
+from actors.upstream.files import open_regular_file
 from actors.upstream.gemini.docreading import is_document
 from actors.upstream.gemini.document import SessionDocument, decode_document
 from actors.upstream.gemini.reading import READING
@@ -30,7 +31,7 @@ class _Summary(msgspec.Struct):
 
 def _document(path: str) -> str | None:
     try:
-        with open(path, "rb") as file:
+        with open_regular_file(path) as file:
             data = file.read(DOC_BYTES + 1)
     except (OSError, ValueError):
         return None
