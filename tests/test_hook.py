@@ -831,12 +831,25 @@ def test_an_excerpt_that_cannot_be_read_says_why_and_shows_no_text() -> None:
                              "there)") - 1].startswith("  #4 ")
 
 
-@pytest.mark.parametrize("value", ["-1", "2001", "x"])
-def test_a_bad_excerpt_is_one_line(home: Home, value: str) -> None:
-    out, err = home.run("--excerpt", value)
-    assert out == ""
-    assert "--excerpt" in err
-    assert len(err.strip().splitlines()) == 1
+@pytest.mark.parametrize(("value", "shown"), [("-1", None), ("x", None), ("1e3", None),
+                                             ("99999999999", 2000)])
+@pytest.mark.parametrize("by_env", [False, True])
+def test_a_bad_excerpt_never_silences_the_notice(
+        home: Home, monkeypatch: pytest.MonkeyPatch, value: str, shown: int | None,
+        by_env: bool) -> None:
+    """Adversary round 4 (finding 06): a bad ``--excerpt`` or ``$SSA_HOOK_EXCERPT`` made
+    every prompt hook print nothing. The notice comes; the excerpt is off, or cut."""
+    assert home.context() == ""
+    home.worker.append(Typed("x" * 2100), Reply("done"))
+    if by_env:
+        monkeypatch.setenv("SSA_HOOK_EXCERPT", value)
+    text = home.context(*([] if by_env else ["--excerpt", value]))
+    assert _notice_targets(text) == [f"agent:main:codex:{home.worker.thread_id}"]
+    typed = [line for line in text.splitlines() if line.startswith("    typed: ")]
+    if shown is None:
+        assert typed == []
+    else:
+        assert typed == ['    typed: "' + "x" * (shown - 1) + '…"']
 
 
 # --- names (issue 33 item 3) -----------------------------------------------------------

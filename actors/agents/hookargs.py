@@ -71,11 +71,11 @@ def _parser() -> Any:
                         "MIN minutes opens a notice for the session's managers (0: never)")
     parser.add_argument("--activity-timer", type=int, default=None, metavar="SINCE",
                         help=argparse.SUPPRESS)
-    parser.add_argument("--excerpt", type=int, default=None, metavar="CHARS",
+    parser.add_argument("--excerpt", default=None, metavar="CHARS",
                         help="under each notice, show the first CHARS characters of each "
                         "turn a person typed, read from the tool's transcript at delivery "
-                        f"(never stored; 0: off, the default; at most {MAX_EXCERPT}; "
-                        "default from $SSA_HOOK_EXCERPT)")
+                        f"(never stored; 0: off, the default; more is cut to {MAX_EXCERPT}, "
+                        "anything else is off; default from $SSA_HOOK_EXCERPT)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"the whole run's budget in seconds (default {DEFAULT_TIMEOUT_S}; "
                         f"0: none; at most {MAX_TIMEOUT_S:g})")
@@ -115,16 +115,18 @@ _OPTIONS = {"--db": "db", "--scope": "scope", "--agent": "agent", "--timeout": "
             "--activity-timer": "activity_timer"}
 
 
-def excerpt_of(value: object) -> int | None:
-    """``--excerpt``'s value (``$SSA_HOOK_EXCERPT`` when ``None``) as characters, or ``None``
-    when it is no number from 0 to :data:`MAX_EXCERPT` (pure apart from the environment)."""
+def excerpt_of(value: object) -> int:
+    """``--excerpt``'s value (``$SSA_HOOK_EXCERPT`` when ``None``) as characters: more than
+    :data:`MAX_EXCERPT` is cut to it, and anything that is no whole number from 0 is 0 (no
+    excerpt). A bad setting never silences the notices themselves (pure but the
+    environment)."""
     if value is None:
         value = os.environ.get("SSA_HOOK_EXCERPT", "0") or "0"
     try:
-        number = int(str(value))
+        number = int(str(value).strip())
     except ValueError:
-        return None
-    return number if 0 <= number <= MAX_EXCERPT else None
+        return 0
+    return min(number, MAX_EXCERPT) if number > 0 else 0
 
 
 def parse(argv: list[str]) -> HookArgs | None:
@@ -162,10 +164,7 @@ def parse(argv: list[str]) -> HookArgs | None:
         return None
     if timeout_problem(values["timeout"]) is not None:
         return None  # argparse's path says why
-    excerpt = excerpt_of(values.get("excerpt"))
-    if excerpt is None:
-        return None  # argparse's path says why
-    values["excerpt"] = excerpt
+    values["excerpt"] = excerpt_of(values.get("excerpt"))
     try:
         values["permission_wait"] = float(values.get("permission_wait", 0.0))
         if "activity_timer" in values:
@@ -216,15 +215,12 @@ def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
         problem = "--db must not be empty: give a database file or a postgresql:// URL"
     problem = problem or permission_wait_problem(namespace.permission_wait)
     excerpt = excerpt_of(namespace.excerpt)
-    if excerpt is None:
-        problem = (f"--excerpt (or $SSA_HOOK_EXCERPT) must be a number of characters from 0 "
-                   f"to {MAX_EXCERPT}")
     if problem is not None:
         say(err, problem)
         return None
     return HookArgs(tool=namespace.tool, db=namespace.db, scope=namespace.scope,
                     agent=namespace.agent, timeout=namespace.timeout, wait=namespace.wait,
-                    no_wake=namespace.no_wake, excerpt=excerpt or 0,
+                    no_wake=namespace.no_wake, excerpt=excerpt,
                     activity=namespace.activity, permission_wait=namespace.permission_wait,
                     activity_timer=namespace.activity_timer)
 
