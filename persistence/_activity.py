@@ -33,13 +33,13 @@ def note_activity(conn: Any, cmd: NoteActivity) -> bool:
     if row is not None and cmd.at < int(row[3]):
         return False
     same = row is not None and (row[0], row[1]) == (cmd.state, cmd.detail)
-    since = int(row[2]) if same and row is not None else cmd.at
+    since = int(row[2]) if same and row is not None and not cmd.restart else cmd.at
     conn.execute(
         f"INSERT INTO session_activity ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"  # noqa: S608
         " ON CONFLICT (session_key, agent_id) DO UPDATE SET state = excluded.state,"
         " detail = excluded.detail, since = excluded.since, updated_at = excluded.updated_at",
         (*key, cmd.state, cmd.detail, since, cmd.at))
-    return not same
+    return not same or cmd.restart
 
 
 def _row(row: Any) -> WorkerActivity:

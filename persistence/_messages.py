@@ -273,6 +273,9 @@ class NoteActivity(_Message, frozen=True, tag="note-activity"):
     """When the tool's hook saw it, epoch ms."""
     detail: str | None = None
     """``permission`` or ``input`` (waiting), an outcome (failed), or ``None``."""
+    restart: bool = False
+    """A new spell of the same state (a second permission prompt after the first was
+    answered): ``since`` restarts at ``at``."""
 
 
 Command = (

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +214,30 @@ def test_no_timer_without_the_opt_in_and_none_after_the_answer(home: Home) -> No
     os.utime(home.worker.path, (later, later))
     timer = args._replace(activity=False, activity_timer=started[-1], permission_wait=1.0)
     assert not run_timer(timer, raw, sleep=lambda s: None)
+
+
+def test_a_second_permission_wait_in_a_turn_gets_its_own_notice(home: Home) -> None:  # noqa: F811 - the fixture
+    """Adversary round 4 (finding 07): the first wait of a turn was told; the person
+    answered, the next tool's prompt waited past the limit, and that wait (the one the
+    worker is stuck on) kept the first one's start, so its timer gave up."""
+    home.context()
+    base = int(time.time() * 1000) - 60_000
+    os.utime(home.worker.path, ((base - 1_000) / 1000,) * 2)  # written before the wait
+    starts: list[int] = []
+    raw = _worker_input(home, "PermissionRequest")
+    args = HookArgs(tool="codex", db=str(home.db), activity=True, permission_wait=1.0)
+    assert record_activity(args, raw, spawn=lambda a, h, since: starts.append(since),
+                           clock=lambda: base) == "waiting"
+    first = args._replace(activity=False, activity_timer=starts[0])
+    assert run_timer(first, raw, sleep=lambda s: None)
+    assert "worker_waiting by system" in home.context()
+    home.worker.append(Reply("ran it"))  # answered: the tool went on, 10 s later
+    os.utime(home.worker.path, ((base + 10_000) / 1000,) * 2)
+    assert record_activity(args, raw, spawn=lambda a, h, since: starts.append(since),
+                           clock=lambda: base + 20_000) == "waiting"
+    found = _activity(home)
+    assert found is not None
+    assert found.since == starts[1] == base + 20_000  # a new wait, from then
+    second = args._replace(activity=False, activity_timer=starts[1])
+    assert run_timer(second, raw, sleep=lambda s: None)
+    assert "worker_waiting by system" in home.context()

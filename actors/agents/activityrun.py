@@ -28,12 +28,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from actors.agents.activity import ActivityRule, rule_for
 from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
 from actors.agents.hookinput import HookInput, parse_hook_input
 from actors.agents.tools import tool_named
-from persistence import peek
+from actors.facade.activity import current_activity, transcript_mtime_ms
+from persistence import peek, read_link
+from persistence.keys import agent_id_of
 
 __all__ = ["record_activity", "run_timer", "start_timer"]
 
@@ -107,7 +110,8 @@ def _write(location: str, key: str, hook: HookInput, rule: ActivityRule, now: in
                 payload=None if rule.run == "ok" else {"outcome": rule.run},
                 occurred_at=now,
                 dedupe_key=f"run-end:{key}:{hook.turn_id or now}"))
-        gw.note_activity(key, rule.state, detail=rule.detail, at=now)
+        gw.note_activity(key, rule.state, detail=rule.detail, at=now,
+                         restart=rule.state == "waiting" and _went_on(gw, key))
 
 
 def start_timer(args: HookArgs, hook: HookInput, since: int) -> None:
@@ -166,3 +170,16 @@ def run_timer(args: HookArgs, raw: bytes, *,
             summary=f"waiting for a permission answer for {minutes} min via {hook.source}",
             payload={"since": since}, dedupe_key=f"worker-waiting:{key}:{since}"))
         return recorded is not None and recorded.sequence > head  # a repeat returns the old
+
+
+def _went_on(gw: Any, key: str) -> bool:
+    """Whether the session went on since its stored state began (its transcript grew: a
+    permission prompt was answered), so a wait noted now is a new one. Two reads."""
+    stored = gw.activity(key)
+    if stored is None:
+        return False
+    with gw.read_pool.connection() as conn:
+        link = read_link(conn, key, agent_id_of(key))
+    path = link.upstream_ref.get("path") if link is not None else None
+    now = current_activity(stored, transcript_mtime_ms(path))
+    return now is not None and now.state == "busy"

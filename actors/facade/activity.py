@@ -18,9 +18,10 @@ from persistence import WorkerActivity
 
 __all__ = ["BUSY_SLACK_MS", "current_activity", "transcript_mtime_ms"]
 
-BUSY_SLACK_MS = 5_000
+BUSY_SLACK_MS = 2_000
 """How long after a turn's end its tool may still write the turn's last rows (Claude
-Code's stop-hook summary, turn duration) without the session counting as busy again."""
+Code's stop-hook summary and turn duration, written within about 0.1 s of its Stop
+hooks) without the session counting as busy again."""
 
 
 def current_activity(stored: WorkerActivity | None,

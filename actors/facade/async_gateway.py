@@ -437,10 +437,10 @@ class AsyncGateway:
                                 agent_id=agent_id)
 
     async def note_activity(self, key: str, state: str, *, detail: str | None = None,
-                            at: int | None = None) -> bool:
+                            at: int | None = None, restart: bool = False) -> bool:
         """:meth:`Gateway.note_activity`, awaited."""
         return bool(await self._call(self.gateway.note_activity, key, state, detail=detail,
-                                     at=at))
+                                     at=at, restart=restart))
 
     async def activity(self, key: str) -> WorkerActivity | None:
         """:meth:`Gateway.activity`, awaited."""

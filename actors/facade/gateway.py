@@ -321,8 +321,9 @@ class Gateway:
 
     @_doc_of(SessionsApi.note_activity)
     def note_activity(self, key: str, state: str, *, detail: str | None = None,
-                      at: int | None = None) -> bool:
-        return self._session_api.note_activity(key, state, detail=detail, at=at)
+                      at: int | None = None, restart: bool = False) -> bool:
+        return self._session_api.note_activity(key, state, detail=detail, at=at,
+                                               restart=restart)
 
     @_doc_of(SessionsApi.activity)
     def activity(self, key: str) -> WorkerActivity | None:

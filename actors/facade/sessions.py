@@ -256,7 +256,7 @@ class SessionsApi:
         return changed
 
     def note_activity(self, key: str, state: str, *, detail: str | None = None,
-                      at: int | None = None) -> bool:
+                      at: int | None = None, restart: bool = False) -> bool:
         """Record where ``key``'s tool stands now, as its own hook saw it (issue 33 item 2).
 
         Args:
@@ -265,6 +265,8 @@ class SessionsApi:
             detail: ``"permission"`` or ``"input"`` for ``waiting``; the outcome
                 (``"error"``, ``"timeout"``, ``"cancelled"``) for ``failed``; else ``None``.
             at: when, epoch ms (default: the gateway's clock).
+            restart: a new spell of the same state (a second permission prompt
+                after the first was answered): its ``since`` starts at ``at``.
 
         Returns:
             Whether the stored state or detail changed (an older note than the
@@ -284,9 +286,11 @@ class SessionsApi:
         v.check_key(key, "key")
         checked = v.check_activity(state, detail)
         when = v.check_int(at, "at", optional=True)
+        if not isinstance(restart, bool):
+            raise v.ArgumentTypeError(f"restart must be a bool, not {type(restart).__name__}")
         return bool(self._write(NoteActivity(
             session_key=key, agent_id=agent_id_of(key), state=checked, detail=detail,
-            at=self._now() if when is None else when)))
+            at=self._now() if when is None else when, restart=restart)))
 
     def activity(self, key: str) -> WorkerActivity | None:
         """Where ``key``'s tool stands, as its hooks last told, or ``None`` (never told, or
