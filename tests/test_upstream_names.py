@@ -143,8 +143,12 @@ def test_claude_first_words_read_no_other_transcript(
 @pytest.mark.skipif(not conftest.HAVE_FIXTURES, reason="no shared fixtures")
 def test_claude_fixture_is_named_by_its_first_typed_turn() -> None:
     path = conftest.FIXTURES / "claude-code" / "cc-2.1.37-cli-prompt-tools-exit.jsonl"
-    name = name_of("claude", str(path), path.stem)
+    # The fixture was renamed: its session id is in its rows, as a real file's name.
+    session = next(json.loads(line)["sessionId"] for line in path.read_text().splitlines()
+                   if '"sessionId"' in line)
+    name = name_of("claude", str(path), session)
     assert name is not None
+    assert name_of("claude", str(path), "another-session") is None  # never another's rows
     assert "\n" not in name
     assert len(name) <= naming.NAME_CHARS
 

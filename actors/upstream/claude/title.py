@@ -6,7 +6,8 @@ writes it again near the file's end so its own listing finds it in the tail),
 and older builds write ``{"type": "summary", "summary": ..., "leafUuid": ...}``
 rows, the one-line description ``claude --resume`` lists. A session with
 neither is named by the first words of its first typed turn
-(:mod:`actors.upstream.naming`). Read at display time, never stored.
+(:mod:`actors.upstream.naming`): a row of this session's own (its ``sessionId``),
+never one another session wrote into the file. Read at display time, never stored.
 
 Caller's thread; bounded reads (:data:`~actors.upstream.naming.HEAD` and
 :data:`~actors.upstream.naming.TAIL` bytes); never raises.
@@ -14,7 +15,10 @@ Caller's thread; bounded reads (:data:`~actors.upstream.naming.HEAD` and
 
 from __future__ import annotations
 
+import msgspec
+
 from actors.upstream.claude.reading import READING
+from actors.upstream.common import Unit
 from actors.upstream.naming import clean_title, first_typed, rows_with
 
 __all__ = ["title"]
@@ -44,4 +48,26 @@ def title(path: str, thread_id: str) -> str | None:
     if custom or summary:
         return custom or summary
     lines = READING.lines
-    return first_typed(path, lines(None)) if lines is not None else None
+    if lines is None:
+        return None
+    plain = lines(None)
+
+    def own(line: bytes) -> Unit:
+        # Only this session's rows: a file holding another session's (a copy, or
+        # another session's file put in its place) never names this one.
+        try:
+            owner = _OWNER.decode(line).sessionId
+        except (msgspec.MsgspecError, RecursionError):
+            owner = None
+        if owner != thread_id:
+            return Unit(human=False, reason="other_session")
+        return plain(line)
+
+    return first_typed(path, own)
+
+
+class _Owner(msgspec.Struct):
+    sessionId: object = None  # noqa: N815 - Claude Code's key
+
+
+_OWNER = msgspec.json.Decoder(_Owner)
