@@ -746,3 +746,23 @@ def test_the_mcp_server_is_registered_without_the_mcp_sdk(
     servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
     assert servers["ssa"]["command"] == ssa
     assert servers["ssa"]["args"] == ["mcp"]
+
+
+def test_permission_wait_is_set_and_turned_off_again(
+        home: Path, ssa: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Adversary round 4 (finding 10): ``--permission-wait 0`` was refused, so the opt-in
+    could be dropped only by uninstalling."""
+    settings = home / ".claude" / "settings.json"
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp",
+               "--permission-wait", "5")[0] == 0
+    notification = json.loads(settings.read_text())["hooks"]["Notification"]
+    assert notification[0]["hooks"][0]["command"].endswith("--activity --permission-wait 5")
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp")[0] == 0
+    assert "--permission-wait 5" in settings.read_text()  # a re-install keeps it
+    assert run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp",
+               "--permission-wait", "0")[0] == 0
+    assert "--permission-wait" not in settings.read_text()
+    code, _out, err = run(capsys, "install", "claude-code", "--ssa", ssa, "--no-mcp",
+                          "--permission-wait", "-1")
+    assert code == 2
+    assert "from 0 (off)" in err

@@ -163,11 +163,12 @@ def run_timer(args: HookArgs, raw: bytes, *,
         if activity is None or (activity.state, activity.detail, activity.since) != (
                 "waiting", "permission", since):
             return False  # answered (busy again), or another state since
-        minutes = max(1, round((time.time_ns() // 1_000_000 - since) / 60_000))
+        waited_s = max(0, (time.time_ns() // 1_000_000 - since) // 1000)
+        waited = f"{waited_s} s" if waited_s < 120 else f"{round(waited_s / 60)} min"
         head = gw.session_status(key).state_version
         recorded = gw.record(SessionStateEventInput(
             session_key=key, kind="worker_waiting", actor_type="system",
-            summary=f"waiting for a permission answer for {minutes} min via {hook.source}",
+            summary=f"waiting for a permission answer for {waited} via {hook.source}",
             payload={"since": since}, dedupe_key=f"worker-waiting:{key}:{since}"))
         return recorded is not None and recorded.sequence > head  # a repeat returns the old
 

@@ -54,8 +54,9 @@ def add_commands(sub: Any) -> None:
             parser.add_argument("--permission-wait", type=float, metavar="MIN",
                                 default=None,
                                 help="a worker session waiting MIN minutes for a permission "
-                                "answer opens one notice for its managers (default: never; "
-                                "its state shows in ssa list and session_status all the same)")
+                                "answer opens one notice for its managers (default: never, or "
+                                "what the installed hooks have; 0 turns it off; its state shows "
+                                "in ssa list and session_status all the same)")
             parser.add_argument("--scope", choices=("project", "all", "list"),
                                 default=None,
                                 help="which sessions the manager watches (ssa hook --scope): "

@@ -16,6 +16,7 @@ command can trip a model's prompt-injection defences.
 from __future__ import annotations
 
 import time
+import unicodedata
 from typing import NamedTuple
 
 import msgspec
@@ -85,8 +86,11 @@ _NOTES = {"changed": "the transcript no longer holds it there",
 
 
 def _quoted(text: str) -> str:
-    """``text`` as a JSON string: quoted, control characters escaped, one line (pure)."""
-    return msgspec.json.encode(text).decode()
+    """``text`` as a JSON string: quoted, control characters and invisible format characters
+    (bidirectional overrides such as U+202E) escaped, one line (pure)."""
+    quoted = msgspec.json.encode(text).decode()
+    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) == "Cf" else ch
+                   for ch in quoted)
 
 
 def _when(ms: int) -> str:

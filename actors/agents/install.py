@@ -117,9 +117,9 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     mcp = install and not getattr(args, "no_mcp", False)
     scope = getattr(args, "scope", None)
     wait = getattr(args, "permission_wait", None)
-    if wait is not None and not (math.isfinite(wait) and 0 < wait <= MAX_PERMISSION_WAIT_MIN):
-        raise ConfigRefused(f"--permission-wait must be a number of minutes, more than 0 and "
-                            f"at most {MAX_PERMISSION_WAIT_MIN}")
+    if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_PERMISSION_WAIT_MIN):
+        raise ConfigRefused(f"--permission-wait must be a number of minutes from 0 (off) to "
+                            f"{MAX_PERMISSION_WAIT_MIN}")
     explicit = frozenset(name for name, given in (("--db", db is not None),
                                                    ("--scope", scope is not None),
                                                    ("--permission-wait", wait is not None))
@@ -127,7 +127,7 @@ def _setup_from(args: argparse.Namespace, install: bool) -> Setup:
     return Setup(ssa=ssa, db=db, project=Path.cwd() if args.project else None,
                  home=Path.home(), env=os.environ, mcp=mcp, scope=scope or "project",
                  wake=not getattr(args, "no_wake", False), explicit=explicit,
-                 permission_wait=wait)
+                 permission_wait=wait or None)  # 0: off (a re-install drops the option)
 
 
 MAX_PERMISSION_WAIT_MIN = 1440

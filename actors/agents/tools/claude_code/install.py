@@ -60,8 +60,9 @@ def _plan_claude(setup: Setup, install: bool, plugin_dir: Path | None,
     ops.append(FileOp(settings, hooks_transform(setup, tool, str(settings), install=install,
                                                 notes=notes),
                       "UserPromptSubmit and SessionStart hooks"
-                      + (", and the Stop hook that wakes an idle manager" if setup.wake
-                         else "")))
+                      + (", the Stop hook that wakes an idle manager" if setup.wake else "")
+                      + ", and the Stop, StopFailure, Notification and SessionEnd hooks that "
+                        "say where the session stands"))
     if setup.mcp or not install:
         ops.append(FileOp(mcp_file, mcp_json_transform(
             setup, str(mcp_file), key_path, entry, install=install, strict=True, notes=notes),

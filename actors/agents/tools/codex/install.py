@@ -27,15 +27,17 @@ def plan(setup: Setup, *, install: bool, plugin_dir: Path | None = None) -> Plan
     removed: list[tuple[str, int, int]] = []  # where our handlers were (uninstall)
     trust: tuple[str, ...] = ()
     if install:  # only when hooks.json changes: Codex keys its trust by each hook's content
-        events = ", ".join(hook_events(tool) if setup.wake else HOOK_EVENTS)
+        events = ", ".join(hook_events(tool) if setup.wake else
+                           dict.fromkeys((*HOOK_EVENTS, "Stop", "PermissionRequest")))
         trust = ("Codex asks you to trust new hooks: start codex; at \"Hooks need review\" "
                  "choose \"Trust all and continue\" (or run /hooks later and trust the ssa "
                  f"hooks: {events}).",)
     ops.append(FileOp(hooks, hooks_transform(setup, tool, str(hooks), install=install,
                                                notes=notes, removed=removed),
                       "UserPromptSubmit and SessionStart hooks"
-                      + (", and an async PostToolUse hook (mid-turn notices)"
-                         if setup.wake else ""), notes=trust))
+                      + (", an async PostToolUse hook (mid-turn notices)" if setup.wake else "")
+                      + ", and the Stop and PermissionRequest hooks that say where the "
+                        "session stands", notes=trust))
     if setup.mcp or not install:
         config = base / "config.toml"
         ops.append(FileOp(config, toml_transform(
