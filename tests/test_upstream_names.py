@@ -148,7 +148,7 @@ def test_claude_fixture_is_named_by_its_first_typed_turn() -> None:
                    if '"sessionId"' in line)
     name = name_of("claude", str(path), session)
     assert name is not None
-    assert name_of("claude", str(path), "another-session") is None  # never another's rows
+    assert name_of("claude", str(path), "0a1b2c3d-0000-4000-8000-000000000000") is None
     assert "\n" not in name
     assert len(name) <= naming.NAME_CHARS
 

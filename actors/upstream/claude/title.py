@@ -15,6 +15,8 @@ Caller's thread; bounded reads (:data:`~actors.upstream.naming.HEAD` and
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from actors.upstream.claude.reading import READING
@@ -51,6 +53,10 @@ def title(path: str, thread_id: str) -> str | None:
     if lines is None:
         return None
     plain = lines(None)
+    if _SESSION_ID.fullmatch(thread_id) is None:
+        # A file not named by a session id (an export, a copy kept under another name)
+        # has no known own id (as the copied block's rule says): every row may name it.
+        return first_typed(path, plain)
 
     def own(line: bytes) -> Unit:
         # Only this session's rows: a file holding another session's (a copy, or
@@ -71,3 +77,4 @@ class _Owner(msgspec.Struct):
 
 
 _OWNER = msgspec.json.Decoder(_Owner)
+_SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
