@@ -34,9 +34,7 @@ from actors.agents.activity import ActivityRule, rule_for
 from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
 from actors.agents.hookinput import HookInput, parse_hook_input
 from actors.agents.tools import tool_named
-from actors.facade.activity import current_activity, transcript_mtime_ms
-from persistence import peek, read_link
-from persistence.keys import agent_id_of
+from persistence import peek
 
 __all__ = ["record_activity", "run_timer", "start_timer"]
 
@@ -176,11 +174,5 @@ def run_timer(args: HookArgs, raw: bytes, *,
 def _went_on(gw: Any, key: str) -> bool:
     """Whether the session went on since its stored state began (its transcript grew: a
     permission prompt was answered), so a wait noted now is a new one. Two reads."""
-    stored = gw.activity(key)
-    if stored is None:
-        return False
-    with gw.read_pool.connection() as conn:
-        link = read_link(conn, key, agent_id_of(key))
-    path = link.upstream_ref.get("path") if link is not None else None
-    now = current_activity(stored, transcript_mtime_ms(path))
+    now = gw.activity(key)  # already corrected by the transcript's growth
     return now is not None and now.state == "busy"

@@ -34,12 +34,12 @@ from actors.agents.hookinput import HookInput, render_output
 from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
 from actors.config import GatewayConfig
-from actors.facade.activity import current_activity, transcript_mtime_ms
+from actors.facade.activity import activity_now
 from actors.facade.gateway import Gateway
 from actors.facade.typed import typed_of
 from actors.monitors.adoption import AdoptRequest
 from actors.upstream.names import name_of
-from persistence import TypedRead, after_acknowledgement, peek, read_activity
+from persistence import TypedRead, after_acknowledgement, peek
 from persistence.keys import agent_id_of
 from persistence.lazylog import get_logger
 from persistence.locations import default_state_path
@@ -273,10 +273,9 @@ def _summaries(conn: Any, events: list[peek.EventPeek],
     return tuple(out)
 
 
-def _state(conn: Any, key: str, path: str | None) -> str | None:
+def _state(conn: Any, key: str) -> str | None:
     """Where ``key``'s tool stands, in words, or ``None`` (its hooks never said)."""
-    found = current_activity(read_activity(conn, key, agent_id_of(key)),
-                             transcript_mtime_ms(path))
+    found = activity_now(conn, key, agent_id_of(key))
     return None if found is None else state_words(found.state, found.detail, found.since)
 
 
@@ -318,7 +317,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
             views.append(NoticeView(
                 text=text, target_key=key, changes_since=since, total=total,
                 events=_summaries(conn, events, excerpt),
-                state=_state(conn, key, link.path if link else None),
+                state=_state(conn, key),
                 source=link.source if link else None, path=link.path if link else None,
                 name=_name(link)))
     context, shown = render_context(watcher, views, pending=total_pending)

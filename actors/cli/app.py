@@ -30,14 +30,13 @@ from actors.cli.listing import run_list
 from actors.cli.reading import DB_ENV, open_existing
 from actors.errors import SessionStateError
 from actors.facade import validate as v
-from actors.facade.activity import current_activity, transcript_mtime_ms
+from actors.facade.activity import activity_now
 from actors.facade.gateway import default_state_path
 from actors.monitors.where import where_of
 from actors.upstream.sources import all_sources, source_names
 from persistence import (
     StorageError,
     is_url,
-    read_activity,
     read_changes,
     read_entry,
     read_link,
@@ -318,10 +317,9 @@ def _status_of(conn: Any, args: argparse.Namespace, agent: str,
             from actors.facade.typed import typed_texts  # noqa: PLC0415 - only when asked
             status["typedText"] = typed_texts(conn, changes.events, args.typed_text)
     link = read_link(conn, args.key, agent)
-    activity = read_activity(conn, args.key, agent)
+    activity = activity_now(conn, args.key, agent)
     if activity is not None:  # where the session's tool stands (issue 33 item 2)
-        status["workerState"] = current_activity(activity, transcript_mtime_ms(
-            link.upstream_ref.get("path") if link is not None else None))
+        status["workerState"] = activity
     return status, link
 
 

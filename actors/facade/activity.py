@@ -11,12 +11,13 @@ resumed) reads as ``busy`` since that change.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 
-from persistence import WorkerActivity
+from persistence import WorkerActivity, read_activity, read_link
 
-__all__ = ["BUSY_SLACK_MS", "current_activity", "transcript_mtime_ms"]
+__all__ = ["BUSY_SLACK_MS", "activity_now", "current_activity", "transcript_mtime_ms"]
 
 BUSY_SLACK_MS = 2_000
 """How long after a turn's end its tool may still write the turn's last rows (Claude
@@ -45,3 +46,22 @@ def transcript_mtime_ms(path: object) -> int | None:
         return os.stat(path).st_mtime_ns // 1_000_000
     except OSError:
         return None
+
+
+def activity_now(conn: Any, key: str, agent_id: str) -> WorkerActivity | None:
+    """Where session ``key`` stands now: its stored activity, read through ``conn`` (a read
+    connection of the signal log), corrected by its transcript's growth
+    (:func:`current_activity`); ``None`` when its hooks never said.
+
+    Caller's thread; blocks on one read, and when there is an activity on one more read
+    (the session's link) and a ``stat``.
+
+    Raises:
+        persistence.StorageError, apsw.Error: the read failed.
+    """
+    stored = read_activity(conn, key, agent_id)
+    if stored is None:
+        return None
+    link = read_link(conn, key, agent_id)
+    path = link.upstream_ref.get("path") if link is not None else None
+    return current_activity(stored, transcript_mtime_ms(path))

@@ -22,7 +22,7 @@ from actors.engine.registry import ActorPool
 from actors.engine.session import Handoff
 from actors.errors import InvalidArgument, StorageError
 from actors.facade import validate as v
-from actors.facade.activity import current_activity, transcript_mtime_ms
+from actors.facade.activity import activity_now
 from actors.facade.typed import typed_texts
 from actors.monitors.service import UpstreamService
 from persistence import (
@@ -40,9 +40,7 @@ from persistence import (
     WorkerActivity,
     list_sessions,
     peek,
-    read_activity,
     read_changes,
-    read_link,
     read_version,
 )
 from persistence.keys import agent_id_of, is_agent_qualified
@@ -304,11 +302,9 @@ class SessionsApi:
         v.check_key(key, "key")
         try:
             with self._reads.connection(self._timeout) as conn:
-                found = read_activity(conn, key, agent_id_of(key))
-                link = read_link(conn, key, agent_id_of(key)) if found is not None else None
+                found = activity_now(conn, key, agent_id_of(key))
             self._note_read_ok()
-            return current_activity(found, transcript_mtime_ms(
-                link.upstream_ref.get("path") if link is not None else None))
+            return found
         except (StorageError, apsw.Error) as exc:
             self._note_read_fault(exc, "activity")
             return None
@@ -404,11 +400,8 @@ class SessionsApi:
                         state_version=version, state_changes=changes,
                         typed_text=None if bound is None else typed_texts(
                             conn, changes.events, bound))
-                activity = read_activity(conn, key, agent)
+                activity = activity_now(conn, key, agent)
                 if activity is not None:
-                    link = read_link(conn, key, agent)
-                    activity = current_activity(activity, transcript_mtime_ms(
-                        link.upstream_ref.get("path") if link is not None else None))
                     status = msgspec.structs.replace(status, worker_state=activity)
             self._note_read_ok()
             return status
