@@ -69,7 +69,7 @@ import msgspec
 from actors.upstream.common import epoch_ms
 from actors.upstream.files import open_regular
 
-__all__ = ["HEAD_BYTES", "CopiedBlock", "copy_boundary"]
+__all__ = ["HEAD_BYTES", "CopiedBlock", "copy_boundary", "is_session_id"]
 
 HEAD_BYTES = 8 << 20
 """Most bytes of a transcript's head read for its copied block."""
@@ -90,6 +90,12 @@ class _Row(msgspec.Struct, rename="camel"):
 
 _ROW = msgspec.json.Decoder(_Row)
 _SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def is_session_id(name: str) -> bool:
+    """Whether ``name`` (a transcript's file stem) is a Claude Code session id: only such a
+    file has a known own id, and rows of another session to tell apart (pure)."""
+    return _SESSION_ID.fullmatch(name) is not None
 """A Claude Code session id: the name of every transcript Claude Code writes."""
 
 
@@ -216,7 +222,7 @@ def copy_boundary(path: str) -> int | None:
     except (OSError, ValueError):
         return None
     own_id = os.path.basename(path).removesuffix(".jsonl")
-    if _SESSION_ID.fullmatch(own_id) is None:
+    if not is_session_id(own_id):
         return None  # renamed (an export, a copy under another name): its own id is unknown
     key = (own_id, info.st_dev, info.st_ino)
     with _LOCK:

@@ -15,10 +15,9 @@ Caller's thread; bounded reads (:data:`~actors.upstream.naming.HEAD` and
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
+from actors.upstream.claude.copyblock import is_session_id
 from actors.upstream.claude.reading import READING
 from actors.upstream.common import Unit
 from actors.upstream.naming import clean_title, first_typed, rows_with
@@ -53,7 +52,7 @@ def title(path: str, thread_id: str) -> str | None:
     if lines is None:
         return None
     plain = lines(None)
-    if _SESSION_ID.fullmatch(thread_id) is None:
+    if not is_session_id(thread_id):
         # A file not named by a session id (an export, a copy kept under another name)
         # has no known own id (as the copied block's rule says): every row may name it.
         return first_typed(path, plain)
@@ -77,4 +76,3 @@ class _Owner(msgspec.Struct):
 
 
 _OWNER = msgspec.json.Decoder(_Owner)
-_SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
