@@ -10,7 +10,7 @@ worker's own hooks (``Stop``, ``Notification``) say where it stands:
   list``, and, opted in, gives the manager exactly one notice.
 
 The hooks run asynchronously in the tool, so the checks wait (bounded) for what
-they wrote: there is no event to wait on in another process's database.
+they wrote, woken by the signal log's file changes.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import json
 import os
 import secrets
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import watchfiles
 
 from tests.harness import Agent, Harness, Home, Text, ToolUse, merge_json
 from tests.test_agents_watchers import SSA, _notices, _worker_key
@@ -62,14 +62,22 @@ def _events(home: Home, key: str) -> list[str]:
     return [e["kind"] for e in status.get("stateChanges", {}).get("events", [])]
 
 
-def _until(check: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) until ``check()`` holds: an asynchronous hook of the tool wrote."""
+def _until(home: Home, check: Callable[[], bool], what: str) -> None:
+    """Wait (bounded) until ``check()`` holds: an asynchronous hook of the tool wrote to the
+    signal log. Woken by the log's own file changes (watchfiles); at most :data:`WAIT_S`."""
     deadline = time.monotonic() + WAIT_S
-    pause = threading.Event()
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not within {WAIT_S} s: {what}")
-        pause.wait(0.25)
+    if check():
+        return
+    changes = watchfiles.watch(home.state, rust_timeout=1000, yield_on_timeout=True,
+                               debounce=50)
+    try:
+        for _batch in changes:
+            if check():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not within {WAIT_S} s: {what}")
+    finally:
+        changes.close()  # the watcher stops with the generator
 
 
 def _start(harness: Harness) -> tuple[Home, Agent, Agent, str]:
@@ -85,18 +93,24 @@ def _start(harness: Harness) -> tuple[Home, Agent, Agent, str]:
     return home, manager, worker, nonce
 
 
+def _worker_turn(manager: Agent, worker: Agent, text: str, answer: str) -> str:
+    """A person's turn in the worker (answered with ``answer``); returns the worker's key."""
+    managers = set(manager.transcripts())
+    worker.script(Text(answer))
+    worker.prompt(text)
+    return _worker_key(worker, managers, "claude")
+
+
 def test_a_finished_worker_logs_run_completed_and_never_a_notice(
         agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
     require_tool("claude")
     home, manager, worker, nonce = _start(agent_harness)
-    managers = set(manager.transcripts())
-    worker.script(Text(f"worker done {nonce}"))
-    worker.prompt(f"a person asks the worker {nonce}")
-    key = _worker_key(worker, managers, "claude")
+    key = _worker_turn(manager, worker, f"a person asks the worker {nonce}",
+                       f"worker done {nonce}")
     manager.script(Text("noted"), Text("nothing new"))
     manager.prompt(f"manager second turn {nonce}", answers_left=1)
     assert _notices(manager, key) == 1  # the typed prompt: one notice
-    _until(lambda: "run_completed" in _events(home, key), "the worker's Stop hook")
+    _until(home, lambda: "run_completed" in _events(home, key), "the worker's Stop hook")
     assert _listed(home, key).get("workerState", {}).get("state") == "finished"
     manager.prompt(f"manager third turn {nonce}")
     assert _notices(manager, key) == 1  # still the one in history: run_completed told nobody
@@ -107,10 +121,8 @@ def test_a_worker_on_a_permission_prompt_shows_waiting_and_its_manager_is_told_o
         agent_harness: Harness, require_tool: Callable[[str], None]) -> None:
     require_tool("claude")
     home, manager, worker, nonce = _start(agent_harness)
-    managers = set(manager.transcripts())
-    worker.script(Text(f"worker ready {nonce}"))
-    worker.prompt(f"a person starts the worker {nonce}")
-    key = _worker_key(worker, managers, "claude")
+    key = _worker_turn(manager, worker, f"a person starts the worker {nonce}",
+                       f"worker ready {nonce}")
     manager.script(Text("noted"))
     manager.prompt(f"manager second turn {nonce}")  # adopts the worker; its notice goes
     told = _notices(manager, key)
@@ -126,9 +138,9 @@ def test_a_worker_on_a_permission_prompt_shows_waiting_and_its_manager_is_told_o
         state = _listed(home, key).get("workerState", {})
         return (state.get("state"), state.get("detail")) == ("waiting", "permission")
 
-    _until(waiting, "the worker's Notification (permission_prompt) hook")
+    _until(home, waiting, "the worker's Notification (permission_prompt) hook")
     assert "waiting (permission)" in _ssa(home, "list")  # the table says so too
-    _until(lambda: "worker_waiting" in _events(home, key), "the permission-wait timer")
+    _until(home, lambda: "worker_waiting" in _events(home, key), "the permission-wait timer")
     manager.script(Text("noted"), Text("nothing new"), Text("still nothing"))
     manager.prompt(f"manager third turn {nonce}", answers_left=2)
     request = manager.model.main_requests()[-1].text()
