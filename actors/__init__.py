@@ -14,11 +14,12 @@ no Pykka type leaks through the public API.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from persistence.lazylog import lazy_export
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
+    from typing import Any
+
     from actors.config import GatewayConfig
     from actors.facade.async_gateway import AsyncGateway
     from actors.facade.gateway import Gateway, default_state_path

@@ -11,11 +11,12 @@ benchmarked without threads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from persistence.lazylog import lazy_export
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
+    from typing import Any
+
     from persistence._activity import read_activities, read_activity
     from persistence._backend import (
         Backend,

@@ -9,7 +9,9 @@ everything else in the library logs as usual.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LazyLogger", "get_logger", "lazy_export", "quiet_package"]
 

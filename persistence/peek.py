@@ -17,9 +17,14 @@ PostgreSQL through :attr:`actors.Gateway.read_pool`).
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
 
 import apsw
+
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "EventPeek",
@@ -53,7 +58,7 @@ class PeekUnavailable(Exception):
     """
 
 
-class LinkPeek(NamedTuple):
+class LinkPeek(Record):
     """One upstream link as the cold path needs it (its JSON decoded only on access).
 
     Attributes:
@@ -68,15 +73,21 @@ class LinkPeek(NamedTuple):
         lease_expires_at: when that lease lapses (epoch ms).
     """
 
-    session_key: str
-    agent_id: str
-    source: str
-    host_id: str
-    thread_id: str
-    ref_json: str
-    marker_json: str
-    lease_owner: str | None
-    lease_expires_at: int
+    __slots__ = ("agent_id", "host_id", "lease_expires_at", "lease_owner", "marker_json",
+                 "ref_json", "session_key", "source", "thread_id")
+
+    def __init__(self, session_key: str, agent_id: str, source: str, host_id: str,
+                 thread_id: str, ref_json: str, marker_json: str, lease_owner: str | None,
+                 lease_expires_at: int) -> None:
+        self.session_key = session_key
+        self.agent_id = agent_id
+        self.source = source
+        self.host_id = host_id
+        self.thread_id = thread_id
+        self.ref_json = ref_json
+        self.marker_json = marker_json
+        self.lease_owner = lease_owner
+        self.lease_expires_at = lease_expires_at
 
     @property
     def path(self) -> str | None:
@@ -90,16 +101,25 @@ class LinkPeek(NamedTuple):
         return _object(self.marker_json)
 
 
-class EventPeek(NamedTuple):
-    """One signal-log event's metadata (never any message text: the log holds none)."""
+class EventPeek(Record):
+    """One signal-log event's metadata (never any message text: the log holds none).
 
-    sequence: int
-    kind: str
-    actor_type: str
-    occurred_at: int
-    summary: str
-    payload_json: str | None = None
-    """The event's payload as stored (JSON; an upstream turn's source pointer, no text)."""
+    Attributes:
+        sequence, kind, actor_type, occurred_at, summary: the event's columns.
+        payload_json: the event's payload as stored (JSON; an upstream turn's
+            source pointer, no text), or ``None``.
+    """
+
+    __slots__ = ("actor_type", "kind", "occurred_at", "payload_json", "sequence", "summary")
+
+    def __init__(self, sequence: int, kind: str, actor_type: str, occurred_at: int,
+                 summary: str, payload_json: str | None = None) -> None:
+        self.sequence = sequence
+        self.kind = kind
+        self.actor_type = actor_type
+        self.occurred_at = occurred_at
+        self.summary = summary
+        self.payload_json = payload_json
 
 
 def open_peek(path: str, *, busy_timeout_ms: int = 1000) -> apsw.Connection:

@@ -186,7 +186,7 @@ def test_a_long_permission_wait_opens_one_notice_when_opted_in(home: Home) -> No
     assert record_activity(args, raw, spawn=spawn) == "waiting"
     assert len(started) == 1
     slept: list[float] = []
-    timer = args._replace(activity=False, activity_timer=started[0])
+    timer = args.replace(activity=False, activity_timer=started[0])
     assert run_timer(timer, raw, sleep=slept.append)
     assert slept == [300.0]
     text = home.context()
@@ -204,7 +204,7 @@ def test_no_timer_without_the_opt_in_and_none_after_the_answer(home: Home) -> No
     args = HookArgs(tool="codex", db=str(home.db), activity=True)
     record_activity(args, raw, spawn=lambda a, h, since: started.append(since))
     assert started == []  # not opted in
-    record_activity(args._replace(permission_wait=1.0), raw,
+    record_activity(args.replace(permission_wait=1.0), raw,
                     spawn=lambda a, h, since: started.append(since))
     home.worker.append(Typed("approved"), Reply("ok"))  # answered: the tool writes on
     found = _activity(home)
@@ -212,7 +212,7 @@ def test_no_timer_without_the_opt_in_and_none_after_the_answer(home: Home) -> No
     later = (found.updated_at + BUSY_SLACK_MS + 1_000) / 1000
     import os
     os.utime(home.worker.path, (later, later))
-    timer = args._replace(activity=False, activity_timer=started[-1], permission_wait=1.0)
+    timer = args.replace(activity=False, activity_timer=started[-1], permission_wait=1.0)
     assert not run_timer(timer, raw, sleep=lambda s: None)
 
 
@@ -228,7 +228,7 @@ def test_a_second_permission_wait_in_a_turn_gets_its_own_notice(home: Home) -> N
     args = HookArgs(tool="codex", db=str(home.db), activity=True, permission_wait=1.0)
     assert record_activity(args, raw, spawn=lambda a, h, since: starts.append(since),
                            clock=lambda: base) == "waiting"
-    first = args._replace(activity=False, activity_timer=starts[0])
+    first = args.replace(activity=False, activity_timer=starts[0])
     assert run_timer(first, raw, sleep=lambda s: None)
     assert "worker_waiting by system" in home.context()
     home.worker.append(Reply("ran it"))  # answered: the tool went on, 10 s later
@@ -238,6 +238,6 @@ def test_a_second_permission_wait_in_a_turn_gets_its_own_notice(home: Home) -> N
     found = _activity(home)
     assert found is not None
     assert found.since == starts[1] == base + 20_000  # a new wait, from then
-    second = args._replace(activity=False, activity_timer=starts[1])
+    second = args.replace(activity=False, activity_timer=starts[1])
     assert run_timer(second, raw, sleep=lambda s: None)
     assert "worker_waiting by system" in home.context()

@@ -284,7 +284,7 @@ def test_a_title_module_that_raises_gives_none(monkeypatch: pytest.MonkeyPatch) 
         raise RuntimeError("defect")
 
     claude = next(s for s in BUILT_IN if s.name == "claude")
-    monkeypatch.setattr(names, "find_source", lambda name: claude._replace(session_name=boom))
+    monkeypatch.setattr(names, "find_source", lambda name: claude.replace(session_name=boom))
     assert name_of("claude", "/x", "y") is None
 
 

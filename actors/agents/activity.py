@@ -12,12 +12,14 @@ Standard library only (read by ``ssa hook``'s cold path); pure.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 
 __all__ = ["ActivityRule", "rule_for"]
 
 
-class ActivityRule(NamedTuple):
+class ActivityRule(Record):
     """What one hook event of a tool says about its session.
 
     Attributes:
@@ -31,10 +33,14 @@ class ActivityRule(NamedTuple):
             ``"error"`` (or another outcome) a ``run_failed`` one; ``None``: no event.
     """
 
-    event: str
-    state: str
-    detail: str | None = None
-    run: str | None = None
+    __slots__ = ("detail", "event", "run", "state")
+
+    def __init__(self, event: str, state: str, detail: str | None = None,
+                 run: str | None = None) -> None:
+        self.event = event
+        self.state = state
+        self.detail = detail
+        self.run = run
 
 
 def rule_for(rules: tuple[ActivityRule, ...], event: str,

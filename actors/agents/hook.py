@@ -44,13 +44,16 @@ import contextlib
 import io
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, TextIO
 
 from actors.agents.hookargs import HookArgs, parse, parse_slowly
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError
 from actors.agents.hookrun import catalogs_for, check, prepare
 from persistence.lazylog import get_logger
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import IO, TextIO
 
 __all__ = ["catalogs_for", "main"]
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, NamedTuple, TextIO
 
 from actors.agents.hookbudget import say
 from actors.agents.hookinput import TOOLS
 from persistence.locations import default_state_path
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 __all__ = [
     "DEFAULT_TIMEOUT_S", "MAX_TIMEOUT_S", "SCOPES", "URL_SCHEMES", "HookArgs", "location_of",
@@ -82,29 +86,37 @@ def _parser() -> Any:
     return parser
 
 
-class HookArgs(NamedTuple):
+class HookArgs(Record):
     """``ssa hook``'s command line: the tool and ``--db``, ``--scope``, ``--agent``,
     ``--timeout``, ``--wait``, ``--no-wake`` and ``--excerpt``.
 
     ``timeout`` is in seconds (``0``: no budget); with ``wait`` it bounds each
-    check, not the wait.
+    check, not the wait. ``excerpt``: characters of each typed turn shown under
+    a notice (``0``: none); ``activity``: ``--activity``, record where the
+    session stands (:mod:`actors.agents.activityrun`); ``permission_wait``:
+    ``--permission-wait``, minutes of waiting for a permission answer before a
+    notice; ``activity_timer``: the detached timer of one wait (epoch ms it
+    began; internal). A value (:class:`~persistence.record.Record`).
     """
 
-    tool: str
-    db: str | None = None
-    scope: str = "project"
-    agent: str = "main"
-    timeout: float = DEFAULT_TIMEOUT_S
-    wait: bool = False
-    no_wake: bool = False
-    excerpt: int = 0
-    """Characters of each typed turn shown under a notice (``0``: none)."""
-    activity: bool = False
-    """``--activity``: record where the session stands (:mod:`actors.agents.activityrun`)."""
-    permission_wait: float = 0.0
-    """``--permission-wait``: minutes of waiting for a permission answer before a notice."""
-    activity_timer: int | None = None
-    """The detached timer of one wait (epoch ms it began): internal."""
+    __slots__ = ("activity", "activity_timer", "agent", "db", "excerpt", "no_wake",
+                 "permission_wait", "scope", "timeout", "tool", "wait")
+
+    def __init__(self, tool: str, db: str | None = None, scope: str = "project",
+                 agent: str = "main", timeout: float = DEFAULT_TIMEOUT_S, wait: bool = False,
+                 no_wake: bool = False, excerpt: int = 0, activity: bool = False,
+                 permission_wait: float = 0.0, activity_timer: int | None = None) -> None:
+        self.tool = tool
+        self.db = db
+        self.scope = scope
+        self.agent = agent
+        self.timeout = timeout
+        self.wait = wait
+        self.no_wake = no_wake
+        self.excerpt = excerpt
+        self.activity = activity
+        self.permission_wait = permission_wait
+        self.activity_timer = activity_timer
 
 
 MAX_EXCERPT = 2000

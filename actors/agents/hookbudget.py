@@ -15,7 +15,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["HARD_STOP_S", "HookTimeout", "deadline", "say", "threading_main", "watchdog"]
 

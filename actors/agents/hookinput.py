@@ -18,10 +18,12 @@ Nothing here reads the prompt: its text never leaves the tool.
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
 
 from actors.agents.push import PUSH_EVENT
 from actors.agents.tools import TOOLS as _REGISTRY
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 
 __all__ = ["MAX_INPUT_BYTES", "STREAM_EVENT", "TOOLS", "HookInput", "HookInputError",
            "parse_hook_input", "render_output"]
@@ -48,7 +50,7 @@ class HookInputError(ValueError):
     """The hook input is not what the tool documents (the message says what is wrong)."""
 
 
-class HookInput(NamedTuple):
+class HookInput(Record):
     """The fields of a hook input that ``ssa hook`` uses.
 
     Attributes:
@@ -58,18 +60,27 @@ class HookInput(NamedTuple):
         cwd: that session's working directory.
         event: the hook event (``UserPromptSubmit``, ``SessionStart``, ...).
         transcript_path: the session's transcript, when the tool names it.
+        notification_type: Claude Code's ``Notification`` kind
+            (``permission_prompt``, ``idle_prompt``, ...).
+        turn_id: Codex's turn id on turn-scoped events.
+
+    A value (:class:`~persistence.record.Record`).
     """
 
-    tool: str
-    source: str
-    session_id: str
-    cwd: str
-    event: str
-    transcript_path: str | None = None
-    notification_type: str | None = None
-    """Claude Code's ``Notification`` kind (``permission_prompt``, ``idle_prompt``, ...)."""
-    turn_id: str | None = None
-    """Codex's turn id on turn-scoped events."""
+    __slots__ = ("cwd", "event", "notification_type", "session_id", "source", "tool",
+                 "transcript_path", "turn_id")
+
+    def __init__(self, tool: str, source: str, session_id: str, cwd: str, event: str,
+                 transcript_path: str | None = None, notification_type: str | None = None,
+                 turn_id: str | None = None) -> None:
+        self.tool = tool
+        self.source = source
+        self.session_id = session_id
+        self.cwd = cwd
+        self.event = event
+        self.transcript_path = transcript_path
+        self.notification_type = notification_type
+        self.turn_id = turn_id
 
 
 def parse_hook_input(tool: str, raw: bytes, *, event: str | None = None) -> HookInput:

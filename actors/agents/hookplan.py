@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, NamedTuple
 
 from actors.agents.hookinput import HookInput
 from actors.agents.project import project_of
@@ -19,6 +18,11 @@ from actors.agents.sessions import Found, StoreRow
 from actors.upstream.source import MISSING
 from actors.upstream.sources import find_source
 from persistence import peek
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_ADOPT_PER_RUN", "Plan", "Target", "plan_from", "plan_work"]
 
@@ -27,15 +31,18 @@ MAX_ADOPT_PER_RUN = 200
 burst of thousands of new sessions never pushes a run past its budget."""
 
 
-class Target(NamedTuple):
+class Target(Record):
     """A session the manager should watch: its key and where it is."""
 
-    key: str
-    found: Found
-    linked: bool
+    __slots__ = ("found", "key", "linked")
+
+    def __init__(self, key: str, found: Found, linked: bool) -> None:
+        self.key = key
+        self.found = found
+        self.linked = linked
 
 
-class Plan(NamedTuple):
+class Plan(Record):
     """What one hook run must do beyond reading (empty: the cold path).
 
     Attributes:
@@ -49,12 +56,17 @@ class Plan(NamedTuple):
             turn seen): what exists now is linked at its current end.
     """
 
-    adopt: tuple[Target, ...] = ()
-    watch: tuple[Target, ...] = ()
-    scan: tuple[str, ...] = ()
-    pending: bool = False
-    own: bool = False
-    first_run: bool = True
+    __slots__ = ("adopt", "first_run", "own", "pending", "scan", "watch")
+
+    def __init__(self, adopt: tuple[Target, ...] = (), watch: tuple[Target, ...] = (),
+                 scan: tuple[str, ...] = (), pending: bool = False, own: bool = False,
+                 first_run: bool = True) -> None:
+        self.adopt = adopt
+        self.watch = watch
+        self.scan = scan
+        self.pending = pending
+        self.own = own
+        self.first_run = first_run
 
     @property
     def idle(self) -> bool:

@@ -13,7 +13,6 @@ import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, TextIO
 
 from actors.agents.caller import record_caller
 from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
@@ -27,11 +26,16 @@ from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
 from persistence.locations import default_state_path, folders_to_create, sqlite_location_problem
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Any, Literal, TextIO, TypeAlias
 
 __all__ = ["Checked", "Run", "catalogs_for", "check", "prepare"]
 
 
-class Run(NamedTuple):
+class Run(Record):
     """What one hook process knows about its session (made once by :func:`prepare`).
 
     Attributes:
@@ -45,12 +49,16 @@ class Run(NamedTuple):
             or ``None``.
     """
 
-    hook: HookInput
-    watcher: str
-    location: str
-    is_url: bool
-    state_dir: Path
-    parent: str | None = None
+    __slots__ = ("hook", "is_url", "location", "parent", "state_dir", "watcher")
+
+    def __init__(self, hook: HookInput, watcher: str, location: str, is_url: bool,
+                 state_dir: Path, parent: str | None = None) -> None:
+        self.hook = hook
+        self.watcher = watcher
+        self.location = location
+        self.is_url = is_url
+        self.state_dir = state_dir
+        self.parent = parent
 
 
 def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
@@ -96,9 +104,10 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
                state_dir=state_dir, parent=parent if parent != watcher else None)
 
 
-Checked = Literal["delivered", "nothing", "worker", "no-wake"]
-"""What one :func:`check` did: delivered notices; found nothing to deliver; the session is
-a worker; it is a manager whose wakes are off."""
+if TYPE_CHECKING:  # an alias for annotations: typing is not loaded at run time
+    Checked: TypeAlias = Literal["delivered", "nothing", "worker", "no-wake"]
+    """What one :func:`check` did: delivered notices; found nothing to deliver; the session
+    is a worker; it is a manager whose wakes are off."""
 
 
 def check(run: Run, args: HookArgs, out: TextIO,

@@ -42,7 +42,7 @@ from actors.agents.caller import tool_process
 from actors.agents.hookargs import HookArgs
 from actors.agents.hookbudget import HookTimeout, deadline, say, watchdog
 from actors.agents.hookinput import MAX_INPUT_BYTES, HookInputError, render_output
-from actors.agents.hookrun import Checked, Run, catalogs_for, check, prepare
+from actors.agents.hookrun import Run, catalogs_for, check, prepare
 from actors.agents.push import PushPath
 from actors.agents.spawn import slot_path
 from actors.agents.tools import tool_named
@@ -50,6 +50,10 @@ from actors.agents.turngate import TurnGate, first_line
 from actors.agents.waiter import ChangeWaiter
 from persistence import peek
 from persistence.lazylog import get_logger
+
+TYPE_CHECKING = False  # the alias below exists for the type checker only
+if TYPE_CHECKING:
+    from actors.agents.hookrun import Checked
 
 __all__ = ["COMMAND_TIMEOUT_S", "RECENT_S", "CommandOut", "directories", "wait"]
 

@@ -27,7 +27,12 @@ allow. In short:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = ["PUSH_EVENT", "WAIT_TIMEOUT_S", "PushPath"]
 
@@ -36,7 +41,7 @@ PUSH_EVENT = "ssa-push"
 OpenCode plugin and Pi extension read from their waiting hook."""
 
 
-class PushPath(NamedTuple):
+class PushPath(Record):
     """How a waiting hook delivers to one tool's session.
 
     Attributes:
@@ -67,18 +72,30 @@ class PushPath(NamedTuple):
         command: ``(tool pid, session id, text) -> argv`` for ``"command"``.
     """
 
-    event: str
-    delivery: Literal["exit", "stream", "command"]
-    exit_code: int = 0
-    hook_event: str | None = None
-    hook_fields: tuple[tuple[str, object], ...] = ()
-    headless: tuple[str, ...] = ()
-    spawn: bool = False
-    spawn_for_workers: bool = False
-    inbox_sends: bool = False
-    mid_turn_event: str | None = None
-    mid_turn_fields: tuple[tuple[str, object], ...] = ()
-    command: Callable[[int, str, str], list[str]] | None = None
+    __slots__ = ("command", "delivery", "event", "exit_code", "headless", "hook_event",
+                 "hook_fields", "inbox_sends", "mid_turn_event", "mid_turn_fields", "spawn",
+                 "spawn_for_workers")
+
+    def __init__(self, event: str, delivery: Literal["exit", "stream", "command"],
+                 exit_code: int = 0, hook_event: str | None = None,
+                 hook_fields: tuple[tuple[str, object], ...] = (),
+                 headless: tuple[str, ...] = (), spawn: bool = False,
+                 spawn_for_workers: bool = False, inbox_sends: bool = False,
+                 mid_turn_event: str | None = None,
+                 mid_turn_fields: tuple[tuple[str, object], ...] = (),
+                 command: Callable[[int, str, str], list[str]] | None = None) -> None:
+        self.event = event
+        self.delivery = delivery
+        self.exit_code = exit_code
+        self.hook_event = hook_event
+        self.hook_fields = hook_fields
+        self.headless = headless
+        self.spawn = spawn
+        self.spawn_for_workers = spawn_for_workers
+        self.inbox_sends = inbox_sends
+        self.mid_turn_event = mid_turn_event
+        self.mid_turn_fields = mid_turn_fields
+        self.command = command
 
 
 WAIT_TIMEOUT_S = 2_147_483

@@ -19,18 +19,20 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from actors.upstream.source import Source, StoreRow, json_head
 from actors.upstream.sources import all_sources
 from persistence.lazylog import get_logger
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 
 __all__ = ["CwdCache", "Found", "StoreRow", "find_sessions"]
 
 logger = get_logger(__name__)
 
 
-class Found(NamedTuple):
+class Found(Record):
     """One session in a catalog.
 
     Attributes:
@@ -44,12 +46,16 @@ class Found(NamedTuple):
             a store source, or a file that vanished): change detection reuses it.
     """
 
-    source: str
-    path: str
-    thread_id: str
-    cwd: str | None
-    started_ms: int | None = None
-    stat: tuple[int, int] | None = None
+    __slots__ = ("cwd", "path", "source", "started_ms", "stat", "thread_id")
+
+    def __init__(self, source: str, path: str, thread_id: str, cwd: str | None,
+                 started_ms: int | None = None, stat: tuple[int, int] | None = None) -> None:
+        self.source = source
+        self.path = path
+        self.thread_id = thread_id
+        self.cwd = cwd
+        self.started_ms = started_ms
+        self.stat = stat
 
 
 class CwdCache:

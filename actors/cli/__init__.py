@@ -13,9 +13,10 @@ public names. Nothing imports the command line except ``ssa_cli`` and ``python -
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
+    from typing import Any
+
     from actors.cli.app import main
 
 __all__ = ["main"]

@@ -15,9 +15,10 @@ pyproject.toml's import contracts); see docs/sources.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
+    from typing import Any
+
     from actors.upstream.common import Unit, normalize_text, text_hash
 
 __all__ = ["Unit", "normalize_text", "text_hash"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["open_regular", "open_regular_file"]
 

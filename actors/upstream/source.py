@@ -27,15 +27,16 @@ import glob
 import json
 import os
 import re
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from _thread import allocate_lock
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from actors.upstream.regular import open_regular_file
+from persistence.record import Record
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (start-up cost)
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Literal, TypeAlias
 
     from actors.upstream.reading import Reading
@@ -67,8 +68,8 @@ The link is kept, so a source that comes back (moved back, restored, ``git stash
 pop``) is read on from where it was (issue 34 item 2); a scan that finds it again
 commits a marker without the key. Scans of a source still gone are quiet."""
 
-class Candidate(NamedTuple):
-    """One upstream session found in a catalog.
+class Candidate(Record):
+    """One upstream session found in a catalog (a value: :class:`~persistence.record.Record`).
 
     Attributes:
         source: the source's :attr:`Source.name` (``"claude"``, ...).
@@ -76,13 +77,16 @@ class Candidate(NamedTuple):
         thread_id: the tool's own session or thread id.
     """
 
-    source: str
-    path: str
-    thread_id: str
+    __slots__ = ("path", "source", "thread_id")
+
+    def __init__(self, source: str, path: str, thread_id: str) -> None:
+        self.source = source
+        self.path = path
+        self.thread_id = thread_id
 
 
-class StoreRow(NamedTuple):
-    """One top-level session of a store source, as the prompt hook lists it.
+class StoreRow(Record):
+    """One top-level session of a store source, as the prompt hook lists it (a value).
 
     Attributes:
         session_id: the session id.
@@ -93,10 +97,14 @@ class StoreRow(NamedTuple):
         created_ms: when it began, epoch ms, when known.
     """
 
-    session_id: str
-    directory: str | None
-    seq: int
-    created_ms: int | None = None
+    __slots__ = ("created_ms", "directory", "seq", "session_id")
+
+    def __init__(self, session_id: str, directory: str | None, seq: int,
+                 created_ms: int | None = None) -> None:
+        self.session_id = session_id
+        self.directory = directory
+        self.seq = seq
+        self.created_ms = created_ms
 
 
 HEAD_BYTES = 256 * 1024
@@ -178,8 +186,8 @@ def named_by(module: str) -> Callable[[str, str], str | None]:
     return session_name
 
 
-class Source(NamedTuple):
-    """One upstream source: a coding agent's session format (immutable).
+class Source(Record):
+    """One upstream source: a coding agent's session format (a value: never changed).
 
     Attributes:
         name: the ``source`` value stored on links and given to ``adopt``
@@ -213,19 +221,42 @@ class Source(NamedTuple):
             guards it).
     """
 
-    name: str
-    title: str
-    flag: str
-    metavar: str
-    holds: Holds
-    locations: Locations
-    discover: Callable[[Path], Iterator[Candidate]]
-    no_link: str
-    reading: Callable[[], Reading]
-    watch_files: Callable[[str], tuple[str, ...]] = only_itself
-    rows: Callable[[Path, int], list[StoreRow]] | None = None
-    head: Callable[[str], tuple[str | None, int | None]] = json_head
-    session_name: Callable[[str, str], str | None] = no_name
+    __slots__ = (
+        "discover",
+        "flag",
+        "head",
+        "holds",
+        "locations",
+        "metavar",
+        "name",
+        "no_link",
+        "reading",
+        "rows",
+        "session_name",
+        "title",
+        "watch_files",
+    )
+
+    def __init__(self, name: str, title: str, flag: str, metavar: str, holds: Holds,
+                 locations: Locations, discover: Callable[[Path], Iterator[Candidate]],
+                 no_link: str, reading: Callable[[], Reading],
+                 watch_files: Callable[[str], tuple[str, ...]] = only_itself,
+                 rows: Callable[[Path, int], list[StoreRow]] | None = None,
+                 head: Callable[[str], tuple[str | None, int | None]] = json_head,
+                 session_name: Callable[[str, str], str | None] = no_name) -> None:
+        self.name = name
+        self.title = title
+        self.flag = flag
+        self.metavar = metavar
+        self.holds = holds
+        self.locations = locations
+        self.discover = discover
+        self.no_link = no_link
+        self.reading = reading
+        self.watch_files = watch_files
+        self.rows = rows
+        self.head = head
+        self.session_name = session_name
 
 
 def glob_sessions(source: str, root: Path, pattern: str,
@@ -254,7 +285,7 @@ def glob_sessions(source: str, root: Path, pattern: str,
 
 _unreadable: dict[str, str] = {}
 """Stores that could not be listed, with why (each reported once per reason)."""
-_unreadable_lock = threading.Lock()
+_unreadable_lock = allocate_lock()
 
 
 def note_store_problem(db: Path, why: str | None) -> bool:

@@ -10,14 +10,16 @@ rather than what is wrong with the file. Each store source gives its own
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import apsw
+
+from persistence.record import Record
+
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 
 __all__ = ["StoreWords", "sqlite_store_problem"]
 
 
-class StoreWords(NamedTuple):
+class StoreWords(Record):
     """The tool's phrases for :func:`sqlite_store_problem`.
 
     Attributes:
@@ -27,10 +29,14 @@ class StoreWords(NamedTuple):
         mismatch: rows of a type we cannot read (``None``: SQLite's generic phrase).
     """
 
-    store: str
-    not_ours: str
-    old_layout: str | None = None
-    mismatch: str | None = None
+    __slots__ = ("mismatch", "not_ours", "old_layout", "store")
+
+    def __init__(self, store: str, not_ours: str, old_layout: str | None = None,
+                 mismatch: str | None = None) -> None:
+        self.store = store
+        self.not_ours = not_ours
+        self.old_layout = old_layout
+        self.mismatch = mismatch
 
 
 def sqlite_store_problem(exc: BaseException, words: StoreWords) -> str:

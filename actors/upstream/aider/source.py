@@ -19,11 +19,11 @@ import functools
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from actors.upstream.aider.paths import HISTORY_FILE, history_thread_id
 from actors.upstream.source import Candidate, Source, named_by
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 

@@ -15,7 +15,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from actors.upstream.regular import open_regular_file
 from actors.upstream.source import (
@@ -28,6 +27,7 @@ from actors.upstream.source import (
     string_field,
 )
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 

@@ -18,7 +18,6 @@ import contextlib
 import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import apsw
 
@@ -26,6 +25,7 @@ from actors.upstream.crush.db import TOP_LEVEL, open_store, store_problem
 from actors.upstream.source import Candidate, Source, StoreRow, named_by, note_store_problem
 from persistence.lazylog import get_logger
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 

@@ -13,7 +13,6 @@ import functools
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import apsw
 
@@ -22,6 +21,7 @@ from actors.upstream.opencode.problems import store_problem
 from actors.upstream.source import Candidate, Source, StoreRow, named_by, note_store_problem
 from persistence.lazylog import get_logger
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 

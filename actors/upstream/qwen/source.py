@@ -14,10 +14,10 @@ import functools
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
+TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
     from actors.upstream.reading import Reading
 
