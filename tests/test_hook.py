@@ -483,7 +483,8 @@ def test_the_cold_path_imports_no_engine() -> None:
     code = ("import sys, actors.agents.hook, actors.cli.command; "
             "print(sorted(m for m in ('msgspec', 'pykka', 'actors.facade.gateway',"
             " 'persistence._writer',"
-            " 'argparse', 'dataclasses', 'logging', 'hashlib', 'typing') if m in sys.modules))")
+            " 'argparse', 'dataclasses', 'logging', 'hashlib', 'typing', 'threading')"
+            " if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT_S, check=True)
     assert done.stdout.strip() == "[]"

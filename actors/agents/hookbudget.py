@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
+from _thread import allocate_lock, start_new_thread
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (
 if TYPE_CHECKING:
     from typing import TextIO
 
-__all__ = ["HARD_STOP_S", "HookTimeout", "deadline", "say", "threading_main", "watchdog"]
+__all__ = ["HARD_STOP_S", "HookTimeout", "Watchdog", "deadline", "say", "watchdog"]
 
 
 class HookTimeout(Exception):
@@ -29,25 +29,29 @@ class HookTimeout(Exception):
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`HookTimeout` in the main thread after ``seconds`` (SIGALRM)."""
-    if threading_main() and seconds > 0:
-        def expire(signum: int, frame: FrameType | None) -> None:
-            raise HookTimeout(f"gave up after {seconds:g} s")
+    """Raise :class:`HookTimeout` in the main thread after ``seconds`` (SIGALRM).
 
-        previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-    else:
+    Outside the main thread (which alone can take SIGALRM) or with ``seconds``
+    ``<= 0`` the block runs without a budget. Runs in the caller's thread.
+    """
+    if seconds <= 0:
         yield
+        return
 
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise HookTimeout(f"gave up after {seconds:g} s")
 
-def threading_main() -> bool:
-    """Whether this runs in the main thread (only it can take SIGALRM)."""
-    return threading.current_thread() is threading.main_thread()
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main thread
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 HARD_STOP_S = 1.0
@@ -55,9 +59,35 @@ HARD_STOP_S = 1.0
 (a database lock, a thread join) may run before the watchdog ends the process."""
 
 
+class Watchdog:
+    """A started daemon timer thread that calls ``stop`` after ``seconds`` unless cancelled.
+
+    Built on :mod:`_thread` (``threading`` is about 1 ms of ``ssa hook``'s start-up
+    on a regular install; issue 33). Args: ``seconds`` (> 0) and ``stop``, run
+    in the timer's thread when it fires.
+    """
+
+    __slots__ = ("_cancelled",)
+
+    def __init__(self, seconds: float, stop: Callable[[], None]) -> None:
+        self._cancelled = allocate_lock()
+        self._cancelled.acquire()
+
+        def wait() -> None:
+            if not self._cancelled.acquire(timeout=seconds):
+                stop()
+
+        start_new_thread(wait, ())
+
+    def cancel(self) -> None:
+        """Stop the timer (once; a second call does nothing); any thread; never blocks."""
+        with contextlib.suppress(RuntimeError):  # already cancelled
+            self._cancelled.release()
+
+
 def watchdog(budget: float, err: TextIO,
-             exit_now: Callable[[int], None] | None) -> threading.Timer | None:
-    """A started daemon timer that ends the process :data:`HARD_STOP_S` after the budget.
+             exit_now: Callable[[int], None] | None) -> Watchdog | None:
+    """A started timer that ends the process :data:`HARD_STOP_S` after the budget.
 
     Args:
         budget: the run's budget, in s (``0``: none, no timer).
@@ -74,10 +104,7 @@ def watchdog(budget: float, err: TextIO,
         say(err, f"gave up after {budget:g} s")
         exit_now(0)
 
-    timer = threading.Timer(budget + HARD_STOP_S, stop)
-    timer.daemon = True
-    timer.start()
-    return timer
+    return Watchdog(budget + HARD_STOP_S, stop)
 
 
 def say(err: TextIO, line: str) -> None:

@@ -11,7 +11,7 @@ prompt. Lookups are non-blocking and safe from any thread.
 
 from __future__ import annotations
 
-import threading
+from _thread import allocate_lock
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,7 +31,7 @@ __all__ = ["BUILT_IN", "all_sources", "find_source", "registered", "source_named
 BUILT_IN: tuple[Source, ...] = (CLAUDE, CODEX, OPENCODE, PI, GEMINI, QWEN, AIDER, CRUSH)
 """The sources this release reads, in the order options and reports list them."""
 
-_lock = threading.Lock()
+_lock = allocate_lock()
 _extra: list[Source] = []
 """Sources registered at run time (:func:`registered`), after the built-in ones."""
 _by_name: dict[str, Source] = {source.name: source for source in BUILT_IN}
