@@ -490,6 +490,24 @@ def test_the_cold_path_imports_no_engine() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_a_run_with_nothing_pending_loads_no_heavy_module(home: Home) -> None:
+    """The whole run, not only the imports: what ``scripts/bench_hook.py`` measures."""
+    assert home.context() == ""  # the first run adopts the worker; the next is the cold path
+    code = ("import sys\n"
+            "sys.argv = ['ssa', 'hook', 'claude-code']\n"
+            "from ssa_cli import main\n"
+            "code = main()\n"
+            "heavy = ('msgspec', 'pykka', 'actors.facade.gateway', 'persistence._writer',"
+            " 'argparse', 'dataclasses', 'logging', 'hashlib', 'typing', 'threading',"
+            " 'tempfile', 'subprocess')\n"
+            "sys.stderr.write(f'\\nLOADED {sorted(m for m in heavy if m in sys.modules)}\\n')\n"
+            "raise SystemExit(code)\n")
+    done = subprocess.run([sys.executable, "-c", code], input=home.hook_input(),
+                          capture_output=True, timeout=SUBPROCESS_TIMEOUT_S, check=True)
+    assert done.stdout == b""
+    assert done.stderr.decode().rsplit("LOADED ", 1)[1].strip() == "[]"
+
+
 def test_the_cold_paths_imports_set_off_no_collection(tmp_path: Path) -> None:
     """Issue 33: loading ``ssa hook``'s modules set off about 17 runs of the cyclic garbage
     collector (3-5 ms of a cold prompt hook on a regular install); the light path pauses
