@@ -212,7 +212,7 @@ def prepare_path(path: Path) -> None:
         raise InvalidLocation(problem)
     for created in folders_to_create(path):
         try:
-            created.mkdir(mode=0o700)
+            os.mkdir(created, 0o700)
         except FileExistsError:
             continue
         os.chmod(created, 0o700)  # mkdir's mode is filtered by the umask

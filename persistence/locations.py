@@ -18,9 +18,33 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
 
-__all__ = ["default_state_path", "folders_to_create", "foreign_owner", "sqlite_location_problem"]
+TYPE_CHECKING = False  # neither typing nor pathlib is loaded here: ssa hook's start-up
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "default_state_file",
+    "default_state_path",
+    "folders_to_create",
+    "foreign_owner",
+    "sqlite_location_problem",
+]
+
+
+def default_state_file() -> str:
+    """The embedded default database path as a string (what :func:`default_state_path` gives).
+
+    ``$SSA_STATE_DIR/state.sqlite``, else ``$XDG_STATE_HOME/ssa/state.sqlite``,
+    else ``~/.local/state/ssa/state.sqlite``. Pure apart from reading the
+    environment; any thread; never blocks. For the hook's cold path, which
+    loads no :mod:`pathlib` (about 4 ms of its start-up, issue 33).
+    """
+    if os.environ.get("SSA_STATE_DIR"):
+        return os.path.join(os.environ["SSA_STATE_DIR"], "state.sqlite")
+    if os.environ.get("XDG_STATE_HOME"):
+        return os.path.join(os.environ["XDG_STATE_HOME"], "ssa", "state.sqlite")
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "ssa", "state.sqlite")
 
 
 def default_state_path() -> Path:
@@ -30,25 +54,23 @@ def default_state_path() -> Path:
     else ``~/.local/state/ssa/state.sqlite``. Pure apart from reading the
     environment; any thread; never blocks.
     """
-    if os.environ.get("SSA_STATE_DIR"):
-        return Path(os.environ["SSA_STATE_DIR"]) / "state.sqlite"
-    if os.environ.get("XDG_STATE_HOME"):
-        return Path(os.environ["XDG_STATE_HOME"]) / "ssa" / "state.sqlite"
-    return Path.home() / ".local" / "state" / "ssa" / "state.sqlite"
+    from pathlib import Path  # noqa: PLC0415 - the hook's cold path asks default_state_file
+
+    return Path(default_state_file())
 
 
-def _is_default(path: Path) -> bool:
-    """Whether ``path`` is :func:`default_state_path` (spelled the same once absolute)."""
-    return Path(os.path.abspath(path)) == Path(os.path.abspath(default_state_path()))
+def _is_default(path: str) -> bool:
+    """Whether ``path`` is :func:`default_state_file` (spelled the same once absolute)."""
+    return os.path.abspath(path) == os.path.abspath(default_state_file())
 
 
-def _missing_folders(path: Path) -> list[Path]:
+def _missing_folders(path: str) -> list[str]:
     """``path``'s missing ancestor directories, nearest first (``stat`` calls only)."""
-    missing: list[Path] = []
-    folder = Path(os.path.abspath(path)).parent
-    while not os.path.lexists(folder) and folder != folder.parent:
+    missing: list[str] = []
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder) and folder != os.path.dirname(folder):
         missing.append(folder)
-        folder = folder.parent
+        folder = os.path.dirname(folder)
     return missing
 
 
@@ -60,7 +82,7 @@ SYSTEM_FOLDERS = ("/dev", "/proc", "/sys")
 """Pseudo-filesystem trees no database file (or its ``hooks/`` folder) belongs in."""
 
 
-def _system_folder(folder: Path) -> str | None:
+def _system_folder(folder: str) -> str | None:
     """The :data:`SYSTEM_FOLDERS` tree ``folder`` is in (its real path), or ``None`` (pure
     apart from resolving links)."""
     real = os.path.realpath(folder)
@@ -93,17 +115,18 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     if scheme is not None:  # postgresql:// is a URL, taken before this; C:/... is a path
         return (f"{text} looks like a {scheme.group(1)}: URL, which is not a database this "
                 "takes: give a file path or a postgresql:// URL")
-    where = Path(text)
+    where = text
     try:
         st = os.stat(where)
     except OSError:
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        return f"{text} is a directory; give a database file, e.g. {where / 'state.sqlite'}"
+        example = os.path.join(os.path.normpath(where), "state.sqlite")
+        return f"{text} is a directory; give a database file, e.g. {example}"
     if st is not None and not stat.S_ISREG(st.st_mode):
         return f"{text} is not a regular file (a device, pipe or socket); give a database file"
     missing = _missing_folders(where)
-    folder = Path(os.path.abspath(where)).parent
+    folder = os.path.dirname(os.path.abspath(where))
     system = _system_folder(folder)
     if system is not None:
         return (f"{text} is in {system}, a folder of the system's devices or state, not a "
@@ -114,8 +137,8 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
         return (f"{text}: neither {missing[0]} nor its parent {missing[1]} exists (create "
                 "them first: only the database's own folder is created, in a folder "
                 "that exists)")
-    if missing and not os.path.isdir(missing[-1].parent):
-        return f"{text}: {missing[-1].parent} is not a directory"
+    if missing and not os.path.isdir(os.path.dirname(missing[-1])):
+        return f"{text}: {os.path.dirname(missing[-1])} is not a directory"
     owner = _other_owner(where, missing)
     if owner is not None:
         return (f"{text} is in a folder of user {owner} while ssa runs as root: the files it "
@@ -124,13 +147,13 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def _other_owner(where: Path, missing: list[Path]) -> int | None:
+def _other_owner(where: str, missing: list[str]) -> int | None:
     """The uid owning ``where`` (or its nearest existing folder) when this process is root
     and that owner is not; ``None`` otherwise (``stat`` calls only; never raises)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     existing = where if os.path.lexists(where) else (
-        missing[-1].parent if missing else Path(os.path.abspath(where)).parent)
+        os.path.dirname(missing[-1]) if missing else os.path.dirname(os.path.abspath(where)))
     try:
         uid = os.stat(existing).st_uid
     except OSError:
@@ -142,14 +165,15 @@ def foreign_owner(path: str | os.PathLike[str]) -> int | None:
     """The uid of another user who owns ``path`` (or its nearest existing folder) when this
     process runs as root; ``None`` otherwise. What root would make there, that user could
     not open: a caller writes nothing there (``stat`` calls only; never raises)."""
-    where = Path(os.fspath(path))
+    where = os.fspath(path)
     return _other_owner(where, _missing_folders(where))
 
 
-def folders_to_create(path: str | os.PathLike[str]) -> list[Path]:
-    """The directories to create for ``path``, outermost first (see the module's rule).
+def folders_to_create(path: str | os.PathLike[str]) -> list[str]:
+    """The directories to create for ``path``, outermost first (see the module's rule);
+    absolute paths.
 
     Call :func:`sqlite_location_problem` first: for a path it refuses, the
     answer means nothing. Caller's thread; ``stat`` calls only; never raises.
     """
-    return list(reversed(_missing_folders(Path(os.fspath(path)))))
+    return list(reversed(_missing_folders(os.fspath(path))))

@@ -311,6 +311,7 @@ _LIGHT = (
     ("actors.upstream", "actors.upstream.common"),
     ("actors.upstream.source", "datetime"),
     ("persistence.lazylog", "logging"),
+    ("persistence.locations", "pathlib"),
     ("persistence.lazylog", "importlib"),
 )
 DEFERRED: dict[tuple[str, str], str] = {

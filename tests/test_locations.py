@@ -36,14 +36,14 @@ def test_the_rule_as_a_pure_function(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("SSA_STATE_DIR", str(tmp_path / "state" / "deep"))
     assert sqlite_location_problem(tmp_path / "x.sqlite") is None
     assert sqlite_location_problem(tmp_path / "one" / "x.sqlite") is None
-    assert folders_to_create(tmp_path / "one" / "x.sqlite") == [tmp_path / "one"]
+    assert folders_to_create(tmp_path / "one" / "x.sqlite") == [str(tmp_path / "one")]
     problem = sqlite_location_problem(tmp_path / "one" / "two" / "x.sqlite")
     assert problem is not None
     assert "neither" in problem
     # The default location (here $SSA_STATE_DIR's) is ours: its whole tree is made.
     assert sqlite_location_problem(tmp_path / "state" / "deep" / "state.sqlite") is None
     assert folders_to_create(tmp_path / "state" / "deep" / "state.sqlite") == [
-        tmp_path / "state", tmp_path / "state" / "deep"]
+        str(tmp_path / "state"), str(tmp_path / "state" / "deep")]
     for bad, says in (("", "no file path"), (":memory:", "no file path"),
                       ("file:x.db?mode=memory", "no file path"), (str(tmp_path), "directory"),
                       ("/dev/null", "not a regular file"), ("a\0b", "NUL"),

@@ -150,14 +150,14 @@ def _via_shell(shell: str, code: str, *args: str) -> str:
 def test_a_command_run_in_the_tool_finds_the_session_its_hook_recorded(tmp_path: Path) -> None:
     """The hook and a later command share the first non-shell ancestor: here, this process."""
     _via_shell("sh", _RECORD, str(tmp_path), "agent:main:claude:abc")
-    record = json.loads((caller.records_dir(tmp_path) / f"{os.getpid()}.json").read_text())
+    record = json.loads((Path(caller.records_dir(tmp_path)) / f"{os.getpid()}.json").read_text())
     assert record["key"] == "agent:main:claude:abc"
-    assert oct(caller.records_dir(tmp_path).stat().st_mode & 0o777) == "0o700"
-    assert oct((caller.records_dir(tmp_path) / f"{os.getpid()}.json").stat().st_mode
+    assert oct(Path(caller.records_dir(tmp_path)).stat().st_mode & 0o777) == "0o700"
+    assert oct((Path(caller.records_dir(tmp_path)) / f"{os.getpid()}.json").stat().st_mode
                & 0o777) == "0o600"
     assert _via_shell("bash", _FIND, str(tmp_path)) == "agent:main:claude:abc"
     # A record of an earlier process that had the same pid does not match.
-    path = caller.records_dir(tmp_path) / f"{os.getpid()}.json"
+    path = Path(caller.records_dir(tmp_path)) / f"{os.getpid()}.json"
     path.write_text(json.dumps({"key": "agent:main:claude:old", "started": 1}))
     assert _via_shell("bash", _FIND, str(tmp_path)) == "None"
 

@@ -13,10 +13,19 @@ from actors import Gateway
 from actors.cli import app as cli
 from actors.cli.watch import run_watch
 from actors.monitors.where import project_of
-from actors.testing import CrushTranscript, Reply, SubagentRow, ToolCall, ToolResult, Typed
+from actors.testing import (
+    CrushTranscript,
+    OpenCodeTranscript,
+    Reply,
+    SubagentRow,
+    ToolCall,
+    ToolResult,
+    Typed,
+)
 from actors.upstream.catalog import default_catalogs, discover
 from actors.upstream.crush.kit import type_turn
 from actors.upstream.crush.source import store_rows
+from actors.upstream.opencode.source import OPENCODE
 from actors.upstream.source import Candidate
 from tests.conftest import WATCHER
 
@@ -138,3 +147,25 @@ def test_watch_reports_one_notice_for_a_burst_of_typed_turns(tmp_path: Path) -> 
     assert records[0]["sessionKey"] == KEY
     assert [(e["kind"], e.get("payload")) for e in records[0]["events"]] == [
         ("human_direct_message", {"turns": 3})]
+
+
+def test_stores_whose_folder_names_hold_uri_characters_are_read(tmp_path: Path) -> None:
+    """The stores are opened by their real path, not a ``file:`` URI: ``?``, ``#`` and
+    ``%`` in a name are plain characters (crush.db and opencode.db alike)."""
+    odd = tmp_path / "a?b#c%20d"
+    db = _store(odd)
+    assert [c.thread_id for c in discover("crush", odd)] == [SID]
+    assert [row.session_id for row in store_rows(str(db))] == [SID]
+    store = odd / "opencode.db"
+    session = OpenCodeTranscript(store, directory="/w")
+    session.append(Typed("hello"), Reply("ok"))
+    assert [c.thread_id for c in OPENCODE.discover(str(store))] == [session.session_id]
+    assert OPENCODE.rows is not None
+    assert [row.session_id for row in OPENCODE.rows(str(store), 500)] == [session.session_id]
+
+
+def test_project_stores_are_listed_in_pathlibs_order(tmp_path: Path) -> None:
+    """``a`` before ``a-b`` (by path components, not by string: ``-`` sorts before ``/``)."""
+    first = _store(tmp_path, "a", "1d2f0c1e-aaaa-4bbb-8ccc-0d1e2f3a4b5c")
+    second = _store(tmp_path, "a-b")
+    assert [c.path for c in discover("crush", tmp_path)] == [str(first), str(second)]

@@ -60,8 +60,9 @@ def test_discovery_finds_main_sessions_under_the_standard_location(tmp_path: Pat
     (chats / "parent-id").mkdir()
     (chats / "parent-id" / "agent.jsonl").write_bytes(b"{}\n")  # a sub-agent's file
     assert default_catalogs({"GEMINI_CLI_HOME": str(tmp_path / "home")}, tmp_path)[
-        "gemini"] == [root]
-    assert default_catalogs({}, tmp_path / "u")["gemini"] == [tmp_path / "u" / ".gemini" / "tmp"]
+        "gemini"] == [str(root)]
+    assert default_catalogs({}, tmp_path / "u")["gemini"] == [
+        str(tmp_path / "u" / ".gemini" / "tmp")]
     expected = [Candidate(source="gemini", path=str(path), thread_id=path.stem)]
     assert list(discover("gemini", root)) == expected
     assert list(discover("gemini", chats)) == expected  # a chats directory given itself

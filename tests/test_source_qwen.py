@@ -63,10 +63,10 @@ def test_discovery_finds_sessions_under_the_standard_locations(tmp_path: Path) -
     sub = root / "-work-proj" / "subagents" / SID
     sub.mkdir(parents=True)
     (sub / "agent-1.jsonl").write_bytes(b"{}\n")  # a sub-agent's file
-    assert default_catalogs({}, tmp_path / "home")["qwen"] == [root]
-    assert default_catalogs({"QWEN_HOME": "/q"}, tmp_path)["qwen"] == [Path("/q/projects")]
+    assert default_catalogs({}, tmp_path / "home")["qwen"] == [str(root)]
+    assert default_catalogs({"QWEN_HOME": "/q"}, tmp_path)["qwen"] == ["/q/projects"]
     assert default_catalogs({"QWEN_HOME": "/q", "QWEN_RUNTIME_DIR": "/r"}, tmp_path)[
-        "qwen"] == [Path("/r/projects")]
+        "qwen"] == ["/r/projects"]
     expected = [Candidate(source="qwen", path=str(path), thread_id=SID)]
     assert list(discover("qwen", root)) == expected
     assert list(discover("qwen", path.parent)) == expected  # a chats directory given itself

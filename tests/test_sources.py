@@ -5,6 +5,7 @@ samples and the prompt hook's listing without any other module changing."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -36,11 +37,11 @@ def classify_toy_line(line: bytes) -> Unit:
     return Unit(human=False, reason="other")
 
 
-def toy_locations(env: Mapping[str, str], home: Path) -> list[Path]:
-    return [Path(env["TOY_HOME"]) if "TOY_HOME" in env else home / ".toy"]
+def toy_locations(env: Mapping[str, str], home: str) -> list[str]:
+    return [env["TOY_HOME"] if "TOY_HOME" in env else os.path.join(home, ".toy")]
 
 
-def toy_discover(root: Path) -> Iterator[Candidate]:
+def toy_discover(root: str) -> Iterator[Candidate]:
     return glob_sessions("toy", root, "*.toy", str)
 
 
@@ -94,7 +95,7 @@ def test_a_toy_source_is_discovered_adopted_scanned_and_classified(
         toy: Source, gateway: Gateway, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = _catalog(tmp_path)
-    assert default_catalogs({"TOY_HOME": str(root)}, tmp_path)["toy"] == [root]
+    assert default_catalogs({"TOY_HOME": str(root)}, tmp_path)["toy"] == [str(root)]
     [found] = list(discover("toy", root))
     assert found == Candidate(source="toy", path=str(root / "s1.toy"), thread_id="s1")
 

@@ -111,12 +111,12 @@ def test_default_catalogs_honour_the_environment(tmp_path: Path) -> None:
     env = {"CLAUDE_CONFIG_DIR": f"{tmp_path}/a,{tmp_path}/b", "CODEX_HOME": f"{tmp_path}/cx",
            "XDG_DATA_HOME": f"{tmp_path}/data", "PI_CODING_AGENT_DIR": f"{tmp_path}/pi"}
     found = default_catalogs(env, home=tmp_path)
-    assert found["claude"] == [tmp_path / "a" / "projects", tmp_path / "b" / "projects"]
-    assert found["codex"] == [tmp_path / "cx" / "sessions"]
-    assert found["opencode"] == [tmp_path / "data" / "opencode" / "opencode.db"]
-    assert found["pi"] == [tmp_path / "pi" / "sessions"]
+    assert found["claude"] == [str(tmp_path / "a" / "projects"), str(tmp_path / "b" / "projects")]
+    assert found["codex"] == [str(tmp_path / "cx" / "sessions")]
+    assert found["opencode"] == [str(tmp_path / "data" / "opencode" / "opencode.db")]
+    assert found["pi"] == [str(tmp_path / "pi" / "sessions")]
     assert default_catalogs({"OPENCODE_DB": "/abs/x.db"}, home=tmp_path)["opencode"] == [
-        Path("/abs/x.db")]
+        "/abs/x.db"]
 
 
 @needs_fixtures

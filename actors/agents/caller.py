@@ -29,7 +29,12 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    StrPath: TypeAlias = str | os.PathLike[str]
 
 __all__ = ["SHELLS", "TOOL_PID_ENV", "find_caller", "live_tool_process", "record_caller",
            "records_dir", "tool_process"]
@@ -47,15 +52,27 @@ _MAX_RECORDS = 512
 """Records kept; past this, those of processes that ended are removed."""
 
 
-def records_dir(state_dir: Path) -> Path:
+def records_dir(state_dir: StrPath) -> str:
     """Where the records live: ``<state_dir>/hooks/callers`` (pure)."""
-    return state_dir / "hooks" / "callers"
+    return os.path.join(state_dir, "hooks", "callers")
+
+
+def _read_ascii(path: str) -> str:
+    """The ASCII text of the file at ``path``.
+
+    Raises:
+        OSError: it cannot be read.
+        ValueError: it is not ASCII.
+    """
+    with open(path, encoding="ascii") as file:
+        return file.read()
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """``(name, parent pid, start time in clock ticks)`` of ``pid``, or ``None``."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            raw = file.read()
     except OSError:
         return None
     left, right = raw.find(b"("), raw.rfind(b")")
@@ -114,7 +131,7 @@ def _named_tool() -> tuple[int, int] | None:
     return int(pid_text), int(started_text)
 
 
-def record_caller(state_dir: Path, session_key: str) -> str | None:
+def record_caller(state_dir: StrPath, session_key: str) -> str | None:
     """Record that this process's tool process runs ``session_key`` (a hook calls it).
 
     Writes ``<records_dir>/<pid>.json`` (0600, in a 0700 directory) only when
@@ -127,21 +144,22 @@ def record_caller(state_dir: Path, session_key: str) -> str | None:
         The spawning session's key, or ``None``. Never raises.
     """
     found = tool_process()
-    if found is None or not state_dir.is_dir():
+    if found is None or not os.path.isdir(state_dir):
         return None
     pid, started = found
     parent = _spawner(state_dir, pid)
     directory = records_dir(state_dir)
-    path = directory / f"{pid}.json"
+    path = os.path.join(directory, f"{pid}.json")
     text = json.dumps({"key": session_key, "started": started, "parent": parent},
                       ensure_ascii=True)
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="ascii") == text:
+    with contextlib.suppress(OSError, ValueError):
+        if _read_ascii(path) == text:
             return parent
     try:
-        directory.parent.mkdir(mode=0o700, exist_ok=True)
-        directory.mkdir(mode=0o700, exist_ok=True)
-        temporary = directory / f".{pid}.{os.getpid()}.tmp"
+        for folder in (os.path.dirname(directory), directory):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o700)
+        temporary = os.path.join(directory, f".{pid}.{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, text.encode("ascii"))
@@ -154,10 +172,10 @@ def record_caller(state_dir: Path, session_key: str) -> str | None:
     return parent
 
 
-def _record(state_dir: Path, pid: int, started: int) -> dict[str, object] | None:
+def _record(state_dir: StrPath, pid: int, started: int) -> dict[str, object] | None:
     """The record of process ``pid`` when it is that process's (same start time)."""
     try:
-        value = json.loads((records_dir(state_dir) / f"{pid}.json").read_text("ascii"))
+        value = json.loads(_read_ascii(os.path.join(records_dir(state_dir), f"{pid}.json")))
     except (OSError, ValueError):
         return None
     if not isinstance(value, dict) or value.get("started") != started:
@@ -165,7 +183,7 @@ def _record(state_dir: Path, pid: int, started: int) -> dict[str, object] | None
     return value
 
 
-def _spawner(state_dir: Path, tool_pid: int) -> str | None:
+def _spawner(state_dir: StrPath, tool_pid: int) -> str | None:
     """The session of the nearest ancestor of ``tool_pid`` that has a record, or ``None``."""
     for pid, started in _non_shell_ancestors(tool_pid):
         record = _record(state_dir, pid, started)
@@ -174,7 +192,7 @@ def _spawner(state_dir: Path, tool_pid: int) -> str | None:
     return None
 
 
-def _prune(directory: Path) -> None:
+def _prune(directory: str) -> None:
     """Past :data:`_MAX_RECORDS` records, remove those whose process ended."""
     try:
         names = os.listdir(directory)
@@ -186,10 +204,10 @@ def _prune(directory: Path) -> None:
         pid = name.removesuffix(".json")
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             with contextlib.suppress(OSError):
-                os.unlink(directory / name)
+                os.unlink(os.path.join(directory, name))
 
 
-def live_tool_process(state_dir: Path, session_key: str) -> int | None:
+def live_tool_process(state_dir: StrPath, session_key: str) -> int | None:
     """The running tool process whose latest recorded session is ``session_key``, or ``None``.
 
     Reads every record (at most a few hundred small files) and checks each
@@ -204,7 +222,7 @@ def live_tool_process(state_dir: Path, session_key: str) -> int | None:
         if not pid.isdigit() or pid == name:
             continue
         try:
-            record = json.loads((records_dir(state_dir) / name).read_text("ascii"))
+            record = json.loads(_read_ascii(os.path.join(records_dir(state_dir), name)))
         except (OSError, ValueError):
             continue
         if not isinstance(record, dict) or record.get("key") != session_key:
@@ -215,7 +233,7 @@ def live_tool_process(state_dir: Path, session_key: str) -> int | None:
     return None
 
 
-def find_caller(state_dir: Path, start: int | None = None) -> str | None:
+def find_caller(state_dir: StrPath, start: int | None = None) -> str | None:
     """The session key recorded for the tool process ``start`` (default: this one) runs in.
 
     Returns:

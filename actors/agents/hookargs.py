@@ -13,7 +13,7 @@ import os
 
 from actors.agents.hookbudget import say
 from actors.agents.hookinput import TOOLS
-from persistence.locations import default_state_path
+from persistence.locations import default_state_file
 from persistence.record import Record
 
 TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
@@ -245,5 +245,5 @@ def location_of(args: HookArgs) -> str:
     """
     given = args.db or os.environ.get("SSA_DB")
     if not given:
-        return str(default_state_path())
+        return default_state_file()
     return given if given.startswith(URL_SCHEMES) else os.path.expanduser(given)

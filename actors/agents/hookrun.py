@@ -10,9 +10,9 @@ Cold path: the standard library, APSW and the light modules of this package.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from actors.agents.caller import record_caller
 from actors.agents.hookargs import URL_SCHEMES, HookArgs, location_of
@@ -25,7 +25,7 @@ from actors.agents.tools import tool_named
 from actors.upstream.catalog import default_catalogs
 from persistence import peek
 from persistence.keys import key_problem
-from persistence.locations import default_state_path, folders_to_create, sqlite_location_problem
+from persistence.locations import default_state_file, folders_to_create, sqlite_location_problem
 from persistence.record import Record
 
 TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
@@ -52,7 +52,7 @@ class Run(Record):
     __slots__ = ("hook", "is_url", "location", "parent", "state_dir", "watcher")
 
     def __init__(self, hook: HookInput, watcher: str, location: str, is_url: bool,
-                 state_dir: Path, parent: str | None = None) -> None:
+                 state_dir: str, parent: str | None = None) -> None:
         self.hook = hook
         self.watcher = watcher
         self.location = location
@@ -84,21 +84,21 @@ def prepare(args: HookArgs, raw: bytes, *, event: str | None = None) -> Run:
     is_url = location.startswith(URL_SCHEMES)
     # The database first: a location the rule refuses (":memory:", /dev/null, a
     # directory, a missing tree) gets nothing created beside it, no hooks/ folder.
-    signal_log = Path(location) if not is_url else default_state_path()
+    signal_log = location if not is_url else default_state_file()
     problem = sqlite_location_problem(signal_log)
-    if problem is None and not signal_log.is_absolute():
+    if problem is None and not os.path.isabs(signal_log):
         # The tool runs the hook in each project's folder: a relative path would be a
         # database (and a hooks/ folder) per project.
         problem = (f"{location} is a relative path; give an absolute one (the hook runs in "
                    "each project's folder)")
     if problem is not None:
-        named_by = ("the default database" if is_url or location == str(default_state_path())
+        named_by = ("the default database" if is_url or location == default_state_file()
                     else "--db" if args.db else "$SSA_DB")
         raise HookInputError(f"{named_by} {problem}")
-    state_dir = signal_log.parent
+    state_dir = os.path.dirname(signal_log)
     with contextlib.suppress(OSError):  # the folders the rule allows, as a gateway makes them
         for folder in folders_to_create(signal_log):
-            folder.mkdir(mode=0o700)
+            os.mkdir(folder, 0o700)
     parent = record_caller(state_dir, watcher)  # ssa manage and ssa mcp find it so
     return Run(hook=hook, watcher=watcher, location=location, is_url=is_url,
                state_dir=state_dir, parent=parent if parent != watcher else None)
@@ -146,11 +146,12 @@ def check(run: Run, args: HookArgs, out: TextIO,
                 return "no-wake"
             if wake and not args.wait:
                 _start_waiter(run, args)
-        if conn is None and not run.is_url and not Path(location).exists():
+        if conn is None and not run.is_url and not os.path.exists(location):
             if not args.wait:
                 _start_waiter(run, args, worker=True)  # for sent messages, where it must
             return "worker"  # no signal log yet: no manager either
-        cache = CwdCache(run.state_dir / "hook-cwd-cache.json")  # saved once the dir exists
+        # saved once the state directory exists
+        cache = CwdCache(os.path.join(run.state_dir, "hook-cwd-cache.json"))
         stores: dict[str, list[StoreRow]] = {}
         found = find_sessions(catalogs_for(hook.cwd), cache, stores)
         plan = None
@@ -173,7 +174,7 @@ def check(run: Run, args: HookArgs, out: TextIO,
     return "delivered" if delivered else "nothing"
 
 
-def catalogs_for(cwd: str) -> dict[str, list[Path]]:
+def catalogs_for(cwd: str) -> dict[str, list[str]]:
     """Where the hook looks for sessions, for a manager working in ``cwd``.
 
     Every source's standard locations (:func:`~actors.upstream.catalog.default_catalogs`);
@@ -185,7 +186,7 @@ def catalogs_for(cwd: str) -> dict[str, list[Path]]:
     """
     catalogs = default_catalogs()
     if any(not roots for roots in catalogs.values()):
-        here = [Path(root) for root in project_roots(cwd)]
+        here = list(project_roots(cwd))
         catalogs = {name: roots or here for name, roots in catalogs.items()}
     return catalogs
 

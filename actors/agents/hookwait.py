@@ -139,7 +139,7 @@ def _serve(run: Run, args: HookArgs, push: PushPath, stream: TextIO, slot: IO[by
                 return 0  # its state folder was removed: a new waiting hook takes over
             listening = done in ("worker", "no-wake")  # messages only, no notices
             try:
-                waiter.watch([mailbox, run.state_dir] if listening else
+                waiter.watch([mailbox, Path(run.state_dir)] if listening else
                              [mailbox, *directories(run)])
             except Exception as exc:  # an unreadable signal log: the round says so too
                 logger.debug("ssa hook --wait: what to watch", exc_info=True)
@@ -316,7 +316,8 @@ def _take_slot(run: Run) -> IO[bytes] | None:
     """
     path = slot_path(run.state_dir, run.watcher)
     try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.dirname(path), 0o700)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         logger.debug("no waiting-hook slot: %s", exc)
@@ -408,8 +409,8 @@ def directories(run: Run) -> list[Path]:
     now = time.time()
     for roots in catalogs_for(run.hook.cwd).values():
         for root in roots:
-            if not root.is_dir():  # watched for its creation (its ancestor, that name)
-                found[str(root)] = None
+            if not os.path.isdir(root):  # watched for its creation (its ancestor, that name)
+                found[root] = None
                 continue
             for directory in _recent(root, now):
                 found[directory] = None
@@ -418,12 +419,12 @@ def directories(run: Run) -> list[Path]:
     return [Path(d) for d in found]
 
 
-def _recent(root: Path, now: float) -> Iterator[str]:
+def _recent(root: str, now: float) -> Iterator[str]:
     """``root`` and its directories (to :data:`_DEPTH` levels) changed within RECENT_S."""
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return
-    yield str(root)
-    stack = [(str(root), 0)]
+    yield root
+    stack = [(root, 0)]
     while stack:
         path, depth = stack.pop()
         if depth >= _DEPTH:

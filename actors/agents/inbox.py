@@ -64,13 +64,13 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def inbox_dir(state_dir: Path, key: str) -> Path:
+def inbox_dir(state_dir: str | os.PathLike[str], key: str) -> Path:
     """The folder of ``key``'s messages (pure)."""
     name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return state_dir / "hooks" / "inbox" / name
+    return Path(state_dir) / "hooks" / "inbox" / name
 
 
-def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
+def put(state_dir: str | os.PathLike[str], sender: str, target: str, text: str) -> Path:
     """Leave ``text`` from ``sender`` in ``target``'s inbox; returns the message's file.
 
     Raises:
@@ -83,7 +83,7 @@ def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
     if problem is not None:
         raise InboxFull(problem)
     directory = inbox_dir(state_dir, target)
-    for folder in (state_dir / "hooks", state_dir / "hooks" / "inbox", directory):
+    for folder in (directory.parent.parent, directory.parent, directory):
         folder.mkdir(mode=0o700, exist_ok=True)
     if sum(1 for name in os.listdir(directory) if name.endswith(".json")) >= MAX_MESSAGES:
         raise InboxFull(f"{MAX_MESSAGES} messages wait for {target} already")
@@ -99,7 +99,7 @@ def put(state_dir: Path, sender: str, target: str, text: str) -> Path:
     return final
 
 
-def pending(state_dir: Path, key: str) -> list[Message]:
+def pending(state_dir: str | os.PathLike[str], key: str) -> list[Message]:
     """``key``'s waiting messages, oldest first, as many as one delivery carries
     (:data:`MAX_DELIVERY_BYTES`, at least one); an unreadable one is skipped."""
     directory = inbox_dir(state_dir, key)

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 
 from actors.upstream.source import Source, StoreRow, json_head
 from actors.upstream.sources import all_sources
@@ -69,13 +68,14 @@ class CwdCache:
     be read or written is only slower, never wrong.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: str | None) -> None:
         self._path = path
         self._entries: dict[str, list[object]] = {}
         self._dirty = False
         if path is not None:
             try:
-                data = json.loads(path.read_bytes())
+                with open(path, "rb") as file:
+                    data = json.loads(file.read())
                 entries = data.get("entries") if isinstance(data, dict) else None
                 if isinstance(entries, dict):
                     self._entries = entries
@@ -112,12 +112,12 @@ class CwdCache:
 
     def save(self) -> None:
         """Write the cache if it changed (atomic replace, mode 0600); never raises."""
-        if self._path is None or not self._dirty or not self._path.parent.is_dir():
+        if self._path is None or not self._dirty or not os.path.isdir(os.path.dirname(self._path)):
             return
         import tempfile  # noqa: PLC0415 - only when the cache changed (start-up cost)
 
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".hook-cwd-", dir=self._path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=".hook-cwd-", dir=os.path.dirname(self._path))
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as file:
                     json.dump({"v": 1, "entries": self._entries}, file)
@@ -132,7 +132,7 @@ class CwdCache:
         self._dirty = False
 
 
-def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
+def find_sessions(catalogs: Mapping[str, Iterable[str]], cache: CwdCache,
                   stores: dict[str, list[StoreRow]] | None = None) -> list[Found]:
     """Every session in ``catalogs`` with its working directory.
 
@@ -174,10 +174,10 @@ def find_sessions(catalogs: Mapping[str, Iterable[Path]], cache: CwdCache,
     return found
 
 
-def _store_files(source: Source, root: Path) -> list[Path]:
+def _store_files(source: Source, root: str) -> list[str]:
     """The database files a store source's catalog root names: the root itself, or,
     for a directory (a project, or a folder of projects), the stores its discovery
     finds there, each once. Blocks on a directory listing; never raises."""
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return [root]
-    return list(dict.fromkeys(Path(candidate.path) for candidate in source.discover(root)))
+    return list(dict.fromkeys(candidate.path for candidate in source.discover(root)))

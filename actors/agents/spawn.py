@@ -18,22 +18,25 @@ import fcntl
 import json
 import os
 import sys
-from pathlib import Path
 
 from actors.agents.caller import TOOL_PID_ENV, tool_process
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from actors.agents.caller import StrPath
 
 __all__ = ["slot_path", "spawn_waiter", "waiter_alive"]
 
 
-def slot_path(state_dir: Path, watcher: str) -> Path:
+def slot_path(state_dir: StrPath, watcher: str) -> str:
     """The waiting hook's slot of ``watcher``: ``<state_dir>/hooks/<hash>.wait`` (pure)."""
     import hashlib  # noqa: PLC0415 - here: it loads OpenSSL, which most prompt hooks never need
 
     name = hashlib.sha256(watcher.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return state_dir / "hooks" / f"{name}.wait"
+    return os.path.join(state_dir, "hooks", f"{name}.wait")
 
 
-def waiter_alive(state_dir: Path, watcher: str) -> bool:
+def waiter_alive(state_dir: StrPath, watcher: str) -> bool:
     """Whether a waiting hook holds ``watcher``'s slot now (one non-blocking ``flock``)."""
     try:
         fd = os.open(slot_path(state_dir, watcher), os.O_RDONLY | os.O_CLOEXEC)

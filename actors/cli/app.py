@@ -105,7 +105,8 @@ def _parser() -> argparse.ArgumentParser:
         "watch", help="adopt every session in the catalogs and report direct human turns")
     watch.add_argument("--db", type=_db_path, help=db_help)
     for source in all_sources():
-        where = ("default: its standard location" if source.locations(os.environ, Path.home())
+        where = ("default: its standard location"
+                 if source.locations(os.environ, os.path.expanduser("~"))
                  else "no standard location: a project or a folder of projects")
         watch.add_argument(f"--{source.flag}", dest=source.name, action="append",
                            metavar=source.metavar,

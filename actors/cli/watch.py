@@ -133,7 +133,7 @@ def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
     if given:
         return given, [f"{s}: {p}" for s, p in given], True
     defaults = default_catalogs()
-    found = [(s, p) for s in names for p in defaults[s] if p.exists()]
+    found = [(s, Path(p)) for s in names for p in defaults[s] if os.path.exists(p)]
     looked = [f"{s}: {p}" for s in names for p in defaults[s]]
     return found, looked, False
 
@@ -141,7 +141,7 @@ def _catalogs(args: Any) -> tuple[list[tuple[str, Path]], list[str], bool]:
 def _all_default_catalogs() -> list[tuple[str, Path]]:
     """Every standard location, whether or not it exists (rediscovery looks at all)."""
     defaults = default_catalogs()
-    return [(s.name, p) for s in all_sources() for p in defaults[s.name]]
+    return [(s.name, Path(p)) for s in all_sources() for p in defaults[s.name]]
 
 
 

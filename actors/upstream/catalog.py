@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.source import Candidate, unreadable_store
 from actors.upstream.sources import all_sources, find_source
@@ -20,20 +19,21 @@ __all__ = ["Candidate", "default_catalogs", "discover", "unreadable_store"]
 
 
 def default_catalogs(env: Mapping[str, str] | None = None,
-                     home: Path | None = None) -> dict[str, list[Path]]:
+                     home: str | os.PathLike[str] | None = None) -> dict[str, list[str]]:
     """Each registered source's standard locations, honouring its environment overrides.
 
     Returns ``{source name: [roots]}`` in registry order, whether or not they
     exist (see each source's ``locations``, e.g. Claude Code's
-    ``$CLAUDE_CONFIG_DIR``). Pure apart from reading ``os.environ`` and the
-    home directory when not given.
+    ``$CLAUDE_CONFIG_DIR``); each root a path string (``ssa hook`` loads no
+    :mod:`pathlib`). Pure apart from reading ``os.environ`` and the home
+    directory when not given.
     """
     env = os.environ if env is None else env
-    home = Path.home() if home is None else home
-    return {source.name: source.locations(env, home) for source in all_sources()}
+    base = os.path.expanduser("~") if home is None else os.fspath(home)
+    return {source.name: source.locations(env, base) for source in all_sources()}
 
 
-def discover(source: str, root: Path) -> Iterator[Candidate]:
+def discover(source: str, root: str | os.PathLike[str]) -> Iterator[Candidate]:
     """List the sessions of ``source`` under ``root`` (a directory, or a store's database).
 
     Unreadable directories are skipped; an unreadable store is logged once
@@ -42,4 +42,4 @@ def discover(source: str, root: Path) -> Iterator[Candidate]:
     """
     found = find_source(source)
     if found is not None:
-        yield from found.discover(root)
+        yield from found.discover(os.fspath(root))

@@ -29,7 +29,6 @@ import os
 import re
 from _thread import allocate_lock
 from importlib import import_module
-from pathlib import Path
 
 from actors.upstream.regular import open_regular_file
 from persistence.record import Record
@@ -42,7 +41,7 @@ if TYPE_CHECKING:  # aliases for annotations only: nothing is built at import (s
     from actors.upstream.reading import Reading
 
     Holds: TypeAlias = Literal["file", "store"]
-    Locations: TypeAlias = Callable[[Mapping[str, str], Path], list[Path]]
+    Locations: TypeAlias = Callable[[Mapping[str, str], str], list[str]]
 
 __all__ = [
     "HEAD_BYTES",
@@ -238,10 +237,10 @@ class Source(Record):
     )
 
     def __init__(self, name: str, title: str, flag: str, metavar: str, holds: Holds,
-                 locations: Locations, discover: Callable[[Path], Iterator[Candidate]],
+                 locations: Locations, discover: Callable[[str], Iterator[Candidate]],
                  no_link: str, reading: Callable[[], Reading],
                  watch_files: Callable[[str], tuple[str, ...]] = only_itself,
-                 rows: Callable[[Path, int], list[StoreRow]] | None = None,
+                 rows: Callable[[str, int], list[StoreRow]] | None = None,
                  head: Callable[[str], tuple[str | None, int | None]] = json_head,
                  session_name: Callable[[str, str], str | None] = no_name) -> None:
         self.name = name
@@ -259,7 +258,7 @@ class Source(Record):
         self.session_name = session_name
 
 
-def glob_sessions(source: str, root: Path, pattern: str,
+def glob_sessions(source: str, root: str, pattern: str,
                   thread_of: Callable[[str], str]) -> Iterator[Candidate]:
     """The transcripts under ``root`` matching ``pattern``, as candidates of ``source``.
 
@@ -273,9 +272,9 @@ def glob_sessions(source: str, root: Path, pattern: str,
     file: thousands of sessions are listed at every prompt of ``ssa hook``.
     Caller's thread; blocks on the listing; never raises.
     """
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return
-    paths = sorted(glob.glob(os.path.join(glob.escape(str(root)), pattern),
+    paths = sorted(glob.glob(os.path.join(glob.escape(root), pattern),
                              recursive=True, include_hidden=True),
                    key=lambda p: p.split(os.sep))
     for path in paths:
@@ -288,7 +287,7 @@ _unreadable: dict[str, str] = {}
 _unreadable_lock = allocate_lock()
 
 
-def note_store_problem(db: Path, why: str | None) -> bool:
+def note_store_problem(db: str, why: str | None) -> bool:
     """Remember why listing the store ``db`` failed (``None``: it worked); any thread.
 
     Returns:
@@ -297,14 +296,14 @@ def note_store_problem(db: Path, why: str | None) -> bool:
     """
     with _unreadable_lock:
         if why is None:
-            _unreadable.pop(str(db), None)
+            _unreadable.pop(db, None)
             return False
-        new = _unreadable.get(str(db)) != why
-        _unreadable[str(db)] = why
+        new = _unreadable.get(db) != why
+        _unreadable[db] = why
         return new
 
 
-def unreadable_store(db: Path) -> str | None:
+def unreadable_store(db: str | os.PathLike[str]) -> str | None:
     """Why the last listing of the store ``db`` failed, or ``None`` (any thread)."""
     with _unreadable_lock:
-        return _unreadable.get(str(db))
+        return _unreadable.get(os.fspath(db))

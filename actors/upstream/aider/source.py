@@ -14,11 +14,9 @@ Its heavy half is :data:`actors.upstream.aider.reading.READING`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.aider.paths import HISTORY_FILE, history_thread_id
 from actors.upstream.source import Candidate, Source, named_by
@@ -32,23 +30,32 @@ __all__ = ["AIDER"]
 NAME = "aider"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """None: history files live in repositories (pass ``--aider DIR``). Pure."""
     return []
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/.aider.chat.history.md`` and ``<root>/*/.aider.chat.history.md`` (a
     repository or a folder of repositories); sorted; never raises."""
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return
-    found = [root / HISTORY_FILE]
-    with contextlib.suppress(OSError):
-        found += sorted(child / HISTORY_FILE for child in root.iterdir()
-                        if not child.name.startswith(".") and child.is_dir())
+    found = [os.path.join(root, HISTORY_FILE)]
+    found += sorted((os.path.join(child, HISTORY_FILE) for child in _subfolders(root)),
+                    key=lambda path: path.split(os.sep))  # as pathlib sorts
     for path in found:
-        if path.is_file():
-            yield Candidate(source=NAME, path=str(path), thread_id=history_thread_id(str(path)))
+        if os.path.isfile(path):
+            yield Candidate(source=NAME, path=path, thread_id=history_thread_id(path))
+
+
+def _subfolders(root: str) -> list[str]:
+    """The folders directly in ``root`` whose names do not start with a dot (never raises)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return [os.path.join(root, name) for name in names
+            if not name.startswith(".") and os.path.isdir(os.path.join(root, name))]
 
 
 def head(path: str) -> tuple[str | None, int | None]:

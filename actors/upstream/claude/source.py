@@ -14,7 +14,6 @@ import functools
 import os
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.regular import open_regular_file
 from actors.upstream.source import (
@@ -36,15 +35,16 @@ __all__ = ["CLAUDE"]
 NAME = "claude"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$CLAUDE_CONFIG_DIR/projects`` (a comma-separated list allowed), else
     ``~/.claude/projects`` and the newer ``~/.config/claude/projects`` (pure)."""
-    given = [Path(p.strip()).expanduser() / "projects"
+    given = [os.path.join(os.path.expanduser(p.strip()), "projects")
              for p in env.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
-    return given or [home / ".claude" / "projects", home / ".config" / "claude" / "projects"]
+    return given or [os.path.join(home, ".claude", "projects"),
+                     os.path.join(home, ".config", "claude", "projects")]
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/<project slug>/<session id>.jsonl`` (sub-agent files are not sessions)."""
     return glob_sessions(NAME, root, "*/*.jsonl", str)
 
@@ -70,7 +70,7 @@ def head(path: str) -> tuple[str | None, int | None]:
             mtime_ms = os.fstat(file.fileno()).st_mtime_ns // 1_000_000
     except (OSError, ValueError):
         return None, None
-    own = Path(path).stem.encode()
+    own = os.path.splitext(os.path.basename(path))[0].encode()
     copies = False
     for line in data.split(b"\n")[:-1]:  # complete lines only
         session = string_field(_SESSION_ID, line)

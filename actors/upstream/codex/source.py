@@ -10,9 +10,9 @@ Its heavy half is :data:`actors.upstream.codex.reading.READING`.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
@@ -26,10 +26,11 @@ NAME = "codex"
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$CODEX_HOME/sessions``, else ``~/.codex/sessions`` (pure)."""
-    root = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
-    return [root / "sessions"]
+    root = (os.path.expanduser(env["CODEX_HOME"]) if env.get("CODEX_HOME")
+            else os.path.join(home, ".codex"))
+    return [os.path.join(root, "sessions")]
 
 
 def _thread_of(stem: str) -> str:
@@ -37,7 +38,7 @@ def _thread_of(stem: str) -> str:
     return match.group(1) if match else stem
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/**/rollout-*.jsonl``; the thread id is the UUID ending the name."""
     return glob_sessions(NAME, root, "**/rollout-*.jsonl", _thread_of)
 

@@ -6,7 +6,7 @@ heavy half (:mod:`actors.upstream.crush.reading`) both use it.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import apsw
 
@@ -23,14 +23,17 @@ TOP_LEVEL = ("(parent_session_id IS NULL OR parent_session_id = '')"
 """SQL: a session that is neither a sub-agent's task session nor the title generator's."""
 
 
-def open_store(db: Path | str, busy_timeout_ms: int = 1000) -> apsw.Connection:
-    """Open a ``crush.db`` read-only (``mode=ro`` URI, ``query_only``).
+def open_store(db: str | os.PathLike[str], busy_timeout_ms: int = 1000) -> apsw.Connection:
+    """Open a ``crush.db`` read-only (``SQLITE_OPEN_READONLY``, ``query_only``).
+
+    The file is opened by its real path, not a ``file:`` URI: nothing in
+    its name is read as a URI part, and no :mod:`pathlib` (``ssa hook``'s
+    start-up) is needed.
 
     Raises:
         apsw.Error: it cannot be opened.
     """
-    uri = Path(db).resolve().as_uri() + "?mode=ro"
-    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    conn = apsw.Connection(os.path.realpath(db), flags=apsw.SQLITE_OPEN_READONLY)
     conn.set_busy_timeout(busy_timeout_ms)
     conn.execute("PRAGMA query_only = ON")
     return conn

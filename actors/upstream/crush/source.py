@@ -14,10 +14,9 @@ prompt); the heavy half is :mod:`actors.upstream.crush.reading`
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 import apsw
 
@@ -34,24 +33,28 @@ __all__ = ["CRUSH", "store_rows"]
 logger = get_logger(__name__)
 
 NAME = "crush"
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """None: stores live in projects (pass ``--crush PATH``). Pure."""
     return []
 
 
-def _stores(root: Path) -> list[Path]:
+def _stores(root: str) -> list[str]:
     """The stores a ``--crush`` path names: itself, its ``.crush/crush.db``, or its
     projects' (``*/.crush/crush.db``)."""
-    if root.is_file():
+    if os.path.isfile(root):
         return [root]
-    found = [root / ".crush" / "crush.db"]
-    with contextlib.suppress(OSError):
-        found += sorted(child / ".crush" / "crush.db" for child in root.iterdir()
-                        if not child.name.startswith(".") and child.is_dir())
-    return [db for db in found if db.is_file()]
+    found = [os.path.join(root, ".crush", "crush.db")]
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    found += sorted((os.path.join(root, name, ".crush", "crush.db") for name in names
+                     if not name.startswith(".") and os.path.isdir(os.path.join(root, name))),
+                    key=lambda path: path.split(os.sep))  # as pathlib sorts
+    return [db for db in found if os.path.isfile(db)]
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """The top-level sessions of the stores under ``root``, oldest first.
 
     An unreadable store is logged once per reason; caller's thread; blocks on
@@ -73,15 +76,15 @@ def discover(root: Path) -> Iterator[Candidate]:
             continue
         note_store_problem(db, None)
         for session_id in ids:
-            yield Candidate(source=NAME, path=str(db), thread_id=session_id)
+            yield Candidate(source=NAME, path=db, thread_id=session_id)
 
 
-def store_rows(db: Path, busy_timeout_ms: int = 500) -> list[StoreRow]:
+def store_rows(db: str, busy_timeout_ms: int = 500) -> list[StoreRow]:
     """Every top-level session of the store ``db`` with its project and change indicator.
 
     ``[]`` for a missing or unreadable store. Caller's thread; blocks on one query.
     """
-    if not db.is_file():
+    if not os.path.isfile(db):
         return []
     try:
         conn = open_store(db, busy_timeout_ms)
@@ -99,7 +102,7 @@ def store_rows(db: Path, busy_timeout_ms: int = 500) -> list[StoreRow]:
         return []
     finally:
         conn.close()
-    project = str(db.resolve().parent.parent)
+    project = os.path.dirname(os.path.dirname(os.path.realpath(db)))
     return [StoreRow(session_id=str(sid), directory=project,
                      seq=seq if isinstance(seq, int) else 0,
                      created_ms=created * 1000 if isinstance(created, int) else None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.gemini.paths import logs_file, project_root_of
 from actors.upstream.source import Candidate, Source, glob_sessions, json_head, named_by
@@ -27,18 +26,18 @@ __all__ = ["GEMINI"]
 NAME = "gemini"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$GEMINI_CLI_HOME/.gemini/tmp``, else ``~/.gemini/tmp`` (pure).
 
     Gemini CLI 0.61.0 takes ``GEMINI_CLI_HOME`` in place of the home
     directory (``homedir()``, ``packages/core/src/utils/paths.ts``); the
     project temp dirs ``<id>/chats/`` are under ``.gemini/tmp``.
     """
-    base = Path(env["GEMINI_CLI_HOME"]).expanduser() if env.get("GEMINI_CLI_HOME") else home
-    return [base / ".gemini" / "tmp"]
+    base = os.path.expanduser(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+    return [os.path.join(base, ".gemini", "tmp")]
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/<project id>/chats/session-*.jsonl`` (0.39 on) and ``session-*.json``
     (the whole-document files of 0.38 and before); a ``chats`` directory itself may
     be given. The id is the file's name without its suffix. A ``.json`` beside a
@@ -46,7 +45,7 @@ def discover(root: Path) -> Iterator[Candidate]:
     and goes on in the ``.jsonl``. Sub-agent files (``chats/<parent id>/*``) are
     not sessions of their own. Sorted by path; blocks on the listing; never raises.
     """
-    prefix = "" if root.name == "chats" else "*/chats/"
+    prefix = "" if os.path.basename(os.path.normpath(root)) == "chats" else "*/chats/"
     lines = list(glob_sessions(NAME, root, prefix + "session-*.jsonl", str))
     converted = {c.path[:-1] for c in lines}
     documents = [c for c in glob_sessions(NAME, root, prefix + "session-*.json", str)

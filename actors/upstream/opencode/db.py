@@ -6,18 +6,20 @@ with it, as do the heavy readers. Pure apart from the open itself.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import apsw
 
 __all__ = ["open_opencode_db"]
 
 
-def open_opencode_db(path: str | Path, *, busy_timeout_ms: int = 1000) -> apsw.Connection:
+def open_opencode_db(path: str | os.PathLike[str], *,
+                     busy_timeout_ms: int = 1000) -> apsw.Connection:
     """Open ``opencode.db`` read-only (formats doc §4.1, §6).
 
-    The file is opened through a ``file:…?mode=ro`` URI with
-    ``SQLITE_OPEN_READONLY | SQLITE_OPEN_URI`` and ``PRAGMA query_only``, so
+    The file is opened by its real path (not a ``file:`` URI, so nothing in
+    its name is read as a URI part) with ``SQLITE_OPEN_READONLY`` and
+    ``PRAGMA query_only``, so
     the connection can neither write nor checkpoint. It reads safely while
     OpenCode writes in WAL mode: it sees the last committed transaction and
     never blocks a writer. (SQLite may create the ``-wal``/``-shm`` side files
@@ -38,8 +40,7 @@ def open_opencode_db(path: str | Path, *, busy_timeout_ms: int = 1000) -> apsw.C
     """
     if busy_timeout_ms < 0:
         raise ValueError(f"busy_timeout_ms must be >= 0, got {busy_timeout_ms}")
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    conn = apsw.Connection(os.path.realpath(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         conn.set_busy_timeout(busy_timeout_ms)
         conn.execute("PRAGMA query_only = ON")

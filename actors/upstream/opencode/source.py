@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 import apsw
 
@@ -32,26 +31,27 @@ logger = get_logger(__name__)
 NAME = "opencode"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$OPENCODE_DB`` (absolute; relative: under the data directory), else
     ``$XDG_DATA_HOME/opencode/opencode.db``, else ``~/.local/share/opencode/opencode.db``
     (pure; an in-memory ``:memory:`` store has nothing on disk to watch)."""
-    data = (Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME")
-            else home / ".local" / "share") / "opencode"
+    data = os.path.join(os.path.expanduser(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME")
+                        else os.path.join(home, ".local", "share"), "opencode")
     given = env.get("OPENCODE_DB", "")
     if given == ":memory:":
         given = ""
-    return [Path(given) if given and os.path.isabs(given) else data / (given or "opencode.db")]
+    return [given if given and os.path.isabs(given)
+            else os.path.join(data, given or "opencode.db")]
 
 
-def discover(db: Path) -> Iterator[Candidate]:
+def discover(db: str) -> Iterator[Candidate]:
     """The store's top-level sessions (no parent), oldest first.
 
     An unreadable store is logged once per reason
     (:func:`~actors.upstream.source.unreadable_store` tells why); a missing
     one holds none. Caller's thread; blocks on one query; never raises.
     """
-    if not db.is_file():
+    if not os.path.isfile(db):
         return
     try:
         conn = open_opencode_db(db)
@@ -67,17 +67,17 @@ def discover(db: Path) -> Iterator[Candidate]:
         return
     note_store_problem(db, None)
     for session_id in ids:
-        yield Candidate(source=NAME, path=str(db), thread_id=session_id)
+        yield Candidate(source=NAME, path=db, thread_id=session_id)
 
 
-def store_rows(db: Path, busy_timeout_ms: int = 500) -> list[StoreRow]:
+def store_rows(db: str, busy_timeout_ms: int = 500) -> list[StoreRow]:
     """Every top-level session of the store with its directory and event sequence.
 
     Opened as :func:`open_opencode_db` opens it. Returns ``[]`` for a
     missing or unreadable store (the monitor reports those). Caller's
     thread; blocks on one query.
     """
-    if not db.is_file():
+    if not os.path.isfile(db):
         return []
     try:
         conn = open_opencode_db(db, busy_timeout_ms=busy_timeout_ms)

@@ -10,8 +10,8 @@ Its heavy half is :data:`actors.upstream.pi.reading.READING`.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
@@ -24,14 +24,14 @@ __all__ = ["PI"]
 NAME = "pi"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions`` (pure)."""
-    root = (Path(env["PI_CODING_AGENT_DIR"]).expanduser() if env.get("PI_CODING_AGENT_DIR")
-            else home / ".pi" / "agent")
-    return [root / "sessions"]
+    root = (os.path.expanduser(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR")
+            else os.path.join(home, ".pi", "agent"))
+    return [os.path.join(root, "sessions")]
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/<dir>/<timestamp>_<id>.jsonl``; the id follows the last ``_``."""
     return glob_sessions(NAME, root, "*/*.jsonl", lambda stem: stem.rsplit("_", 1)[-1])
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from actors.upstream.source import Candidate, Source, glob_sessions, named_by
 
@@ -26,7 +25,7 @@ __all__ = ["QWEN"]
 NAME = "qwen"
 
 
-def locations(env: Mapping[str, str], home: Path) -> list[Path]:
+def locations(env: Mapping[str, str], home: str) -> list[str]:
     """``$QWEN_RUNTIME_DIR/projects``, else ``$QWEN_HOME/projects``, else
     ``~/.qwen/projects`` (pure).
 
@@ -36,14 +35,15 @@ def locations(env: Mapping[str, str], home: Path) -> list[Path]:
     """
     for variable in ("QWEN_RUNTIME_DIR", "QWEN_HOME"):
         if env.get(variable):
-            return [Path(env[variable]).expanduser() / "projects"]
-    return [home / ".qwen" / "projects"]
+            return [os.path.join(os.path.expanduser(env[variable]), "projects")]
+    return [os.path.join(home, ".qwen", "projects")]
 
 
-def discover(root: Path) -> Iterator[Candidate]:
+def discover(root: str) -> Iterator[Candidate]:
     """``<root>/<cwd slug>/chats/<session id>.jsonl``; a ``chats`` directory itself may be
     given. Sub-agents' files (``<slug>/subagents/...``) are not sessions of their own."""
-    pattern = "*.jsonl" if root.name == "chats" else "*/chats/*.jsonl"
+    chats = os.path.basename(os.path.normpath(root)) == "chats"
+    pattern = "*.jsonl" if chats else "*/chats/*.jsonl"
     return glob_sessions(NAME, root, pattern, str)
 
 
