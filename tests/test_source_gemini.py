@@ -95,9 +95,21 @@ def test_a_program_driven_session_gets_no_link_and_an_unlogged_prompt_never_coun
     _age(driven)  # past EVIDENCE_GRACE_S: its query will never be logged
     assert gateway.adopt("agent:main:gemini:p", source="gemini", path=driven) is None
     assert gateway.session_status("agent:main:gemini:p").state_version > 0  # refused
+    # gemini -p writes its header before its prompt: caught in between, it is undecided
+    # (adopted again later), then refused once its unlogged prompt is there.
+    early = chats / "session-2026-11-30T08-00-dddd4444.jsonl"
+    GeminiSession(early, interactive=False).append(Reply("starting"))
+    assert gateway.adopt("agent:main:gemini:e", source="gemini", path=early) is None
+    assert gateway.session_status("agent:main:gemini:e").state_version == 0  # not decided
+    GeminiSession(early, interactive=False).append(Typed("gemini -p prompt"))
+    _age(early)
+    assert gateway.adopt("agent:main:gemini:e", source="gemini", path=early) is None
+    assert gateway.session_status("agent:main:gemini:e").state_version > 0  # refused
     fresh = chats / "session-2026-11-30T08-01-cccc3333.jsonl"
     builder = GeminiSession(fresh, interactive=False)
-    builder.append(Reply("ready"))  # no prompt yet: it cannot be told apart, so it is linked
+    builder.append(Reply("ready"))  # no prompt yet, just written: undecided
+    assert gateway.adopt(KEY, source="gemini", path=fresh) is None
+    _age(fresh)  # idle past the grace, still no prompt: it cannot be told apart, so linked
     assert gateway.adopt(KEY, source="gemini", path=fresh) is not None
     assert gateway.watch(WATCHER, KEY)
     builder.append(Typed("sent by a program"))  # never logged: program-driven

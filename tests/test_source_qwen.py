@@ -107,7 +107,10 @@ def test_program_and_channel_driven_sessions_get_no_link(
     assert gateway.adopt("agent:main:qwen:c", source="qwen", path=channel) is None
     fresh = tmp_path / "-work-proj" / "chats" / "3b7c6f7e-1111-4222-8333-944455556666.jsonl"
     builder = QwenSession(fresh, session_id=fresh.stem, interactive=False)
-    builder.append(Reply("ready"))  # no prompt yet: it cannot be told apart, so it is linked
+    builder.append(Reply("ready"))  # no prompt yet, just written: undecided (qwen -p or the UI)
+    assert gateway.adopt(KEY, source="qwen", path=fresh) is None
+    assert gateway.session_status(KEY).state_version == 0  # nothing decided yet
+    _age(fresh)  # idle past the grace, still no prompt: it cannot be told apart, so linked
     assert gateway.adopt(KEY, source="qwen", path=fresh) is not None
     assert gateway.watch(WATCHER, KEY)
     builder.append(Typed("sent by a program"))  # no sidecar: program-driven

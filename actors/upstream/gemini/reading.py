@@ -156,16 +156,18 @@ def _names_session(logs: str, session_id: str) -> bool | None:
 
 def logs_pending(path: str) -> bool:
     """Whether the session at ``path`` cannot be decided yet (adopt it again later):
-    its project's ``logs.json`` is being rewritten, or a prompted session's query
-    may still be logged (:func:`~actors.upstream.evidence.evidence_may_follow`).
+    its project's ``logs.json`` is being rewritten, or ``logs.json`` does not name
+    it while its file changed within the grace
+    (:func:`~actors.upstream.evidence.evidence_may_follow`): a prompted session's
+    query may still be logged, and a session with no prompt yet (``gemini -p``
+    writes its header before its prompt) cannot be told from one the TUI runs.
     Never raises."""
     if is_document(path):
         return document_waiting(path)
     if _LINES.waiting(path):
         return True
     logged = _logged(path, _session_id(path))
-    return logged == "unreadable" or (
-        logged is not True and evidence_may_follow(path) and _has_prompt(path))
+    return logged == "unreadable" or (logged is not True and evidence_may_follow(path))
 
 
 class _Evidence:
@@ -256,10 +258,15 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
               else GeminiHeader(session_id=session_id, project_hash="", kind="main"))
     ids = (frozenset({session_id}) if logged is True and session_id is not None
            else frozenset())
+    has_prompt = _has_prompt(path)
     refusal = gemini_refusal(header, ids if logged != "missing" else None,
-                             has_prompt=_has_prompt(path))
-    if refusal == "program_driven" and grace and evidence_may_follow(path):
-        return None  # its query may not be logged yet: decided when adopted again
+                             has_prompt=has_prompt)
+    undecided = refusal == "program_driven" or (refusal is None and not has_prompt
+                                                and logged is not True)
+    if undecided and grace and evidence_may_follow(path):
+        # Its query may not be logged yet, or (no prompt yet) nothing tells a gemini -p
+        # run from a TUI session yet: decided when adopted again.
+        return None
     return msgspec.structs.replace(found, refusal=refusal) if refusal else found
 
 

@@ -145,26 +145,31 @@ def baseline(path: str, thread_id: str | None, from_start: bool,
     found = _LINES.baseline(path, thread_id, from_start, busy_timeout_ms)
     if not isinstance(found, Baseline):
         return found
-    refusal = _refusal(path)
-    if refusal == "program_driven" and grace and evidence_may_follow(path):
+    refusal, undecided = _refusal(path)
+    if undecided and grace and evidence_may_follow(path):
         return None  # the sidecar may still be written: decided when adopted again
     return msgspec.structs.replace(found, refusal=refusal) if refusal else found
 
 
-def _refusal(path: str) -> str | None:
+def _refusal(path: str) -> tuple[str | None, bool]:
     """:func:`~actors.upstream.qwen.classify.qwen_refusal` on the first
-    :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes and the sidecar as they are now."""
+    :data:`~actors.upstream.jsonl.HEAD_LIMIT` bytes and the sidecar as they are now, and
+    whether that is undecided while the sidecar may still be written: refused
+    ``program_driven``, or no prompt yet and no sidecar naming it (``qwen -p`` writes
+    its first records before its prompt: nothing tells it from a UI session yet)."""
     session, has_prompt = _read_head(path, HEAD_LIMIT)
-    return qwen_refusal(session, _interactive(path, session.session_id),
-                        has_prompt=has_prompt)
+    interactive = _interactive(path, session.session_id)
+    refusal = qwen_refusal(session, interactive, has_prompt=has_prompt)
+    return refusal, (refusal == "program_driven"
+                     or (refusal is None and not has_prompt and not interactive))
 
 
 def sidecar_pending(path: str) -> bool:
     """Whether the session at ``path`` cannot be decided yet (adopt it again later):
-    its first line is not complete, or it was prompted without a sidecar naming it
-    while the sidecar may still be written. Never raises."""
-    return _LINES.waiting(path) or (evidence_may_follow(path)
-                                    and _refusal(path) == "program_driven")
+    its first line is not complete, or, while the sidecar may still be written, it
+    was prompted without a sidecar naming it or holds no prompt and no sidecar yet.
+    Never raises."""
+    return _LINES.waiting(path) or (evidence_may_follow(path) and _refusal(path)[1])
 
 
 def classify(path: str, session: str | None, cap: int) -> Iterator[dict[str, Any]]:
