@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from persistence.record import Record
 
-TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
-
 __all__ = ["ActivityRule", "rule_for"]
 
 

@@ -23,8 +23,6 @@ from actors.agents.push import PUSH_EVENT
 from actors.agents.tools import TOOLS as _REGISTRY
 from persistence.record import Record
 
-TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
-
 __all__ = ["MAX_INPUT_BYTES", "STREAM_EVENT", "TOOLS", "HookInput", "HookInputError",
            "parse_hook_input", "render_output"]
 

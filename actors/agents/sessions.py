@@ -24,8 +24,6 @@ from actors.upstream.sources import all_sources
 from persistence.lazylog import get_logger
 from persistence.record import Record
 
-TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
-
 __all__ = ["CwdCache", "Found", "StoreRow", "find_sessions"]
 
 logger = get_logger(__name__)

@@ -14,8 +14,6 @@ import apsw
 
 from persistence.record import Record
 
-TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
-
 __all__ = ["StoreWords", "sqlite_store_problem"]
 
 

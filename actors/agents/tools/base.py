@@ -13,8 +13,6 @@ from actors.agents.activity import ActivityRule
 from actors.agents.push import PushPath
 from persistence.record import Record
 
-TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
-
 __all__ = ["AgentTool"]
 
 
