@@ -112,8 +112,11 @@ def test_a_first_prompt_logged_after_its_row_counts_once(
         gateway: Gateway, tmp_path: Path, tool: str, caplog: pytest.LogCaptureFixture) -> None:
     builder = _headless(tool, tmp_path)
     path = builder.path
-    builder.append(Reply("ready"))  # no prompt yet: linked
+    builder.append(Reply("ready"))  # no prompt yet and no evidence: undecided while young
     key = f"agent:main:{tool}:first"
+    assert gateway.adopt(key, source=tool, path=path) is None
+    assert find_source(tool).reading().waiting(str(path))  # type: ignore[union-attr]
+    _age(path)  # idle past the grace: nothing tells it from a UI session, so it is linked
     assert gateway.adopt(key, source=tool, path=path) is not None
     assert gateway.watch(WATCHER, key)
     builder.append(Typed("the first prompt, typed"))
@@ -137,6 +140,7 @@ def test_a_prompt_whose_evidence_never_came_is_program_driven_once_old(
     builder = _headless(tool, tmp_path)
     path = builder.path
     builder.append(Reply("ready"))
+    _age(path)  # idle past the grace with no prompt: linked
     key = f"agent:main:{tool}:never"
     assert gateway.adopt(key, source=tool, path=path) is not None
     assert gateway.watch(WATCHER, key)
@@ -164,6 +168,7 @@ def test_an_image_only_prompt_is_written_and_does_not_count(
         builder = QwenSession(path)  # the id defaults to the file's name, as Qwen names it
         assert builder.session_id == QWEN_SID
     builder.append(Reply("ready"))
+    _age(path)  # a UI session idle past the grace before its first prompt
     key = f"agent:main:{tool}:image"
     assert gateway.adopt(key, source=tool, path=path) is not None
     assert gateway.watch(WATCHER, key)
