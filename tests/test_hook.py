@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -240,6 +241,27 @@ def test_one_notice_per_typed_burst_then_none(home: Home) -> None:
     assert _notice_targets(second) == [worker_key]
     assert second != first  # the new notice's changesSince moved
     assert home.context() == ""
+
+
+def test_a_budget_ending_after_the_notice_was_printed_still_acknowledges_it(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary round (stop 39): SIGALRM between the printed notice and its acknowledgement
+    said "gave up" and showed the notice again at the next prompt."""
+    assert home.context() == ""
+    home.worker.append(Typed("a person typed into the worker"), Reply("done"))
+    slow = Gateway.drain
+
+    def drain_late(gw: Gateway, watcher_key: str, *, only: Any = None) -> list[str]:
+        threading.Event().wait(0.6)  # past the 0.3 s budget (SIGALRM would fire here)
+        return slow(gw, watcher_key, only=only)
+
+    monkeypatch.setattr(Gateway, "drain", drain_late)
+    out, err = home.run("--timeout", "0.3")
+    assert _notice_targets(json.loads(out)["hookSpecificOutput"]["additionalContext"]) == [
+        f"agent:main:codex:{home.worker.thread_id}"]
+    assert err == ""  # no "gave up": the run did what it printed
+    monkeypatch.setattr(Gateway, "drain", slow)
+    assert home.context() == ""  # acknowledged: never shown twice
 
 
 def test_the_managers_own_turns_are_never_its_notices(home: Home) -> None:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from actors.agents.hookbudget import HookTimeout, Watchdog, deadline
+from actors.agents.hookbudget import HookTimeout, Watchdog, deadline, disarm
 
 WAIT_S = 5.0
 """Each wait's bound (below pytest-timeout's)."""
@@ -57,3 +57,14 @@ def test_deadline_of_zero_sets_no_alarm() -> None:
     before = signal.getsignal(signal.SIGALRM)
     with deadline(0):
         assert signal.getsignal(signal.SIGALRM) is before  # pytest-timeout's, if any
+
+
+def test_disarm_stops_the_running_deadline_only() -> None:
+    """Adversary round (stop 39): a budget ending between the printed notice and its
+    acknowledgement showed the notice again at the next prompt."""
+    with deadline(0.05):
+        disarm()
+        assert not threading.Event().wait(0.3)  # no HookTimeout: the alarm is off
+    before = signal.getsignal(signal.SIGALRM)
+    disarm()  # no deadline runs: nothing to stop, nothing changed
+    assert signal.getsignal(signal.SIGALRM) is before

@@ -20,11 +20,15 @@ TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (
 if TYPE_CHECKING:
     from typing import TextIO
 
-__all__ = ["HARD_STOP_S", "HookTimeout", "Watchdog", "deadline", "say", "watchdog"]
+__all__ = ["HARD_STOP_S", "HookTimeout", "Watchdog", "deadline", "disarm", "say", "watchdog"]
 
 
 class HookTimeout(Exception):
     """The hook's time budget ran out."""
+
+
+_armed: list[Callable[[int, FrameType | None], None]] = []
+"""The SIGALRM handlers of the :func:`deadline` blocks running now (the main thread's)."""
 
 
 @contextlib.contextmanager
@@ -46,12 +50,27 @@ def deadline(seconds: float) -> Iterator[None]:
     except ValueError:  # not the main thread
         yield
         return
+    _armed.append(expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        _armed.remove(expire)
         signal.signal(signal.SIGALRM, previous)
+
+
+def disarm() -> None:
+    """Stop the running :func:`deadline`'s alarm, if one runs; what follows is bounded by the
+    :func:`watchdog` alone.
+
+    The hook calls it right before it prints notices: once printed, their
+    acknowledgement must be written, since a budget ending in between would show
+    them again at the next prompt (a second notice for one change). Another
+    SIGALRM timer (not a deadline's) is left alone. Any thread; never blocks.
+    """
+    if _armed and signal.getsignal(signal.SIGALRM) is _armed[-1]:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 HARD_STOP_S = 1.0

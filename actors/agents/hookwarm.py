@@ -30,6 +30,7 @@ from actors.agents.context import (
     state_words,
 )
 from actors.agents.hookargs import URL_SCHEMES, HookArgs
+from actors.agents.hookbudget import disarm
 from actors.agents.hookinput import HookInput, render_output
 from actors.agents.hookplan import Plan, plan_from
 from actors.agents.sessions import Found, StoreRow
@@ -324,6 +325,7 @@ def _deliver(gw: Gateway, hook: HookInput, watcher: str, out: TextIO, *,
     output = render_output(hook, context, notices=len(shown))
     if not output:
         return False
+    disarm()  # printed means acknowledged: the budget must not end the run in between
     out.write(output)
     out.flush()
     gw.drain(watcher, only=shown)
