@@ -915,3 +915,16 @@ def test_the_hook_reads_the_workers_name_from_its_rollout(home: Home) -> None:
     home.worker.rename("Uploader retries")
     home.worker.append(Typed("typed"), Reply("ok"))
     assert 'Codex session "Uploader retries"' in home.context()
+
+
+def test_a_closed_stdin_is_one_line_and_exit_0(tmp_path: Path) -> None:
+    """Adversary round (stop 39): ``ssa hook claude-code <&-`` printed a traceback, exit 1."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SSA_")}
+    done = subprocess.run(["sh", "-c", 'exec "$0" -m actors hook claude-code <&-', sys.executable],
+                          capture_output=True, check=False, env={**base, "HOME": str(tmp_path)},
+                          timeout=SUBPROCESS_TIMEOUT_S)
+    assert done.returncode == 0
+    assert done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ssa hook: "), lines

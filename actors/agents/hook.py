@@ -94,7 +94,9 @@ def main(argv: Sequence[str], *, stdin: IO[bytes] | None = None,
             sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    source = stdin if stdin is not None else sys.stdin.buffer
+    # A closed stdin (sys.stdin is None) is an empty input: one line, exit 0.
+    source = stdin if stdin is not None else (
+        sys.stdin.buffer if sys.stdin is not None else io.BytesIO())
     args = parse(list(argv))
     if args is None:
         args = parse_slowly(list(argv), out, err)
