@@ -36,14 +36,20 @@ def default_state_file() -> str:
     """The embedded default database path as a string (what :func:`default_state_path` gives).
 
     ``$SSA_STATE_DIR/state.sqlite``, else ``$XDG_STATE_HOME/ssa/state.sqlite``,
-    else ``~/.local/state/ssa/state.sqlite``. Pure apart from reading the
-    environment; any thread; never blocks. For the hook's cold path, which
-    loads no :mod:`pathlib` (about 4 ms of its start-up, issue 33).
+    else ``~/.local/state/ssa/state.sqlite``. A leading ``~`` of either
+    variable is the home directory (a tool's settings ``env`` block or a
+    ``.env`` file does not expand it); a relative ``$XDG_STATE_HOME`` is
+    ignored, as the XDG specification says; a relative ``$SSA_STATE_DIR`` is
+    kept, and :func:`sqlite_location_problem` refuses it. Pure apart from
+    reading the environment; any thread; never blocks. For the hook's cold
+    path, which loads no :mod:`pathlib` (about 4 ms of its start-up, issue 33).
     """
-    if os.environ.get("SSA_STATE_DIR"):
-        return os.path.join(os.environ["SSA_STATE_DIR"], "state.sqlite")
-    if os.environ.get("XDG_STATE_HOME"):
-        return os.path.join(os.environ["XDG_STATE_HOME"], "ssa", "state.sqlite")
+    given = os.environ.get("SSA_STATE_DIR")
+    if given:
+        return os.path.join(os.path.expanduser(given), "state.sqlite")
+    xdg = os.path.expanduser(os.environ.get("XDG_STATE_HOME", ""))
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "ssa", "state.sqlite")
     return os.path.join(os.path.expanduser("~"), ".local", "state", "ssa", "state.sqlite")
 
 
@@ -99,7 +105,8 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     is a file its readers and other processes share), a NUL, a directory,
     something that is not a regular file (``/dev/null``, a FIFO), a file in
     ``/dev``, ``/proc`` or ``/sys`` (:data:`SYSTEM_FOLDERS`), a folder
-    that exists but is no directory, a path given (not the default)
+    that exists but is no directory, the default location when a relative
+    ``$SSA_STATE_DIR`` makes it relative, a path given (not the default)
     whose folder is missing together with that folder's parent, and, for a
     process running as root, a file or folder another user owns (sudo that
     keeps HOME: what root made there, that user could not open). The message
@@ -115,6 +122,10 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     if scheme is not None:  # postgresql:// is a URL, taken before this; C:/... is a path
         return (f"{text} looks like a {scheme.group(1)}: URL, which is not a database this "
                 "takes: give a file path or a postgresql:// URL")
+    if not os.path.isabs(default_state_file()) and _is_default(text):
+        return (f"{text} is a relative path, from $SSA_STATE_DIR="
+                f"{os.environ.get('SSA_STATE_DIR', '')!r}: give an absolute one (every tool "
+                "runs its hooks in its own project's folder)")
     where = text
     try:
         st = os.stat(where)

@@ -21,7 +21,12 @@ from actors import AsyncGateway, Gateway
 from actors.agents.mcp_server import GatewayHolder
 from actors.cli.app import main
 from actors.errors import InvalidArgument
-from persistence.locations import folders_to_create, sqlite_location_problem
+from persistence.locations import (
+    default_state_file,
+    default_state_path,
+    folders_to_create,
+    sqlite_location_problem,
+)
 
 SUBPROCESS_TIMEOUT_S = 30.0
 GOOD = b'{"session_id": "s1", "cwd": "/nonexistent", "hook_event_name": "UserPromptSubmit"}'
@@ -195,3 +200,45 @@ def test_a_refused_root_hook_leaves_nothing_in_the_users_folder(tmp_path: Path) 
     assert done.returncode == 0
     assert b"runs as root" in done.stderr  # refused, in one line
     assert [p for p in theirs.rglob("*") if p.stat().st_uid != 65534] == []
+
+
+def test_a_tilde_in_the_state_variables_is_the_home_and_a_relative_xdg_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary round (stop 39): a settings ``env`` block or a ``.env`` file does not expand
+    ``~``, and ``ssa`` did not either (a ``./~/`` folder in each project)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSA_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", "~/xdg")
+    assert default_state_file() == str(tmp_path / "xdg" / "ssa" / "state.sqlite")
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/xdg")  # the XDG spec: ignored
+    assert default_state_file() == str(tmp_path / ".local" / "state" / "ssa" / "state.sqlite")
+    monkeypatch.setenv("SSA_STATE_DIR", "~/ssa-state")
+    assert default_state_file() == str(tmp_path / "ssa-state" / "state.sqlite")
+    assert default_state_path() == tmp_path / "ssa-state" / "state.sqlite"
+    assert sqlite_location_problem(default_state_file()) is None
+
+
+def test_a_relative_state_dir_is_refused_everywhere_and_leaves_nothing_in_the_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Adversary round (stop 39): the hooks refused it but wrote ``rel/state/hooks/`` in every
+    project they ran in, and ``ssa manage`` made a database there and said it worked."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("SSA_STATE_DIR", "rel/state")
+    problem = sqlite_location_problem(default_state_file())
+    assert problem is not None
+    assert "relative path, from $SSA_STATE_DIR='rel/state'" in problem
+    assert main(["manage", "--session", "agent:main:claude:m"]) == 1
+    assert "relative path" in capsys.readouterr().err
+    with pytest.raises(InvalidArgument, match="relative path"):
+        Gateway.open()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SSA_", "CLAUDE_"))}
+    done = subprocess.run([sys.executable, "-m", "actors", "hook", "claude-code"],
+                          input=GOOD, capture_output=True, cwd=project, check=False,
+                          env={**base, "HOME": str(tmp_path), "SSA_STATE_DIR": "rel/state"},
+                          timeout=SUBPROCESS_TIMEOUT_S)
+    assert done.returncode == 0
+    assert b"relative path" in done.stderr
+    assert _tree(project) == []  # no database, no hooks/ folder, no last-errors.json

@@ -58,10 +58,11 @@ def note_error(tool: str, line: str, *, now_ms: int | None = None,
                path: Path | None = None) -> None:
     """Add one failure (the hook's one stderr line) to the file. Caller's thread; blocks
     on a small read and write; never raises. As root in another user's folder (sudo that
-    keeps HOME) nothing is written: a root-owned file there would lock that user out."""
+    keeps HOME) nothing is written: a root-owned file there would lock that user out. Nor
+    at a relative path: the hook runs in the project's folder, which is not ours."""
     target = path or errors_path()
-    if foreign_owner(target) is not None:
-        return
+    if not target.is_absolute() or foreign_owner(target) is not None:
+        return  # relative (a relative $SSA_STATE_DIR): it would land in the project folder
     record = {"at": now_ms if now_ms is not None else time.time_ns() // 1_000_000,
               "tool": tool[:40], "error": line[:MAX_LINE]}
     with contextlib.suppress(OSError, ValueError):
