@@ -29,6 +29,7 @@ __all__ = [
     "folders_to_create",
     "foreign_owner",
     "sqlite_location_problem",
+    "utf8_problem",
 ]
 
 
@@ -98,11 +99,26 @@ def _system_folder(folder: str) -> str | None:
     return None
 
 
+def utf8_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why SQLite cannot open ``path`` by name, when it holds bytes that are not UTF-8
+    (``os.fsdecode`` keeps them as surrogates), or ``None``. The message shows them as
+    U+FFFD, so it can be printed anywhere. Pure; never raises."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return (f"{shown} holds bytes that are not UTF-8, and SQLite opens only UTF-8 file "
+                "names: give a path without them (--db or $SSA_DB)")
+    return None
+
+
 def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
     """Why a signal log cannot be made or opened at SQLite path ``path``, or ``None``.
 
     Refused: an empty path, ``:memory:`` and ``file:`` names (the signal log
-    is a file its readers and other processes share), a NUL, a directory,
+    is a file its readers and other processes share), a NUL, a name that is
+    not UTF-8 (SQLite takes only UTF-8 names), a directory,
     something that is not a regular file (``/dev/null``, a FIFO), a file in
     ``/dev``, ``/proc`` or ``/sys`` (:data:`SYSTEM_FOLDERS`), a folder
     that exists but is no directory, the default location when a relative
@@ -118,6 +134,9 @@ def sqlite_location_problem(path: str | os.PathLike[str]) -> str | None:
                 "other processes share; give a file path")
     if "\0" in text:
         return "the path holds a NUL character"
+    not_utf8 = utf8_problem(text)
+    if not_utf8 is not None:
+        return not_utf8
     scheme = _SCHEME.match(text)
     if scheme is not None:  # postgresql:// is a URL, taken before this; C:/... is a path
         return (f"{text} looks like a {scheme.group(1)}: URL, which is not a database this "

@@ -242,3 +242,25 @@ def test_a_relative_state_dir_is_refused_everywhere_and_leaves_nothing_in_the_pr
     assert done.returncode == 0
     assert b"relative path" in done.stderr
     assert _tree(project) == []  # no database, no hooks/ folder, no last-errors.json
+
+
+def test_a_path_that_is_not_utf8_is_one_line_before_anything_is_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Adversary round (stop 39): a home named with Latin-1 bytes gave tracebacks from
+    ``ssa manage`` and ``ssa list`` and left an empty ``state.sqlite``."""
+    home = tmp_path / os.fsdecode(b"bad\xff\xfeh")
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("SSA_STATE_DIR", "XDG_STATE_HOME", "SSA_DB"):
+        monkeypatch.delenv(name, raising=False)
+    problem = sqlite_location_problem(default_state_file())
+    assert problem is not None
+    assert "not UTF-8" in problem
+    assert problem.isprintable()
+    for command in (["manage", "--session", "agent:main:claude:m"], ["list"]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "not UTF-8" in err
+    assert _tree(home) == []

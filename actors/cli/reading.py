@@ -24,6 +24,7 @@ from persistence import (
     open_connection,
 )
 from persistence.errors import DatabaseCorrupt, InvalidLocation, recovery_hint
+from persistence.locations import utf8_problem
 
 __all__ = ["DB_ENV", "open_existing"]
 
@@ -67,6 +68,9 @@ def open_existing(db: Path | str | None, named_by: str | None = None) -> tuple[A
         conn.close()
         raise SessionStateError(problem.format(backend.location))
     path = db if db is not None else default_state_path()
+    not_utf8 = utf8_problem(path)
+    if not_utf8 is not None:
+        raise SessionStateError(not_utf8)
     if not path.is_file():
         raise SessionStateError(_no_database(path, named_by))
     try:
