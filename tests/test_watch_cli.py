@@ -119,6 +119,17 @@ def test_default_catalogs_honour_the_environment(tmp_path: Path) -> None:
         "/abs/x.db"]
 
 
+def test_a_claude_config_dir_with_a_comma_in_its_name_is_one_folder(tmp_path: Path) -> None:
+    """Adversary round (stop 39): ``/x/cfg, with comma`` was split into ``/x/cfg`` and a
+    relative ``with comma`` that each hook looked for in its own project folder."""
+    one = f"{tmp_path}/cfg, with comma"
+    assert default_catalogs({"CLAUDE_CONFIG_DIR": one}, home=tmp_path)["claude"] == [
+        f"{one}/projects"]
+    both = f"{tmp_path}/a, {tmp_path}/b"  # every part absolute: a list
+    assert default_catalogs({"CLAUDE_CONFIG_DIR": both}, home=tmp_path)["claude"] == [
+        f"{tmp_path}/a/projects", f"{tmp_path}/b/projects"]
+
+
 @needs_fixtures
 def test_discovery_finds_sessions_in_each_layout(tmp_path: Path) -> None:
     codex = tmp_path / "codex" / "2026" / "09" / "02"

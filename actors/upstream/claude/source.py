@@ -36,10 +36,18 @@ NAME = "claude"
 
 
 def locations(env: Mapping[str, str], home: str) -> list[str]:
-    """``$CLAUDE_CONFIG_DIR/projects`` (a comma-separated list allowed), else
-    ``~/.claude/projects`` and the newer ``~/.config/claude/projects`` (pure)."""
-    given = [os.path.join(os.path.expanduser(p.strip()), "projects")
-             for p in env.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
+    """``$CLAUDE_CONFIG_DIR/projects`` (a comma-separated list of absolute folders allowed),
+    else ``~/.claude/projects`` and the newer ``~/.config/claude/projects`` (pure).
+
+    The value is a list only when every part is absolute (after ``~``): a folder
+    whose name holds a comma is one folder, not an absolute half and a relative
+    half that each hook would look for in its own project folder.
+    """
+    value = env.get("CLAUDE_CONFIG_DIR", "")
+    parts = [os.path.expanduser(p.strip()) for p in value.split(",") if p.strip()]
+    if len(parts) > 1 and not all(os.path.isabs(p) for p in parts):
+        parts = [os.path.expanduser(value.strip())]
+    given = [os.path.join(p, "projects") for p in parts]
     return given or [os.path.join(home, ".claude", "projects"),
                      os.path.join(home, ".config", "claude", "projects")]
 
