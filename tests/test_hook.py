@@ -25,6 +25,7 @@ import pytest
 from actors.agents import hook as hook_mod
 from actors.agents import hookplan, sessions
 from actors.agents.context import MAX_CONTEXT_CHARS, NoticeView, SummaryEvent, render_context
+from actors.agents.hookargs import timeout_problem
 from actors.agents.hookinput import HookInput, HookInputError, parse_hook_input, render_output
 from actors.agents.manage import run_manage
 from actors.agents.project import project_of
@@ -928,3 +929,10 @@ def test_a_closed_stdin_is_one_line_and_exit_0(tmp_path: Path) -> None:
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("ssa hook: "), lines
+
+
+def test_a_timeout_just_over_the_limit_is_shown_as_given() -> None:
+    """Adversary round (stop 39): ``--timeout 600.0001`` said "to 600, not 600"."""
+    assert timeout_problem(600.0001) == (
+        "--timeout must be a number of seconds from 0 (no budget) to 600, not 600.0001")
+    assert timeout_problem(600.0) is None

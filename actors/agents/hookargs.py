@@ -209,7 +209,7 @@ def timeout_problem(seconds: float) -> str | None:
     if math.isfinite(seconds) and 0 <= seconds <= MAX_TIMEOUT_S:
         return None
     return (f"--timeout must be a number of seconds from 0 (no budget) to {MAX_TIMEOUT_S:g}, "
-            f"not {seconds:g}")
+            f"not {seconds!r}")
 
 
 def parse_slowly(argv: list[str], out: TextIO, err: TextIO) -> HookArgs | None:
