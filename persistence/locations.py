@@ -58,8 +58,9 @@ def default_state_path() -> Path:
     """The embedded default database path (``api-contract.md``, ``Gateway.open``).
 
     ``$SSA_STATE_DIR/state.sqlite``, else ``$XDG_STATE_HOME/ssa/state.sqlite``,
-    else ``~/.local/state/ssa/state.sqlite``. Pure apart from reading the
-    environment; any thread; never blocks.
+    else ``~/.local/state/ssa/state.sqlite``, as :func:`default_state_file` reads
+    them (``~`` expanded, a relative ``$XDG_STATE_HOME`` ignored). Pure apart from
+    reading the environment; any thread; never blocks.
     """
     from pathlib import Path  # noqa: PLC0415 - the hook's cold path asks default_state_file
 
