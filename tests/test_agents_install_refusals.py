@@ -16,16 +16,9 @@ from pathlib import Path
 import pytest
 
 from actors.agents import _jsonc
-from actors.cli.app import main
-from tests.test_agents_install import home, snapshot, ssa
+from tests.test_agents_install import home, run, snapshot, ssa
 
 __all__ = ["home", "ssa"]  # the fixtures, imported for pytest
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _refused(code: int, out: str, err: str, path: Path) -> None:

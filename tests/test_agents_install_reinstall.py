@@ -13,16 +13,9 @@ from pathlib import Path
 import pytest
 
 from actors.agents.installmerge import carry_argv, handler_edits, merge_entry
-from actors.cli.app import main
-from tests.test_agents_install import home, ssa
+from tests.test_agents_install import home, run, ssa
 
 __all__ = ["home", "ssa"]  # the fixtures, imported for pytest
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _commands(path: Path) -> dict[str, list[str]]:

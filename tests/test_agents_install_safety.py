@@ -26,16 +26,9 @@ from actors.agents._json_ops import Doc
 from actors.agents.installedits import mcp_json_transform
 from actors.agents.installmerge import merge_argv
 from actors.agents.installsetup import Setup
-from actors.cli.app import main
-from tests.test_agents_install import TOOL_ENV, home, snapshot, ssa
+from tests.test_agents_install import TOOL_ENV, home, run, snapshot, ssa
 
 __all__ = ["home", "ssa"]  # the fixtures, imported for pytest
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # --- item 4: no password in a command line; absolute paths in committed files ------------
