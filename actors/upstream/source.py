@@ -51,6 +51,7 @@ __all__ = [
     "StoreRow",
     "epoch_ms_of",
     "glob_sessions",
+    "in_subfolders",
     "json_head",
     "named_by",
     "no_name",
@@ -280,6 +281,23 @@ def glob_sessions(source: str, root: str, pattern: str,
     for path in paths:
         stem = os.path.splitext(os.path.basename(path))[0]
         yield Candidate(source=source, path=path, thread_id=thread_of(stem))
+
+
+def in_subfolders(root: str, *names: str) -> list[str]:
+    """``<root>/<folder>/<names...>`` for each folder directly in ``root`` whose name does
+    not start with a dot (a folder of projects), whether or not that path exists.
+
+    Sorted by path components, as :mod:`pathlib` sorts (``a`` before ``a-b``).
+    Caller's thread; blocks on one listing and a ``stat`` per entry; never raises
+    (an unreadable ``root``: ``[]``).
+    """
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    found = [os.path.join(root, entry, *names) for entry in entries
+             if not entry.startswith(".") and os.path.isdir(os.path.join(root, entry))]
+    return sorted(found, key=lambda path: path.split(os.sep))
 
 
 _unreadable: dict[str, str] = {}

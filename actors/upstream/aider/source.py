@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator, Mapping
 
 from actors.upstream.aider.paths import HISTORY_FILE, history_thread_id
-from actors.upstream.source import Candidate, Source, named_by
+from actors.upstream.source import Candidate, Source, in_subfolders, named_by
 
 TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
 if TYPE_CHECKING:
@@ -40,22 +40,9 @@ def discover(root: str) -> Iterator[Candidate]:
     repository or a folder of repositories); sorted; never raises."""
     if not os.path.isdir(root):
         return
-    found = [os.path.join(root, HISTORY_FILE)]
-    found += sorted((os.path.join(child, HISTORY_FILE) for child in _subfolders(root)),
-                    key=lambda path: path.split(os.sep))  # as pathlib sorts
-    for path in found:
+    for path in [os.path.join(root, HISTORY_FILE), *in_subfolders(root, HISTORY_FILE)]:
         if os.path.isfile(path):
             yield Candidate(source=NAME, path=path, thread_id=history_thread_id(path))
-
-
-def _subfolders(root: str) -> list[str]:
-    """The folders directly in ``root`` whose names do not start with a dot (never raises)."""
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return []
-    return [os.path.join(root, name) for name in names
-            if not name.startswith(".") and os.path.isdir(os.path.join(root, name))]
 
 
 def head(path: str) -> tuple[str | None, int | None]:

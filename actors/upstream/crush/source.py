@@ -21,7 +21,14 @@ from collections.abc import Iterator, Mapping
 import apsw
 
 from actors.upstream.crush.db import TOP_LEVEL, open_store, store_problem
-from actors.upstream.source import Candidate, Source, StoreRow, named_by, note_store_problem
+from actors.upstream.source import (
+    Candidate,
+    Source,
+    StoreRow,
+    in_subfolders,
+    named_by,
+    note_store_problem,
+)
 from persistence.lazylog import get_logger
 
 TYPE_CHECKING = False  # typing is not loaded at run time: ssa hook's start-up (issue 33)
@@ -43,14 +50,7 @@ def _stores(root: str) -> list[str]:
     projects' (``*/.crush/crush.db``)."""
     if os.path.isfile(root):
         return [root]
-    found = [os.path.join(root, ".crush", "crush.db")]
-    try:
-        names = os.listdir(root)
-    except OSError:
-        names = []
-    found += sorted((os.path.join(root, name, ".crush", "crush.db") for name in names
-                     if not name.startswith(".") and os.path.isdir(os.path.join(root, name))),
-                    key=lambda path: path.split(os.sep))  # as pathlib sorts
+    found = [os.path.join(root, ".crush", "crush.db"), *in_subfolders(root, ".crush", "crush.db")]
     return [db for db in found if os.path.isfile(db)]
 
 
